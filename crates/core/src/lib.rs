@@ -2,6 +2,17 @@
 //!
 //! The binaries (`ralph-stop-hook`, `ralph-guard`, `ralph-setup`) read files and
 //! stdin at the edges and call into here; nothing in the decision modules
-//! touches the file system, so the rules are tested without I/O.
+//! touches the file system, so the rules are tested without I/O. The modules
+//! that do I/O (`store`, `transcript`, `hook_input`) say so at their top.
 
+pub mod blocker;
+pub mod clock;
+pub mod decision;
+pub mod frontmatter;
+pub mod hook_input;
 pub mod paths;
+pub mod prd;
+pub mod promise;
+pub mod reinject;
+pub mod state;
+pub mod transcript;

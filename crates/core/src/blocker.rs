@@ -1,0 +1,61 @@
+//! `.ralph-blocker.md`: the agent's way to say "I cannot go on". Frontmatter
+//! `story_id:` names the story; the body explains. It halts the loop, and is
+//! removed automatically once that story passes.
+
+use crate::frontmatter;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocker {
+    /// Empty when the file names no story.
+    pub story_id: String,
+    /// The first lines of the explanation, bounded for a one-screen message.
+    pub summary: String,
+}
+
+const SUMMARY_CHARS: usize = 400;
+
+impl Blocker {
+    pub fn parse(text: &str) -> Blocker {
+        let (story_id, body) = match frontmatter::split(text) {
+            Some(split) => {
+                let id = split
+                    .yaml
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix("story_id:"))
+                    .map(|v| v.trim().trim_matches(['"', '\'']).to_string())
+                    .unwrap_or_default();
+                (id, split.body)
+            }
+            None => (String::new(), text),
+        };
+        let joined = body
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut summary: String = joined.chars().take(SUMMARY_CHARS).collect();
+        if joined.chars().count() > SUMMARY_CHARS {
+            summary.push('…');
+        }
+        if summary.is_empty() {
+            summary = "(no explanation given)".into();
+        }
+        Blocker { story_id, summary }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_story_and_summary() {
+        let b = Blocker::parse("---\nstory_id: \"US-2\"\n---\n\n# Blocked\n\nNeed an API key.\n");
+        assert_eq!(b.story_id, "US-2");
+        assert_eq!(b.summary, "# Blocked Need an API key.");
+        let plain = Blocker::parse("");
+        assert_eq!(plain.story_id, "");
+        assert_eq!(plain.summary, "(no explanation given)");
+    }
+}

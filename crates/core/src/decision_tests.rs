@@ -1,0 +1,369 @@
+use super::*;
+use crate::state::DEFAULT_MAX_STORY_ATTEMPTS;
+
+fn state(iteration: u64, max: u64, promise: Option<&str>) -> LoopState {
+    LoopState {
+        active: true,
+        iteration,
+        session_id: "s".into(),
+        max_iterations: max,
+        completion_promise: promise.map(str::to_string),
+        started_at: None,
+        prd_file: None,
+        story_ids: vec![],
+        max_story_attempts: DEFAULT_MAX_STORY_ATTEMPTS,
+        prompt: "Fix the bug\n---\niteration: 7\n".into(),
+    }
+}
+
+fn prd_state(iteration: u64, ids: &[&str]) -> LoopState {
+    LoopState {
+        prd_file: Some("prd.json".into()),
+        story_ids: ids.iter().map(|s| s.to_string()).collect(),
+        prompt: DEFAULT_PRD_PROMPT.into(),
+        ..state(iteration, 20, Some("RALPH-COMPLETE"))
+    }
+}
+
+fn cx<'a>(state: &'a LoopState, said: Option<&'a str>) -> StopContext<'a> {
+    StopContext {
+        state,
+        assistant_text: said,
+        prd: None,
+        blocker: None,
+        last_injected: None,
+    }
+}
+
+const THREE: &str = r#"{"userStories":[
+  {"id":"US-1","title":"Schema","priority":1,"passes":true,"acceptanceCriteria":["table exists"]},
+  {"id":"US-2","title":"API","priority":2,"passes":false,"depends_on":["US-1"],"acceptanceCriteria":["GET works"]},
+  {"id":"US-3","title":"UI","priority":1,"passes":false,"depends_on":["US-2"]}]}"#;
+
+fn prd(json: &str) -> Result<Prd, String> {
+    Prd::parse(json).map_err(|e| e.to_string())
+}
+
+#[test]
+fn plain_block_feeds_prompt_verbatim_and_counts() {
+    let s = state(1, 3, Some("DONE"));
+    match decide(&cx(&s, Some("working on it"))) {
+        Decision::Continue {
+            code,
+            next_iteration,
+            reason,
+            system_message,
+            ..
+        } => {
+            assert_eq!(code, Code::Continue);
+            assert_eq!(next_iteration, 2);
+            assert!(reason.starts_with(&s.prompt), "{reason}");
+            assert!(reason.contains("iteration 2/3"), "{reason}");
+            assert!(
+                system_message.contains("Ralph iteration 2/3"),
+                "{system_message}"
+            );
+        }
+        d => panic!("{d:?}"),
+    }
+}
+
+#[test]
+fn promise_completes_even_on_the_last_turn() {
+    let s = state(3, 3, Some("ALL DONE"));
+    let d = decide(&cx(&s, Some("Done.\n<promise>\n ALL\n  DONE </promise>")));
+    assert_eq!(d.code(), Code::Complete);
+    if let Decision::End {
+        system_message,
+        iterations,
+        ..
+    } = d
+    {
+        assert_eq!(iterations, 3);
+        assert!(system_message.contains("after 3 iterations"));
+    }
+}
+
+#[test]
+fn bare_promise_is_not_completion_and_cap_ends() {
+    let s = state(2, 3, Some("DONE"));
+    assert_eq!(decide(&cx(&s, Some("DONE"))).code(), Code::Continue);
+    let s = state(3, 3, Some("DONE"));
+    let d = decide(&cx(&s, Some("DONE")));
+    assert_eq!(d.code(), Code::MaxIterations);
+    if let Decision::End { system_message, .. } = d {
+        assert!(
+            system_message.contains("cap (3) after 3 iterations"),
+            "{system_message}"
+        );
+    }
+}
+
+#[test]
+fn mismatched_tag_is_explained_to_the_model() {
+    let s = state(1, 0, Some("DONE"));
+    match decide(&cx(&s, Some("<promise>almost</promise>"))) {
+        Decision::Continue { reason, .. } => assert!(reason.contains("did not match")),
+        d => panic!("{d:?}"),
+    }
+}
+
+#[test]
+fn unlimited_loop_has_no_cap_and_says_so() {
+    let s = state(500, 0, None);
+    match decide(&cx(&s, None)) {
+        Decision::Continue {
+            reason,
+            next_iteration,
+            ..
+        } => {
+            assert_eq!(next_iteration, 501);
+            assert!(reason.contains("cancel-ralph"));
+        }
+        d => panic!("{d:?}"),
+    }
+}
+
+#[test]
+fn inactive_state_ends_as_cancelled() {
+    let mut s = state(4, 10, None);
+    s.active = false;
+    assert_eq!(decide(&cx(&s, None)).code(), Code::Cancelled);
+}
+
+#[test]
+fn prd_feeds_next_story_with_progress_and_counter() {
+    let s = prd_state(1, &["US-1", "US-2", "US-3"]);
+    let p = prd(THREE);
+    let c = StopContext {
+        prd: Some(&p),
+        ..cx(&s, Some("ok"))
+    };
+    match decide(&c) {
+        Decision::Continue {
+            code,
+            reason,
+            story,
+            injected,
+            system_message,
+            ..
+        } => {
+            assert_eq!(code, Code::Story);
+            assert_eq!(story.as_deref(), Some("US-2"));
+            assert!(reason.contains("story US-2 of prd.json: API"), "{reason}");
+            assert!(reason.contains("- GET works"));
+            assert!(reason.contains("1/3 stories pass"));
+            assert!(reason.contains("\"passes\": true"));
+            assert!(reason.contains("progress.txt"));
+            assert!(!reason.contains("Loop instructions"));
+            assert_eq!(
+                injected,
+                Some(Injected {
+                    story_id: "US-2".into(),
+                    count: 1
+                })
+            );
+            assert!(system_message.contains("story US-2"));
+        }
+        d => panic!("{d:?}"),
+    }
+}
+
+#[test]
+fn prd_refuses_early_promise_and_completes_when_all_pass() {
+    let s = prd_state(2, &["US-1", "US-2", "US-3"]);
+    let p = prd(THREE);
+    let c = StopContext {
+        prd: Some(&p),
+        ..cx(&s, Some("<promise>RALPH-COMPLETE</promise>"))
+    };
+    match decide(&c) {
+        Decision::Continue { code, reason, .. } => {
+            assert_eq!(code, Code::PromiseRefused);
+            assert!(reason.starts_with("Completion refused"), "{reason}");
+            assert!(reason.contains("US-2, US-3"));
+        }
+        d => panic!("{d:?}"),
+    }
+    let all = prd(&THREE.replace("\"passes\":false", "\"passes\":true"));
+    let c = StopContext {
+        prd: Some(&all),
+        ..cx(&s, None)
+    };
+    assert_eq!(decide(&c).code(), Code::AllStoriesPass);
+}
+
+#[test]
+fn prd_all_pass_beats_the_cap() {
+    let mut s = prd_state(20, &["US-1"]);
+    s.max_iterations = 20;
+    let all = prd(r#"{"stories":[{"id":"US-1","passes":true}]}"#);
+    let c = StopContext {
+        prd: Some(&all),
+        ..cx(&s, None)
+    };
+    assert_eq!(decide(&c).code(), Code::AllStoriesPass);
+}
+
+#[test]
+fn prd_deadlock_names_stories() {
+    let s = prd_state(3, &["a", "b"]);
+    let p = prd(r#"{"stories":[{"id":"a","depends_on":["b"]},{"id":"b","depends_on":["a"]}]}"#);
+    let c = StopContext {
+        prd: Some(&p),
+        ..cx(&s, None)
+    };
+    match decide(&c) {
+        Decision::End {
+            code,
+            system_message,
+            ..
+        } => {
+            assert_eq!(code, Code::Deadlock);
+            assert!(
+                system_message.contains("a waits on b; b waits on a"),
+                "{system_message}"
+            );
+        }
+        d => panic!("{d:?}"),
+    }
+}
+
+#[test]
+fn vanished_story_counts_as_failing() {
+    let s = prd_state(3, &["US-1", "US-9"]);
+    let p = prd(r#"{"stories":[{"id":"US-1","passes":true}]}"#);
+    let c = StopContext {
+        prd: Some(&p),
+        ..cx(&s, None)
+    };
+    match decide(&c) {
+        Decision::Continue {
+            code,
+            reason,
+            system_message,
+            ..
+        } => {
+            assert_eq!(code, Code::StoriesVanished);
+            assert!(reason.contains("US-9"));
+            assert!(system_message.contains("US-9"));
+        }
+        d => panic!("{d:?}"),
+    }
+}
+
+#[test]
+fn blocker_halts_until_its_story_passes() {
+    let s = prd_state(2, &["US-1", "US-2", "US-3"]);
+    let p = prd(THREE);
+    let b = Blocker {
+        story_id: "US-2".into(),
+        summary: "Need creds.".into(),
+    };
+    let c = StopContext {
+        prd: Some(&p),
+        blocker: Some(&b),
+        ..cx(&s, None)
+    };
+    match decide(&c) {
+        Decision::End {
+            code,
+            system_message,
+            ..
+        } => {
+            assert_eq!(code, Code::Blocked);
+            assert!(
+                system_message.contains("US-2 is blocked")
+                    && system_message.contains("Need creds.")
+            );
+        }
+        d => panic!("{d:?}"),
+    }
+    let done = Blocker {
+        story_id: "US-1".into(),
+        summary: "old".into(),
+    };
+    let c = StopContext {
+        prd: Some(&p),
+        blocker: Some(&done),
+        ..cx(&s, None)
+    };
+    match decide(&c) {
+        Decision::Continue { remove_blocker, .. } => assert!(remove_blocker),
+        d => panic!("{d:?}"),
+    }
+}
+
+#[test]
+fn reinjection_escalates_then_stops() {
+    let s = prd_state(4, &["US-1", "US-2", "US-3"]);
+    let p = prd(THREE);
+    let twice = Injected {
+        story_id: "US-2".into(),
+        count: 2,
+    };
+    let c = StopContext {
+        prd: Some(&p),
+        last_injected: Some(&twice),
+        ..cx(&s, None)
+    };
+    match decide(&c) {
+        Decision::Continue {
+            reason, injected, ..
+        } => {
+            assert!(reason.contains("attempt 3 of 5"), "{reason}");
+            assert_eq!(injected.unwrap().count, 3);
+        }
+        d => panic!("{d:?}"),
+    }
+    let five = Injected {
+        story_id: "US-2".into(),
+        count: 5,
+    };
+    let c = StopContext {
+        prd: Some(&p),
+        last_injected: Some(&five),
+        ..cx(&s, None)
+    };
+    assert_eq!(decide(&c).code(), Code::StoryStuck);
+}
+
+#[test]
+fn invalid_prd_asks_for_repair() {
+    let s = prd_state(2, &["US-1"]);
+    let bad: Result<Prd, String> = Err("not valid JSON: EOF".into());
+    let c = StopContext {
+        prd: Some(&bad),
+        ..cx(&s, None)
+    };
+    match decide(&c) {
+        Decision::Continue { code, reason, .. } => {
+            assert_eq!(code, Code::PrdInvalid);
+            assert!(reason.contains("Restore prd.json"));
+        }
+        d => panic!("{d:?}"),
+    }
+}
+
+#[test]
+fn user_instructions_are_kept_in_prd_mode() {
+    let mut s = prd_state(1, &["US-1", "US-2", "US-3"]);
+    s.prompt = "Use pnpm, never npm.\n".into();
+    let p = prd(THREE);
+    let c = StopContext {
+        prd: Some(&p),
+        ..cx(&s, None)
+    };
+    match decide(&c) {
+        Decision::Continue { reason, .. } => {
+            assert!(reason.contains("## Loop instructions\nUse pnpm, never npm."))
+        }
+        d => panic!("{d:?}"),
+    }
+}
+
+#[test]
+fn plural_words() {
+    assert_eq!(plural(1, "iteration"), "1 iteration");
+    assert_eq!(plural(2, "story"), "2 stories");
+}

@@ -1,0 +1,121 @@
+//! The JSON a Claude Code hook receives on stdin, read leniently.
+//!
+//! Unknown fields are normal (the client adds fields between versions) and a
+//! field of the wrong type is treated as absent rather than failing the hook.
+//! Only the first JSON value is read, so a pipe that stays open after it never
+//! makes a hook wait.
+
+use serde_json::Value;
+use std::io::Read;
+use thiserror::Error;
+
+/// The fields the ralph hooks use, from any hook event.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HookInput {
+    pub session_id: Option<String>,
+    pub transcript_path: Option<String>,
+    pub cwd: Option<String>,
+    pub hook_event_name: Option<String>,
+    /// Stop: true on every Stop that follows a block by a Stop hook.
+    pub stop_hook_active: bool,
+    /// Stop: the final assistant text of the turn (absent in older clients).
+    pub last_assistant_message: Option<String>,
+    /// UserPromptSubmit: the raw text the user typed.
+    pub prompt: Option<String>,
+    /// PreToolUse.
+    pub tool_name: Option<String>,
+    pub tool_input: Option<Value>,
+}
+
+#[derive(Debug, Error)]
+pub enum InputError {
+    #[error("no hook input on stdin")]
+    Empty,
+    #[error("hook input on stdin is not JSON: {0}")]
+    NotJson(String),
+    #[error("hook input on stdin is not a JSON object")]
+    NotAnObject,
+}
+
+impl HookInput {
+    /// Build from a parsed JSON value.
+    pub fn from_value(value: Value) -> Result<HookInput, InputError> {
+        let Value::Object(mut map) = value else {
+            return Err(InputError::NotAnObject);
+        };
+        let mut text = |k: &str| match map.remove(k) {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        };
+        Ok(HookInput {
+            session_id: text("session_id"),
+            transcript_path: text("transcript_path"),
+            cwd: text("cwd"),
+            hook_event_name: text("hook_event_name"),
+            last_assistant_message: text("last_assistant_message"),
+            prompt: text("prompt"),
+            tool_name: text("tool_name"),
+            stop_hook_active: matches!(map.get("stop_hook_active"), Some(Value::Bool(true))),
+            tool_input: map.remove("tool_input"),
+        })
+    }
+
+    /// Read the first JSON value from `reader` and stop there.
+    pub fn read(reader: impl Read) -> Result<HookInput, InputError> {
+        let mut values = serde_json::Deserializer::from_reader(reader).into_iter::<Value>();
+        match values.next() {
+            None => Err(InputError::Empty),
+            // Only whitespace before the end: nothing was sent.
+            Some(Err(e)) if e.to_string().starts_with("EOF while parsing a value") => {
+                Err(InputError::Empty)
+            }
+            Some(Err(e)) => Err(InputError::NotJson(e.to_string())),
+            Some(Ok(v)) => HookInput::from_value(v),
+        }
+    }
+
+    /// The session id, or "" when the client did not send one.
+    pub fn session(&self) -> &str {
+        self.session_id.as_deref().unwrap_or("")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_real_stop_input_with_unknown_fields() {
+        let json = r#"{"session_id":"s1","transcript_path":"/t.jsonl","cwd":"/p","prompt_id":"x",
+            "permission_mode":"default","effort":{"level":"medium"},"hook_event_name":"Stop",
+            "stop_hook_active":true,"last_assistant_message":"Reply","background_tasks":[]}"#;
+        let input = HookInput::read(json.as_bytes()).unwrap();
+        assert_eq!(input.session(), "s1");
+        assert!(input.stop_hook_active);
+        assert_eq!(input.last_assistant_message.as_deref(), Some("Reply"));
+    }
+
+    #[test]
+    fn wrong_types_are_absent_and_trailing_data_is_ignored() {
+        let input = HookInput::read(&br#"{"session_id":5,"cwd":"/p"} garbage"#[..]).unwrap();
+        assert_eq!(input.session_id, None);
+        assert_eq!(input.cwd.as_deref(), Some("/p"));
+    }
+
+    #[test]
+    fn bad_inputs() {
+        assert!(matches!(HookInput::read(&b""[..]), Err(InputError::Empty)));
+        assert!(matches!(
+            HookInput::read(&b"  \n"[..]),
+            Err(InputError::Empty)
+        ));
+        assert!(matches!(
+            HookInput::read(&b"[1]"[..]),
+            Err(InputError::NotAnObject)
+        ));
+        assert!(matches!(
+            HookInput::read(&b"{nope"[..]),
+            Err(InputError::NotJson(_))
+        ));
+    }
+}

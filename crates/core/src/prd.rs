@@ -1,0 +1,373 @@
+//! The PRD (`prd.json`): stories, their dependencies, and which one is next.
+//!
+//! Reads snarktank's shape (`userStories`, `acceptanceCriteria`, `priority`,
+//! `passes`) and the common variants (`stories`, `acceptance_criteria`,
+//! `depends_on` / `dependsOn` / `dependencies`). Pure: callers pass the text.
+
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+use thiserror::Error;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prd {
+    pub project: Option<String>,
+    pub branch_name: Option<String>,
+    pub description: Option<String>,
+    pub stories: Vec<Story>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Story {
+    pub id: String,
+    pub title: String,
+    pub description: String,
+    pub acceptance_criteria: Vec<String>,
+    /// Lower runs first; stories without one run after those with one.
+    pub priority: Option<i64>,
+    pub passes: bool,
+    pub notes: String,
+    pub depends_on: Vec<String>,
+    /// A command whose success is required before the story counts as passing.
+    pub verify: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum PrdError {
+    #[error("not valid JSON: {0}")]
+    NotJson(String),
+    #[error("the top level must be a JSON object with a `userStories` (or `stories`) list")]
+    NoStories,
+    #[error("story #{index} is not a JSON object")]
+    StoryNotObject { index: usize },
+    #[error("story #{index} has no `id`")]
+    MissingId { index: usize },
+    #[error("story `{id}`: field `{field}` {problem}")]
+    BadField {
+        id: String,
+        field: &'static str,
+        problem: &'static str,
+    },
+    #[error("story id `{0}` is used by more than one story")]
+    DuplicateId(String),
+    #[error("story `{story}` depends on `{missing}`, which is not a story in the file")]
+    DanglingDependency { story: String, missing: String },
+    #[error("stories depend on each other in a cycle: {0}")]
+    Cycle(String),
+}
+
+impl Prd {
+    /// Parse a PRD's text (structure only; see [`Prd::validate`]).
+    pub fn parse(text: &str) -> Result<Prd, PrdError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| PrdError::NotJson(e.to_string()))?;
+        let Value::Object(top) = value else {
+            return Err(PrdError::NoStories);
+        };
+        let list = match top.get("userStories").or_else(|| top.get("stories")) {
+            Some(Value::Array(list)) => list,
+            _ => return Err(PrdError::NoStories),
+        };
+        let stories = list
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Story::from_value(i + 1, v))
+            .collect::<Result<Vec<_>, _>>()?;
+        let text_of = |k: &str| top.get(k).and_then(Value::as_str).map(str::to_string);
+        Ok(Prd {
+            project: text_of("project"),
+            branch_name: text_of("branchName").or_else(|| text_of("branch_name")),
+            description: text_of("description"),
+            stories,
+        })
+    }
+
+    /// Unique ids, no dangling dependency, no cycle.
+    pub fn validate(&self) -> Result<(), PrdError> {
+        let mut seen = HashSet::new();
+        for s in &self.stories {
+            if !seen.insert(s.id.as_str()) {
+                return Err(PrdError::DuplicateId(s.id.clone()));
+            }
+        }
+        for s in &self.stories {
+            if let Some(missing) = s.depends_on.iter().find(|d| !seen.contains(d.as_str())) {
+                return Err(PrdError::DanglingDependency {
+                    story: s.id.clone(),
+                    missing: missing.clone(),
+                });
+            }
+        }
+        if let Some(cycle) = self.find_cycle() {
+            return Err(PrdError::Cycle(cycle.join(" -> ")));
+        }
+        Ok(())
+    }
+
+    pub fn story(&self, id: &str) -> Option<&Story> {
+        self.stories.iter().find(|s| s.id == id)
+    }
+
+    /// (passing, total).
+    pub fn progress(&self) -> (usize, usize) {
+        let passing = self.stories.iter().filter(|s| s.passes).count();
+        (passing, self.stories.len())
+    }
+
+    pub fn all_pass(&self) -> bool {
+        self.stories.iter().all(|s| s.passes)
+    }
+
+    /// The next story to work on: `passes` not true, every dependency present
+    /// and passing; lowest priority first, then file order.
+    pub fn next_runnable(&self) -> Option<&Story> {
+        let passing: HashSet<&str> = self
+            .stories
+            .iter()
+            .filter(|s| s.passes)
+            .map(|s| s.id.as_str())
+            .collect();
+        self.stories
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.passes && s.depends_on.iter().all(|d| passing.contains(d.as_str())))
+            .min_by_key(|(i, s)| (s.priority.is_none(), s.priority.unwrap_or(0), *i))
+            .map(|(_, s)| s)
+    }
+
+    /// For a deadlock message: each failing story with its unmet dependencies.
+    pub fn unmet_dependencies(&self) -> Vec<(String, Vec<String>)> {
+        let by_id: HashMap<&str, &Story> =
+            self.stories.iter().map(|s| (s.id.as_str(), s)).collect();
+        self.stories
+            .iter()
+            .filter(|s| !s.passes)
+            .map(|s| {
+                let unmet = s
+                    .depends_on
+                    .iter()
+                    .filter_map(|d| match by_id.get(d.as_str()) {
+                        None => Some(format!("{d} (no such story)")),
+                        Some(dep) if !dep.passes => Some(d.clone()),
+                        Some(_) => None,
+                    })
+                    .collect();
+                (s.id.clone(), unmet)
+            })
+            .collect()
+    }
+
+    fn find_cycle(&self) -> Option<Vec<String>> {
+        let index: HashMap<&str, usize> = self
+            .stories
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.id.as_str(), i))
+            .collect();
+        // 0 = unvisited, 1 = on the current path, 2 = done.
+        let mut mark = vec![0u8; self.stories.len()];
+        let mut path: Vec<usize> = Vec::new();
+        for root in 0..self.stories.len() {
+            if mark[root] != 0 {
+                continue;
+            }
+            // Iterative DFS: (node, next dependency to look at).
+            let mut stack = vec![(root, 0usize)];
+            mark[root] = 1;
+            path.push(root);
+            while let Some((node, next)) = stack.pop() {
+                let deps = &self.stories[node].depends_on;
+                if next < deps.len() {
+                    stack.push((node, next + 1));
+                    let Some(&dep) = index.get(deps[next].as_str()) else {
+                        continue;
+                    };
+                    match mark[dep] {
+                        0 => {
+                            mark[dep] = 1;
+                            path.push(dep);
+                            stack.push((dep, 0));
+                        }
+                        1 => {
+                            let from = path.iter().position(|&n| n == dep).unwrap_or(0);
+                            let mut ids: Vec<String> = path[from..]
+                                .iter()
+                                .map(|&n| self.stories[n].id.clone())
+                                .collect();
+                            ids.push(self.stories[dep].id.clone());
+                            return Some(ids);
+                        }
+                        _ => {}
+                    }
+                } else {
+                    mark[node] = 2;
+                    path.pop();
+                }
+            }
+        }
+        None
+    }
+}
+
+impl Story {
+    fn from_value(index: usize, v: &Value) -> Result<Story, PrdError> {
+        let Value::Object(o) = v else {
+            return Err(PrdError::StoryNotObject { index });
+        };
+        let id = match o.get("id") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => return Err(PrdError::MissingId { index }),
+        };
+        let bad = |field, problem| PrdError::BadField {
+            id: id.clone(),
+            field,
+            problem,
+        };
+        let text = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let acceptance_criteria = match pick(o, &["acceptanceCriteria", "acceptance_criteria"]) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(items)) => items.iter().map(display).collect(),
+            Some(_) => return Err(bad("acceptanceCriteria", "must be a list of text")),
+        };
+        let priority = match o.get("priority") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) => Some(
+                n.as_i64()
+                    .or_else(|| n.as_f64().map(|f| f as i64))
+                    .ok_or_else(|| bad("priority", "must be a number"))?,
+            ),
+            Some(Value::String(s)) => Some(
+                s.trim()
+                    .parse()
+                    .map_err(|_| bad("priority", "must be a number"))?,
+            ),
+            Some(_) => return Err(bad("priority", "must be a number")),
+        };
+        let passes = match o.get("passes") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(bad("passes", "must be true or false")),
+        };
+        let depends_on = match pick(o, &["depends_on", "dependsOn", "dependencies"]) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => vec![s.trim().to_string()],
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|d| display(d).trim().to_string())
+                .collect(),
+            Some(_) => return Err(bad("depends_on", "must be a list of story ids")),
+        };
+        let verify = o
+            .get("verify")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .filter(|s| !s.trim().is_empty());
+        Ok(Story {
+            title: text("title"),
+            description: text("description"),
+            notes: text("notes"),
+            id,
+            acceptance_criteria,
+            priority,
+            passes,
+            depends_on,
+            verify,
+        })
+    }
+}
+
+fn pick<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().find_map(|k| o.get(*k))
+}
+
+fn display(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prd(json: &str) -> Prd {
+        Prd::parse(json).unwrap()
+    }
+
+    #[test]
+    fn reads_snarktank_shape() {
+        let p = prd(
+            r#"{"project":"P","branchName":"ralph/x","description":"D","userStories":[
+            {"id":"US-001","title":"T","description":"d","acceptanceCriteria":["a","b"],
+             "priority":1,"passes":false,"notes":""}]}"#,
+        );
+        assert_eq!(p.project.as_deref(), Some("P"));
+        assert_eq!(p.branch_name.as_deref(), Some("ralph/x"));
+        let s = &p.stories[0];
+        assert_eq!(s.acceptance_criteria, ["a", "b"]);
+        assert_eq!(s.priority, Some(1));
+        assert!(!s.passes);
+    }
+
+    #[test]
+    fn reads_variants_and_orders_by_priority_then_file_order() {
+        let p = prd(r#"{"stories":[
+            {"id":"c","priority":2},
+            {"id":"a","priority":1,"depends_on":["b"]},
+            {"id":"b","priority":3,"acceptance_criteria":"one"},
+            {"id":"d"},
+            {"id":"e","priority":2,"dependsOn":["b"]}]}"#);
+        p.validate().unwrap();
+        assert_eq!(p.next_runnable().unwrap().id, "c");
+        let mut p2 = p.clone();
+        p2.stories[0].passes = true;
+        assert_eq!(p2.next_runnable().unwrap().id, "b");
+        p2.stories[2].passes = true;
+        assert_eq!(p2.next_runnable().unwrap().id, "a");
+        p2.stories[1].passes = true;
+        assert_eq!(p2.next_runnable().unwrap().id, "e");
+        p2.stories[4].passes = true;
+        assert_eq!(p2.next_runnable().unwrap().id, "d");
+    }
+
+    #[test]
+    fn validation_names_the_story() {
+        let dup = prd(r#"{"stories":[{"id":"a"},{"id":"a"}]}"#).validate();
+        assert_eq!(dup, Err(PrdError::DuplicateId("a".into())));
+        let dangling = prd(r#"{"stories":[{"id":"a","dependencies":["zz"]}]}"#).validate();
+        assert!(
+            dangling
+                .unwrap_err()
+                .to_string()
+                .contains("`a` depends on `zz`")
+        );
+        let cycle = prd(r#"{"stories":[{"id":"a","depends_on":["b"]},{"id":"b","depends_on":["c"]},{"id":"c","depends_on":["a"]}]}"#).validate();
+        assert_eq!(cycle, Err(PrdError::Cycle("a -> b -> c -> a".into())));
+        let self_loop = prd(r#"{"stories":[{"id":"a","depends_on":["a"]}]}"#).validate();
+        assert!(matches!(self_loop, Err(PrdError::Cycle(_))));
+    }
+
+    #[test]
+    fn bad_shapes() {
+        assert!(matches!(Prd::parse("{"), Err(PrdError::NotJson(_))));
+        assert_eq!(Prd::parse("[]"), Err(PrdError::NoStories));
+        assert_eq!(
+            Prd::parse(r#"{"stories":[{"title":"x"}]}"#),
+            Err(PrdError::MissingId { index: 1 })
+        );
+        assert!(Prd::parse(r#"{"stories":[{"id":"a","passes":"yes"}]}"#).is_err());
+    }
+
+    #[test]
+    fn deadlock_reports_unmet() {
+        let p = prd(r#"{"stories":[{"id":"a","depends_on":["b"]},{"id":"b","depends_on":["a"]}]}"#);
+        assert!(p.next_runnable().is_none());
+        assert_eq!(
+            p.unmet_dependencies()[0],
+            ("a".to_string(), vec!["b".to_string()])
+        );
+    }
+}

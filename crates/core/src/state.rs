@@ -1,0 +1,319 @@
+//! The loop state: `.claude/ralph-loop.local.md`, YAML frontmatter and prompt body.
+//!
+//! Drop-in compatible with the official ralph-loop plugin: its files (with an
+//! empty or missing `session_id`, no `prd_file`) read as they are, and our
+//! writes keep its keys and layout. Updates edit single frontmatter lines
+//! (`frontmatter::set_field`) so unknown keys, comments and the body survive.
+
+use crate::frontmatter;
+use serde_yaml_ng::Value;
+use thiserror::Error;
+
+/// A parsed, valid loop state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopState {
+    /// `false` means the loop was cancelled (the official plugin never writes it).
+    pub active: bool,
+    /// The number of the turn in progress, starting at 1.
+    pub iteration: u64,
+    /// The session that owns the loop; empty until the first Stop claims it.
+    pub session_id: String,
+    /// Turns allowed in all; 0 means unlimited.
+    pub max_iterations: u64,
+    /// The promise text that ends the loop, if any.
+    pub completion_promise: Option<String>,
+    pub started_at: Option<String>,
+    /// PRD mode: the PRD path, relative to the project root.
+    pub prd_file: Option<String>,
+    /// PRD mode: the story ids present at start (a story that vanishes later
+    /// counts as failing).
+    pub story_ids: Vec<String>,
+    /// How many times in a row one story may be fed before the loop stops.
+    pub max_story_attempts: u32,
+    /// The prompt body, verbatim.
+    pub prompt: String,
+}
+
+/// Default for `max_story_attempts`.
+pub const DEFAULT_MAX_STORY_ATTEMPTS: u32 = 5;
+
+/// Why a state file cannot be used. Each names the field and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum StateError {
+    #[error("the file does not start with a `---` frontmatter block closed by a second `---` line")]
+    NoFrontmatter,
+    #[error("the frontmatter is not valid YAML: {0}")]
+    BadYaml(String),
+    #[error("the frontmatter is not a mapping of `key: value` lines")]
+    NotAMapping,
+    #[error("field `{field}` is missing")]
+    Missing { field: &'static str },
+    #[error("field `{field}` {problem} (found {found})")]
+    BadField {
+        field: &'static str,
+        problem: &'static str,
+        found: String,
+    },
+    #[error("the prompt (the text after the frontmatter) is empty")]
+    EmptyPrompt,
+}
+
+impl StateError {
+    /// The field the error is about, for the user's message and the log.
+    pub fn field(&self) -> &'static str {
+        match self {
+            StateError::NoFrontmatter | StateError::BadYaml(_) | StateError::NotAMapping => {
+                "frontmatter"
+            }
+            StateError::Missing { field } | StateError::BadField { field, .. } => field,
+            StateError::EmptyPrompt => "prompt",
+        }
+    }
+}
+
+impl LoopState {
+    /// Parse the whole text of a state file.
+    pub fn parse(text: &str) -> Result<LoopState, StateError> {
+        let split = frontmatter::split(text).ok_or(StateError::NoFrontmatter)?;
+        let value: Value = if split.yaml.trim().is_empty() {
+            Value::Mapping(Default::default())
+        } else {
+            serde_yaml_ng::from_str(split.yaml).map_err(|e| StateError::BadYaml(one_line(&e)))?
+        };
+        let map = match value {
+            Value::Mapping(m) => m,
+            _ => return Err(StateError::NotAMapping),
+        };
+        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
+
+        let active = match get("active") {
+            None => true,
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) if s == "true" || s == "false" => s == "true",
+            Some(v) => return Err(bad("active", "must be true or false", v)),
+        };
+        let iteration = match get("iteration") {
+            None => return Err(StateError::Missing { field: "iteration" }),
+            Some(v) => {
+                whole_number(v).ok_or_else(|| bad("iteration", "must be a whole number", v))?
+            }
+        };
+        let max_iterations = match get("max_iterations") {
+            None => 0,
+            Some(v) => whole_number(v).ok_or_else(|| {
+                bad(
+                    "max_iterations",
+                    "must be a whole number (0 = unlimited)",
+                    v,
+                )
+            })?,
+        };
+        let session_id = match get("session_id") {
+            None => String::new(),
+            Some(v) => scalar_text(v).ok_or_else(|| bad("session_id", "must be text", v))?,
+        };
+        let completion_promise = match get("completion_promise") {
+            None => None,
+            Some(v) => {
+                let s = scalar_text(v)
+                    .ok_or_else(|| bad("completion_promise", "must be text or null", v))?;
+                // The official setup writes `null`; a quoted "null" means the same to it.
+                (!s.is_empty() && s != "null").then_some(s)
+            }
+        };
+        let started_at = get("started_at").and_then(scalar_text);
+        let prd_file = match get("prd_file") {
+            None => None,
+            Some(v) => Some(scalar_text(v).ok_or_else(|| bad("prd_file", "must be a path", v))?)
+                .filter(|s| !s.is_empty()),
+        };
+        let story_ids = match get("story_ids") {
+            None => Vec::new(),
+            Some(Value::Sequence(items)) => items
+                .iter()
+                .map(|v| scalar_text(v).ok_or_else(|| bad("story_ids", "must list story ids", v)))
+                .collect::<Result<_, _>>()?,
+            Some(v) => return Err(bad("story_ids", "must be a list like [\"US-001\"]", v)),
+        };
+        let max_story_attempts = match get("max_story_attempts") {
+            None => DEFAULT_MAX_STORY_ATTEMPTS,
+            Some(v) => whole_number(v)
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|n| *n > 0)
+                .ok_or_else(|| bad("max_story_attempts", "must be a whole number above 0", v))?,
+        };
+        let prompt = split.body.to_string();
+        if prompt.trim().is_empty() {
+            return Err(StateError::EmptyPrompt);
+        }
+        Ok(LoopState {
+            active,
+            iteration,
+            session_id,
+            max_iterations,
+            completion_promise,
+            started_at,
+            prd_file,
+            story_ids,
+            max_story_attempts,
+            prompt,
+        })
+    }
+
+    /// Render a new state file. Strings are written as JSON strings, which
+    /// are valid YAML double-quoted scalars, so any text round-trips.
+    pub fn render(&self) -> String {
+        let mut out = String::from("---\n");
+        out.push_str(&format!("active: {}\n", self.active));
+        out.push_str(&format!("iteration: {}\n", self.iteration));
+        out.push_str(&format!("session_id: {}\n", quote(&self.session_id)));
+        out.push_str(&format!("max_iterations: {}\n", self.max_iterations));
+        match &self.completion_promise {
+            Some(p) => out.push_str(&format!("completion_promise: {}\n", quote(p))),
+            None => out.push_str("completion_promise: null\n"),
+        }
+        if let Some(t) = &self.started_at {
+            out.push_str(&format!("started_at: {}\n", quote(t)));
+        }
+        if let Some(p) = &self.prd_file {
+            out.push_str(&format!("prd_file: {}\n", quote(p)));
+            let ids: Vec<String> = self.story_ids.iter().map(|s| quote(s)).collect();
+            out.push_str(&format!("story_ids: [{}]\n", ids.join(", ")));
+        }
+        if self.max_story_attempts != DEFAULT_MAX_STORY_ATTEMPTS {
+            out.push_str(&format!(
+                "max_story_attempts: {}\n",
+                self.max_story_attempts
+            ));
+        }
+        out.push_str("---\n\n");
+        out.push_str(&self.prompt);
+        out
+    }
+
+    /// "3/30" or "3 (no cap)".
+    pub fn iteration_label(&self, iteration: u64) -> String {
+        if self.max_iterations > 0 {
+            format!("{iteration}/{}", self.max_iterations)
+        } else {
+            format!("{iteration} (no cap)")
+        }
+    }
+}
+
+/// Set `iteration` in a state file's text, leaving every other byte as it was.
+pub fn with_iteration(text: &str, iteration: u64) -> Option<String> {
+    frontmatter::set_field(text, "iteration", &iteration.to_string())
+}
+
+/// Set `session_id` in a state file's text (the first Stop claims the loop).
+pub fn with_session(text: &str, session_id: &str) -> Option<String> {
+    frontmatter::set_field(text, "session_id", &quote(session_id))
+}
+
+/// A string as a YAML double-quoted scalar.
+pub fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+fn whole_number(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+            s.parse().ok()
+        }
+        _ => None,
+    }
+}
+
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn bad(field: &'static str, problem: &'static str, v: &Value) -> StateError {
+    let found = serde_yaml_ng::to_string(v)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into());
+    let found: String = found.chars().take(60).collect();
+    StateError::BadField {
+        field,
+        problem,
+        found: format!("`{found}`"),
+    }
+}
+
+fn one_line(e: &impl std::fmt::Display) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OFFICIAL: &str = "---\nactive: true\niteration: 1\nsession_id: \nmax_iterations: 0\ncompletion_promise: \"DONE\"\nstarted_at: \"2026-01-01T00:00:00Z\"\n---\n\nBuild it\n";
+
+    #[test]
+    fn reads_official_plugin_file() {
+        let s = LoopState::parse(OFFICIAL).unwrap();
+        assert!(s.active);
+        assert_eq!(s.iteration, 1);
+        assert_eq!(s.session_id, "");
+        assert_eq!(s.max_iterations, 0);
+        assert_eq!(s.completion_promise.as_deref(), Some("DONE"));
+        assert_eq!(s.prompt, "Build it\n");
+    }
+
+    #[test]
+    fn round_trips_awkward_prompt_and_promise() {
+        let state = LoopState {
+            active: true,
+            iteration: 1,
+            session_id: "abc".into(),
+            max_iterations: 5,
+            completion_promise: Some("ALL \"DONE\": yes # no".into()),
+            started_at: Some("2026-11-29T00:00:00Z".into()),
+            prd_file: Some("prd.json".into()),
+            story_ids: vec!["US-1".into(), "a, b".into()],
+            max_story_attempts: 5,
+            prompt: "say \"hi\" `id` $(touch x) $HOME\n---\niteration: 99\n\n".into(),
+        };
+        let text = state.render();
+        assert_eq!(LoopState::parse(&text).unwrap(), state);
+        let bumped = with_iteration(&text, 2).unwrap();
+        let again = LoopState::parse(&bumped).unwrap();
+        assert_eq!(again.iteration, 2);
+        assert_eq!(again.prompt, state.prompt);
+    }
+
+    #[test]
+    fn corrupt_fields_are_named() {
+        let e = LoopState::parse("---\niteration: abc\n---\n\nx").unwrap_err();
+        assert_eq!(e.field(), "iteration");
+        assert!(e.to_string().contains("abc"), "{e}");
+        let e = LoopState::parse("---\nmax_iterations: 1\n---\n\nx").unwrap_err();
+        assert_eq!(e, StateError::Missing { field: "iteration" });
+        let e = LoopState::parse("---\niteration: 1\n---\n\n  \n").unwrap_err();
+        assert_eq!(e, StateError::EmptyPrompt);
+        let e = LoopState::parse("---\niteration: [1\n---\n\nx").unwrap_err();
+        assert_eq!(e.field(), "frontmatter");
+        let e = LoopState::parse("---\niteration: -1\n---\n\nx").unwrap_err();
+        assert_eq!(e.field(), "iteration");
+    }
+
+    #[test]
+    fn null_promise_forms() {
+        for fm in [
+            "completion_promise: null",
+            "completion_promise: \"null\"",
+            "",
+        ] {
+            let s = LoopState::parse(&format!("---\niteration: 1\n{fm}\n---\n\nx")).unwrap();
+            assert_eq!(s.completion_promise, None, "{fm}");
+        }
+    }
+}
