@@ -1,1 +1,380 @@
-fn main() {}
+//! ralph-setup: start, inspect and cancel Ralph loops.
+//!
+//! `hook-prompt` is the UserPromptSubmit hook: it sees the raw text of
+//! `/ralph:ralph-loop ...` exactly as typed (no shell in between) and the
+//! session id, so the prompt reaches the state file byte for byte and the loop
+//! belongs to the session that started it. The slash commands' `!` lines only
+//! call `show`, `cancel` and `status`, which take no user text.
+
+use clap::{Parser, Subcommand};
+use ralph_core::activity::{self, Entry};
+use ralph_core::args::{self, StartArgs, USAGE};
+use ralph_core::hook_input::HookInput;
+use ralph_core::paths::{LoopPaths, STATE_FILE, project_root_from_env};
+use ralph_core::prd::Prd;
+use ralph_core::setup::{self, Existing, StartError, Status};
+use ralph_core::state::LoopState;
+use ralph_core::store::{self, LOCK_WAIT, LoopLock};
+use ralph_core::{clock, setup::short};
+use serde_json::json;
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "ralph-setup",
+    version,
+    about = "Start, inspect and cancel Ralph loops"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start a loop: ralph-setup start PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH]
+    Start {
+        /// The session that owns the loop (default: $CLAUDE_CODE_SESSION_ID; empty = the first session to stop claims it)
+        #[arg(long)]
+        session: Option<String>,
+        /// Prompt words and loop options, as for /ralph:ralph-loop
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// UserPromptSubmit hook: start a loop from `/ralph:ralph-loop ...` typed by the user
+    HookPrompt,
+    /// Print what the current loop will do (used by the /ralph:ralph-loop command)
+    Show,
+    /// Cancel the loop of this project
+    Cancel,
+    /// Show the loop's state, PRD progress and last decision
+    Status {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Start { session, args } => {
+            let session = session
+                .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok())
+                .unwrap_or_default();
+            let paths = LoopPaths::new(project_root_from_env(None));
+            match args::parse_argv(&args).map_err(StartError::from) {
+                Ok(a) if a.help => {
+                    println!("{}", help_text());
+                    ExitCode::SUCCESS
+                }
+                Ok(a) => match start(&paths, &a, &session) {
+                    Ok(report) => {
+                        print!("{report}");
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => fail(&e),
+                },
+                Err(e) => fail(&e),
+            }
+        }
+        Command::HookPrompt => {
+            hook_prompt();
+            ExitCode::SUCCESS
+        }
+        Command::Show => show(&LoopPaths::new(project_root_from_env(None))),
+        Command::Cancel => cancel(&LoopPaths::new(project_root_from_env(None))),
+        Command::Status { json } => {
+            let paths = LoopPaths::new(project_root_from_env(None));
+            let status = status(&paths);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&status).unwrap_or_default()
+                );
+            } else {
+                print!("{}", status.to_text());
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn fail(e: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("ralph: {e}");
+    println!("ralph: {e}");
+    ExitCode::from(2)
+}
+
+/// UserPromptSubmit: every prompt of every session passes here, so anything
+/// that is not the loop command leaves at once, printing nothing.
+fn hook_prompt() {
+    let Ok(input) = HookInput::read(std::io::stdin().lock()) else {
+        return;
+    };
+    let Some(raw) = input.prompt.as_deref().and_then(args::loop_command_args) else {
+        return;
+    };
+    let paths = LoopPaths::new(project_root_from_env(input.cwd.as_deref()));
+    let out = match args::parse_command_line(raw).map_err(StartError::from) {
+        Ok(a) if a.help => json!({"decision": "block", "reason": help_text()}),
+        Ok(a) => match start(&paths, &a, input.session()) {
+            Ok(report) => json!({ "systemMessage": report.trim_end() }),
+            Err(e) => json!({"decision": "block", "reason": format!("ralph: {e}")}),
+        },
+        Err(e) => json!({"decision": "block", "reason": format!("ralph: {e}")}),
+    };
+    println!("{out}");
+}
+
+fn help_text() -> String {
+    format!(
+        "Usage: {USAGE}\n\nStarts a Ralph loop: each time Claude tries to end its turn, the Stop hook feeds the task back until the completion promise is printed (only when true), every PRD story passes, or the cap is reached.\n  --max-iterations N        turns in all (0 = unlimited; default 0)\n  --completion-promise TEXT  the loop ends when Claude prints <promise>TEXT</promise> (PRD default: RALPH-COMPLETE)\n  --prd-file PATH           feed the stories of a prd.json one by one, by priority and dependencies\n  --prompt-file PATH        read the prompt from a file (its frontmatter is not part of the prompt)\n  --max-story-attempts N    stop when one story is fed N times in a row without passing (default 5)\n  --replace                 take over another session's running loop\n  --                        everything after it is prompt text\nCancel: /ralph:cancel-ralph   Status: /ralph:ralph-status"
+    )
+}
+
+/// Start a loop; returns the report for the user.
+fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<String, StartError> {
+    let prompt_file_text = match &a.prompt_file {
+        Some(file) => {
+            Some(
+                read_user_file(&paths.root, file).map_err(|why| StartError::PromptFile {
+                    path: file.clone(),
+                    why,
+                })?,
+            )
+        }
+        None => None,
+    };
+    let prompt = setup::resolve_prompt(a, prompt_file_text.as_deref())?;
+    let prd = match &a.prd_file {
+        Some(file) => {
+            let text = read_user_file(&paths.root, file).map_err(|why| StartError::Prd {
+                path: file.clone(),
+                why,
+            })?;
+            Some(setup::check_prd(file, &text)?)
+        }
+        None => None,
+    };
+    let io_err = |e: store::StoreError| StartError::PromptFile {
+        path: STATE_FILE.into(),
+        why: e.to_string(),
+    };
+    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT).map_err(io_err)?;
+    let existing = match read_state(paths) {
+        ReadState::None => Existing::None,
+        ReadState::Loop(state, age) => Existing::Loop {
+            state,
+            age_secs: age,
+        },
+        ReadState::Corrupt(_) => {
+            let kept = store::move_aside(&paths.state, clock::unix_now()).map_err(io_err)?;
+            Existing::Corrupt(relative(&paths.root, &kept))
+        }
+    };
+    let prior = setup::check_existing(&existing, session, a.replace)?;
+    let now = clock::now_rfc3339();
+    let state = setup::new_state(a, prompt, prd.as_ref(), session, &now);
+    store::atomic_write(&paths.state, state.render().as_bytes()).map_err(io_err)?;
+    match setup::first_injection(prd.as_ref()) {
+        Some(inj) => {
+            store::atomic_write(&paths.last_injected, inj.render().as_bytes()).map_err(io_err)?
+        }
+        None => {
+            store::remove_if_present(&paths.last_injected).map_err(io_err)?;
+        }
+    }
+    let _ = store::append_line(
+        &paths.log,
+        &entry(
+            session,
+            1,
+            "start",
+            if prd.is_some() { "prd" } else { "prompt" },
+            None,
+        )
+        .to_line(),
+    );
+
+    let mut report = format!(
+        "🔄 Ralph loop started{} in {}.\n",
+        if session.is_empty() {
+            String::new()
+        } else {
+            format!(" for session {}", short(session))
+        },
+        paths.root.display()
+    );
+    if let Some(note) = prior.note() {
+        report.push_str(&format!("{note}\n"));
+    }
+    for w in setup::warnings(&state) {
+        report.push_str(&format!("{w}\n"));
+    }
+    if let Some(b) = store::read_optional(&paths.blocker).ok().flatten() {
+        let b = ralph_core::blocker::Blocker::parse(&b);
+        report.push_str(&format!(
+            "⚠️ .ralph-blocker.md is present (story {}): the loop halts at its first stop unless that story passes or you delete the file.\n",
+            if b.story_id.is_empty() { "?" } else { &b.story_id }
+        ));
+    }
+    report.push_str(&setup::describe(&state, prd.as_ref()));
+    Ok(report)
+}
+
+/// For the /ralph:ralph-loop command body: the running loop, as the model
+/// should start on it.
+fn show(paths: &LoopPaths) -> ExitCode {
+    match read_state(paths) {
+        ReadState::Loop(state, _) => {
+            let prd = state
+                .prd_file
+                .as_deref()
+                .and_then(|f| read_user_file(&paths.root, f).ok())
+                .and_then(|t| Prd::parse(&t).ok());
+            println!(
+                "A Ralph loop is active (iteration {}).",
+                state.iteration_label(state.iteration)
+            );
+            print!("{}", setup::describe(&state, prd.as_ref()));
+            ExitCode::SUCCESS
+        }
+        ReadState::None => {
+            println!(
+                "ralph: no loop is active in {}: the start did not happen (see the message above; is the ralph plugin's UserPromptSubmit hook enabled?). Tell the user and stop.",
+                paths.root.display()
+            );
+            ExitCode::SUCCESS
+        }
+        ReadState::Corrupt(e) => {
+            println!("ralph: {STATE_FILE} is corrupt: {e}. Tell the user and stop.");
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn cancel(paths: &LoopPaths) -> ExitCode {
+    let _lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    let result = match read_state(paths) {
+        ReadState::None => {
+            println!(
+                "No Ralph loop is active in {}: nothing to cancel.",
+                paths.root.display()
+            );
+            return ExitCode::SUCCESS;
+        }
+        ReadState::Loop(state, _) => store::remove_if_present(&paths.state).map(|_| {
+            let _ = store::append_line(
+                &paths.log,
+                &entry(
+                    &state.session_id,
+                    state.iteration,
+                    "cancel",
+                    "cancelled",
+                    None,
+                )
+                .to_line(),
+            );
+            format!(
+                "🛑 Cancelled the Ralph loop at iteration {} (session {}).",
+                state.iteration_label(state.iteration),
+                short(&state.session_id)
+            )
+        }),
+        ReadState::Corrupt(e) => store::move_aside(&paths.state, clock::unix_now()).map(|kept| {
+            format!(
+                "🛑 Cancelled the Ralph loop; its state file was corrupt ({e}) and was kept as {}.",
+                relative(&paths.root, &kept)
+            )
+        }),
+    };
+    let _ = store::remove_if_present(&paths.last_injected);
+    match result {
+        Ok(msg) => {
+            println!("{msg}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+fn status(paths: &LoopPaths) -> Status {
+    let last = activity::last_entry(&paths.log);
+    let project = paths.root.display().to_string();
+    match read_state(paths) {
+        ReadState::None => Status::new(project, None, None, None, last),
+        ReadState::Corrupt(e) => Status::new(project, None, Some(e), None, last),
+        ReadState::Loop(state, _) => {
+            let prd = state.prd_file.as_deref().map(|f| {
+                read_user_file(&paths.root, f)
+                    .and_then(|t| Prd::parse(&t).map_err(|e| e.to_string()))
+            });
+            Status::new(project, Some(&state), None, prd.as_ref(), last)
+        }
+    }
+}
+
+enum ReadState {
+    None,
+    /// The state and the seconds since it was last written.
+    Loop(LoopState, u64),
+    Corrupt(String),
+}
+
+fn read_state(paths: &LoopPaths) -> ReadState {
+    match store::read_optional(&paths.state) {
+        Ok(None) => ReadState::None,
+        Err(e) => ReadState::Corrupt(e.to_string()),
+        Ok(Some(text)) => match LoopState::parse(&text) {
+            Ok(state) => {
+                let age = std::fs::metadata(&paths.state)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0);
+                ReadState::Loop(state, age)
+            }
+            Err(e) => ReadState::Corrupt(e.to_string()),
+        },
+    }
+}
+
+/// Read a file the user named, relative to the project root.
+fn read_user_file(root: &Path, file: &str) -> Result<String, String> {
+    let path = root.join(file);
+    match store::read_optional(&path) {
+        Ok(Some(t)) => Ok(t),
+        Ok(None) => Err(format!("no such file ({})", path.display())),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn relative(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root)
+        .map(|r| r.display().to_string())
+        .unwrap_or_else(|_| p.display().to_string())
+}
+
+fn entry(
+    session: &str,
+    iteration: u64,
+    decision: &str,
+    reason: &str,
+    story: Option<String>,
+) -> Entry {
+    Entry {
+        time: clock::now_rfc3339(),
+        session: session.to_string(),
+        iteration,
+        decision: decision.into(),
+        reason: reason.into(),
+        story,
+        message: None,
+    }
+}

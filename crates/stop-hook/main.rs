@@ -1,1 +1,299 @@
-fn main() {}
+//! ralph-stop-hook: Claude Code's Stop hook for the Ralph loop.
+//!
+//! Reads the hook JSON on stdin and the loop files, asks
+//! `ralph_core::decision::decide`, and applies the answer: block with the next
+//! prompt, or let the session stop and say why. Every internal error fails
+//! open (the stop is allowed) and is reported in `systemMessage`, so the user
+//! is never trapped in a loop nobody can explain.
+
+use ralph_core::activity::Entry;
+use ralph_core::blocker::Blocker;
+use ralph_core::decision::{Decision, StopContext, decide};
+use ralph_core::hook_input::HookInput;
+use ralph_core::paths::{LoopPaths, STATE_FILE, project_root_from_env};
+use ralph_core::prd::Prd;
+use ralph_core::reinject::Injected;
+use ralph_core::state::{self, LoopState};
+use ralph_core::store::{self, LOCK_WAIT, LoopLock, StoreError};
+use ralph_core::{clock, promise, transcript};
+use serde_json::json;
+use std::io::Write;
+
+fn main() {
+    let output = std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        Some(json!({"systemMessage":
+            "ralph: the Stop hook hit an internal error (a bug: please report it); this stop is allowed and the loop state was left as it was."}))
+    });
+    if let Some(out) = output {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{out}");
+    }
+}
+
+/// The hook's whole job; `None` prints nothing (the session stops silently).
+fn run() -> Option<serde_json::Value> {
+    let input = HookInput::read(std::io::stdin().lock());
+    let root = project_root_from_env(input.as_ref().ok().and_then(|i| i.cwd.as_deref()));
+    let paths = LoopPaths::new(root);
+    // The path every turn of every session takes: no state file, nothing to do.
+    if !paths.state.exists() {
+        return None;
+    }
+    let input = match input {
+        Ok(input) => input,
+        Err(e) => {
+            return Some(message(format!(
+                "ralph: {e}; the loop in {STATE_FILE} was not advanced and this stop is allowed."
+            )));
+        }
+    };
+    let _lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
+        Ok(lock) => lock,
+        Err(e) => return Some(message(format!("ralph: {e}. This stop is allowed."))),
+    };
+    match step(&paths, &input) {
+        Ok(out) => out,
+        Err(e) => Some(message(format!(
+            "ralph: {e}. The loop is paused and this stop is allowed; fix the file, or cancel with /ralph:cancel-ralph."
+        ))),
+    }
+}
+
+/// One Stop of a loop, under the lock.
+fn step(paths: &LoopPaths, input: &HookInput) -> Result<Option<serde_json::Value>, StoreError> {
+    let session = input.session();
+    let text = match store::read_optional(&paths.state) {
+        Ok(Some(text)) => text,
+        // Cancelled between our existence check and the lock.
+        Ok(None) => return Ok(None),
+        Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
+            return corrupt(paths, session, 0, "the file is not UTF-8 text".into());
+        }
+        Err(e) => return Err(e),
+    };
+    let state = match LoopState::parse(&text) {
+        Ok(state) => state,
+        Err(e) => {
+            // A corrupt file that names another session is that session's to report.
+            if owner_hint(&text).is_some_and(|owner| !owner.is_empty() && owner != session) {
+                return Ok(None);
+            }
+            return corrupt(paths, session, iteration_hint(&text), e.to_string());
+        }
+    };
+    if !state.session_id.is_empty() && state.session_id != session {
+        return Ok(None);
+    }
+    // An unclaimed loop (the official setup, or `ralph-setup start` from a
+    // terminal) belongs to the first session whose Stop sees it.
+    let mut text = text;
+    if state.session_id.is_empty() && !session.is_empty() {
+        text = state::with_session(&text, session).unwrap_or(text);
+        // The claim is recorded for `status`; a log failure is reported with the decision's.
+        let _ = log(
+            paths,
+            session,
+            state.iteration,
+            "claim",
+            "claimed",
+            None,
+            None,
+        );
+    }
+
+    let said = assistant_text(input, &state);
+    let prd = state.prd_file.as_deref().map(|file| read_prd(paths, file));
+    let blocker = store::read_optional(&paths.blocker)
+        .ok()
+        .flatten()
+        .map(|t| Blocker::parse(&t));
+    let last_injected = store::read_optional(&paths.last_injected)
+        .ok()
+        .flatten()
+        .and_then(|t| Injected::parse(&t));
+    let decision = decide(&StopContext {
+        state: &state,
+        assistant_text: said.as_deref(),
+        prd: prd.as_ref(),
+        blocker: blocker.as_ref(),
+        last_injected: last_injected.as_ref(),
+    });
+    apply(paths, session, &text, decision)
+}
+
+fn apply(
+    paths: &LoopPaths,
+    session: &str,
+    text: &str,
+    decision: Decision,
+) -> Result<Option<serde_json::Value>, StoreError> {
+    let code = decision.code().as_str();
+    match decision {
+        Decision::Continue {
+            next_iteration,
+            reason,
+            mut system_message,
+            story,
+            injected,
+            remove_blocker,
+            ..
+        } => {
+            let updated =
+                state::with_iteration(text, next_iteration).unwrap_or_else(|| text.into());
+            // Save before blocking: a block whose increment was not saved could
+            // loop past the cap forever.
+            store::atomic_write(&paths.state, updated.as_bytes())?;
+            if let Some(injected) = injected
+                && let Err(e) =
+                    store::atomic_write(&paths.last_injected, injected.render().as_bytes())
+            {
+                system_message.push_str(&format!(" (re-injection counter not saved: {e})"));
+            }
+            if remove_blocker {
+                let _ = store::remove_if_present(&paths.blocker);
+            }
+            if let Err(e) = log(paths, session, next_iteration, "block", code, story, None) {
+                system_message.push_str(&format!(" (activity log not written: {e})"));
+            }
+            Ok(Some(json!({
+                "decision": "block",
+                "reason": reason,
+                "systemMessage": system_message,
+            })))
+        }
+        Decision::End {
+            iterations,
+            mut system_message,
+            story,
+            remove_blocker,
+            ..
+        } => {
+            store::remove_if_present(&paths.state)?;
+            let _ = store::remove_if_present(&paths.last_injected);
+            if remove_blocker {
+                let _ = store::remove_if_present(&paths.blocker);
+            }
+            if let Err(e) = log(
+                paths,
+                session,
+                iterations,
+                "end",
+                code,
+                story,
+                Some(&system_message),
+            ) {
+                system_message.push_str(&format!(" (activity log not written: {e})"));
+            }
+            Ok(Some(message(system_message)))
+        }
+    }
+}
+
+/// A corrupt state file: stop the loop, keep the file aside, say which field.
+fn corrupt(
+    paths: &LoopPaths,
+    session: &str,
+    iteration: u64,
+    why: String,
+) -> Result<Option<serde_json::Value>, StoreError> {
+    let kept = store::move_aside(&paths.state, clock::unix_now())?;
+    let _ = store::remove_if_present(&paths.last_injected);
+    let kept = kept
+        .strip_prefix(&paths.root)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| kept.display().to_string());
+    let text = format!(
+        "⚠️ Ralph loop stopped{}: {STATE_FILE} is corrupt: {why}. The file was kept as {kept}; fix it and move it back to {STATE_FILE} to resume, or start a new loop with /ralph:ralph-loop.",
+        if iteration > 0 {
+            format!(" at iteration {iteration}")
+        } else {
+            String::new()
+        }
+    );
+    let _ = log(
+        paths,
+        session,
+        iteration,
+        "end",
+        "corrupt",
+        None,
+        Some(&text),
+    );
+    Ok(Some(message(text)))
+}
+
+/// What the assistant said this turn. `last_assistant_message` is the final
+/// message only; when it lacks the promise, the transcript's last turn (read
+/// from its end, bounded) may hold it in an earlier text block.
+fn assistant_text(input: &HookInput, state: &LoopState) -> Option<String> {
+    let last = input.last_assistant_message.as_deref();
+    let kept = |t: &str| {
+        state
+            .completion_promise
+            .as_deref()
+            .is_some_and(|p| promise::is_kept(t, p))
+    };
+    if last.is_some_and(|t| kept(t) || state.completion_promise.is_none()) {
+        return last.map(str::to_string);
+    }
+    let from_transcript = input
+        .transcript_path
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .and_then(|p| transcript::last_turn_text(p.as_ref(), transcript::DEFAULT_MAX_BYTES).ok())
+        .flatten();
+    match (from_transcript, last) {
+        (Some(t), Some(l)) => Some(format!("{t}\n{l}")),
+        (t, l) => t.or(l.map(str::to_string)),
+    }
+}
+
+fn read_prd(paths: &LoopPaths, file: &str) -> Result<Prd, String> {
+    let path = paths.root.join(file);
+    match store::read_optional(&path) {
+        Ok(Some(text)) => Prd::parse(&text).map_err(|e| e.to_string()),
+        Ok(None) => Err("the file is missing".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn log(
+    paths: &LoopPaths,
+    session: &str,
+    iteration: u64,
+    decision: &str,
+    reason: &str,
+    story: Option<String>,
+    message: Option<&str>,
+) -> Result<(), StoreError> {
+    let entry = Entry {
+        time: clock::now_rfc3339(),
+        session: session.to_string(),
+        iteration,
+        decision: decision.into(),
+        reason: reason.into(),
+        story,
+        message: message.map(str::to_string),
+    };
+    store::append_line(&paths.log, &entry.to_line())
+}
+
+fn message(text: String) -> serde_json::Value {
+    json!({ "systemMessage": text })
+}
+
+/// The `session_id:` of a state file that does not parse, if its line is readable.
+fn owner_hint(text: &str) -> Option<String> {
+    text.lines()
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| l.strip_prefix("session_id:"))
+        .map(|v| v.trim().trim_matches('"').to_string())
+}
+
+fn iteration_hint(text: &str) -> u64 {
+    text.lines()
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| l.strip_prefix("iteration:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}

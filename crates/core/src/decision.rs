@@ -136,7 +136,8 @@ fn decide_plain(cx: &StopContext) -> Decision {
         return end;
     }
     let next = n + 1;
-    let mut reason = state.prompt.clone();
+    // Trailing newlines are dropped so one blank line separates the footer.
+    let mut reason = state.prompt.trim_end().to_string();
     if let Some(p) = &state.completion_promise
         && promise::has_any_tag(said)
     {
@@ -286,7 +287,7 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
     };
     let reason = format!(
         "{preface}{}{}",
-        story_prompt(prd_name, story, &progress, state, cx.last_injected),
+        story_prompt(prd_name, story, &progress, state, cx.last_injected).trim_end(),
         footer(state, n + 1, Some((&story.id, &progress)))
     );
     let mut system_message = format!(
@@ -341,7 +342,8 @@ fn feed(
     }
 }
 
-fn story_prompt(
+/// The prompt that feeds one story (also shown when a PRD loop starts).
+pub fn story_prompt(
     prd_name: &str,
     story: &Story,
     progress: &str,

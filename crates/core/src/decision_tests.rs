@@ -57,7 +57,8 @@ fn plain_block_feeds_prompt_verbatim_and_counts() {
         } => {
             assert_eq!(code, Code::Continue);
             assert_eq!(next_iteration, 2);
-            assert!(reason.starts_with(&s.prompt), "{reason}");
+            assert!(reason.starts_with(s.prompt.trim_end()), "{reason}");
+            assert!(!reason.contains("\n\n\n"), "{reason}");
             assert!(reason.contains("iteration 2/3"), "{reason}");
             assert!(
                 system_message.contains("Ralph iteration 2/3"),

@@ -5,6 +5,8 @@
 //! touches the file system, so the rules are tested without I/O. The modules
 //! that do I/O (`store`, `transcript`, `hook_input`) say so at their top.
 
+pub mod activity;
+pub mod args;
 pub mod blocker;
 pub mod clock;
 pub mod decision;
@@ -14,5 +16,7 @@ pub mod paths;
 pub mod prd;
 pub mod promise;
 pub mod reinject;
+pub mod setup;
 pub mod state;
+pub mod store;
 pub mod transcript;

@@ -1,0 +1,43 @@
+//! The activity log `.claude/ralph-loop.log.jsonl`: one JSON object per
+//! decision (time, session, iteration, decision, reason code, story, and the
+//! message the user saw). It outlives the loop so `status` can say why the
+//! last loop ended.
+
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub time: String,
+    pub session: String,
+    pub iteration: u64,
+    /// `block`, `end`, `start`, `cancel`, `claim` or `error`.
+    pub decision: String,
+    /// A reason code (`continue`, `complete`, `max_iterations`, `corrupt`, ...).
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub story: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Entry {
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// The last parseable entry of the log, reading only its tail.
+pub fn last_entry(path: &Path) -> Option<Entry> {
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let start = len.saturating_sub(64 << 10);
+    f.seek(SeekFrom::Start(start)).ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    buf.split(|b| *b == b'\n')
+        .rev()
+        .find_map(|line| serde_json::from_slice(line).ok())
+}

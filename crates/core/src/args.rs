@@ -1,0 +1,440 @@
+//! `/ralph-loop` arguments, parsed from the raw text the user typed (as a
+//! `UserPromptSubmit` hook receives it) or from a terminal's argv.
+//!
+//! No shell ever sees the user's text: the prompt keeps its quotes,
+//! backticks, `$(...)`, `$VAR` and newlines byte for byte. Only known
+//! `--flags` (and their values) are taken out; an unknown `--flag` is an
+//! error rather than silently becoming prompt words, and ` -- ` ends the
+//! options so the rest is prompt text verbatim.
+
+use thiserror::Error;
+
+/// The options of a loop start, as given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StartArgs {
+    /// The prompt words (may be empty when `--prompt-file` or `--prd-file` is given).
+    pub prompt: String,
+    pub max_iterations: Option<u64>,
+    pub completion_promise: Option<String>,
+    pub prd_file: Option<String>,
+    pub prompt_file: Option<String>,
+    pub max_story_attempts: Option<u32>,
+    /// Replace another session's live loop.
+    pub replace: bool,
+    pub help: bool,
+}
+
+pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--max-story-attempts N] [--replace]";
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ArgsError {
+    #[error(
+        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --max-story-attempts N, --replace. To use `{0}` as prompt text, put it after ` -- `"
+    )]
+    UnknownFlag(String),
+    #[error("`{0}` needs a value, e.g. {0} {1}")]
+    MissingValue(&'static str, &'static str),
+    #[error("`{flag}` takes a whole number in base 10{hint}, not `{value}`")]
+    BadNumber {
+        flag: &'static str,
+        value: String,
+        hint: &'static str,
+    },
+    #[error("`{0}` was given twice")]
+    Repeated(&'static str),
+}
+
+#[derive(Clone, Copy)]
+enum Flag {
+    MaxIterations,
+    CompletionPromise,
+    PrdFile,
+    PromptFile,
+    MaxStoryAttempts,
+    Replace,
+    Help,
+}
+
+impl Flag {
+    fn from_name(name: &str) -> Option<Flag> {
+        Some(match name {
+            "--max-iterations" => Flag::MaxIterations,
+            "--completion-promise" => Flag::CompletionPromise,
+            "--prd-file" | "--prd" => Flag::PrdFile,
+            "--prompt-file" => Flag::PromptFile,
+            "--max-story-attempts" => Flag::MaxStoryAttempts,
+            "--replace" => Flag::Replace,
+            "--help" | "-h" => Flag::Help,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Flag::MaxIterations => "--max-iterations",
+            Flag::CompletionPromise => "--completion-promise",
+            Flag::PrdFile => "--prd-file",
+            Flag::PromptFile => "--prompt-file",
+            Flag::MaxStoryAttempts => "--max-story-attempts",
+            Flag::Replace => "--replace",
+            Flag::Help => "--help",
+        }
+    }
+
+    fn example(self) -> &'static str {
+        match self {
+            Flag::MaxIterations => "20",
+            Flag::CompletionPromise => "DONE",
+            Flag::PrdFile => "prd.json",
+            Flag::PromptFile => "PROMPT.md",
+            Flag::MaxStoryAttempts => "5",
+            Flag::Replace | Flag::Help => "",
+        }
+    }
+
+    fn takes_value(self) -> bool {
+        !matches!(self, Flag::Replace | Flag::Help)
+    }
+}
+
+impl StartArgs {
+    fn set(&mut self, flag: Flag, value: Option<String>) -> Result<(), ArgsError> {
+        let repeated = |present: bool| {
+            if present {
+                Err(ArgsError::Repeated(flag.name()))
+            } else {
+                Ok(())
+            }
+        };
+        let value = value.unwrap_or_default();
+        match flag {
+            Flag::MaxIterations => {
+                repeated(self.max_iterations.is_some())?;
+                self.max_iterations = Some(number(flag, &value, " (0 = unlimited)")?);
+            }
+            Flag::MaxStoryAttempts => {
+                repeated(self.max_story_attempts.is_some())?;
+                let n = number(flag, &value, " above 0")?;
+                self.max_story_attempts =
+                    Some(u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
+                        ArgsError::BadNumber {
+                            flag: flag.name(),
+                            value: value.clone(),
+                            hint: " above 0",
+                        }
+                    })?);
+            }
+            Flag::CompletionPromise => {
+                repeated(self.completion_promise.is_some())?;
+                self.completion_promise = Some(value);
+            }
+            Flag::PrdFile => {
+                repeated(self.prd_file.is_some())?;
+                self.prd_file = Some(value);
+            }
+            Flag::PromptFile => {
+                repeated(self.prompt_file.is_some())?;
+                self.prompt_file = Some(value);
+            }
+            Flag::Replace => self.replace = true,
+            Flag::Help => self.help = true,
+        }
+        Ok(())
+    }
+}
+
+fn number(flag: Flag, value: &str, hint: &'static str) -> Result<u64, ArgsError> {
+    let bad = || ArgsError::BadNumber {
+        flag: flag.name(),
+        value: value.to_string(),
+        hint,
+    };
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    value.parse().map_err(|_| bad())
+}
+
+/// If `text` invokes the loop command (`/ralph:ralph-loop` or `/ralph-loop`),
+/// the text after the command name.
+pub fn loop_command_args(text: &str) -> Option<&str> {
+    command_args(text, &["/ralph:ralph-loop", "/ralph-loop"])
+}
+
+/// The text after one of `names` when `text` starts with it (then whitespace or end).
+pub fn command_args<'a>(text: &'a str, names: &[&str]) -> Option<&'a str> {
+    let text = text.trim_start();
+    names.iter().find_map(|name| {
+        let rest = text.strip_prefix(name)?;
+        (rest.is_empty() || rest.starts_with(char::is_whitespace)).then_some(rest)
+    })
+}
+
+/// Parse the raw text typed after the command name.
+pub fn parse_command_line(text: &str) -> Result<StartArgs, ArgsError> {
+    let mut args = StartArgs::default();
+    let mut pieces: Vec<&str> = Vec::new();
+    let mut keep_from = 0;
+    let mut pos = 0;
+    while let Some(start) = next_token(text, pos) {
+        let word = read_word(text, start);
+        if !looks_like_flag(&text[start..word.end]) {
+            pos = word.end;
+            continue;
+        }
+        if &text[start..word.end] == "--" {
+            pieces.push(&text[keep_from..start]);
+            keep_from = text.len();
+            // Everything after ` -- ` is prompt text, verbatim.
+            pieces.push(
+                text[word.end..]
+                    .strip_prefix(char::is_whitespace)
+                    .unwrap_or(&text[word.end..]),
+            );
+            break;
+        }
+        let raw = &text[start..word.end];
+        let (name, inline) = match raw.split_once('=') {
+            Some((n, _)) => (n, true),
+            None => (raw, false),
+        };
+        let flag = match Flag::from_name(name) {
+            Some(f) => f,
+            // `-h...` that is not a flag is an ordinary word.
+            None if !raw.starts_with("--") => {
+                pos = word.end;
+                continue;
+            }
+            None => return Err(ArgsError::UnknownFlag(name.to_string())),
+        };
+        let mut end = word.end;
+        let value = if !flag.takes_value() {
+            None
+        } else if inline {
+            let eq = start + name.len() + 1;
+            let v = read_word(text, eq);
+            end = v.end;
+            Some(v.value)
+        } else {
+            match next_token(text, word.end) {
+                Some(vs) if !text[vs..].starts_with("--") => {
+                    let v = read_word(text, vs);
+                    end = v.end;
+                    Some(v.value)
+                }
+                _ => return Err(ArgsError::MissingValue(flag.name(), flag.example())),
+            }
+        };
+        args.set(flag, value)?;
+        pieces.push(&text[keep_from..start]);
+        keep_from = end;
+        pos = end;
+    }
+    if keep_from < text.len() {
+        pieces.push(&text[keep_from..]);
+    }
+    args.prompt = join_pieces(&pieces);
+    Ok(args)
+}
+
+/// Parse a terminal's argv (already split by the user's shell).
+pub fn parse_argv(argv: &[String]) -> Result<StartArgs, ArgsError> {
+    let mut args = StartArgs::default();
+    let mut words: Vec<&str> = Vec::new();
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        if a == "--" {
+            words.extend(it.by_ref().map(String::as_str));
+            break;
+        }
+        if !looks_like_flag(a) {
+            words.push(a);
+            continue;
+        }
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (a.as_str(), None),
+        };
+        let flag = Flag::from_name(name).ok_or_else(|| ArgsError::UnknownFlag(name.into()))?;
+        let value = if !flag.takes_value() {
+            None
+        } else if inline.is_some() {
+            inline
+        } else {
+            match it.next() {
+                Some(v) if !v.starts_with("--") => Some(v.clone()),
+                _ => return Err(ArgsError::MissingValue(flag.name(), flag.example())),
+            }
+        };
+        args.set(flag, value)?;
+    }
+    args.prompt = words.join(" ").trim().to_string();
+    Ok(args)
+}
+
+/// `--name...`, `--` or `-h`: anything else (`---`, `-1`, `--5`) is a word.
+fn looks_like_flag(word: &str) -> bool {
+    word == "--"
+        || word == "-h"
+        || word
+            .strip_prefix("--")
+            .and_then(|r| r.chars().next())
+            .is_some_and(|c| c.is_ascii_alphabetic())
+}
+
+struct Word {
+    end: usize,
+    value: String,
+}
+
+fn next_token(text: &str, from: usize) -> Option<usize> {
+    text[from..]
+        .find(|c: char| !c.is_whitespace())
+        .map(|i| from + i)
+}
+
+/// A word from `start`: up to whitespace, or a quoted string when it opens
+/// with `"` or `'` and the quote closes before whitespace or the end (quotes
+/// elsewhere, like the apostrophe in "don't", are plain characters).
+fn read_word(text: &str, start: usize) -> Word {
+    let rest = &text[start..];
+    if let Some(q) = rest.chars().next().filter(|c| *c == '"' || *c == '\'')
+        && let Some(word) = quoted(rest, q)
+    {
+        return Word {
+            end: start + word.0,
+            value: word.1,
+        };
+    }
+    let len = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    Word {
+        end: start + len,
+        value: rest[..len].to_string(),
+    }
+}
+
+/// `(bytes consumed, unquoted value)` for a quoted word, when it closes.
+fn quoted(rest: &str, q: char) -> Option<(usize, String)> {
+    let mut value = String::new();
+    let mut chars = rest.char_indices().skip(1);
+    while let Some((i, c)) = chars.next() {
+        if c == q {
+            let end = i + 1;
+            let after = rest[end..].chars().next();
+            return after
+                .is_none_or(char::is_whitespace)
+                .then_some((end, value));
+        }
+        if c == '\\' && q == '"' {
+            match chars.next() {
+                Some((_, n)) if n == '"' || n == '\\' => value.push(n),
+                Some((_, n)) => {
+                    value.push('\\');
+                    value.push(n);
+                }
+                None => value.push('\\'),
+            }
+            continue;
+        }
+        value.push(c);
+    }
+    None
+}
+
+/// Join what is left of the text once options are cut out: each piece keeps
+/// its inside byte for byte; the joints become one space.
+fn join_pieces(pieces: &[&str]) -> String {
+    pieces
+        .iter()
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_is_kept_byte_for_byte() {
+        let raw = " Build \"x\" with `id` and $(touch pwned) $HOME\n---\niteration: 3\n  indented --max-iterations 5 --completion-promise \"ALL DONE\"";
+        let a = parse_command_line(raw).unwrap();
+        assert_eq!(
+            a.prompt,
+            "Build \"x\" with `id` and $(touch pwned) $HOME\n---\niteration: 3\n  indented"
+        );
+        assert_eq!(a.max_iterations, Some(5));
+        assert_eq!(a.completion_promise.as_deref(), Some("ALL DONE"));
+    }
+
+    #[test]
+    fn flags_anywhere_and_equals_form() {
+        let a =
+            parse_command_line("--max-iterations=0 fix it --prd-file=plan/prd.json now").unwrap();
+        assert_eq!(a.prompt, "fix it now");
+        assert_eq!(a.max_iterations, Some(0));
+        assert_eq!(a.prd_file.as_deref(), Some("plan/prd.json"));
+        let a = parse_command_line("x --completion-promise='it is done'").unwrap();
+        assert_eq!(a.completion_promise.as_deref(), Some("it is done"));
+    }
+
+    #[test]
+    fn errors_are_specific() {
+        assert_eq!(
+            parse_command_line("fix --verbose flag"),
+            Err(ArgsError::UnknownFlag("--verbose".into()))
+        );
+        assert!(matches!(
+            parse_command_line("x --max-iterations 1e3"),
+            Err(ArgsError::BadNumber { .. })
+        ));
+        assert!(matches!(
+            parse_command_line("x --max-iterations -1"),
+            Err(ArgsError::BadNumber { .. })
+        ));
+        assert!(matches!(
+            parse_command_line("x --max-iterations"),
+            Err(ArgsError::MissingValue(..))
+        ));
+        assert!(matches!(
+            parse_command_line("x --max-iterations 0x10"),
+            Err(ArgsError::BadNumber { .. })
+        ));
+        assert_eq!(
+            parse_command_line("x --prd-file a --prd-file b"),
+            Err(ArgsError::Repeated("--prd-file"))
+        );
+    }
+
+    #[test]
+    fn double_dash_ends_options_and_apostrophes_do_not_group() {
+        let a =
+            parse_command_line("don't stop --max-iterations 4 -- then --verbose stays").unwrap();
+        assert_eq!(a.prompt, "don't stop then --verbose stays");
+        assert_eq!(a.max_iterations, Some(4));
+        let a = parse_command_line("\"quoted --max-iterations 9\" and").unwrap();
+        assert_eq!(a.prompt, "\"quoted --max-iterations 9\" and");
+        assert_eq!(a.max_iterations, None);
+    }
+
+    #[test]
+    fn command_detection() {
+        assert_eq!(loop_command_args("/ralph:ralph-loop do it"), Some(" do it"));
+        assert_eq!(loop_command_args("  /ralph-loop"), Some(""));
+        assert_eq!(loop_command_args("/ralph-loops x"), None);
+        assert_eq!(loop_command_args("please /ralph-loop"), None);
+    }
+
+    #[test]
+    fn argv_form() {
+        let argv: Vec<String> = ["Fix", "the bug", "--max-iterations", "3", "--", "--x"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let a = parse_argv(&argv).unwrap();
+        assert_eq!(a.prompt, "Fix the bug --x");
+        assert_eq!(a.max_iterations, Some(3));
+        assert!(parse_argv(&["--nope".to_string()]).is_err());
+    }
+}

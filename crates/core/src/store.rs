@@ -1,0 +1,205 @@
+//! Durable writes: atomic replace and the loop lock. Does I/O.
+//!
+//! Every change to the state is a read-modify-write under an exclusive lock on
+//! `.claude/ralph-loop.lock`, and lands by writing a temp file in the same
+//! folder and renaming it over the target, so a reader (or a crash) sees the
+//! old or the new file, never a torn one. The lock is std's `File::lock`
+//! (flock; stable since Rust 1.89) rather than fs2, which is unmaintained.
+//! Waits are bounded: a hook must finish well inside the client's timeout.
+
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
+        "{path}: another ralph process held the loop lock for over {waited_ms} ms; try again, or remove the lock file if no ralph process is running"
+    )]
+    LockTimeout { path: PathBuf, waited_ms: u128 },
+}
+
+impl StoreError {
+    pub fn io(path: &Path, source: io::Error) -> StoreError {
+        StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// How long a hook waits for the loop lock before giving up (and failing open).
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// An exclusive hold on the loop lock, released on drop.
+#[derive(Debug)]
+pub struct LoopLock {
+    file: File,
+}
+
+impl LoopLock {
+    /// Take the lock at `path` (creating it and its folder), waiting at most `wait`.
+    pub fn acquire(path: &Path, wait: Duration) -> Result<LoopLock, StoreError> {
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| StoreError::io(path, e))?;
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(LoopLock { file }),
+                Err(TryLockError::WouldBlock) if start.elapsed() < wait => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                Err(TryLockError::WouldBlock) => {
+                    return Err(StoreError::LockTimeout {
+                        path: path.to_path_buf(),
+                        waited_ms: start.elapsed().as_millis(),
+                    });
+                }
+                Err(TryLockError::Error(e)) => return Err(StoreError::io(path, e)),
+            }
+        }
+    }
+}
+
+impl Drop for LoopLock {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+/// Replace `path` with `contents` atomically (temp file in the same folder,
+/// flushed to disk, then renamed over the target).
+pub fn atomic_write(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(StoreError::io(path, e));
+    }
+    Ok(())
+}
+
+/// Read a file as text; `Ok(None)` when it does not exist.
+pub fn read_optional(path: &Path) -> Result<Option<String>, StoreError> {
+    match fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
+            StoreError::io(
+                path,
+                io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"),
+            )
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io(path, e)),
+    }
+}
+
+/// Remove a file; a file already gone is fine (cancel is idempotent).
+pub fn remove_if_present(path: &Path) -> Result<bool, StoreError> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(StoreError::io(path, e)),
+    }
+}
+
+/// Move a file aside as `NAME.corrupt-<unix time>` so nothing the user might
+/// need is lost; returns the new path.
+pub fn move_aside(path: &Path, unix_secs: u64) -> Result<PathBuf, StoreError> {
+    let mut target = PathBuf::from(format!("{}.corrupt-{unix_secs}", path.display()));
+    let mut n = 1;
+    while target.exists() {
+        target = PathBuf::from(format!("{}.corrupt-{unix_secs}-{n}", path.display()));
+        n += 1;
+    }
+    fs::rename(path, &target).map_err(|e| StoreError::io(path, e))?;
+    Ok(target)
+}
+
+/// Append one line (a `\n` is added) in a single write.
+pub fn append_line(path: &Path, line: &str) -> Result<(), StoreError> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    }
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| StoreError::io(path, e))?;
+    let mut buf = String::with_capacity(line.len() + 1);
+    buf.push_str(line);
+    buf.push('\n');
+    f.write_all(buf.as_bytes())
+        .map_err(|e| StoreError::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmpdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ralph-store-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let d = tmpdir("aw");
+        let p = d.join("state.md");
+        atomic_write(&p, b"one").unwrap();
+        atomic_write(&p, b"two").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
+        assert_eq!(fs::read_dir(&d).unwrap().count(), 1);
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn lock_is_exclusive_and_bounded() {
+        let d = tmpdir("lock");
+        let p = d.join("x.lock");
+        let held = LoopLock::acquire(&p, LOCK_WAIT).unwrap();
+        let err = LoopLock::acquire(&p, Duration::from_millis(30)).unwrap_err();
+        assert!(matches!(err, StoreError::LockTimeout { .. }));
+        drop(held);
+        LoopLock::acquire(&p, Duration::from_millis(30)).unwrap();
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn move_aside_keeps_the_file() {
+        let d = tmpdir("aside");
+        let p = d.join("s.md");
+        fs::write(&p, "garbage").unwrap();
+        let moved = move_aside(&p, 42).unwrap();
+        assert!(!p.exists());
+        assert_eq!(fs::read_to_string(&moved).unwrap(), "garbage");
+        assert!(moved.to_string_lossy().ends_with("s.md.corrupt-42"));
+        fs::remove_dir_all(d).unwrap();
+    }
+}
