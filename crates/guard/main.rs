@@ -1,1 +1,223 @@
-fn main() {}
+//! ralph-guard: the PreToolUse hook for Bash, Write, Edit, MultiEdit and
+//! NotebookEdit. A thin shell around `ralph_policy::decide`: it reads the hook
+//! input and the few files the decision needs, and prints the decision.
+//!
+//! It runs before every tool call of every session, so the common case (no
+//! loop, no policy) must cost no more than starting a process: one JSON value
+//! read, a few `stat`s, nothing printed. Any internal error allows the call
+//! (a broken guard must not wedge a session) but says so on stderr and in a
+//! `systemMessage`.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use ralph_core::paths::{
+    LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, POLICY_FILE, POLICY_FILE_ALT, STATE_FILE,
+    project_root_from_env,
+};
+use ralph_policy::{LoopContext, Policy, PolicyError, PolicySource, ToolCall, decide, protect};
+use serde_json::Value;
+
+/// Remembers that this policy's `[wrap]` rows were reported, so the user is
+/// told once rather than before every tool call.
+const WRAP_MARKER: &str = ".claude/ralph-guard.wrap-noted";
+
+const GUARDED_TOOLS: &[&str] = &["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"];
+
+fn main() {
+    let output = std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        // The panic message itself went to stderr through the default hook.
+        Some(serde_json::json!({
+            "systemMessage": "ralph-guard: internal error (see stderr); the tool call was allowed unchecked."
+        }))
+    });
+    if let Some(out) = output {
+        let mut stdout = io::stdout().lock();
+        if let Err(e) = writeln!(stdout, "{out}") {
+            eprintln!("ralph-guard: cannot write the decision: {e}");
+        }
+    }
+}
+
+fn run() -> Option<Value> {
+    // Only the first JSON value: the client may keep the pipe open after it.
+    let stdin = io::stdin().lock();
+    let input = match serde_json::Deserializer::from_reader(stdin)
+        .into_iter::<Value>()
+        .next()
+    {
+        Some(Ok(v)) => v,
+        Some(Err(e)) => return Some(internal_error(&format!("cannot read the hook input: {e}"))),
+        None => return None,
+    };
+    let tool_name = input.get("tool_name").and_then(Value::as_str)?;
+    if !GUARDED_TOOLS.contains(&tool_name) {
+        return None;
+    }
+    let hook_cwd = input
+        .get("cwd")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty());
+    let root = project_root_from_env(hook_cwd);
+    let paths = LoopPaths::new(&root);
+    let loop_active = paths.state.exists();
+    let policy = read_policy(&root);
+    if !loop_active && matches!(policy, PolicySource::Absent) {
+        return None;
+    }
+
+    let cwd = hook_cwd.map(PathBuf::from).unwrap_or_else(|| root.clone());
+    let call = ToolCall {
+        tool_name: tool_name.to_string(),
+        tool_input: input.get("tool_input").cloned().unwrap_or(Value::Null),
+    };
+    let ctx = context(&call, &root, &paths, &cwd, loop_active, &policy);
+    let decision = decide(&call, &policy, &ctx);
+    if decision.wrap_notice_given {
+        remember_wrap_notice(&root, &policy);
+    }
+    decision.to_hook_output()
+}
+
+fn internal_error(what: &str) -> Value {
+    eprintln!("ralph-guard: {what}");
+    serde_json::json!({
+        "systemMessage": format!("ralph-guard: {what}; the tool call was allowed unchecked.")
+    })
+}
+
+/// `.ralph/command-policy` wins over `.claude/ralph-policy` when both exist.
+fn read_policy(root: &Path) -> PolicySource {
+    for rel in [POLICY_FILE, POLICY_FILE_ALT] {
+        match fs::read_to_string(root.join(rel)) {
+            Ok(text) => {
+                return match Policy::parse(&text) {
+                    Ok(policy) => PolicySource::Loaded {
+                        path: rel.to_string(),
+                        policy,
+                    },
+                    Err(error) => {
+                        eprintln!("ralph-guard: {rel} is broken: {error}");
+                        PolicySource::Broken {
+                            path: rel.to_string(),
+                            error,
+                        }
+                    }
+                };
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                return PolicySource::Broken {
+                    path: rel.to_string(),
+                    error: PolicyError::Unreadable(e.to_string()),
+                };
+            }
+        }
+    }
+    PolicySource::Absent
+}
+
+fn context(
+    call: &ToolCall,
+    root: &Path,
+    paths: &LoopPaths,
+    cwd: &Path,
+    loop_active: bool,
+    policy: &PolicySource,
+) -> LoopContext {
+    let mut ctx = LoopContext {
+        root: root.to_path_buf(),
+        real_root: fs::canonicalize(root).ok().filter(|r| r != root),
+        cwd: cwd.to_path_buf(),
+        loop_active,
+        wrap_reported: wrap_already_reported(root, policy),
+        ..LoopContext::default()
+    };
+    if !loop_active {
+        return ctx;
+    }
+    ctx.loop_files = [
+        STATE_FILE,
+        LAST_INJECTED_FILE,
+        LOG_FILE,
+        LOCK_FILE,
+        POLICY_FILE,
+        POLICY_FILE_ALT,
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    let prd = fs::read_to_string(&paths.state)
+        .ok()
+        .and_then(|s| ralph_policy::prd_file_from_state(&s))
+        .unwrap_or_else(|| "prd.json".to_string());
+    if call.tool_name != "Bash" {
+        let key = if call.tool_name == "NotebookEdit" {
+            "notebook_path"
+        } else {
+            "file_path"
+        };
+        if let Some(p) = call.tool_input.get(key).and_then(Value::as_str) {
+            let lexical = protect::normalize(&cwd.join(p));
+            ctx.file_real_path = real_path(&lexical).filter(|r| *r != lexical);
+        }
+        if matches!(call.tool_name.as_str(), "Write" | "Edit" | "MultiEdit") {
+            ctx.prd_current = fs::read_to_string(root.join(&prd)).ok();
+        }
+    }
+    ctx.prd_file = Some(PathBuf::from(prd));
+    ctx
+}
+
+/// The path with symlinks resolved: the file itself when it exists, else its
+/// folder (a Write may create the file).
+fn real_path(p: &Path) -> Option<PathBuf> {
+    if let Ok(r) = fs::canonicalize(p) {
+        return Some(r);
+    }
+    let parent = fs::canonicalize(p.parent()?).ok()?;
+    Some(parent.join(p.file_name()?))
+}
+
+fn wrap_signature(policy: &PolicySource) -> Option<String> {
+    match policy {
+        PolicySource::Loaded { path, policy } if !policy.wraps.is_empty() => {
+            let mut s = format!("{path}\n");
+            for w in &policy.wraps {
+                s.push_str(&format!(
+                    "{} {} {}\n",
+                    w.line,
+                    w.prefix,
+                    w.label.as_deref().unwrap_or("")
+                ));
+            }
+            Some(s)
+        }
+        _ => None,
+    }
+}
+
+fn wrap_already_reported(root: &Path, policy: &PolicySource) -> bool {
+    match wrap_signature(policy) {
+        Some(sig) => fs::read_to_string(root.join(WRAP_MARKER)).is_ok_and(|m| m == sig),
+        None => true,
+    }
+}
+
+fn remember_wrap_notice(root: &Path, policy: &PolicySource) {
+    let Some(sig) = wrap_signature(policy) else {
+        return;
+    };
+    let marker = root.join(WRAP_MARKER);
+    let written = marker
+        .parent()
+        .map_or(Ok(()), fs::create_dir_all)
+        .and_then(|()| fs::write(&marker, sig));
+    if let Err(e) = written {
+        eprintln!(
+            "ralph-guard: cannot record the [wrap] notice in {}: {e}",
+            marker.display()
+        );
+    }
+}

@@ -1,0 +1,443 @@
+//! ralph-policy: the decisions of `ralph-guard`, the PreToolUse hook that keeps
+//! an unattended loop's agent away from the loop's own files and applies the
+//! project's optional command policy.
+//!
+//! It is a guard-rail for a cooperative agent, not a sandbox: it reads the
+//! command the way the shell will (quotes, chains, wrappers like `sudo` and
+//! `sh -c`) so that a confused model cannot walk through it by accident or by
+//! rewording, but what only exists at run time (a script written then run,
+//! `python -c`, a variable) is out of its sight. See docs/guard.md.
+//!
+//! [`decide`] is pure: the binary gathers what it needs from the file system
+//! into a [`LoopContext`] and turns the [`GuardDecision`] into hook output.
+
+pub mod glob;
+pub mod policy;
+pub mod prd;
+pub mod protect;
+pub mod shell;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+pub use policy::{Policy, PolicyError, Tier};
+use protect::Hit;
+
+/// Told to the agent whenever it reaches for a loop file.
+pub const END_LOOP_HINT: &str = "To end the loop, print the completion promise when it is true; \
+the user cancels the loop with /ralph:cancel-ralph.";
+
+/// The tool call as received on stdin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub tool_name: String,
+    pub tool_input: Value,
+}
+
+/// Everything about the project the decision needs, read by the binary.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoopContext {
+    /// The project root (lexical, as resolved from the environment).
+    pub root: PathBuf,
+    /// The root with symlinks resolved, when known.
+    pub real_root: Option<PathBuf>,
+    /// The hook's `cwd`: relative paths in the tool call are relative to it.
+    pub cwd: PathBuf,
+    /// The state file exists: built-in protection applies.
+    pub loop_active: bool,
+    /// Loop-owned files, relative to the root.
+    pub loop_files: Vec<PathBuf>,
+    /// The PRD, relative to the root (`prd_file:` in the state, default `prd.json`).
+    pub prd_file: Option<PathBuf>,
+    /// The PRD's current text, for judging an Edit or a Write to it.
+    pub prd_current: Option<String>,
+    /// For file tools: the target with symlinked folders resolved, when it
+    /// differs from the lexical path.
+    pub file_real_path: Option<PathBuf>,
+    /// The `[wrap]` rows of this policy were already reported to the user.
+    pub wrap_reported: bool,
+}
+
+/// The policy as found on disk.
+#[derive(Debug)]
+pub enum PolicySource {
+    Absent,
+    /// It exists but does not parse: nothing is denied by it, and the user is
+    /// told on every call.
+    Broken {
+        path: String,
+        error: PolicyError,
+    },
+    Loaded {
+        path: String,
+        policy: Policy,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Allow,
+    Deny(String),
+    /// Run the call with this whole tool input instead.
+    Rewrite {
+        updated_input: Value,
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuardDecision {
+    pub verdict: Verdict,
+    /// Shown to the user (not the model).
+    pub system_message: Option<String>,
+    /// The `[wrap]` notice is part of `system_message`: remember it was given.
+    pub wrap_notice_given: bool,
+}
+
+impl GuardDecision {
+    /// The hook's stdout, or None when it should print nothing.
+    pub fn to_hook_output(&self) -> Option<Value> {
+        let mut out = serde_json::Map::new();
+        match &self.verdict {
+            Verdict::Allow => {}
+            Verdict::Deny(reason) => {
+                out.insert(
+                    "hookSpecificOutput".into(),
+                    json!({
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": "deny",
+                        "permissionDecisionReason": reason,
+                    }),
+                );
+            }
+            Verdict::Rewrite {
+                updated_input,
+                reason,
+            } => {
+                out.insert(
+                    "hookSpecificOutput".into(),
+                    json!({
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": "allow",
+                        "permissionDecisionReason": reason,
+                        "updatedInput": updated_input,
+                    }),
+                );
+            }
+        }
+        if let Some(m) = &self.system_message {
+            out.insert("systemMessage".into(), Value::String(m.clone()));
+        }
+        (!out.is_empty()).then_some(Value::Object(out))
+    }
+}
+
+/// Decide one tool call.
+pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> GuardDecision {
+    let mut messages = Vec::new();
+    let mut wrap_notice_given = false;
+    let (policy, policy_path) = match source {
+        PolicySource::Absent => (None, ""),
+        PolicySource::Broken { path, error } => {
+            messages.push(format!(
+                "ralph-guard: the command policy {path} is broken ({error}); none of its rules apply until it is fixed."
+            ));
+            (None, path.as_str())
+        }
+        PolicySource::Loaded { path, policy } => (Some(policy), path.as_str()),
+    };
+    if let Some(p) = policy
+        && !p.wraps.is_empty() && !ctx.wrap_reported {
+            let rows: Vec<String> = p
+                .wraps
+                .iter()
+                .map(|w| format!("line {}: `{}`", w.line, w.prefix))
+                .collect();
+            messages.push(format!(
+                "ralph-guard: [wrap] rules in {policy_path} are not implemented by ralph and are ignored ({}). \
+                 Use [rewrite] to route a command through a wrapper. (Reported once.)",
+                rows.join(", ")
+            ));
+            wrap_notice_given = true;
+        }
+    let verdict = match call.tool_name.as_str() {
+        "Bash" => decide_bash(call, policy, policy_path, ctx, &mut messages),
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" if ctx.loop_active => {
+            decide_file(call, ctx)
+        }
+        _ => Verdict::Allow,
+    };
+    GuardDecision {
+        verdict,
+        system_message: (!messages.is_empty()).then(|| messages.join("\n")),
+        wrap_notice_given,
+    }
+}
+
+fn loop_file_reason(display: &str, what: &str) -> String {
+    format!(
+        "ralph-guard: {what} {display}, which belongs to the running Ralph loop; the agent may read it but \
+         not write, move or delete it. {END_LOOP_HINT}"
+    )
+}
+
+fn prd_removal_reason(display: &str) -> String {
+    format!(
+        "ralph-guard: this command would delete, empty or move away {display}, the PRD the Ralph loop feeds \
+         stories from. Edit it in place instead (mark stories done, add notes); keep every story and its id."
+    )
+}
+
+fn decide_bash(
+    call: &ToolCall,
+    policy: Option<&Policy>,
+    policy_path: &str,
+    ctx: &LoopContext,
+    messages: &mut Vec<String>,
+) -> Verdict {
+    let Some(original) = call.tool_input.get("command").and_then(Value::as_str) else {
+        return Verdict::Allow;
+    };
+    let (command, reasons) = match policy {
+        Some(p) if !p.rewrites.is_empty() => rewrite_chain(original, p, policy_path, messages),
+        _ => (original.to_string(), Vec::new()),
+    };
+    if ctx.loop_active {
+        match protect::check_bash(&command, ctx) {
+            Some(Hit::Loop(d)) => {
+                return Verdict::Deny(loop_file_reason(&d, "this command would change"));
+            }
+            Some(Hit::Prd(d)) => return Verdict::Deny(prd_removal_reason(&d)),
+            None => {}
+        }
+    }
+    if let Some(p) = policy
+        && let Some(reason) = policy_denial(&command, p, policy_path, 0) {
+            return Verdict::Deny(reason);
+        }
+    if command == original {
+        return Verdict::Allow;
+    }
+    let mut updated = call.tool_input.clone();
+    if let Some(obj) = updated.as_object_mut() {
+        obj.insert("command".into(), Value::String(command));
+    }
+    Verdict::Rewrite {
+        updated_input: updated,
+        reason: reasons.join("; "),
+    }
+}
+
+/// Apply the first matching `[rewrite]` rule to each command of the chain,
+/// leaving the operators, the other commands, assignments and redirections
+/// as they were.
+fn rewrite_chain(
+    cmd: &str,
+    p: &Policy,
+    policy_path: &str,
+    messages: &mut Vec<String>,
+) -> (String, Vec<String>) {
+    let segments = shell::split_chain(cmd);
+    let mut out = cmd.to_string();
+    let mut reasons = Vec::new();
+    // Back to front, so earlier byte ranges stay valid while splicing.
+    for seg in segments.iter().rev() {
+        let (k, canon) = policy::canonical_words(&seg.words);
+        if canon.is_empty() {
+            continue;
+        }
+        let text = shell::join(&canon);
+        for rule in &p.rewrites {
+            let new = match rule.apply(&text) {
+                Ok(Some(new)) => new,
+                Ok(None) => continue,
+                Err(e) => {
+                    let m = format!(
+                        "ralph-guard: rewrite rule on {policy_path} line {} is skipped: {e}",
+                        rule.line
+                    );
+                    eprintln!("{m}");
+                    messages.push(m);
+                    continue;
+                }
+            };
+            if new != text {
+                let mut parts: Vec<String> = seg.raw_words[..k].to_vec();
+                parts.push(new.clone());
+                parts.extend(seg.redirects.iter().map(|r| r.raw.clone()));
+                out.replace_range(seg.start..seg.end, &parts.join(" "));
+                let why = if rule.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", rule.reason)
+                };
+                reasons.insert(
+                    0,
+                    format!(
+                        "ralph-guard rewrote `{text}` to `{new}` ({policy_path} line {}{why})",
+                        rule.line
+                    ),
+                );
+            }
+            break;
+        }
+    }
+    (out, reasons)
+}
+
+/// The first `[deny]` or `[protect]` rule the command breaks, looking into
+/// `sh -c`, `eval` and substitutions as well.
+fn policy_denial(cmd: &str, p: &Policy, policy_path: &str, depth: usize) -> Option<String> {
+    if depth > 8 || (p.denies.is_empty() && p.protects.is_empty()) {
+        return None;
+    }
+    for seg in shell::split_chain(cmd) {
+        for sub in &seg.substitutions {
+            if let Some(r) = policy_denial(sub, p, policy_path, depth + 1) {
+                return Some(r);
+            }
+        }
+        let (_, shallow) = policy::canonical_words(&seg.words);
+        // The same command once `sudo`, `command`, `nohup`, `xargs`, a path
+        // like /usr/bin/ are peeled off.
+        let deep = match protect::unwrap(&seg.words) {
+            protect::Invocation::Exec { name, args, .. } => {
+                let mut w = vec![name];
+                w.extend(args);
+                policy::canonical_words(&w).1
+            }
+            protect::Invocation::Script(s) => {
+                if let Some(r) = policy_denial(&s, p, policy_path, depth + 1) {
+                    return Some(r);
+                }
+                Vec::new()
+            }
+            _ => Vec::new(),
+        };
+        let matches = |prefix: &[String]| {
+            policy::starts_with_words(&shallow, prefix) || {
+                let mut bp = prefix.to_vec();
+                if let Some(first) = bp.first_mut() {
+                    *first = first.rsplit('/').next().unwrap_or(first).to_string();
+                }
+                policy::starts_with_words(&deep, &bp)
+            }
+        };
+        for d in &p.denies {
+            if matches(&d.prefix) {
+                return Some(format!(
+                    "ralph-guard: `{}` is denied by the command policy ({policy_path} line {}): {}",
+                    d.prefix.join(" "),
+                    d.line,
+                    d.reason
+                ));
+            }
+        }
+        let output_taken = seg.pipes_out || seg.redirects.iter().any(shell::Redirect::writes_file);
+        if output_taken {
+            for r in &p.protects {
+                if matches(&r.prefix) {
+                    return Some(format!(
+                        "ralph-guard: `{}` may be run bare, but its output may not be piped or redirected \
+                         (command policy {policy_path} line {} [protect]). Run it on its own.",
+                        r.prefix.join(" "),
+                        r.line
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Is `path` (absolute, normalised) the root-relative `rel` under either root?
+fn is_under_roots(path: &Path, rel: &Path, ctx: &LoopContext) -> bool {
+    path == ctx.root.join(rel) || ctx.real_root.as_ref().is_some_and(|r| path == r.join(rel))
+}
+
+fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
+    let key = if call.tool_name == "NotebookEdit" {
+        "notebook_path"
+    } else {
+        "file_path"
+    };
+    let Some(raw) = call.tool_input.get(key).and_then(Value::as_str) else {
+        return Verdict::Allow;
+    };
+    let lexical = protect::normalize(&ctx.cwd.join(raw));
+    let candidates: Vec<&Path> = std::iter::once(lexical.as_path())
+        .chain(ctx.file_real_path.as_deref())
+        .collect();
+    for rel in &ctx.loop_files {
+        if candidates.iter().any(|p| is_under_roots(p, rel, ctx)) {
+            return Verdict::Deny(loop_file_reason(
+                &rel.display().to_string(),
+                "this edit would change",
+            ));
+        }
+    }
+    let Some(prd) = &ctx.prd_file else {
+        return Verdict::Allow;
+    };
+    if !candidates.iter().any(|p| is_under_roots(p, prd, ctx)) {
+        return Verdict::Allow;
+    }
+    let current = ctx.prd_current.as_deref();
+    let input = &call.tool_input;
+    let new = match call.tool_name.as_str() {
+        "Write" => input
+            .get("content")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        "Edit" => current.and_then(|c| apply_one(c, input)),
+        "MultiEdit" => current.and_then(|c| {
+            let edits = input.get("edits")?.as_array()?;
+            edits
+                .iter()
+                .try_fold(c.to_string(), |text, e| apply_one(&text, e))
+        }),
+        _ => None,
+    };
+    let Some(new) = new else {
+        return Verdict::Allow;
+    };
+    match prd::judge(current, &new) {
+        Some(why) => Verdict::Deny(format!(
+            "ralph-guard: this change to {} is refused: {why}. The loop feeds stories from it by id: keep it \
+             valid JSON with every story and its id, and record progress in fields such as `passes`.",
+            prd.display()
+        )),
+        None => Verdict::Allow,
+    }
+}
+
+fn apply_one(text: &str, edit: &Value) -> Option<String> {
+    let old = edit.get("old_string")?.as_str()?;
+    let new = edit.get("new_string")?.as_str()?;
+    let all = edit
+        .get("replace_all")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    prd::apply_edit(text, old, new, all)
+}
+
+/// The `prd_file:` value from the state file's frontmatter, read cheaply
+/// (one line; quotes stripped). None when absent.
+pub fn prd_file_from_state(state: &str) -> Option<String> {
+    let mut lines = state.lines();
+    if lines.next()?.trim() != "---" {
+        return None;
+    }
+    for line in lines {
+        let t = line.trim();
+        if t == "---" {
+            break;
+        }
+        if let Some(v) = t.strip_prefix("prd_file:") {
+            let v = v.trim().trim_matches(|c| c == '"' || c == '\'').trim();
+            return (!v.is_empty() && v != "null" && v != "~").then(|| v.to_string());
+        }
+    }
+    None
+}
