@@ -1,0 +1,1084 @@
+//! End-to-end scenarios against the real Claude Code client.
+//!
+//! Each `tests/scenarios/*.yaml` describes one case a person can read: the
+//! project's files before, one or more `claude -p` runs (the user's prompt or
+//! slash command, the scripted model replies for that run), and the expected
+//! end state. Every scenario gets a fresh git project and a throw-away HOME;
+//! the client talks only to a [`FakeModel`] on 127.0.0.1 and loads this
+//! checkout as a plugin, with `RALPH_BIN_DIR` pointing at the binaries cargo
+//! just built.
+//!
+//! Environment:
+//! * `RALPH_CLAUDE_BIN`: the client (default `.cc-client/node_modules/.bin/claude`,
+//!   installed by `scripts/install-client`). Missing client: skip, or fail when `CI` is set.
+//! * `RALPH_E2E_ONLY=substr`: run only scenarios whose file name contains it.
+//! * `RALPH_E2E_PENDING=1`: also run scenarios marked `pending` (reported, never failing).
+//! * `RALPH_E2E_JOBS=n`: scenarios run at once (default 2).
+//! * `RALPH_E2E_KEEP=1`: keep every scenario's temp dir (failed ones are always kept).
+
+use ralph_fake_model::{FakeModel, Recorded, Reply, content_text};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, VecDeque};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const CHECKOUT: &str = env!("CARGO_MANIFEST_DIR");
+const STOP_HOOK_BIN: &str = env!("CARGO_BIN_EXE_ralph-stop-hook");
+const FEEDBACK_PREFIX: &str = "Stop hook feedback:\n";
+const STATE_FILE: &str = ".claude/ralph-loop.local.md";
+const LOG_FILE: &str = ".claude/ralph-loop.log.jsonl";
+
+// ---------------------------------------------------------------------------
+// Scenario files
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Scenario {
+    /// One line: what the scenario shows.
+    title: String,
+    /// Set while the feature under test is not built yet: why.
+    #[serde(default)]
+    pending: Option<String>,
+    /// Named texts, written `{var.NAME}` anywhere below.
+    #[serde(default)]
+    vars: BTreeMap<String, String>,
+    /// Project files before the first run (path -> content).
+    #[serde(default)]
+    files: BTreeMap<String, String>,
+    runs: Vec<Run>,
+    #[serde(default)]
+    expect: Expect,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Run {
+    /// A label for messages (default `run N`).
+    #[serde(default)]
+    name: Option<String>,
+    /// What the user types: `claude -p PROMPT`.
+    #[serde(default)]
+    prompt: Option<String>,
+    /// Add `--continue` (resume the project's last session).
+    #[serde(default, rename = "continue")]
+    continue_session: bool,
+    /// Extra client arguments (e.g. `--output-format stream-json --verbose`).
+    #[serde(default)]
+    args: Vec<String>,
+    /// Run `claude ARGS` as given, in the checkout, with no prompt and no model.
+    #[serde(default)]
+    raw: bool,
+    /// Start this run and go on with the next one without waiting for it.
+    #[serde(default)]
+    background: bool,
+    /// Do not start before this project path exists.
+    #[serde(default)]
+    wait_for: Option<String>,
+    /// Kill the client (like a user's Ctrl-C) once this project path exists.
+    #[serde(default)]
+    kill_when: Option<String>,
+    #[serde(default)]
+    timeout_secs: Option<u64>,
+    /// What the model answers, one reply per request of this run.
+    #[serde(default)]
+    replies: Vec<Reply>,
+    #[serde(default)]
+    expect: RunExpect,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunExpect {
+    /// Exit code (default 0; not checked for killed runs).
+    #[serde(default)]
+    exit: Option<i32>,
+    /// How many replies the model served (default: all of them, none asked for beyond).
+    #[serde(default)]
+    replies_used: Option<usize>,
+    #[serde(default)]
+    stdout_contains: Vec<String>,
+    #[serde(default)]
+    stdout_not_contains: Vec<String>,
+    /// Text the user sees: stdout, or with stream-json the system messages and results.
+    #[serde(default)]
+    shows: Vec<String>,
+    #[serde(default)]
+    not_shows: Vec<String>,
+    /// Substrings of what the model was told in some request of this run.
+    #[serde(default)]
+    told: Vec<String>,
+    /// Substrings that must appear in no request of this run.
+    #[serde(default)]
+    never_told: Vec<String>,
+    /// Number of Stop hook feedback messages the model got in this run.
+    #[serde(default)]
+    feedback_count: Option<usize>,
+    /// Substrings of the feedback messages, found in this order (one per message).
+    #[serde(default)]
+    feedback_in_order: Vec<String>,
+    /// Substrings every feedback message must hold.
+    #[serde(default)]
+    every_feedback_contains: Vec<String>,
+    /// Substrings of tool results the model got in this run.
+    #[serde(default)]
+    tool_results_contain: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Expect {
+    /// Project paths that must exist (`*` allowed in the file name).
+    #[serde(default)]
+    present: Vec<String>,
+    /// Project paths that must not exist (`*` allowed in the file name).
+    #[serde(default)]
+    absent: Vec<String>,
+    #[serde(default)]
+    files: BTreeMap<String, FileExpect>,
+    /// The loop state file `.claude/ralph-loop.local.md`.
+    #[serde(default)]
+    state: Option<StateExpect>,
+    /// Entries of `.claude/ralph-loop.log.jsonl`, found in this order; each
+    /// lists fields that must be equal (`message` is matched as a substring).
+    #[serde(default)]
+    log: Vec<BTreeMap<String, Value>>,
+    /// How many log entries have each `decision`.
+    #[serde(default)]
+    log_counts: BTreeMap<String, usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileExpect {
+    #[serde(default)]
+    contains: Vec<String>,
+    #[serde(default)]
+    not_contains: Vec<String>,
+    #[serde(default)]
+    equals: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StateExpect {
+    #[serde(default)]
+    absent: bool,
+    /// Frontmatter fields, compared as text.
+    #[serde(default)]
+    fields: BTreeMap<String, String>,
+    #[serde(default)]
+    body_contains: Vec<String>,
+}
+
+impl Scenario {
+    fn load(path: &Path) -> Result<Scenario, String> {
+        let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // Through JSON values: serde_yaml_ng wants `!tag` syntax for enums,
+        // while a one-key map (`- bash: {...}`) reads better.
+        let value: Value =
+            serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let scenario: Scenario =
+            serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))?;
+        scenario
+            .check_shape()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(scenario)
+    }
+
+    /// A scenario must assert on outcomes, not only on exit codes.
+    fn check_shape(&self) -> Result<(), String> {
+        if self.runs.is_empty() {
+            return Err("no runs".into());
+        }
+        for (i, run) in self.runs.iter().enumerate() {
+            if run.raw == run.prompt.is_some() {
+                return Err(format!(
+                    "run {}: give either `prompt` or `raw: true`",
+                    i + 1
+                ));
+            }
+            if run.continue_session && i == 0 {
+                return Err("the first run cannot `continue`".into());
+            }
+        }
+        let e = &self.expect;
+        let project_checks = e.present.len()
+            + e.absent.len()
+            + e.files.len()
+            + e.log.len()
+            + e.log_counts.len()
+            + usize::from(e.state.is_some());
+        let run_checks: usize = self
+            .runs
+            .iter()
+            .map(|r| {
+                let x = &r.expect;
+                x.stdout_contains.len()
+                    + x.stdout_not_contains.len()
+                    + x.shows.len()
+                    + x.not_shows.len()
+                    + x.told.len()
+                    + x.never_told.len()
+                    + x.feedback_in_order.len()
+                    + x.every_feedback_contains.len()
+                    + x.tool_results_contain.len()
+                    + usize::from(x.feedback_count.is_some())
+            })
+            .sum();
+        if project_checks + run_checks == 0 {
+            return Err("asserts nothing beyond exit codes".into());
+        }
+        Ok(())
+    }
+}
+
+fn scenario_files() -> Vec<PathBuf> {
+    let dir = Path::new(CHECKOUT).join("tests/scenarios");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+// ---------------------------------------------------------------------------
+// Running
+
+struct Sandbox {
+    root: PathBuf,
+    project: PathBuf,
+    home: PathBuf,
+    vars: BTreeMap<String, String>,
+}
+
+impl Sandbox {
+    fn new(name: &str, vars: &BTreeMap<String, String>) -> Sandbox {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let root =
+            std::env::temp_dir().join(format!("ralph-e2e-{name}-{}-{stamp}", std::process::id()));
+        let project = root.join("project");
+        let home = root.join("home");
+        fs::create_dir_all(&project).expect("create project dir");
+        fs::create_dir_all(&home).expect("create home dir");
+        Sandbox {
+            root,
+            project,
+            home,
+            vars: vars.clone(),
+        }
+    }
+
+    fn subst(&self, s: &str) -> String {
+        let mut s = s.to_string();
+        for (k, v) in &self.vars {
+            s = s.replace(&format!("{{var.{k}}}"), v);
+        }
+        s.replace("{project}", &self.project.to_string_lossy())
+            .replace("{home}", &self.home.to_string_lossy())
+            .replace("{checkout}", CHECKOUT)
+    }
+
+    fn subst_value(&self, v: Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(self.subst(&s)),
+            Value::Array(a) => Value::Array(a.into_iter().map(|x| self.subst_value(x)).collect()),
+            Value::Object(o) => Value::Object(
+                o.into_iter()
+                    .map(|(k, x)| (k, self.subst_value(x)))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+}
+
+fn claude_bin() -> Option<PathBuf> {
+    let path = std::env::var_os("RALPH_CLAUDE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(CHECKOUT).join(".cc-client/node_modules/.bin/claude"));
+    path.exists().then_some(path)
+}
+
+fn bin_dir() -> PathBuf {
+    Path::new(STOP_HOOK_BIN)
+        .parent()
+        .expect("binary has a parent dir")
+        .to_path_buf()
+}
+
+/// The environment of every client run: nothing of the machine leaks in.
+fn client_command(claude: &Path, sandbox: &Sandbox, port: u16) -> Command {
+    let mut cmd = Command::new(claude);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &sandbox.home)
+        .env("LANG", "C.UTF-8")
+        .env("IS_SANDBOX", "1")
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("ANTHROPIC_API_KEY", "x")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("RALPH_BIN_DIR", bin_dir())
+        .stdin(Stdio::null());
+    cmd
+}
+
+struct Started {
+    index: usize,
+    label: String,
+    child: Child,
+    model: FakeModel,
+    started: Instant,
+    timeout: Duration,
+    kill_when: Option<PathBuf>,
+    stdout_path: PathBuf,
+    stderr_path: PathBuf,
+}
+
+struct Finished {
+    index: usize,
+    label: String,
+    exit: Option<i32>,
+    killed: Option<String>,
+    stdout: String,
+    stderr: String,
+    requests: Vec<Recorded>,
+    replies_used: usize,
+    replies_total: usize,
+    exhausted: usize,
+}
+
+impl Started {
+    /// `Some` once the client has exited or was killed.
+    fn poll(&mut self) -> Option<Option<String>> {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return Some(None);
+        }
+        let why = if self.started.elapsed() > self.timeout {
+            Some(format!("timed out after {}s", self.timeout.as_secs()))
+        } else if self.model.exhausted_requests() >= 2 {
+            Some("the model was asked more often than the script has replies (the loop did not end?)".to_string())
+        } else if self.kill_when.as_ref().is_some_and(|p| p.exists()) {
+            Some("kill_when".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            return Some(Some(why));
+        }
+        None
+    }
+
+    fn finish(mut self, killed: Option<String>) -> Finished {
+        let exit = self.child.wait().ok().and_then(|s| s.code());
+        Finished {
+            index: self.index,
+            label: self.label,
+            exit,
+            killed,
+            stdout: fs::read_to_string(&self.stdout_path).unwrap_or_default(),
+            stderr: fs::read_to_string(&self.stderr_path).unwrap_or_default(),
+            requests: self.model.main_requests(),
+            replies_used: self.model.replies_used(),
+            replies_total: self.model.replies_total(),
+            exhausted: self.model.exhausted_requests(),
+        }
+    }
+
+    fn wait(mut self) -> Finished {
+        loop {
+            if let Some(killed) = self.poll() {
+                return self.finish(killed);
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn start_run(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) -> Result<Started, String> {
+    let label = run
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("run {}", index + 1));
+    if let Some(path) = &run.wait_for {
+        let target = sandbox.project.join(path);
+        let t0 = Instant::now();
+        while !target.exists() {
+            if t0.elapsed() > Duration::from_secs(90) {
+                return Err(format!("{label}: waited 90s for {path} to exist"));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let replies: Vec<Reply> = run
+        .replies
+        .iter()
+        .map(|r| {
+            let v = sandbox.subst_value(serde_json::to_value(r).expect("reply to json"));
+            serde_json::from_value(v).expect("reply from json")
+        })
+        .collect();
+    let model = FakeModel::start(ralph_fake_model::Script { replies })
+        .map_err(|e| format!("{label}: fake model: {e}"))?;
+    let mut cmd = client_command(claude, sandbox, model.port());
+    let args: Vec<String> = run.args.iter().map(|a| sandbox.subst(a)).collect();
+    if run.raw {
+        cmd.current_dir(CHECKOUT).args(&args);
+    } else {
+        cmd.current_dir(&sandbox.project);
+        cmd.arg("-p")
+            .arg(sandbox.subst(run.prompt.as_deref().unwrap_or("")));
+        if run.continue_session {
+            cmd.arg("--continue");
+        }
+        cmd.args(&args)
+            .arg("--plugin-dir")
+            .arg(CHECKOUT)
+            .arg("--dangerously-skip-permissions");
+    }
+    let stdout_path = sandbox.root.join(format!("run{}.stdout", index + 1));
+    let stderr_path = sandbox.root.join(format!("run{}.stderr", index + 1));
+    let out = fs::File::create(&stdout_path).map_err(|e| e.to_string())?;
+    let err = fs::File::create(&stderr_path).map_err(|e| e.to_string())?;
+    let child = cmd
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("{label}: cannot start {}: {e}", claude.display()))?;
+    Ok(Started {
+        index,
+        label,
+        child,
+        model,
+        started: Instant::now(),
+        timeout: Duration::from_secs(run.timeout_secs.unwrap_or(150)),
+        kill_when: run.kill_when.as_ref().map(|p| sandbox.project.join(p)),
+        stdout_path,
+        stderr_path,
+    })
+}
+
+fn git_init(dir: &Path) -> Result<(), String> {
+    let status = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| format!("git init: {e}"))?;
+    status
+        .success()
+        .then_some(())
+        .ok_or_else(|| "git init failed".to_string())
+}
+
+/// Runs one scenario; returns the failures (empty when it passed).
+fn run_scenario(claude: &Path, name: &str, scenario: &Scenario) -> (Vec<String>, PathBuf) {
+    let sandbox = Sandbox::new(name, &scenario.vars);
+    let mut failures = Vec::new();
+    if let Err(e) = git_init(&sandbox.project) {
+        return (vec![e], sandbox.root);
+    }
+    for (path, content) in &scenario.files {
+        let target = sandbox.project.join(path);
+        if let Some(parent) = target.parent() {
+            let _ = fs::create_dir_all(parent);
+        }
+        if let Err(e) = fs::write(&target, sandbox.subst(content)) {
+            return (vec![format!("write {path}: {e}")], sandbox.root);
+        }
+    }
+
+    let mut background: Vec<Started> = Vec::new();
+    let mut finished: Vec<Finished> = Vec::new();
+    for (i, run) in scenario.runs.iter().enumerate() {
+        match start_run(claude, &sandbox, i, run) {
+            Ok(started) if run.background => background.push(started),
+            Ok(started) => finished.push(started.wait()),
+            Err(e) => {
+                failures.push(e);
+                break;
+            }
+        }
+    }
+    for started in background {
+        finished.push(started.wait());
+    }
+    finished.sort_by_key(|f| f.index);
+
+    for f in &finished {
+        check_run(&scenario.runs[f.index], f, &sandbox, &mut failures);
+    }
+    check_project(&scenario.expect, &sandbox, &mut failures);
+    (failures, sandbox.root)
+}
+
+// ---------------------------------------------------------------------------
+// Checking
+
+/// What the model was told in one request: every message's text, tool
+/// results included.
+fn told_text(r: &Recorded) -> String {
+    let mut out = String::new();
+    if let Some(messages) = r.body.get("messages").and_then(Value::as_array) {
+        for m in messages {
+            out.push_str(&content_text(m.get("content").unwrap_or(&Value::Null)));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The Stop hook feedback messages of a run, in order: each one is the last
+/// user message of the request that followed the block.
+fn feedbacks(f: &Finished) -> Vec<String> {
+    f.requests
+        .iter()
+        .filter_map(|r| {
+            r.last_user_text()
+                .strip_prefix(FEEDBACK_PREFIX)
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+fn tool_results(f: &Finished) -> Vec<String> {
+    let Some(last) = f.requests.last() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for m in last
+        .body
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        for b in m
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if b.get("type").and_then(Value::as_str) == Some("tool_result") {
+                out.push(content_text(b.get("content").unwrap_or(&Value::Null)));
+            }
+        }
+    }
+    out
+}
+
+/// What a user sees: plain stdout, or for stream-json output the system
+/// messages, results and assistant text.
+fn visible(stdout: &str) -> String {
+    let mut out = String::new();
+    let mut any_json = false;
+    for line in stdout.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        };
+        any_json = true;
+        for key in ["content", "result", "text"] {
+            if let Some(s) = v.get(key).and_then(Value::as_str) {
+                out.push_str(s);
+                out.push('\n');
+            }
+        }
+        if v.get("type").and_then(Value::as_str) == Some("assistant")
+            && let Some(c) = v.pointer("/message/content")
+        {
+            out.push_str(&content_text(c));
+            out.push('\n');
+        }
+    }
+    if any_json { out } else { stdout.to_string() }
+}
+
+fn short(s: &str) -> String {
+    let s = s.trim();
+    if s.chars().count() > 1500 {
+        let head: String = s.chars().take(1500).collect();
+        format!("{head}…")
+    } else {
+        s.to_string()
+    }
+}
+
+fn check_run(run: &Run, f: &Finished, sandbox: &Sandbox, failures: &mut Vec<String>) {
+    let x = &run.expect;
+    let sub = |v: &Vec<String>| -> Vec<String> { v.iter().map(|s| sandbox.subst(s)).collect() };
+    let l = &f.label;
+    match &f.killed {
+        Some(why) if why == "kill_when" => {}
+        Some(why) => failures.push(format!(
+            "{l}: client killed: {why}\n  stdout: {}\n  stderr: {}",
+            short(&f.stdout),
+            short(&f.stderr)
+        )),
+        None => {
+            let want = x.exit.unwrap_or(0);
+            if f.exit != Some(want) {
+                failures.push(format!(
+                    "{l}: exit {:?}, expected {want}\n  stdout: {}\n  stderr: {}",
+                    f.exit,
+                    short(&f.stdout),
+                    short(&f.stderr)
+                ));
+            }
+        }
+    }
+    if !run.raw {
+        match x.replies_used {
+            Some(n) if f.replies_used != n => failures.push(format!(
+                "{l}: the model served {} replies, expected exactly {n}",
+                f.replies_used
+            )),
+            None if f.killed.is_none() && f.replies_used != f.replies_total => {
+                failures.push(format!(
+                    "{l}: the model served {} of {} scripted replies",
+                    f.replies_used, f.replies_total
+                ))
+            }
+            _ => {}
+        }
+        if f.exhausted > 0 && f.killed.is_none() {
+            failures.push(format!(
+                "{l}: the model was asked {} more time(s) after the script ended",
+                f.exhausted
+            ));
+        }
+    }
+    for s in &sub(&x.stdout_contains) {
+        if !f.stdout.contains(s.as_str()) {
+            failures.push(format!(
+                "{l}: stdout lacks {s:?}\n  stdout: {}",
+                short(&f.stdout)
+            ));
+        }
+    }
+    for s in &sub(&x.stdout_not_contains) {
+        if f.stdout.contains(s.as_str()) {
+            failures.push(format!("{l}: stdout must not contain {s:?}"));
+        }
+    }
+    let seen = visible(&f.stdout);
+    for s in &sub(&x.shows) {
+        if !seen.contains(s.as_str()) {
+            failures.push(format!(
+                "{l}: the user is not shown {s:?}\n  shown: {}",
+                short(&seen)
+            ));
+        }
+    }
+    for s in &sub(&x.not_shows) {
+        if seen.contains(s.as_str()) {
+            failures.push(format!("{l}: the user must not be shown {s:?}"));
+        }
+    }
+    let told: Vec<String> = f.requests.iter().map(told_text).collect();
+    for s in &sub(&x.told) {
+        if !told.iter().any(|t| t.contains(s.as_str())) {
+            failures.push(format!("{l}: the model was never told {s:?}"));
+        }
+    }
+    for s in &sub(&x.never_told) {
+        if let Some(i) = told.iter().position(|t| t.contains(s.as_str())) {
+            failures.push(format!("{l}: the model was told {s:?} (request {})", i + 1));
+        }
+    }
+    let fb = feedbacks(f);
+    if let Some(n) = x.feedback_count
+        && fb.len() != n
+    {
+        failures.push(format!(
+            "{l}: {} Stop hook feedback message(s), expected {n}: {:?}",
+            fb.len(),
+            fb.iter().map(|m| short(m)).collect::<Vec<_>>()
+        ));
+    }
+    let mut at = 0;
+    for s in &sub(&x.feedback_in_order) {
+        match fb[at.min(fb.len())..]
+            .iter()
+            .position(|m| m.contains(s.as_str()))
+        {
+            Some(p) => at += p + 1,
+            None => {
+                failures.push(format!(
+                    "{l}: no feedback message (in order) contains {s:?}; feedbacks: {:?}",
+                    fb.iter().map(|m| short(m)).collect::<Vec<_>>()
+                ));
+                break;
+            }
+        }
+    }
+    for s in &sub(&x.every_feedback_contains) {
+        for (i, m) in fb.iter().enumerate() {
+            if !m.contains(s.as_str()) {
+                failures.push(format!("{l}: feedback {} lacks {s:?}: {}", i + 1, short(m)));
+            }
+        }
+    }
+    let results = tool_results(f);
+    for s in &sub(&x.tool_results_contain) {
+        if !results.iter().any(|r| r.contains(s.as_str())) {
+            failures.push(format!(
+                "{l}: no tool result contains {s:?}; results: {results:?}"
+            ));
+        }
+    }
+}
+
+/// Paths matching `pattern` under `root`; `*` may appear in the file name.
+fn matching(root: &Path, pattern: &str) -> Vec<PathBuf> {
+    let full = root.join(pattern);
+    let name = full
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    if !name.contains('*') {
+        return if full.symlink_metadata().is_ok() {
+            vec![full]
+        } else {
+            Vec::new()
+        };
+    }
+    let dir = full.parent().unwrap_or(root);
+    let parts: Vec<&str> = name.split('*').collect();
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let n = entry.file_name().to_string_lossy().to_string();
+        if glob_match(&parts, &n) {
+            found.push(entry.path());
+        }
+    }
+    found
+}
+
+fn glob_match(parts: &[&str], name: &str) -> bool {
+    let (first, rest) = match parts.split_first() {
+        Some(x) => x,
+        None => return name.is_empty(),
+    };
+    let Some(mut tail) = name.strip_prefix(first) else {
+        return false;
+    };
+    for (i, p) in rest.iter().enumerate() {
+        if i == rest.len() - 1 {
+            return tail.ends_with(p);
+        }
+        match tail.find(p) {
+            Some(pos) => tail = &tail[pos + p.len()..],
+            None => return false,
+        }
+    }
+    tail.is_empty()
+}
+
+/// Frontmatter `key: value` lines of the state file, and its body.
+fn parse_state(text: &str) -> Option<(BTreeMap<String, String>, String)> {
+    let rest = text.strip_prefix("---\n")?;
+    let end = rest.find("\n---")?;
+    let fields = rest[..end]
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| {
+            let v = v.trim();
+            let v = v
+                .strip_prefix('"')
+                .and_then(|x| x.strip_suffix('"'))
+                .unwrap_or(v);
+            (k.trim().to_string(), v.to_string())
+        })
+        .collect();
+    let body = rest[end + 4..].to_string();
+    Some((fields, body))
+}
+
+fn check_project(e: &Expect, sandbox: &Sandbox, failures: &mut Vec<String>) {
+    let root = &sandbox.project;
+    for p in &e.present {
+        if matching(root, p).is_empty() {
+            failures.push(format!("{p} should exist"));
+        }
+    }
+    for p in &e.absent {
+        let m = matching(root, p);
+        if !m.is_empty() {
+            failures.push(format!("{p} should not exist (found {m:?})"));
+        }
+    }
+    for (p, fe) in &e.files {
+        let Ok(text) = fs::read_to_string(root.join(p)) else {
+            failures.push(format!("{p} cannot be read"));
+            continue;
+        };
+        for s in &fe.contains {
+            let s = sandbox.subst(s);
+            if !text.contains(&s) {
+                failures.push(format!("{p} lacks {s:?}; it holds: {}", short(&text)));
+            }
+        }
+        for s in &fe.not_contains {
+            if text.contains(s.as_str()) {
+                failures.push(format!("{p} must not contain {s:?}"));
+            }
+        }
+        if let Some(want) = &fe.equals
+            && &text != want
+        {
+            failures.push(format!("{p} is {text:?}, expected {want:?}"));
+        }
+    }
+    if let Some(se) = &e.state {
+        let path = root.join(STATE_FILE);
+        match (fs::read_to_string(&path), se.absent) {
+            (Ok(text), true) => failures.push(format!(
+                "{STATE_FILE} should be gone; it holds: {}",
+                short(&text)
+            )),
+            (Err(_), true) => {}
+            (Err(_), false) => failures.push(format!("{STATE_FILE} should exist")),
+            (Ok(text), false) => match parse_state(&text) {
+                None => failures.push(format!("{STATE_FILE} has no frontmatter: {text:?}")),
+                Some((fields, body)) => {
+                    for (k, v) in &se.fields {
+                        if fields.get(k) != Some(v) {
+                            failures.push(format!(
+                                "{STATE_FILE}: {k} is {:?}, expected {v:?}",
+                                fields.get(k)
+                            ));
+                        }
+                    }
+                    for s in &se.body_contains {
+                        if !body.contains(s.as_str()) {
+                            failures.push(format!("{STATE_FILE} body lacks {s:?}"));
+                        }
+                    }
+                }
+            },
+        }
+    }
+    if e.log.is_empty() && e.log_counts.is_empty() {
+        return;
+    }
+    let log_text = fs::read_to_string(root.join(LOG_FILE)).unwrap_or_default();
+    let entries: Vec<Value> = log_text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or(Value::String(l.to_string())))
+        .collect();
+    for (i, entry) in entries.iter().enumerate() {
+        let ok = entry.is_object()
+            && ["time", "session", "iteration", "decision", "reason"]
+                .iter()
+                .all(|k| entry.get(k).is_some());
+        if !ok {
+            failures.push(format!(
+                "{LOG_FILE} line {} is not a full entry: {entry}",
+                i + 1
+            ));
+        }
+    }
+    let mut at = 0;
+    for want in &e.log {
+        let hit = entries[at.min(entries.len())..].iter().position(|entry| {
+            want.iter()
+                .all(|(k, v)| match (k.as_str(), entry.get(k), v) {
+                    ("message", Some(Value::String(have)), Value::String(w)) => have.contains(w),
+                    (_, Some(have), w) => have == w,
+                    (_, None, Value::Null) => true,
+                    _ => false,
+                })
+        });
+        match hit {
+            Some(p) => at += p + 1,
+            None => {
+                failures.push(format!(
+                    "{LOG_FILE}: no entry (in order) matches {}; entries:\n  {}",
+                    serde_json::to_string(want).unwrap_or_default(),
+                    entries
+                        .iter()
+                        .map(Value::to_string)
+                        .collect::<Vec<_>>()
+                        .join("\n  ")
+                ));
+                break;
+            }
+        }
+    }
+    for (decision, n) in &e.log_counts {
+        let have = entries
+            .iter()
+            .filter(|x| x.get("decision").and_then(Value::as_str) == Some(decision))
+            .count();
+        if have != *n {
+            failures.push(format!(
+                "{LOG_FILE}: {have} `{decision}` entries, expected {n}"
+            ));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn scenario_files_parse_and_assert_outcomes() {
+    let files = scenario_files();
+    assert!(
+        files.len() >= 10,
+        "expected at least 10 scenarios, found {}",
+        files.len()
+    );
+    let errors: Vec<String> = files
+        .iter()
+        .filter_map(|p| Scenario::load(p).err())
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "bad scenario files:\n{}",
+        errors.join("\n")
+    );
+}
+
+#[test]
+fn glob_and_state_helpers() {
+    assert!(glob_match(
+        &["ralph-loop.local.md.corrupt-", ""],
+        "ralph-loop.local.md.corrupt-1700000000"
+    ));
+    assert!(!glob_match(&["a", "b"], "xab"));
+    assert!(glob_match(&["a", "c", ""], "abcd"));
+    let (fields, body) = parse_state(
+        "---\nactive: true\niteration: 2\ncompletion_promise: \"DONE\"\n---\n\nDo it\n",
+    )
+    .unwrap();
+    assert_eq!(fields["iteration"], "2");
+    assert_eq!(fields["completion_promise"], "DONE");
+    assert_eq!(body, "\n\nDo it\n");
+}
+
+#[test]
+fn scenarios_in_the_real_client() {
+    let Some(claude) = claude_bin() else {
+        let msg = "the Claude Code client is not installed: run scripts/install-client (or set RALPH_CLAUDE_BIN)";
+        if std::env::var_os("CI").is_some() {
+            panic!("e2e: {msg}");
+        }
+        eprintln!("SKIPPED e2e scenarios: {msg}");
+        return;
+    };
+    let only = std::env::var("RALPH_E2E_ONLY").ok();
+    let run_pending = std::env::var_os("RALPH_E2E_PENDING").is_some();
+    let keep = std::env::var_os("RALPH_E2E_KEEP").is_some();
+    let jobs: usize = std::env::var("RALPH_E2E_JOBS")
+        .ok()
+        .and_then(|j| j.parse().ok())
+        .unwrap_or(2)
+        .max(1);
+
+    let mut queue = VecDeque::new();
+    let mut pending_skipped = Vec::new();
+    for path in scenario_files() {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default();
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
+        let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        if let Some(why) = &scenario.pending
+            && !run_pending
+        {
+            pending_skipped.push(format!("{name}: {why}"));
+            continue;
+        }
+        queue.push_back((name, scenario));
+    }
+
+    let t0 = Instant::now();
+    let queue = Arc::new(Mutex::new(queue));
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..jobs)
+        .map(|_| {
+            let queue = Arc::clone(&queue);
+            let results = Arc::clone(&results);
+            let claude = claude.clone();
+            thread::spawn(move || {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                    let Some((name, scenario)) = next else { break };
+                    let started = Instant::now();
+                    let (failures, dir) = run_scenario(&claude, &name, &scenario);
+                    let secs = started.elapsed().as_secs_f64();
+                    if failures.is_empty() && !keep {
+                        let _ = fs::remove_dir_all(&dir);
+                    }
+                    let line = match (&scenario.pending, failures.is_empty()) {
+                        (None, true) => format!("ok       {name} ({secs:.1}s) {}", scenario.title),
+                        (None, false) => format!(
+                            "FAILED   {name} ({secs:.1}s) {}\n    kept: {}\n    - {}",
+                            scenario.title,
+                            dir.display(),
+                            failures.join("\n    - ")
+                        ),
+                        (Some(why), true) => format!(
+                            "PENDING  {name} ({secs:.1}s) passes now: remove its `pending:` mark ({why})"
+                        ),
+                        (Some(why), false) => format!(
+                            "PENDING  {name} ({secs:.1}s) fails as expected: {why}\n    kept: {}\n    - {}",
+                            dir.display(),
+                            failures.join("\n    - ")
+                        ),
+                    };
+                    eprintln!("{line}");
+                    let failed = scenario.pending.is_none() && !failures.is_empty();
+                    results
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push((name, failed, line));
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker thread");
+    }
+    let results = results.lock().unwrap_or_else(|p| p.into_inner());
+    for p in &pending_skipped {
+        eprintln!("PENDING  {p} (not run; RALPH_E2E_PENDING=1 runs it)");
+    }
+    let failed: Vec<&String> = results.iter().filter(|r| r.1).map(|r| &r.2).collect();
+    eprintln!(
+        "e2e: {} scenario(s) run in {:.1}s, {} failed, {} pending not run",
+        results.len(),
+        t0.elapsed().as_secs_f64(),
+        failed.len(),
+        pending_skipped.len()
+    );
+    assert!(
+        failed.is_empty(),
+        "{} scenario(s) failed:\n{}",
+        failed.len(),
+        failed
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
