@@ -70,8 +70,8 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Ok(a) => match start(&paths, &a, &session) {
-                    Ok(report) => {
-                        print!("{report}");
+                    Ok(started) => {
+                        print!("{}{}", started.summary, started.task);
                         ExitCode::SUCCESS
                     }
                     Err(e) => fail(&e),
@@ -120,7 +120,7 @@ fn hook_prompt() {
     let out = match args::parse_command_line(raw).map_err(StartError::from) {
         Ok(a) if a.help => json!({"decision": "block", "reason": help_text()}),
         Ok(a) => match start(&paths, &a, input.session()) {
-            Ok(report) => json!({ "systemMessage": report.trim_end() }),
+            Ok(started) => json!({ "systemMessage": started.summary.trim_end() }),
             Err(e) => json!({"decision": "block", "reason": format!("ralph: {e}")}),
         },
         Err(e) => json!({"decision": "block", "reason": format!("ralph: {e}")}),
@@ -134,8 +134,14 @@ fn help_text() -> String {
     )
 }
 
-/// Start a loop; returns the report for the user.
-fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<String, StartError> {
+/// What a start reports: to the user (header, notes, settings) and the task.
+struct Started {
+    summary: String,
+    task: String,
+}
+
+/// Start a loop.
+fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, StartError> {
     let prompt_file_text = match &a.prompt_file {
         Some(file) => {
             Some(
@@ -220,8 +226,11 @@ fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<String, Star
             if b.story_id.is_empty() { "?" } else { &b.story_id }
         ));
     }
-    report.push_str(&setup::describe(&state, prd.as_ref()));
-    Ok(report)
+    report.push_str(&setup::settings(&state, prd.as_ref()));
+    Ok(Started {
+        summary: report,
+        task: setup::task(&state, prd.as_ref()),
+    })
 }
 
 /// For the /ralph:ralph-loop command body: the running loop, as the model

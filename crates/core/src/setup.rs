@@ -216,6 +216,11 @@ pub fn warnings(state: &LoopState) -> Vec<String> {
 
 /// What the loop will do, for the user and for the model's first turn.
 pub fn describe(state: &LoopState, prd: Option<&Prd>) -> String {
+    settings(state, prd) + &task(state, prd)
+}
+
+/// The loop's settings: cap, promise, PRD progress (what the user is shown at start).
+pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "Iterations: {}\n",
@@ -241,8 +246,21 @@ pub fn describe(state: &LoopState, prd: Option<&Prd>) -> String {
             plural(total as u64, "story")
         ));
         match prd.next_runnable() {
+            Some(story) => out.push_str(&format!("First story: {} {}\n", story.id, story.title)),
+            None => out.push_str("No story can run now (all pass, or dependencies block them).\n"),
+        }
+    }
+    out
+}
+
+/// The task as the model starts on it: the prompt, or the first story's prompt.
+pub fn task(state: &LoopState, prd: Option<&Prd>) -> String {
+    let mut out = String::new();
+    if let (Some(prd), Some(file)) = (prd, &state.prd_file) {
+        let (pass, total) = prd.progress();
+        match prd.next_runnable() {
             Some(story) => {
-                out.push_str(&format!("First story: {} {}\n\n", story.id, story.title));
+                out.push('\n');
                 out.push_str(&story_prompt(
                     file,
                     story,
@@ -251,7 +269,7 @@ pub fn describe(state: &LoopState, prd: Option<&Prd>) -> String {
                     None,
                 ));
             }
-            None => out.push_str("No story can run now (all pass, or dependencies block them).\n"),
+            None => {}
         }
     } else {
         out.push_str("\nTask:\n");

@@ -1,0 +1,375 @@
+//! The Stop hook's numbered rules, through the real binary with JSON on stdin.
+
+mod hook_support;
+use hook_support::*;
+
+const PROMPT: &str =
+    "Fix the \"parser\" with `cargo test` and $(rm -rf /) $HOME\n---\niteration: 42\nend\n";
+
+#[test]
+fn rule1_no_state_prints_nothing_and_touches_nothing() {
+    let p = Project::new("nostate");
+    assert_eq!(p.stop("s1", Some("hi")), None);
+    assert!(
+        !p.path(".claude").exists(),
+        "the fast path must create nothing"
+    );
+}
+
+#[test]
+fn rule1_another_sessions_loop_is_left_alone() {
+    let p = Project::new("other");
+    p.loop_state("\"owner\"", 2, 10, Some("DONE"), "", PROMPT);
+    let before = p.state().unwrap();
+    assert_eq!(p.stop("intruder", Some("<promise>DONE</promise>")), None);
+    assert_eq!(p.state().unwrap(), before);
+    assert!(p.log().is_empty());
+}
+
+#[test]
+fn official_format_is_claimed_and_prompt_lines_survive() {
+    let p = Project::new("official");
+    p.loop_state("", 1, 5, Some("DONE"), "", PROMPT);
+    let out = p.stop("s1", Some("working"));
+    let r = reason(&out);
+    assert!(r.starts_with(PROMPT.trim_end()), "{r}");
+    assert!(r.contains("iteration 2/5"));
+    assert!(message(&out).contains("Ralph iteration 2/5"));
+    let state = p.state().unwrap();
+    assert!(state.contains("iteration: 2\n"));
+    assert!(state.contains("session_id: \"s1\"\n"));
+    // The prompt's own `iteration: 42` line is body, never rewritten.
+    assert!(state.ends_with(PROMPT), "{state}");
+    let log = p.log();
+    assert_eq!(log[0]["decision"], "claim");
+    assert_eq!(log[1]["decision"], "block");
+    assert_eq!(log[1]["iteration"], 2);
+    assert_eq!(log[1]["session"], "s1");
+    // Now owned: another session is ignored.
+    assert_eq!(p.stop("s2", Some("x")), None);
+}
+
+#[test]
+fn rule2_corrupt_state_stops_names_field_and_keeps_file() {
+    for (tag, fm, body, field) in [
+        ("iter", "iteration: abc\n", "x", "iteration"),
+        ("yaml", "iteration: [1\n", "x", "frontmatter"),
+        (
+            "max",
+            "iteration: 1\nmax_iterations: lots\n",
+            "x",
+            "max_iterations",
+        ),
+        ("prompt", "iteration: 1\n", "   \n", "prompt"),
+        ("nofm", "", "", "frontmatter"),
+    ] {
+        let p = Project::new(tag);
+        let text = if fm.is_empty() {
+            "just text\n".to_string()
+        } else {
+            format!("---\n{fm}---\n\n{body}")
+        };
+        p.write(".claude/ralph-loop.local.md", &text);
+        let out = p.stop("s1", Some("hi"));
+        assert!(!is_block(&out), "{tag}: never loop on garbage");
+        let msg = message(&out);
+        assert!(msg.contains(".claude/ralph-loop.local.md"), "{tag}: {msg}");
+        assert!(
+            msg.contains(field),
+            "{tag}: message must name `{field}`: {msg}"
+        );
+        assert!(p.state().is_none(), "{tag}");
+        let kept: Vec<String> = p
+            .files_in(".claude")
+            .into_iter()
+            .filter(|f| f.contains(".corrupt-"))
+            .collect();
+        assert_eq!(kept.len(), 1, "{tag}: {kept:?}");
+        assert_eq!(
+            p.read(&format!(".claude/{}", kept[0])).unwrap(),
+            text,
+            "{tag}: kept verbatim"
+        );
+        assert_eq!(p.log().last().unwrap()["reason"], "corrupt");
+    }
+}
+
+#[test]
+fn rule3_promise_in_prose_across_lines_completes() {
+    let p = Project::new("prose");
+    p.loop_state("\"s1\"", 2, 10, Some("ALL TESTS PASS"), "", PROMPT);
+    let out = p.stop(
+        "s1",
+        Some("I ran everything.\n<promise>ALL\n   TESTS\n PASS</promise>\nThanks."),
+    );
+    assert!(!is_block(&out));
+    assert!(
+        message(&out).contains("complete after 2 iterations"),
+        "{}",
+        message(&out)
+    );
+    assert!(p.state().is_none());
+    assert_eq!(p.log().last().unwrap()["reason"], "complete");
+}
+
+#[test]
+fn rule3_bare_promise_without_tag_is_not_completion() {
+    let p = Project::new("bare");
+    p.loop_state("\"s1\"", 1, 10, Some("DONE"), "", PROMPT);
+    assert!(is_block(&p.stop("s1", Some("DONE"))));
+    assert!(p.state().unwrap().contains("iteration: 2\n"));
+}
+
+#[test]
+fn rule3_transcript_fallback_finds_promise_in_earlier_block_of_the_turn() {
+    let p = Project::new("transcript");
+    p.loop_state("\"s1\"", 1, 10, Some("DONE"), "", PROMPT);
+    let lines = [
+        r#"{"type":"user","message":{"role":"user","content":"Stop hook feedback:\nold"}}"#,
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"<promise>DONE</promise> I think"}]}}"#,
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}}"#,
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#,
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"final words"}]}}"#,
+        r#"{"type":"attachment","attachment":{"type":"hook_system_message"}}"#,
+    ];
+    p.write("transcript.jsonl", &(lines.join("\n") + "\n"));
+    // The final message lacks the promise; the turn's earlier block has it.
+    let out = p.stop("s1", Some("final words"));
+    assert!(!is_block(&out), "{out:?}");
+    // And with no last_assistant_message at all (older clients).
+    p.loop_state("\"s1\"", 1, 10, Some("DONE"), "", PROMPT);
+    assert!(!is_block(&p.stop("s1", None)));
+}
+
+#[test]
+fn rule3_missing_transcript_still_uses_last_assistant_message() {
+    let p = Project::new("notranscript");
+    p.loop_state("\"s1\"", 1, 10, Some("DONE"), "", PROMPT);
+    assert!(!p.path("transcript.jsonl").exists());
+    assert!(!is_block(&p.stop("s1", Some("<promise>DONE</promise>"))));
+}
+
+#[test]
+fn rule4_cap_gives_exactly_n_turns_and_promise_wins_on_the_last() {
+    let p = Project::new("cap");
+    p.loop_state("\"s1\"", 1, 3, Some("DONE"), "", PROMPT);
+    assert!(reason(&p.stop("s1", Some("a"))).contains("iteration 2/3"));
+    assert!(reason(&p.stop("s1", Some("b"))).contains("iteration 3/3"));
+    let out = p.stop("s1", Some("c"));
+    assert!(!is_block(&out));
+    assert!(message(&out).contains("iteration cap (3) after 3 iterations"));
+    assert_eq!(p.log().last().unwrap()["reason"], "max_iterations");
+
+    p.loop_state("\"s1\"", 3, 3, Some("DONE"), "", PROMPT);
+    let out = p.stop("s1", Some("<promise>DONE</promise>"));
+    assert_eq!(p.log().last().unwrap()["reason"], "complete", "{out:?}");
+}
+
+#[test]
+fn cancelled_flag_ends_the_loop() {
+    let p = Project::new("inactive");
+    p.write(
+        ".claude/ralph-loop.local.md",
+        "---\nactive: false\niteration: 4\nsession_id: s1\n---\n\nx\n",
+    );
+    let out = p.stop("s1", Some("x"));
+    assert!(message(&out).contains("cancelled"));
+    assert!(p.state().is_none());
+}
+
+#[test]
+fn bad_stdin_fails_open_with_a_message_and_no_change() {
+    let p = Project::new("stdin");
+    p.loop_state("\"s1\"", 1, 10, None, "", PROMPT);
+    let before = p.state().unwrap();
+    for input in ["", "not json", "[1,2]", "{\"session_id\":"] {
+        let (code, out) = run_raw(STOP, &[], &p.root, input.as_bytes());
+        assert_eq!(code, 0);
+        let v: serde_json::Value =
+            serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{input:?}: {out}"));
+        assert!(v.get("decision").is_none(), "{input:?} must not block");
+        assert!(
+            v["systemMessage"].as_str().unwrap().contains("ralph:"),
+            "{input:?}"
+        );
+        assert_eq!(p.state().unwrap(), before, "{input:?}");
+    }
+}
+
+#[test]
+fn concurrent_stops_never_lose_an_increment() {
+    let p = Project::new("concurrent");
+    p.loop_state("\"s1\"", 1, 0, None, "", PROMPT);
+    let root = p.root.clone();
+    let handles: Vec<_> = (0..16)
+        .map(|_| {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let input =
+                    serde_json::json!({"session_id":"s1","cwd":root,"last_assistant_message":"x"});
+                run_json(STOP, &[], &root, &input.to_string())
+            })
+        })
+        .collect();
+    let blocks = handles
+        .into_iter()
+        .filter(|_| true)
+        .map(|h| h.join().unwrap())
+        .filter(is_block)
+        .count();
+    assert_eq!(blocks, 16);
+    assert!(p.state().unwrap().contains("iteration: 17\n"));
+    let mut iterations: Vec<u64> = p
+        .log()
+        .iter()
+        .map(|e| e["iteration"].as_u64().unwrap())
+        .collect();
+    iterations.sort();
+    assert_eq!(iterations, (2..=17).collect::<Vec<_>>());
+}
+
+const PRD: &str = r#"{"project":"Shop","userStories":[
+ {"id":"US-001","title":"Schema","description":"Add the table","acceptanceCriteria":["migration runs"],"priority":1,"passes":false},
+ {"id":"US-002","title":"API","priority":1,"passes":false,"dependsOn":["US-001"]},
+ {"id":"US-003","title":"Docs","priority":3,"passes":false}
+]}"#;
+
+fn prd_loop(p: &Project, iteration: u64, prd: &str) {
+    p.write("prd.json", prd);
+    p.loop_state(
+        "\"s1\"",
+        iteration,
+        20,
+        Some("RALPH-COMPLETE"),
+        "prd_file: \"prd.json\"\nstory_ids: [\"US-001\", \"US-002\", \"US-003\"]\n",
+        "Work through the PRD.\n",
+    );
+}
+
+fn pass(prd: &str, id: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(prd).unwrap();
+    for s in v["userStories"].as_array_mut().unwrap() {
+        if s["id"] == id {
+            s["passes"] = true.into();
+        }
+    }
+    v.to_string()
+}
+
+#[test]
+fn prd_stories_in_dependency_and_priority_order_then_complete() {
+    let p = Project::new("prd");
+    prd_loop(&p, 1, PRD);
+    let r = reason(&p.stop("s1", Some("start")));
+    assert!(r.contains("story US-001 of prd.json: Schema"), "{r}");
+    assert!(r.contains("0/3 stories pass") && r.contains("- migration runs"));
+    let prd1 = pass(PRD, "US-001");
+    p.write("prd.json", &prd1);
+    // US-002 (priority 1, dependency met) before US-003 (priority 3).
+    let r = reason(&p.stop("s1", Some("<promise>RALPH-COMPLETE</promise>")));
+    assert!(r.starts_with("Completion refused"), "{r}");
+    assert!(r.contains("story US-002"));
+    assert_eq!(p.log().last().unwrap()["reason"], "promise_refused");
+    let prd2 = pass(&prd1, "US-002");
+    p.write("prd.json", &prd2);
+    assert!(reason(&p.stop("s1", None)).contains("story US-003"));
+    p.write("prd.json", &pass(&prd2, "US-003"));
+    let out = p.stop("s1", Some("done"));
+    assert!(
+        message(&out).contains("all 3 stories in prd.json pass"),
+        "{out:?}"
+    );
+    assert!(p.state().is_none());
+    assert!(!p.path(".claude/ralph-loop.last-injected").exists());
+}
+
+#[test]
+fn prd_deadlock_is_named() {
+    let p = Project::new("deadlock");
+    prd_loop(
+        &p,
+        2,
+        r#"{"userStories":[{"id":"US-001","dependsOn":["US-002"]},{"id":"US-002","dependsOn":["US-001"]},{"id":"US-003","passes":true}]}"#,
+    );
+    let out = p.stop("s1", None);
+    let msg = message(&out);
+    assert!(
+        msg.contains("deadlock") && msg.contains("US-001 waits on US-002"),
+        "{msg}"
+    );
+    assert_eq!(p.log().last().unwrap()["reason"], "deadlock");
+}
+
+#[test]
+fn prd_blocker_halts_and_is_removed_once_its_story_passes() {
+    let p = Project::new("blocker");
+    prd_loop(&p, 2, PRD);
+    p.write(
+        ".ralph-blocker.md",
+        "---\nstory_id: US-001\n---\n\nThe database password is missing.\n",
+    );
+    let msg = message(&p.stop("s1", None));
+    assert!(
+        msg.contains("US-001 is blocked") && msg.contains("password is missing"),
+        "{msg}"
+    );
+    assert!(p.state().is_none());
+    prd_loop(&p, 2, &pass(PRD, "US-001"));
+    assert!(is_block(&p.stop("s1", None)));
+    assert!(!p.path(".ralph-blocker.md").exists());
+}
+
+#[test]
+fn prd_vanished_story_counts_as_failing_and_user_is_told() {
+    let p = Project::new("vanished");
+    prd_loop(
+        &p,
+        2,
+        r#"{"userStories":[{"id":"US-001","passes":true},{"id":"US-002","passes":true}]}"#,
+    );
+    let out = p.stop("s1", Some("<promise>RALPH-COMPLETE</promise>"));
+    assert!(reason(&out).contains("US-003"));
+    assert!(message(&out).contains("US-003"));
+}
+
+#[test]
+fn prd_reinjection_escalates_then_stops() {
+    let p = Project::new("reinject");
+    prd_loop(&p, 2, PRD);
+    let mut feeds = 0;
+    let mut last = String::new();
+    for _ in 0..10 {
+        let out = p.stop("s1", None);
+        if !is_block(&out) {
+            last = message(&out);
+            break;
+        }
+        feeds += 1;
+    }
+    assert_eq!(
+        feeds, 5,
+        "a story is fed at most max_story_attempts times in a row"
+    );
+    assert!(last.contains("US-001 was fed 5 times"), "{last}");
+    assert_eq!(p.log().last().unwrap()["reason"], "story_stuck");
+}
+
+#[test]
+fn prd_reinjection_message_escalates() {
+    let p = Project::new("escalate");
+    prd_loop(&p, 2, PRD);
+    p.write(".claude/ralph-loop.last-injected", "US-001 2\n");
+    assert!(reason(&p.stop("s1", None)).contains("attempt 3 of 5"));
+    assert_eq!(
+        p.read(".claude/ralph-loop.last-injected").unwrap(),
+        "US-001 3\n"
+    );
+}
+
+#[test]
+fn prd_invalid_json_mid_loop_asks_for_repair() {
+    let p = Project::new("prdbad");
+    prd_loop(&p, 2, "{ not json");
+    let r = reason(&p.stop("s1", None));
+    assert!(r.contains("prd.json can no longer be read"), "{r}");
+}
