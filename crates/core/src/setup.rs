@@ -258,18 +258,15 @@ pub fn task(state: &LoopState, prd: Option<&Prd>) -> String {
     let mut out = String::new();
     if let (Some(prd), Some(file)) = (prd, &state.prd_file) {
         let (pass, total) = prd.progress();
-        match prd.next_runnable() {
-            Some(story) => {
-                out.push('\n');
-                out.push_str(&story_prompt(
-                    file,
-                    story,
-                    &format!("{pass}/{total} stories pass"),
-                    state,
-                    None,
-                ));
-            }
-            None => {}
+        if let Some(story) = prd.next_runnable() {
+            out.push('\n');
+            out.push_str(&story_prompt(
+                file,
+                story,
+                &format!("{pass}/{total} stories pass"),
+                state,
+                None,
+            ));
         }
     } else {
         out.push_str("\nTask:\n");
