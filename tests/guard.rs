@@ -1,0 +1,429 @@
+//! ralph-guard through the real binary: the fixture table in
+//! tests/fixtures/guard/cases.txt (one process per case), plus the behaviours
+//! a table cannot express (notices given once, an open stdin pipe, bad input).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const GUARD: &str = env!("CARGO_BIN_EXE_ralph-guard");
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/guard");
+
+const PRD: &str = r#"{
+  "project": "demo",
+  "userStories": [
+    { "id": "US-1", "title": "First", "passes": false },
+    { "id": "US-2", "title": "Second", "passes": false }
+  ]
+}
+"#;
+
+const STATE: &str = "---\nactive: true\niteration: 1\nmax_iterations: 10\ncompletion_promise: \"DONE\"\nprd_file: prd.json\n---\nBuild the thing.\n";
+
+/// A throw-away project (a git root) set up for one environment.
+struct Project {
+    root: PathBuf,
+    cwd: PathBuf,
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(Path::new(FIXTURES).join(name)).expect("fixture file")
+}
+
+impl Project {
+    fn new(env: &str) -> Project {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "ralph-guard-test-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        for d in [".git", ".claude", "sub", "src"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("prd.json"), PRD).unwrap();
+        std::fs::write(root.join("notes.md"), "notes\n").unwrap();
+        std::os::unix::fs::symlink(root.join(".claude"), root.join("linkdir")).unwrap();
+        let mut cwd = root.clone();
+        for word in env.split_whitespace() {
+            match word {
+                "loop" => {
+                    std::fs::write(root.join(".claude/ralph-loop.local.md"), STATE).unwrap();
+                    std::fs::write(root.join(".claude/ralph-loop.log.jsonl"), "{}\n").unwrap();
+                    std::fs::write(root.join(".claude/ralph-loop.lock"), "").unwrap();
+                    std::fs::write(root.join(".claude/ralph-loop.last-injected"), "US-1 1\n")
+                        .unwrap();
+                }
+                "policy" => put(&root, ".ralph/command-policy", &fixture("command-policy")),
+                "alt-policy" => put(&root, ".claude/ralph-policy", &fixture("command-policy")),
+                "both-policies" => {
+                    put(&root, ".ralph/command-policy", &fixture("command-policy"));
+                    put(&root, ".claude/ralph-policy", &fixture("alt-policy"));
+                }
+                "broken-policy" => put(&root, ".ralph/command-policy", &fixture("broken-policy")),
+                "cwd=sub" => cwd = root.join("sub"),
+                "none" => {}
+                other => panic!("unknown env word {other}"),
+            }
+        }
+        Project { root, cwd }
+    }
+
+    fn input(&self, tool: &str, tool_input: Value) -> Value {
+        json!({
+            "session_id": "test-session",
+            "transcript_path": "/nonexistent/transcript.jsonl",
+            "cwd": self.cwd.display().to_string(),
+            "permission_mode": "bypassPermissions",
+            "hook_event_name": "PreToolUse",
+            "tool_name": tool,
+            "tool_input": tool_input,
+            "tool_use_id": "toolu_1",
+        })
+    }
+}
+
+fn put(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn spawn_guard() -> Child {
+    Command::new(GUARD)
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ralph-guard")
+}
+
+/// Run the guard on one input: (stdout as JSON or None when empty, stderr).
+fn run_guard(input: &Value) -> (Option<Value>, String) {
+    let mut child = spawn_guard();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "ralph-guard exit status {:?}",
+        out.status
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    if stdout.is_empty() {
+        return (None, stderr);
+    }
+    let v = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}"));
+    (Some(v), stderr)
+}
+
+fn decision(out: &Option<Value>) -> Option<&str> {
+    out.as_ref()?
+        .pointer("/hookSpecificOutput/permissionDecision")?
+        .as_str()
+}
+
+struct Case {
+    line: usize,
+    env: String,
+    expect: String,
+    tool: String,
+    rest: String,
+    rewritten: Option<String>,
+}
+
+fn parse_cases(text: &str) -> Vec<Case> {
+    let mut env = String::new();
+    let mut cases: Vec<Case> = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(e) = line.strip_prefix("[env:").and_then(|l| l.strip_suffix(']')) {
+            env = e.trim().to_string();
+            continue;
+        }
+        if let Some(new) = line.strip_prefix("=>") {
+            let last = cases.last_mut().expect("=> after a case");
+            last.rewritten = Some(new.trim().to_string());
+            continue;
+        }
+        let (expect, r) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let r = r.trim_start();
+        let (tool, rest) = r.split_once(char::is_whitespace).unwrap_or((r, ""));
+        let (expect, tool, rest) = (
+            expect.to_string(),
+            tool.to_string(),
+            rest.trim().to_string(),
+        );
+        cases.push(Case {
+            line: n + 1,
+            env: env.clone(),
+            expect,
+            tool,
+            rest,
+            rewritten: None,
+        });
+    }
+    cases
+}
+
+fn tool_call(case: &Case, p: &Project) -> (String, Value) {
+    let root = p.root.display().to_string();
+    let rest = case.rest.replace("{ROOT}", &root);
+    match case.tool.as_str() {
+        "bash" => (
+            "Bash".into(),
+            json!({"command": rest, "description": "fixture"}),
+        ),
+        "bashj" => {
+            let cmd: String = serde_json::from_str(&rest).expect("bashj takes a JSON string");
+            (
+                "Bash".into(),
+                json!({"command": cmd, "description": "fixture"}),
+            )
+        }
+        tool => {
+            let (path, extra) = match rest.split_once(' ') {
+                Some((p, e)) => (p.to_string(), Some(e.trim().to_string())),
+                None => (rest.clone(), None),
+            };
+            let (name, key) = match tool {
+                "write" => ("Write", "file_path"),
+                "edit" => ("Edit", "file_path"),
+                "multiedit" => ("MultiEdit", "file_path"),
+                "notebookedit" => ("NotebookEdit", "notebook_path"),
+                other => panic!("line {}: unknown tool {other}", case.line),
+            };
+            let mut input = json!({ key: path });
+            if name == "Write" {
+                input["content"] = json!("x");
+            }
+            if let Some(extra) = extra {
+                let extra: Value = serde_json::from_str(&extra)
+                    .unwrap_or_else(|e| panic!("line {}: bad JSON ({e})", case.line));
+                for (k, v) in extra.as_object().expect("JSON object") {
+                    input[k] = v.clone();
+                }
+            }
+            (name.into(), input)
+        }
+    }
+}
+
+/// What went wrong with one case, if anything.
+fn check(case: &Case) -> Option<String> {
+    let p = Project::new(&case.env);
+    let (tool, tool_input) = tool_call(case, &p);
+    let (out, stderr) = run_guard(&p.input(&tool, tool_input.clone()));
+    let got = decision(&out);
+    let has_msg = out.as_ref().and_then(|o| o.get("systemMessage")).is_some();
+    let ok = match case.expect.as_str() {
+        "deny" => {
+            got == Some("deny")
+                && out
+                    .as_ref()
+                    .and_then(|o| o.pointer("/hookSpecificOutput/permissionDecisionReason"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|r| r.starts_with("ralph-guard"))
+        }
+        "allow" => got.is_none(),
+        "silent" => out.is_none(),
+        "allow-msg" => got.is_none() && has_msg,
+        "rewrite" => {
+            let updated = out
+                .as_ref()
+                .and_then(|o| o.pointer("/hookSpecificOutput/updatedInput"));
+            let cmd = updated
+                .and_then(|u| u.get("command"))
+                .and_then(Value::as_str);
+            let kept = updated.and_then(|u| u.get("description")) == tool_input.get("description");
+            got == Some("allow") && kept && cmd.is_some() && cmd == case.rewritten.as_deref()
+        }
+        other => return Some(format!("line {}: unknown expectation {other}", case.line)),
+    };
+    (!ok).then(|| {
+        format!(
+            "line {} [{}] expected {} for {} `{}`{}\n    got: {}\n    stderr: {}",
+            case.line,
+            case.env,
+            case.expect,
+            case.tool,
+            case.rest,
+            case.rewritten
+                .as_ref()
+                .map(|r| format!(" => `{r}`"))
+                .unwrap_or_default(),
+            out.map(|o| o.to_string())
+                .unwrap_or_else(|| "(nothing)".into()),
+            stderr.trim()
+        )
+    })
+}
+
+#[test]
+fn fixture_table() {
+    let text = fixture("cases.txt");
+    let cases = parse_cases(&text);
+    assert!(cases.len() >= 150, "only {} cases", cases.len());
+    for c in &cases {
+        assert!(
+            c.expect != "rewrite" || c.rewritten.is_some(),
+            "line {}: rewrite without =>",
+            c.line
+        );
+    }
+    let failures: Vec<String> = cases.iter().filter_map(check).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} guard cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+fn bash(p: &Project, cmd: &str) -> Option<Value> {
+    run_guard(&p.input("Bash", json!({"command": cmd}))).0
+}
+
+#[test]
+fn denial_tells_the_agent_how_to_end_the_loop() {
+    let p = Project::new("loop");
+    let out = bash(&p, "rm .claude/ralph-loop.local.md");
+    let reason = out
+        .as_ref()
+        .and_then(|o| o.pointer("/hookSpecificOutput/permissionDecisionReason"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    assert!(reason.contains("promise"), "{reason}");
+    assert!(reason.contains("/ralph:cancel-ralph"), "{reason}");
+    assert_eq!(
+        out.unwrap().pointer("/hookSpecificOutput/hookEventName"),
+        Some(&json!("PreToolUse"))
+    );
+}
+
+#[test]
+fn wrap_rows_are_reported_once() {
+    let p = Project::new("policy");
+    let first = bash(&p, "ls").expect("a notice on the first call");
+    let msg = first["systemMessage"].as_str().unwrap_or_default();
+    assert!(msg.contains("[wrap]") && msg.contains("pnpm lint"), "{msg}");
+    assert!(p.root.join(".claude/ralph-guard.wrap-noted").exists());
+    assert_eq!(bash(&p, "ls"), None, "the notice is given only once");
+}
+
+#[test]
+fn broken_policy_is_reported_on_every_call_with_its_line() {
+    let p = Project::new("broken-policy");
+    for _ in 0..2 {
+        let out = bash(&p, "pnpm test-e2e").expect("a message");
+        let msg = out["systemMessage"].as_str().unwrap_or_default();
+        assert!(
+            msg.contains(".ralph/command-policy") && msg.contains("line 5"),
+            "{msg}"
+        );
+        assert_eq!(
+            decision(&Some(out.clone())),
+            None,
+            "a broken policy denies nothing"
+        );
+    }
+}
+
+#[test]
+fn rewrite_reason_names_the_rule() {
+    let p = Project::new("policy");
+    let out = bash(&p, "pnpm -w run build").expect("a rewrite");
+    let reason = out
+        .pointer("/hookSpecificOutput/permissionDecisionReason")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(
+        reason.contains("line 10") && reason.contains("no -w workspace flag"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn no_loop_no_policy_prints_nothing() {
+    let p = Project::new("none");
+    let (out, stderr) = run_guard(&p.input("Bash", json!({"command": "rm -rf .claude"})));
+    assert_eq!(out, None);
+    assert_eq!(stderr, "");
+}
+
+#[test]
+fn reads_only_the_first_json_value_of_an_open_pipe() {
+    let p = Project::new("loop");
+    let mut child = spawn_guard();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = p.input("Bash", json!({"command": "rm .claude/ralph-loop.local.md"}));
+    stdin.write_all(input.to_string().as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    // Keep stdin open: the guard must answer without waiting for EOF.
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            panic!("ralph-guard waited on an open stdin");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    drop(stdin);
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v.pointer("/hookSpecificOutput/permissionDecision"),
+        Some(&json!("deny"))
+    );
+}
+
+#[test]
+fn garbage_input_fails_open_and_says_so() {
+    let mut child = spawn_guard();
+    child.stdin.take().unwrap().write_all(b"{not json").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("hookSpecificOutput").is_none());
+    assert!(
+        v["systemMessage"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("allowed")
+    );
+    assert!(!out.stderr.is_empty());
+}
+
+#[test]
+fn other_tools_are_ignored() {
+    let p = Project::new("loop policy");
+    let (out, _) = run_guard(&p.input("Read", json!({"file_path": ".claude/ralph-loop.local.md"})));
+    assert_eq!(out, None);
+}
