@@ -15,6 +15,7 @@
 //! * `RALPH_E2E_PENDING=1`: also run scenarios marked `pending` (reported, never failing).
 //! * `RALPH_E2E_JOBS=n`: scenarios run at once (default 2).
 //! * `RALPH_E2E_KEEP=1`: keep every scenario's temp dir (failed ones are always kept).
+//! * `RALPH_E2E_BIN_DIR=dir`: the ralph binaries to test (default: this build's).
 
 use ralph_fake_model::{FakeModel, Recorded, Reply, content_text};
 use serde::Deserialize;
@@ -84,11 +85,24 @@ struct Run {
     kill_when: Option<String>,
     #[serde(default)]
     timeout_secs: Option<u64>,
+    /// Edits the user makes by hand while the run goes on.
+    #[serde(default)]
+    user_edits: Vec<UserEdit>,
     /// What the model answers, one reply per request of this run.
     #[serde(default)]
     replies: Vec<Reply>,
     #[serde(default)]
     expect: RunExpect,
+}
+
+/// The user edits a project file by hand, once `when` exists.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserEdit {
+    when: String,
+    file: String,
+    replace: String,
+    with: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -309,7 +323,13 @@ fn claude_bin() -> Option<PathBuf> {
     path.exists().then_some(path)
 }
 
+/// The binaries the plugin's launcher runs: the ones cargo just built, or
+/// `RALPH_E2E_BIN_DIR` (e.g. a release build, or a deliberately broken hook
+/// to check that the scenarios notice).
 fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("RALPH_E2E_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
     Path::new(STOP_HOOK_BIN)
         .parent()
         .expect("binary has a parent dir")
@@ -341,6 +361,9 @@ struct Started {
     started: Instant,
     timeout: Duration,
     kill_when: Option<PathBuf>,
+    project: PathBuf,
+    edits: Vec<UserEdit>,
+    edit_errors: Vec<String>,
     stdout_path: PathBuf,
     stderr_path: PathBuf,
 }
@@ -350,6 +373,7 @@ struct Finished {
     label: String,
     exit: Option<i32>,
     killed: Option<String>,
+    edit_errors: Vec<String>,
     stdout: String,
     stderr: String,
     requests: Vec<Recorded>,
@@ -361,6 +385,7 @@ struct Finished {
 impl Started {
     /// `Some` once the client has exited or was killed.
     fn poll(&mut self) -> Option<Option<String>> {
+        self.apply_user_edits();
         if let Ok(Some(_)) = self.child.try_wait() {
             return Some(None);
         }
@@ -381,13 +406,48 @@ impl Started {
         None
     }
 
+    fn apply_user_edits(&mut self) {
+        let (due, later): (Vec<UserEdit>, Vec<UserEdit>) = self
+            .edits
+            .drain(..)
+            .partition(|e| self.project.join(&e.when).exists());
+        self.edits = later;
+        for e in due {
+            let path = self.project.join(&e.file);
+            match fs::read_to_string(&path) {
+                Ok(text) if text.contains(&e.replace) => {
+                    if let Err(err) = fs::write(&path, text.replacen(&e.replace, &e.with, 1)) {
+                        self.edit_errors
+                            .push(format!("user edit of {}: {err}", e.file));
+                    }
+                }
+                Ok(text) => self.edit_errors.push(format!(
+                    "user edit: {} does not contain {:?}: {}",
+                    e.file,
+                    e.replace,
+                    short(&text)
+                )),
+                Err(err) => self
+                    .edit_errors
+                    .push(format!("user edit: cannot read {}: {err}", e.file)),
+            }
+        }
+    }
+
     fn finish(mut self, killed: Option<String>) -> Finished {
+        for e in &self.edits {
+            self.edit_errors.push(format!(
+                "user edit of {} never happened: {} never appeared",
+                e.file, e.when
+            ));
+        }
         let exit = self.child.wait().ok().and_then(|s| s.code());
         Finished {
             index: self.index,
             label: self.label,
             exit,
             killed,
+            edit_errors: self.edit_errors,
             stdout: fs::read_to_string(&self.stdout_path).unwrap_or_default(),
             stderr: fs::read_to_string(&self.stderr_path).unwrap_or_default(),
             requests: self.model.main_requests(),
@@ -465,6 +525,9 @@ fn start_run(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) -> Resul
         started: Instant::now(),
         timeout: Duration::from_secs(run.timeout_secs.unwrap_or(150)),
         kill_when: run.kill_when.as_ref().map(|p| sandbox.project.join(p)),
+        project: sandbox.project.clone(),
+        edits: run.user_edits.clone(),
+        edit_errors: Vec::new(),
         stdout_path,
         stderr_path,
     })
@@ -620,6 +683,9 @@ fn short(s: &str) -> String {
 fn check_run(run: &Run, f: &Finished, sandbox: &Sandbox, failures: &mut Vec<String>) {
     let x = &run.expect;
     let sub = |v: &Vec<String>| -> Vec<String> { v.iter().map(|s| sandbox.subst(s)).collect() };
+    for e in &f.edit_errors {
+        failures.push(format!("{}: {e}", f.label));
+    }
     let l = &f.label;
     match &f.killed {
         Some(why) if why == "kill_when" => {}
@@ -822,7 +888,12 @@ fn check_project(e: &Expect, sandbox: &Sandbox, failures: &mut Vec<String>) {
         }
     }
     for (p, fe) in &e.files {
-        let Ok(text) = fs::read_to_string(root.join(p)) else {
+        let found = matching(root, p);
+        if found.len() > 1 {
+            failures.push(format!("{p} matches more than one file: {found:?}"));
+            continue;
+        }
+        let Some(Ok(text)) = found.first().map(fs::read_to_string) else {
             failures.push(format!("{p} cannot be read"));
             continue;
         };
