@@ -182,8 +182,23 @@ fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, Sta
     };
     let prior = setup::check_existing(&existing, session, a.replace)?;
     let now = clock::now_rfc3339();
-    let state = setup::new_state(a, prompt, prd.as_ref(), session, &now);
+    // Without --verify, the policy's `[gates] full` command verifies completion.
+    let mut a = a.clone();
+    let mut gate_note = None;
+    if a.verify.is_none()
+        && let Some((file, cmd)) = policy_full_gate(&paths.root)
+    {
+        gate_note = Some(format!(
+            "Verification command taken from the [gates] full row of {file}."
+        ));
+        a.verify = Some(cmd);
+    }
+    let mut state = setup::new_state(&a, prompt, prd.as_ref(), session, &now);
+    if state.max_stalls > 0 || state.verify.is_some() {
+        state.last_fingerprint = ralph_core::worktree::fingerprint(&paths.root);
+    }
     store::atomic_write(&paths.state, state.render().as_bytes()).map_err(io_err)?;
+    store::remove_if_present(&paths.verify).map_err(io_err)?;
     match setup::first_injection(prd.as_ref()) {
         Some(inj) => {
             store::atomic_write(&paths.last_injected, inj.render().as_bytes()).map_err(io_err)?
@@ -214,6 +229,9 @@ fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, Sta
         paths.root.display()
     );
     if let Some(note) = prior.note() {
+        report.push_str(&format!("{note}\n"));
+    }
+    if let Some(note) = gate_note {
         report.push_str(&format!("{note}\n"));
     }
     for w in setup::warnings(&state) {
@@ -319,11 +337,18 @@ fn status(paths: &LoopPaths) -> Status {
         ReadState::None => Status::new(project, None, None, None, last),
         ReadState::Corrupt(e) => Status::new(project, None, Some(e), None, last),
         ReadState::Loop(state, _) => {
+            let checks = store::read_optional(&paths.verify)
+                .ok()
+                .flatten()
+                .map(|t| ralph_core::verify::VerifyLog::parse(&t));
             let prd = state.prd_file.as_deref().map(|f| {
                 read_user_file(&paths.root, f)
                     .and_then(|t| Prd::parse(&t).map_err(|e| e.to_string()))
             });
-            Status::new(project, Some(&state), None, prd.as_ref(), last)
+            let mut status = Status::new(project, Some(&state), None, prd.as_ref(), last);
+            status.verify = state.verify.clone();
+            status.checks = checks;
+            status
         }
     }
 }
@@ -352,6 +377,20 @@ fn read_state(paths: &LoopPaths) -> ReadState {
             Err(e) => ReadState::Corrupt(e.to_string()),
         },
     }
+}
+
+/// The `full` gate of the project's command policy, if any: (file, command).
+fn policy_full_gate(root: &Path) -> Option<(&'static str, String)> {
+    [
+        ralph_core::paths::POLICY_FILE,
+        ralph_core::paths::POLICY_FILE_ALT,
+    ]
+    .into_iter()
+    .find_map(|file| Some((file, store::read_optional(&root.join(file)).ok()??)))
+    .and_then(|(file, text)| {
+        let policy = ralph_policy::Policy::parse(&text).ok()?;
+        Some((file, policy.gate(ralph_policy::Tier::Full)?.to_string()))
+    })
 }
 
 /// Read a file the user named, relative to the project root.

@@ -15,7 +15,8 @@ use ralph_core::prd::Prd;
 use ralph_core::reinject::Injected;
 use ralph_core::state::{self, LoopState};
 use ralph_core::store::{self, LOCK_WAIT, LoopLock, StoreError};
-use ralph_core::{clock, promise, transcript};
+use ralph_core::verify::{self, CheckResult, VerifyLog};
+use ralph_core::{clock, promise, transcript, worktree};
 use serde_json::json;
 use std::io::Write;
 
@@ -47,27 +48,90 @@ fn run() -> Option<serde_json::Value> {
             )));
         }
     };
-    let _lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
-        Ok(lock) => lock,
-        Err(e) => return Some(message(format!("ralph: {e}. This stop is allowed."))),
-    };
-    match step(&paths, &input) {
-        Ok(out) => out,
-        Err(e) => Some(message(format!(
-            "ralph: {e}. The loop is paused and this stop is allowed; fix the file, or cancel with /ralph:cancel-ralph."
-        ))),
+    let mut checks = Checks::default();
+    // Round 1 may find checks to run; they run without the lock (a cancel
+    // must not wait for a long test suite), then round 2 decides on a fresh
+    // read of the state with their results.
+    // Round 1 may run story checks, round 2 the loop's own check (whether
+    // completion is claimed can depend on the story checks), round 3 decides.
+    for _round in 0..3 {
+        let _lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
+            Ok(lock) => lock,
+            Err(e) => return Some(message(format!("ralph: {e}. This stop is allowed."))),
+        };
+        match step(&paths, &input, &checks) {
+            Ok(Step::Done(out)) => return out,
+            Ok(Step::RunChecks(jobs)) => {
+                drop(_lock);
+                checks.run(jobs);
+            }
+            Err(e) => {
+                return Some(message(format!(
+                    "ralph: {e}. The loop is paused and this stop is allowed; fix the file, or cancel with /ralph:cancel-ralph."
+                )));
+            }
+        }
+    }
+    Some(message(
+        "ralph: the loop state kept changing while its checks ran; this stop is allowed.".into(),
+    ))
+}
+
+/// Check commands to run outside the lock.
+struct Jobs {
+    root: std::path::PathBuf,
+    stories: Vec<(String, String)>,
+    loop_verify: Option<String>,
+    timeout: std::time::Duration,
+    fingerprint: Option<String>,
+}
+
+/// Results of the checks run in earlier rounds of this Stop.
+#[derive(Default)]
+struct Checks {
+    stories_done: bool,
+    stories: Vec<(String, CheckResult)>,
+    loop_check: Option<CheckResult>,
+}
+
+impl Checks {
+    fn run(&mut self, jobs: Jobs) {
+        self.stories_done = true;
+        for (id, cmd) in jobs.stories {
+            let r = worktree::run_check(&jobs.root, &cmd, jobs.timeout, jobs.fingerprint.clone());
+            self.stories.push((id, r));
+        }
+        if let Some(cmd) = jobs.loop_verify {
+            self.loop_check = Some(worktree::run_check(
+                &jobs.root,
+                &cmd,
+                jobs.timeout,
+                jobs.fingerprint.clone(),
+            ));
+        }
     }
 }
 
-/// One Stop of a loop, under the lock.
-fn step(paths: &LoopPaths, input: &HookInput) -> Result<Option<serde_json::Value>, StoreError> {
+enum Step {
+    Done(Option<serde_json::Value>),
+    RunChecks(Jobs),
+}
+
+/// One Stop of a loop, under the lock: decide, or ask for checks to be run first.
+fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, StoreError> {
+    let done = |out| Ok(Step::Done(out));
     let session = input.session();
     let text = match store::read_optional(&paths.state) {
         Ok(Some(text)) => text,
         // Cancelled between our existence check and the lock.
-        Ok(None) => return Ok(None),
+        Ok(None) => return done(None),
         Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
-            return corrupt(paths, session, 0, "the file is not UTF-8 text".into());
+            return done(corrupt(
+                paths,
+                session,
+                0,
+                "the file is not UTF-8 text".into(),
+            )?);
         }
         Err(e) => return Err(e),
     };
@@ -76,13 +140,18 @@ fn step(paths: &LoopPaths, input: &HookInput) -> Result<Option<serde_json::Value
         Err(e) => {
             // A corrupt file that names another session is that session's to report.
             if owner_hint(&text).is_some_and(|owner| !owner.is_empty() && owner != session) {
-                return Ok(None);
+                return done(None);
             }
-            return corrupt(paths, session, iteration_hint(&text), e.to_string());
+            return done(corrupt(
+                paths,
+                session,
+                iteration_hint(&text),
+                e.to_string(),
+            )?);
         }
     };
     if !state.session_id.is_empty() && state.session_id != session {
-        return Ok(None);
+        return done(None);
     }
     // An unclaimed loop (the official setup, or `ralph-setup start` from a
     // terminal) belongs to the first session whose Stop sees it.
@@ -111,14 +180,92 @@ fn step(paths: &LoopPaths, input: &HookInput) -> Result<Option<serde_json::Value
         .ok()
         .flatten()
         .and_then(|t| Injected::parse(&t));
+
+    // The tree and its checks: only when the breaker or a check needs them.
+    let prd_has_checks =
+        matches!(&prd, Some(Ok(p)) if p.stories.iter().any(|s| s.verify.is_some()));
+    let fingerprint = if state.max_stalls > 0 || state.verify.is_some() || prd_has_checks {
+        worktree::fingerprint(&paths.root)
+    } else {
+        None
+    };
+    let stalls = match (&fingerprint, &state.last_fingerprint) {
+        (Some(now), Some(before)) if now == before => state.stalls.saturating_add(1),
+        _ => 0,
+    };
+    let mut log = store::read_optional(&paths.verify)
+        .ok()
+        .flatten()
+        .map(|t| VerifyLog::parse(&t))
+        .unwrap_or_default();
+    for (id, result) in &checks.stories {
+        log.stories.insert(id.clone(), result.clone());
+    }
+    if let Some(r) = &checks.loop_check {
+        log.r#loop = Some(r.clone());
+    }
+    let story_jobs = match (&prd, checks.stories_done) {
+        (Some(Ok(p)), false) => verify::stories_to_check(p, &log, fingerprint.as_deref()),
+        _ => Vec::new(),
+    };
+    let claimed = completion_claimed(&state, said.as_deref(), prd.as_ref(), &log);
+    // The loop's own check, unless it already ran on this very tree.
+    let cached = log.r#loop.as_ref().filter(|r| {
+        Some(&r.command) == state.verify.as_ref()
+            && fingerprint.is_some()
+            && r.fingerprint == fingerprint
+    });
+    let loop_check = checks.loop_check.as_ref().or(cached).cloned();
+    let loop_verify = state
+        .verify
+        .clone()
+        .filter(|_| claimed && loop_check.is_none() && story_jobs.is_empty());
+    if !story_jobs.is_empty() || loop_verify.is_some() {
+        return Ok(Step::RunChecks(Jobs {
+            root: paths.root.clone(),
+            stories: story_jobs,
+            loop_verify,
+            timeout: std::time::Duration::from_secs(state.verify_timeout),
+            fingerprint,
+        }));
+    }
+    if checks.stories_done || checks.loop_check.is_some() {
+        let _ = store::atomic_write(&paths.verify, log.render().as_bytes());
+    }
+    let loop_check = loop_check.as_ref().filter(|_| claimed);
     let decision = decide(&StopContext {
         state: &state,
         assistant_text: said.as_deref(),
         prd: prd.as_ref(),
         blocker: blocker.as_ref(),
         last_injected: last_injected.as_ref(),
+        verify_log: Some(&log),
+        loop_check,
+        stalls,
     });
-    apply(paths, session, &text, decision)
+    let text = state::with_progress(&text, stalls, fingerprint.as_deref()).unwrap_or(text);
+    done(apply(paths, session, &text, decision)?)
+}
+
+/// Does this turn claim the work is done? Plain mode: the promise was kept.
+/// PRD mode: every story (as judged with its checks) passes.
+fn completion_claimed(
+    state: &LoopState,
+    said: Option<&str>,
+    prd: Option<&Result<Prd, String>>,
+    log: &VerifyLog,
+) -> bool {
+    match prd {
+        Some(Ok(p)) => {
+            let judged = verify::effective_prd(p, log);
+            judged.all_pass() && state.story_ids.iter().all(|id| p.story(id).is_some())
+        }
+        Some(Err(_)) => false,
+        None => state
+            .completion_promise
+            .as_deref()
+            .is_some_and(|p| promise::is_kept(said.unwrap_or(""), p)),
+    }
 }
 
 fn apply(

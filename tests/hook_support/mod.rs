@@ -177,3 +177,17 @@ pub fn message(out: &Option<Value>) -> String {
 pub fn is_block(out: &Option<Value>) -> bool {
     out.as_ref().is_some_and(|v| v["decision"] == "block")
 }
+
+impl Project {
+    /// Make the project a real git repository (for fingerprints).
+    pub fn git_init(&self) {
+        let _ = std::fs::remove_dir_all(self.path(".git"));
+        let ok = Command::new("git")
+            .args(["init", "-q", "."])
+            .current_dir(&self.root)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git init");
+    }
+}

@@ -19,17 +19,20 @@ pub struct StartArgs {
     pub prd_file: Option<String>,
     pub prompt_file: Option<String>,
     pub max_story_attempts: Option<u32>,
+    pub verify: Option<String>,
+    pub verify_timeout: Option<u64>,
+    pub max_stalls: Option<u32>,
     /// Replace another session's live loop.
     pub replace: bool,
     pub help: bool,
 }
 
-pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--max-story-attempts N] [--replace]";
+pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--replace]";
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ArgsError {
     #[error(
-        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --max-story-attempts N, --replace. To use `{0}` as prompt text, put it after ` -- `"
+        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --replace. To use `{0}` as prompt text, put it after ` -- `"
     )]
     UnknownFlag(String),
     #[error("`{0}` needs a value, e.g. {0} {1}")]
@@ -51,6 +54,9 @@ enum Flag {
     PrdFile,
     PromptFile,
     MaxStoryAttempts,
+    Verify,
+    VerifyTimeout,
+    MaxStalls,
     Replace,
     Help,
 }
@@ -63,6 +69,9 @@ impl Flag {
             "--prd-file" | "--prd" => Flag::PrdFile,
             "--prompt-file" => Flag::PromptFile,
             "--max-story-attempts" => Flag::MaxStoryAttempts,
+            "--verify" => Flag::Verify,
+            "--verify-timeout" => Flag::VerifyTimeout,
+            "--max-stalls" => Flag::MaxStalls,
             "--replace" => Flag::Replace,
             "--help" | "-h" => Flag::Help,
             _ => return None,
@@ -76,6 +85,9 @@ impl Flag {
             Flag::PrdFile => "--prd-file",
             Flag::PromptFile => "--prompt-file",
             Flag::MaxStoryAttempts => "--max-story-attempts",
+            Flag::Verify => "--verify",
+            Flag::VerifyTimeout => "--verify-timeout",
+            Flag::MaxStalls => "--max-stalls",
             Flag::Replace => "--replace",
             Flag::Help => "--help",
         }
@@ -88,6 +100,9 @@ impl Flag {
             Flag::PrdFile => "prd.json",
             Flag::PromptFile => "PROMPT.md",
             Flag::MaxStoryAttempts => "5",
+            Flag::Verify => "\"cargo test\"",
+            Flag::VerifyTimeout => "300",
+            Flag::MaxStalls => "3",
             Flag::Replace | Flag::Help => "",
         }
     }
@@ -123,6 +138,27 @@ impl StartArgs {
                             hint: " above 0",
                         }
                     })?);
+            }
+            Flag::Verify => {
+                repeated(self.verify.is_some())?;
+                self.verify = Some(value);
+            }
+            Flag::VerifyTimeout => {
+                repeated(self.verify_timeout.is_some())?;
+                let n = number(flag, &value, " of seconds above 0")?;
+                if n == 0 {
+                    return Err(ArgsError::BadNumber {
+                        flag: flag.name(),
+                        value,
+                        hint: " of seconds above 0",
+                    });
+                }
+                self.verify_timeout = Some(n);
+            }
+            Flag::MaxStalls => {
+                repeated(self.max_stalls.is_some())?;
+                let n = number(flag, &value, " (0 = never stop for lack of progress)")?;
+                self.max_stalls = Some(u32::try_from(n).unwrap_or(u32::MAX));
             }
             Flag::CompletionPromise => {
                 repeated(self.completion_promise.is_some())?;
@@ -424,6 +460,18 @@ mod tests {
         assert_eq!(loop_command_args("  /ralph-loop"), Some(""));
         assert_eq!(loop_command_args("/ralph-loops x"), None);
         assert_eq!(loop_command_args("please /ralph-loop"), None);
+    }
+
+    #[test]
+    fn verify_flags() {
+        let a = parse_command_line(
+            "x --verify \"cargo test --quiet\" --verify-timeout 60 --max-stalls 0",
+        )
+        .unwrap();
+        assert_eq!(a.verify.as_deref(), Some("cargo test --quiet"));
+        assert_eq!(a.verify_timeout, Some(60));
+        assert_eq!(a.max_stalls, Some(0));
+        assert!(parse_command_line("x --verify-timeout 0").is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::prd::{Prd, Story};
 use crate::promise;
 use crate::reinject::Injected;
 use crate::state::LoopState;
+use crate::verify::{self, CheckResult, VerifyLog};
 
 /// Everything the decision depends on.
 #[derive(Debug, Clone, Copy)]
@@ -19,6 +20,12 @@ pub struct StopContext<'a> {
     pub prd: Option<&'a Result<Prd, String>>,
     pub blocker: Option<&'a Blocker>,
     pub last_injected: Option<&'a Injected>,
+    /// Check results so far (stories, and the loop's own `verify`).
+    pub verify_log: Option<&'a VerifyLog>,
+    /// The loop's `verify`, run at this Stop because completion was claimed.
+    pub loop_check: Option<&'a CheckResult>,
+    /// Iterations in a row, this one included, that left the tree unchanged.
+    pub stalls: u32,
 }
 
 /// Why the hook decided what it did: the `reason` code in the activity log.
@@ -34,6 +41,8 @@ pub enum Code {
     PrdInvalid,
     /// PRD mode: stories recorded at start are gone and nothing else can run.
     StoriesVanished,
+    /// Completion (or a story) was claimed, and its check failed.
+    VerifyFailed,
     Complete,
     AllStoriesPass,
     MaxIterations,
@@ -41,6 +50,8 @@ pub enum Code {
     Blocked,
     Deadlock,
     StoryStuck,
+    /// The no-progress breaker: the tree did not change for `max_stalls` iterations.
+    Stalled,
 }
 
 impl Code {
@@ -51,6 +62,7 @@ impl Code {
             Code::PromiseRefused => "promise_refused",
             Code::PrdInvalid => "prd_invalid",
             Code::StoriesVanished => "stories_vanished",
+            Code::VerifyFailed => "verify_failed",
             Code::Complete => "complete",
             Code::AllStoriesPass => "all_stories_pass",
             Code::MaxIterations => "max_iterations",
@@ -58,6 +70,7 @@ impl Code {
             Code::Blocked => "blocked",
             Code::Deadlock => "deadlock",
             Code::StoryStuck => "story_stuck",
+            Code::Stalled => "stalled",
         }
     }
 }
@@ -117,20 +130,29 @@ fn decide_plain(cx: &StopContext) -> Decision {
     let state = cx.state;
     let n = state.iteration;
     let said = cx.assistant_text.unwrap_or("");
+    let mut refused: Option<String> = None;
     if let Some(p) = &state.completion_promise
         && promise::is_kept(said, p)
     {
-        return end(
-            Code::Complete,
-            n,
-            format!(
-                "✅ Ralph loop complete after {}: the completion promise <promise>{p}</promise> was printed.",
-                plural(n, "iteration")
-            ),
-        );
+        match check_verdict(state, cx.loop_check) {
+            Ok(verified) => {
+                return end(
+                    Code::Complete,
+                    n,
+                    format!(
+                        "✅ Ralph loop complete after {}: the completion promise <promise>{p}</promise> was printed{verified}.",
+                        plural(n, "iteration")
+                    ),
+                );
+            }
+            Err(report) => refused = Some(report),
+        }
     }
     if let Some(blocker) = cx.blocker {
         return end_blocked(n, blocker);
+    }
+    if let Some(end) = stalled(state, cx.stalls) {
+        return end;
     }
     if let Some(end) = cap_reached(state) {
         return end;
@@ -138,7 +160,23 @@ fn decide_plain(cx: &StopContext) -> Decision {
     let next = n + 1;
     // Trailing newlines are dropped so one blank line separates the footer.
     let mut reason = state.prompt.trim_end().to_string();
-    if let Some(p) = &state.completion_promise
+    let mut code = Code::Continue;
+    let mut system_message = format!(
+        "🔄 Ralph iteration {}{}",
+        state.iteration_label(next),
+        promise_hint(state)
+    );
+    if let Some(report) = &refused {
+        reason.push_str(&format!(
+            "\n\nCompletion refused: you printed the promise, but the loop's check failed. {report}\nFix what fails, then print the promise again."
+        ));
+        code = Code::VerifyFailed;
+        system_message = format!(
+            "🔁 Ralph iteration {}: completion refused, the check failed ({})",
+            state.iteration_label(next),
+            check_status(state, cx.loop_check)
+        );
+    } else if let Some(p) = &state.completion_promise
         && promise::has_any_tag(said)
     {
         reason.push_str(&format!(
@@ -147,13 +185,9 @@ fn decide_plain(cx: &StopContext) -> Decision {
     }
     reason.push_str(&footer(state, next, None));
     Decision::Continue {
-        code: Code::Continue,
+        code,
         next_iteration: next,
-        system_message: format!(
-            "🔄 Ralph iteration {}{}",
-            state.iteration_label(next),
-            promise_hint(state)
-        ),
+        system_message,
         reason,
         story: None,
         injected: None,
@@ -188,6 +222,15 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
             );
         }
     };
+    // Stories with a `verify` command pass only when their check passed.
+    let judged;
+    let (prd, refused) = match cx.verify_log {
+        Some(log) => {
+            judged = verify::effective_prd(prd, log);
+            (&judged, verify::refused_stories(prd, log))
+        }
+        None => (prd, Default::default()),
+    };
     let mut remove_blocker = false;
     if let Some(blocker) = cx.blocker {
         match prd.story(&blocker.story_id) {
@@ -203,17 +246,46 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
         .collect();
     let (passing, total) = prd.progress();
     if vanished.is_empty() && prd.all_pass() {
-        return Decision::End {
-            code: Code::AllStoriesPass,
-            iterations: n,
-            system_message: format!(
-                "✅ Ralph loop complete after {}: all {} in {prd_name} pass.",
-                plural(n, "iteration"),
-                plural(total as u64, "story")
-            ),
-            story: None,
-            remove_blocker,
-        };
+        match check_verdict(state, cx.loop_check) {
+            Ok(verified) => {
+                return Decision::End {
+                    code: Code::AllStoriesPass,
+                    iterations: n,
+                    system_message: format!(
+                        "✅ Ralph loop complete after {}: all {} in {prd_name} pass{verified}.",
+                        plural(n, "iteration"),
+                        plural(total as u64, "story")
+                    ),
+                    story: None,
+                    remove_blocker,
+                };
+            }
+            Err(report) => {
+                if let Some(end) = stalled(state, cx.stalls).or_else(|| cap_reached(state)) {
+                    return end;
+                }
+                let reason = format!(
+                    "Ralph loop: every story in {prd_name} is marked as passing, but the loop's final check failed. {report}\nFix what fails (reopen a story by setting its \"passes\" to false if it is not really done); the loop ends when the check passes.{}",
+                    footer(state, n + 1, None)
+                );
+                let message = format!(
+                    "🔁 Ralph iteration {}: all stories claim to pass, but the final check failed ({})",
+                    state.iteration_label(n + 1),
+                    check_status(state, cx.loop_check)
+                );
+                return feed(
+                    cx,
+                    Code::VerifyFailed,
+                    "(verify)",
+                    reason,
+                    message,
+                    remove_blocker,
+                );
+            }
+        }
+    }
+    if let Some(end) = stalled(state, cx.stalls) {
+        return end;
     }
     if let Some(end) = cap_reached(state) {
         return end;
@@ -243,7 +315,7 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
             vanished.join(", ")
         ));
     }
-    let code = if preface.starts_with("Completion refused") {
+    let mut code = if preface.starts_with("Completion refused") {
         Code::PromiseRefused
     } else {
         Code::Story
@@ -285,6 +357,15 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
             remove_blocker,
         };
     };
+    let story_refusal = refused.get(&story.id);
+    if let Some(check) = story_refusal {
+        preface.push_str(&format!(
+            "Your claim that {} passes was refused: its check {}\nFix it; the story counts once its check passes.\n\n",
+            story.id,
+            check.failure_report(state.verify_timeout)
+        ));
+        code = Code::VerifyFailed;
+    }
     let reason = format!(
         "{preface}{}{}",
         story_prompt(prd_name, story, &progress, state, cx.last_injected).trim_end(),
@@ -298,6 +379,12 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
     );
     if code == Code::PromiseRefused {
         system_message.push_str(" · early completion refused");
+    }
+    if let Some(check) = story_refusal {
+        system_message.push_str(&format!(
+            " · its check failed ({})",
+            check.status_text(state.verify_timeout)
+        ));
     }
     if !vanished.is_empty() {
         system_message.push_str(&format!(" · vanished: {}", vanished.join(", ")));
@@ -330,7 +417,8 @@ fn feed(
             remove_blocker,
         };
     }
-    let story = (code == Code::Story || code == Code::PromiseRefused).then(|| key.to_string());
+    // Keys in parentheses are not stories: "(verify)", "(prd-invalid)".
+    let story = (!key.starts_with('(')).then(|| key.to_string());
     Decision::Continue {
         code,
         next_iteration: state.iteration + 1,
@@ -427,6 +515,41 @@ fn promise_hint(state: &LoopState) -> String {
         Some(p) => format!(" · ends on <promise>{p}</promise>"),
         None => String::new(),
     }
+}
+
+/// `Ok(note)` when completion may stand: no `verify`, or its check passed;
+/// `Err(report)` for the model when the check failed or did not run.
+fn check_verdict(state: &LoopState, check: Option<&CheckResult>) -> Result<String, String> {
+    let Some(cmd) = &state.verify else {
+        return Ok(String::new());
+    };
+    match check {
+        Some(c) if c.passed() => Ok(format!(" and verified (`{cmd}` exited 0)")),
+        Some(c) => Err(c.failure_report(state.verify_timeout)),
+        None => Err(format!("`{cmd}` could not be run.")),
+    }
+}
+
+fn check_status(state: &LoopState, check: Option<&CheckResult>) -> String {
+    check
+        .map(|c| c.status_text(state.verify_timeout))
+        .unwrap_or_else(|| "not run".into())
+}
+
+/// The no-progress breaker.
+fn stalled(state: &LoopState, stalls: u32) -> Option<Decision> {
+    (state.max_stalls > 0 && stalls >= state.max_stalls).then(|| {
+        end(
+            Code::Stalled,
+            state.iteration,
+            format!(
+                "⛔ Ralph loop stopped after {}: the working tree did not change for {} in a row (no-progress breaker, --max-stalls {}). Look at the last turns, adjust the prompt, and start again.",
+                plural(state.iteration, "iteration"),
+                plural(u64::from(stalls), "iteration"),
+                state.max_stalls
+            ),
+        )
+    })
 }
 
 fn cap_reached(state: &LoopState) -> Option<Decision> {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::state::DEFAULT_MAX_STORY_ATTEMPTS;
+use crate::verify::{CheckResult, VerifyLog};
 
 fn state(iteration: u64, max: u64, promise: Option<&str>) -> LoopState {
     LoopState {
@@ -12,6 +13,11 @@ fn state(iteration: u64, max: u64, promise: Option<&str>) -> LoopState {
         prd_file: None,
         story_ids: vec![],
         max_story_attempts: DEFAULT_MAX_STORY_ATTEMPTS,
+        verify: None,
+        verify_timeout: 300,
+        max_stalls: 3,
+        stalls: 0,
+        last_fingerprint: None,
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
     }
 }
@@ -32,6 +38,9 @@ fn cx<'a>(state: &'a LoopState, said: Option<&'a str>) -> StopContext<'a> {
         prd: None,
         blocker: None,
         last_injected: None,
+        verify_log: None,
+        loop_check: None,
+        stalls: 0,
     }
 }
 
@@ -367,4 +376,190 @@ fn user_instructions_are_kept_in_prd_mode() {
 fn plural_words() {
     assert_eq!(plural(1, "iteration"), "1 iteration");
     assert_eq!(plural(2, "story"), "2 stories");
+}
+
+fn check(cmd: &str, exit: Option<i32>, timed_out: bool, out: &str) -> CheckResult {
+    CheckResult {
+        command: cmd.into(),
+        exit,
+        timed_out,
+        output_tail: out.into(),
+        fingerprint: Some("f".into()),
+        time: "t".into(),
+        duration_ms: 5,
+    }
+}
+
+#[test]
+fn verified_promise_completes_only_when_the_check_passes() {
+    let mut s = state(2, 10, Some("DONE"));
+    s.verify = Some("cargo test".into());
+    let failed = check("cargo test", Some(101), false, "test foo ... FAILED");
+    let c = StopContext {
+        loop_check: Some(&failed),
+        ..cx(&s, Some("<promise>DONE</promise>"))
+    };
+    match decide(&c) {
+        Decision::Continue {
+            code,
+            reason,
+            system_message,
+            ..
+        } => {
+            assert_eq!(code, Code::VerifyFailed);
+            assert!(
+                reason.contains("Completion refused") && reason.contains("exit 101"),
+                "{reason}"
+            );
+            assert!(reason.contains("test foo ... FAILED"));
+            assert!(
+                system_message.contains("check failed (exit 101)"),
+                "{system_message}"
+            );
+        }
+        d => panic!("{d:?}"),
+    }
+    let slow = check("cargo test", None, true, "");
+    let c = StopContext {
+        loop_check: Some(&slow),
+        ..cx(&s, Some("<promise>DONE</promise>"))
+    };
+    match decide(&c) {
+        Decision::Continue { reason, .. } => {
+            assert!(reason.contains("timed out after 300 s"), "{reason}")
+        }
+        d => panic!("{d:?}"),
+    }
+    let ok = check("cargo test", Some(0), false, "ok");
+    let c = StopContext {
+        loop_check: Some(&ok),
+        ..cx(&s, Some("<promise>DONE</promise>"))
+    };
+    match decide(&c) {
+        Decision::End {
+            code,
+            system_message,
+            ..
+        } => {
+            assert_eq!(code, Code::Complete);
+            assert!(system_message.contains("verified (`cargo test` exited 0)"));
+        }
+        d => panic!("{d:?}"),
+    }
+}
+
+#[test]
+fn story_with_failing_check_is_fed_again_with_its_output() {
+    let s = prd_state(3, &["A", "B"]);
+    let p = prd(
+        r#"{"stories":[{"id":"A","passes":true,"verify":"make a"},{"id":"B","passes":false,"depends_on":["A"]}]}"#,
+    );
+    let mut log = VerifyLog::default();
+    log.stories
+        .insert("A".into(), check("make a", Some(2), false, "a.c:3: error"));
+    let c = StopContext {
+        prd: Some(&p),
+        verify_log: Some(&log),
+        ..cx(&s, None)
+    };
+    match decide(&c) {
+        Decision::Continue {
+            code,
+            reason,
+            story,
+            system_message,
+            ..
+        } => {
+            assert_eq!(code, Code::VerifyFailed);
+            assert_eq!(story.as_deref(), Some("A"));
+            assert!(
+                reason.contains("claim that A passes was refused")
+                    && reason.contains("a.c:3: error"),
+                "{reason}"
+            );
+            assert!(reason.contains("0/2 stories pass"));
+            assert!(system_message.contains("check failed (exit 2)"));
+        }
+        d => panic!("{d:?}"),
+    }
+    log.stories
+        .insert("A".into(), check("make a", Some(0), false, ""));
+    let c = StopContext {
+        prd: Some(&p),
+        verify_log: Some(&log),
+        ..cx(&s, None)
+    };
+    match decide(&c) {
+        Decision::Continue { story, .. } => assert_eq!(story.as_deref(), Some("B")),
+        d => panic!("{d:?}"),
+    }
+}
+
+#[test]
+fn prd_final_check_gates_completion() {
+    let mut s = prd_state(3, &["A"]);
+    s.verify = Some("make check".into());
+    let p = prd(r#"{"stories":[{"id":"A","passes":true}]}"#);
+    let bad = check("make check", Some(1), false, "boom");
+    let c = StopContext {
+        prd: Some(&p),
+        loop_check: Some(&bad),
+        ..cx(&s, None)
+    };
+    match decide(&c) {
+        Decision::Continue { code, reason, .. } => {
+            assert_eq!(code, Code::VerifyFailed);
+            assert!(reason.contains("final check failed") && reason.contains("boom"));
+        }
+        d => panic!("{d:?}"),
+    }
+    let good = check("make check", Some(0), false, "");
+    let c = StopContext {
+        prd: Some(&p),
+        loop_check: Some(&good),
+        ..cx(&s, None)
+    };
+    assert_eq!(decide(&c).code(), Code::AllStoriesPass);
+}
+
+#[test]
+fn no_progress_breaker_fires_at_n_but_a_true_promise_still_completes() {
+    let s = state(5, 0, Some("DONE"));
+    assert_eq!(
+        decide(&StopContext {
+            stalls: 2,
+            ..cx(&s, Some("x"))
+        })
+        .code(),
+        Code::Continue
+    );
+    let d = decide(&StopContext {
+        stalls: 3,
+        ..cx(&s, Some("x"))
+    });
+    assert_eq!(d.code(), Code::Stalled);
+    if let Decision::End { system_message, .. } = d {
+        assert!(
+            system_message.contains("did not change for 3 iterations"),
+            "{system_message}"
+        );
+    }
+    assert_eq!(
+        decide(&StopContext {
+            stalls: 3,
+            ..cx(&s, Some("<promise>DONE</promise>"))
+        })
+        .code(),
+        Code::Complete
+    );
+    let mut off = state(5, 0, None);
+    off.max_stalls = 0;
+    assert_eq!(
+        decide(&StopContext {
+            stalls: 99,
+            ..cx(&off, None)
+        })
+        .code(),
+        Code::Continue
+    );
 }

@@ -20,3 +20,5 @@ pub mod setup;
 pub mod state;
 pub mod store;
 pub mod transcript;
+pub mod verify;
+pub mod worktree;

@@ -18,6 +18,8 @@ pub const LAST_INJECTED_FILE: &str = ".claude/ralph-loop.last-injected";
 /// Lock taken around every read-modify-write of the state. A separate file,
 /// because the state file itself is replaced by rename on every write.
 pub const LOCK_FILE: &str = ".claude/ralph-loop.lock";
+/// Results of verify commands, with the tree they ran on.
+pub const VERIFY_FILE: &str = ".claude/ralph-loop.verify.json";
 /// A blocker the agent writes when it cannot go on (frontmatter `story_id:`).
 pub const BLOCKER_FILE: &str = ".ralph-blocker.md";
 /// Optional command policy for the guard (lockstride's format).
@@ -34,6 +36,7 @@ pub struct LoopPaths {
     pub last_injected: PathBuf,
     pub lock: PathBuf,
     pub blocker: PathBuf,
+    pub verify: PathBuf,
 }
 
 impl LoopPaths {
@@ -45,6 +48,7 @@ impl LoopPaths {
             last_injected: root.join(LAST_INJECTED_FILE),
             lock: root.join(LOCK_FILE),
             blocker: root.join(BLOCKER_FILE),
+            verify: root.join(VERIFY_FILE),
             root,
         }
     }

@@ -192,6 +192,13 @@ pub fn new_state(
         max_story_attempts: args
             .max_story_attempts
             .unwrap_or(DEFAULT_MAX_STORY_ATTEMPTS),
+        verify: args.verify.clone().filter(|v| !v.trim().is_empty()),
+        verify_timeout: args
+            .verify_timeout
+            .unwrap_or(crate::verify::DEFAULT_TIMEOUT_SECS),
+        max_stalls: args.max_stalls.unwrap_or(crate::verify::DEFAULT_MAX_STALLS),
+        stalls: 0,
+        last_fingerprint: None,
         prompt,
     }
 }
@@ -238,6 +245,18 @@ pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
             "Completion promise: print <promise>{p}</promise> only when that statement is completely and unequivocally true; never to escape the loop.\n"
         )),
         None => out.push_str("Completion promise: none (the loop ends at its cap or on /ralph:cancel-ralph).\n"),
+    }
+    if let Some(v) = &state.verify {
+        out.push_str(&format!(
+            "Verification: `{v}` must exit 0 (within {} s) before the loop counts as complete.\n",
+            state.verify_timeout
+        ));
+    }
+    if state.max_stalls > 0 {
+        out.push_str(&format!(
+            "No-progress breaker: the loop stops after {} in a row that leave the working tree unchanged (git repositories).\n",
+            plural(u64::from(state.max_stalls), "iteration")
+        ));
     }
     if let (Some(prd), Some(file)) = (prd, &state.prd_file) {
         let (pass, total) = prd.progress();
@@ -299,6 +318,12 @@ pub struct Status {
     pub prd: Option<PrdStatus>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_decision: Option<Entry>,
+    /// The loop's verify command.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<String>,
+    /// The last check results (loop and stories).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checks: Option<crate::verify::VerifyLog>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -361,6 +386,8 @@ impl Status {
             started_at: state.and_then(|s| s.started_at.clone()),
             prd,
             last_decision: last,
+            verify: None,
+            checks: None,
         }
     }
 
@@ -411,6 +438,30 @@ impl Status {
                         p.next_story.as_deref().unwrap_or("none runnable")
                     )),
                 }
+            }
+        }
+        if let Some(v) = &self.verify {
+            out.push_str(&format!("  verify:    `{v}`\n"));
+        }
+        if let Some(checks) = &self.checks {
+            let line = |who: &str, r: &crate::verify::CheckResult| {
+                format!(
+                    "  check:     {who}: `{}` {} at {}\n",
+                    r.command,
+                    match (r.passed(), r.timed_out, r.exit) {
+                        (true, _, _) => "passed".to_string(),
+                        (false, true, _) => "FAILED (timed out)".to_string(),
+                        (false, false, Some(code)) => format!("FAILED (exit {code})"),
+                        (false, false, None) => "FAILED (killed)".to_string(),
+                    },
+                    r.time
+                )
+            };
+            if let Some(r) = &checks.r#loop {
+                out.push_str(&line("loop", r));
+            }
+            for (id, r) in &checks.stories {
+                out.push_str(&line(&format!("story {id}"), r));
             }
         }
         if let Some(e) = &self.last_decision {

@@ -30,6 +30,16 @@ pub struct LoopState {
     pub story_ids: Vec<String>,
     /// How many times in a row one story may be fed before the loop stops.
     pub max_story_attempts: u32,
+    /// Run when completion is claimed; the loop completes only if it exits 0.
+    pub verify: Option<String>,
+    /// Seconds a verify command may take.
+    pub verify_timeout: u64,
+    /// Unchanged iterations in a row that stop the loop (0 = never).
+    pub max_stalls: u32,
+    /// Unchanged iterations in a row so far.
+    pub stalls: u32,
+    /// The working-tree fingerprint at the last decision.
+    pub last_fingerprint: Option<String>,
     /// The prompt body, verbatim.
     pub prompt: String,
 }
@@ -142,6 +152,32 @@ impl LoopState {
                 .filter(|n| *n > 0)
                 .ok_or_else(|| bad("max_story_attempts", "must be a whole number above 0", v))?,
         };
+        let verify = match get("verify") {
+            None => None,
+            Some(v) => Some(scalar_text(v).ok_or_else(|| bad("verify", "must be a command", v))?)
+                .filter(|s| !s.trim().is_empty()),
+        };
+        let verify_timeout = match get("verify_timeout") {
+            None => crate::verify::DEFAULT_TIMEOUT_SECS,
+            Some(v) => whole_number(v).filter(|n| *n > 0).ok_or_else(|| {
+                bad(
+                    "verify_timeout",
+                    "must be a whole number of seconds above 0",
+                    v,
+                )
+            })?,
+        };
+        let small = |field: &'static str, default: u32| -> Result<u32, StateError> {
+            match get(field) {
+                None => Ok(default),
+                Some(v) => whole_number(v)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| bad(field, "must be a whole number", v)),
+            }
+        };
+        let max_stalls = small("max_stalls", crate::verify::DEFAULT_MAX_STALLS)?;
+        let stalls = small("stalls", 0)?;
+        let last_fingerprint = get("last_fingerprint").and_then(scalar_text);
         let prompt = split.body.to_string();
         if prompt.trim().is_empty() {
             return Err(StateError::EmptyPrompt);
@@ -156,6 +192,11 @@ impl LoopState {
             prd_file,
             story_ids,
             max_story_attempts,
+            verify,
+            verify_timeout,
+            max_stalls,
+            stalls,
+            last_fingerprint,
             prompt,
         })
     }
@@ -186,6 +227,15 @@ impl LoopState {
                 self.max_story_attempts
             ));
         }
+        if let Some(v) = &self.verify {
+            out.push_str(&format!("verify: {}\n", quote(v)));
+            out.push_str(&format!("verify_timeout: {}\n", self.verify_timeout));
+        }
+        out.push_str(&format!("max_stalls: {}\n", self.max_stalls));
+        out.push_str(&format!("stalls: {}\n", self.stalls));
+        if let Some(f) = &self.last_fingerprint {
+            out.push_str(&format!("last_fingerprint: {}\n", quote(f)));
+        }
         out.push_str("---\n\n");
         out.push_str(&self.prompt);
         out
@@ -204,6 +254,15 @@ impl LoopState {
 /// Set `iteration` in a state file's text, leaving every other byte as it was.
 pub fn with_iteration(text: &str, iteration: u64) -> Option<String> {
     frontmatter::set_field(text, "iteration", &iteration.to_string())
+}
+
+/// Record the no-progress breaker's count and the tree it saw.
+pub fn with_progress(text: &str, stalls: u32, fingerprint: Option<&str>) -> Option<String> {
+    let text = frontmatter::set_field(text, "stalls", &stalls.to_string())?;
+    match fingerprint {
+        Some(f) => frontmatter::set_field(&text, "last_fingerprint", &quote(f)),
+        None => Some(text),
+    }
 }
 
 /// Set `session_id` in a state file's text (the first Stop claims the loop).
@@ -280,6 +339,11 @@ mod tests {
             prd_file: Some("prd.json".into()),
             story_ids: vec!["US-1".into(), "a, b".into()],
             max_story_attempts: 5,
+            verify: Some("cargo test -- --quiet".into()),
+            verify_timeout: 60,
+            max_stalls: 3,
+            stalls: 1,
+            last_fingerprint: Some("abc".into()),
             prompt: "say \"hi\" `id` $(touch x) $HOME\n---\niteration: 99\n\n".into(),
         };
         let text = state.render();

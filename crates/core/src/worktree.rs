@@ -1,0 +1,186 @@
+//! The working tree, seen from the loop: its fingerprint, and check commands
+//! run in it. Does I/O (spawns git and `sh -c`).
+
+use crate::clock;
+use crate::verify::{self, CheckResult};
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A fingerprint of the working tree: `git status` (HEAD, changed and
+/// untracked paths) plus the size and mtime of each changed path, so editing
+/// an already-modified file changes it too. `None` outside a git repository.
+pub fn fingerprint(root: &Path) -> Option<String> {
+    let out = Command::new("git")
+        .args([
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "-z",
+            "--untracked-files=all",
+        ])
+        .current_dir(root)
+        // Never take the index lock for a refresh: we only look.
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let mut hash = Fnv::new();
+    hash.write(&out.stdout);
+    for entry in out.stdout.split(|b| *b == 0) {
+        // The path is the last space-separated field of a change line.
+        if entry.starts_with(b"#") || entry.is_empty() {
+            continue;
+        }
+        if let Some(path) = entry
+            .rsplit(|b| *b == b' ')
+            .next()
+            .and_then(|p| std::str::from_utf8(p).ok())
+            && let Ok(meta) = std::fs::symlink_metadata(root.join(path))
+        {
+            hash.write(&meta.len().to_le_bytes());
+            if let Ok(m) = meta.modified()
+                && let Ok(d) = m.duration_since(std::time::UNIX_EPOCH)
+            {
+                hash.write(&d.as_nanos().to_le_bytes());
+            }
+        }
+    }
+    Some(format!("{:016x}", hash.0))
+}
+
+/// Run `command` with `sh -c` in `root`, at most `timeout`; stdout and stderr
+/// go to a temp file (no pipe to fill up), of which the tail is kept.
+pub fn run_check(
+    root: &Path,
+    command: &str,
+    timeout: Duration,
+    fingerprint: Option<String>,
+) -> CheckResult {
+    let started = Instant::now();
+    let time = clock::now_rfc3339();
+    let out_path = std::env::temp_dir().join(format!(
+        "ralph-check-{}-{}.log",
+        std::process::id(),
+        clock::unix_now()
+    ));
+    let result = |exit, timed_out, output_tail: String| CheckResult {
+        command: command.to_string(),
+        exit,
+        timed_out,
+        output_tail,
+        fingerprint: fingerprint.clone(),
+        time: time.clone(),
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    let spawned = File::create(&out_path).and_then(|out| {
+        let err = out.try_clone()?;
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // Own process group, so a timeout kills the whole tree it started.
+            cmd.process_group(0);
+        }
+        cmd.spawn()
+    });
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => return result(None, false, format!("could not start `sh -c`: {e}")),
+    };
+    let mut pause = Duration::from_millis(2);
+    let (exit, timed_out) = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break (status.code(), false),
+            Ok(None) if started.elapsed() >= timeout => {
+                kill_group(child.id());
+                let _ = child.kill();
+                let _ = child.wait();
+                break (None, true);
+            }
+            Ok(None) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            Err(_) => break (None, false),
+        }
+    };
+    let output = read_tail(&out_path);
+    let _ = std::fs::remove_file(&out_path);
+    result(exit, timed_out, output)
+}
+
+fn kill_group(pid: u32) {
+    // std cannot signal a process group; `kill -- -PGID` can.
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pid}")])
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// The tail of a possibly huge output file, without reading it whole.
+fn read_tail(path: &Path) -> String {
+    let Ok(mut f) = File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let keep = (verify::TAIL_BYTES as u64) * 4;
+    if len > keep {
+        use std::io::{Seek, SeekFrom};
+        let _ = f.seek(SeekFrom::Start(len - keep));
+    }
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    verify::tail(&String::from_utf8_lossy(&buf))
+}
+
+/// FNV-1a, 64 bit: a stable fingerprint hash with no dependency.
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_passes_fails_and_times_out() {
+        let dir = std::env::temp_dir();
+        let ok = run_check(&dir, "echo hello", Duration::from_secs(10), None);
+        assert!(ok.passed());
+        assert_eq!(ok.output_tail, "hello");
+        let bad = run_check(&dir, "echo nope >&2; exit 3", Duration::from_secs(10), None);
+        assert_eq!(bad.exit, Some(3));
+        assert_eq!(bad.output_tail, "nope");
+        let slow = run_check(
+            &dir,
+            "sleep 5 & sleep 5; echo never",
+            Duration::from_millis(200),
+            None,
+        );
+        assert!(slow.timed_out && !slow.passed());
+        assert!(slow.duration_ms < 3000, "{}", slow.duration_ms);
+    }
+}

@@ -1,0 +1,160 @@
+//! Verified completion and the no-progress breaker, through the real binaries.
+
+mod hook_support;
+use hook_support::*;
+
+fn start(p: &Project, args: &str) {
+    let out = p.prompt("s1", &format!("/ralph:ralph-loop {args}"));
+    assert!(
+        out.as_ref().is_some_and(|v| v.get("decision").is_none()),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn failing_check_refuses_the_promise_with_its_output_then_passing_completes() {
+    let p = Project::new("vfail");
+    p.git_init();
+    p.write(
+        "check.sh",
+        "echo checking; test -f fixed || { echo 'assertion failed: fixed missing' >&2; exit 7; }\n",
+    );
+    start(
+        &p,
+        "Make the check pass --completion-promise DONE --verify \"sh check.sh\" --max-iterations 10",
+    );
+    let out = p.stop("s1", Some("<promise>DONE</promise>"));
+    let r = reason(&out);
+    assert!(r.contains("Completion refused"), "{r}");
+    assert!(
+        r.contains("`sh check.sh` failed (exit 7)")
+            && r.contains("assertion failed: fixed missing"),
+        "{r}"
+    );
+    assert!(message(&out).contains("check failed (exit 7)"));
+    assert_eq!(p.log().last().unwrap()["reason"], "verify_failed");
+    let (_, status) = p.setup(&["status"]);
+    assert!(
+        status.contains("check:     loop: `sh check.sh` FAILED (exit 7)"),
+        "{status}"
+    );
+
+    p.write("fixed", "yes");
+    let out = p.stop("s1", Some("<promise>DONE</promise>"));
+    assert!(!is_block(&out));
+    assert!(
+        message(&out).contains("verified (`sh check.sh` exited 0)"),
+        "{out:?}"
+    );
+    assert!(p.state().is_none());
+}
+
+#[test]
+fn a_check_that_hangs_is_reported_as_a_timeout() {
+    let p = Project::new("vtimeout");
+    p.git_init();
+    start(
+        &p,
+        "x --completion-promise DONE --verify \"sleep 30\" --verify-timeout 1",
+    );
+    let t = std::time::Instant::now();
+    let r = reason(&p.stop("s1", Some("<promise>DONE</promise>")));
+    assert!(t.elapsed().as_secs() < 20);
+    assert!(r.contains("timed out after 1 s"), "{r}");
+}
+
+#[test]
+fn without_a_claim_no_check_runs() {
+    let p = Project::new("vnoclaim");
+    p.git_init();
+    start(&p, "x --completion-promise DONE --verify \"touch ran\"");
+    assert!(is_block(&p.stop("s1", Some("still working"))));
+    assert!(!p.path("ran").exists());
+}
+
+#[test]
+fn story_with_failing_check_is_fed_again_and_not_rerun_on_the_same_tree() {
+    let p = Project::new("vstory");
+    p.git_init();
+    p.write(
+        "prd.json",
+        r#"{"userStories":[
+          {"id":"US-1","title":"Greeting","passes":false,"verify":"echo run >> runs.log; grep -q hello out.txt"},
+          {"id":"US-2","title":"Farewell","passes":false,"dependsOn":["US-1"]}]}"#,
+    );
+    p.write(".gitignore", "runs.log\n.claude/\n");
+    start(&p, "--prd-file prd.json --max-iterations 20 --max-stalls 0");
+    // The model claims US-1 without doing it.
+    let claimed = p
+        .read("prd.json")
+        .unwrap()
+        .replacen("\"passes\":false", "\"passes\":true", 1);
+    p.write("prd.json", &claimed);
+    let out = p.stop("s1", None);
+    let r = reason(&out);
+    assert!(
+        r.contains("claim that US-1 passes was refused") && r.contains("exit 2"),
+        "{r}"
+    );
+    assert!(r.contains("story US-1"));
+    assert_eq!(p.read("runs.log").unwrap().lines().count(), 1);
+    // Same tree: the failed result is reused, not re-run.
+    reason(&p.stop("s1", None));
+    assert_eq!(p.read("runs.log").unwrap().lines().count(), 1);
+    // Fixed: the check runs again, passes, and the next story is fed.
+    p.write("out.txt", "hello\n");
+    let r = reason(&p.stop("s1", None));
+    assert!(r.contains("story US-2"), "{r}");
+    assert_eq!(p.read("runs.log").unwrap().lines().count(), 2);
+    let v: serde_json::Value =
+        serde_json::from_str(&p.read(".claude/ralph-loop.verify.json").unwrap()).unwrap();
+    assert_eq!(v["stories"]["US-1"]["exit"], 0);
+}
+
+#[test]
+fn stalled_loop_stops_at_n() {
+    let p = Project::new("stall");
+    p.git_init();
+    p.write(".gitignore", ".claude/\n");
+    start(&p, "x --max-stalls 2");
+    // Iteration 1 changes a file: progress.
+    p.write("a.txt", "1");
+    assert!(is_block(&p.stop("s1", Some("x"))));
+    // Two unchanged iterations in a row stop the loop.
+    assert!(is_block(&p.stop("s1", Some("x"))));
+    let out = p.stop("s1", Some("x"));
+    assert!(!is_block(&out), "{out:?}");
+    assert!(
+        message(&out).contains("did not change for 2 iterations"),
+        "{}",
+        message(&out)
+    );
+    assert_eq!(p.log().last().unwrap()["reason"], "stalled");
+}
+
+#[test]
+fn editing_an_already_modified_file_counts_as_progress() {
+    let p = Project::new("stall2");
+    p.git_init();
+    p.write(".gitignore", ".claude/\n");
+    start(&p, "x --max-stalls 1");
+    for i in 0..3 {
+        p.write("a.txt", &"x".repeat(i + 1));
+        assert!(is_block(&p.stop("s1", Some("x"))), "edit {i} is progress");
+    }
+    assert!(!is_block(&p.stop("s1", Some("x"))));
+}
+
+#[test]
+fn policy_full_gate_is_the_default_check() {
+    let p = Project::new("gate");
+    p.git_init();
+    p.write(".ralph/command-policy", "[gates]\nfull | exit 3\n");
+    let msg = message(&p.prompt("s1", "/ralph:ralph-loop x --completion-promise DONE"));
+    assert!(
+        msg.contains("[gates] full row of .ralph/command-policy"),
+        "{msg}"
+    );
+    let r = reason(&p.stop("s1", Some("<promise>DONE</promise>")));
+    assert!(r.contains("`exit 3` failed (exit 3)"), "{r}");
+}
