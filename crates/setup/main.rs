@@ -172,7 +172,7 @@ fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, Sta
     let existing = match read_state(paths) {
         ReadState::None => Existing::None,
         ReadState::Loop(state, age) => Existing::Loop {
-            state,
+            state: Box::new(state),
             age_secs: age,
         },
         ReadState::Corrupt(_) => {

@@ -47,7 +47,7 @@ pub enum Existing {
     /// A state file that does not parse; the start moves it aside.
     Corrupt(String),
     Loop {
-        state: LoopState,
+        state: Box<LoopState>,
         age_secs: u64,
     },
 }
@@ -511,7 +511,7 @@ mod tests {
     fn live(session: &str, age: u64) -> Existing {
         let args = parse_command_line("x").unwrap();
         Existing::Loop {
-            state: new_state(&args, "x".into(), None, session, "t"),
+            state: Box::new(new_state(&args, "x".into(), None, session, "t")),
             age_secs: age,
         }
     }
