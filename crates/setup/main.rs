@@ -172,7 +172,7 @@ fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, Sta
     let existing = match read_state(paths) {
         ReadState::None => Existing::None,
         ReadState::Loop(state, age) => Existing::Loop {
-            state: Box::new(state),
+            state,
             age_secs: age,
         },
         ReadState::Corrupt(_) => {
@@ -345,7 +345,7 @@ fn status(paths: &LoopPaths) -> Status {
                 read_user_file(&paths.root, f)
                     .and_then(|t| Prd::parse(&t).map_err(|e| e.to_string()))
             });
-            let mut status = Status::new(project, Some(&state), None, prd.as_ref(), last);
+            let mut status = Status::new(project, Some(state.as_ref()), None, prd.as_ref(), last);
             status.verify = state.verify.clone();
             status.checks = checks;
             status
@@ -356,7 +356,7 @@ fn status(paths: &LoopPaths) -> Status {
 enum ReadState {
     None,
     /// The state and the seconds since it was last written.
-    Loop(LoopState, u64),
+    Loop(Box<LoopState>, u64),
     Corrupt(String),
 }
 
@@ -372,7 +372,7 @@ fn read_state(paths: &LoopPaths) -> ReadState {
                     .and_then(|t| t.elapsed().ok())
                     .map(|d| d.as_secs())
                     .unwrap_or(0);
-                ReadState::Loop(state, age)
+                ReadState::Loop(Box::new(state), age)
             }
             Err(e) => ReadState::Corrupt(e.to_string()),
         },
