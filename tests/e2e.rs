@@ -85,6 +85,10 @@ struct Run {
     kill_when: Option<String>,
     #[serde(default)]
     timeout_secs: Option<u64>,
+    /// Create this project file once the client has exited (a signal for
+    /// another run's scripted tool call).
+    #[serde(default)]
+    touch_when_done: Option<String>,
     /// Edits the user makes by hand while the run goes on.
     #[serde(default)]
     user_edits: Vec<UserEdit>,
@@ -568,7 +572,14 @@ fn run_scenario(claude: &Path, name: &str, scenario: &Scenario) -> (Vec<String>,
     for (i, run) in scenario.runs.iter().enumerate() {
         match start_run(claude, &sandbox, i, run) {
             Ok(started) if run.background => background.push(started),
-            Ok(started) => finished.push(started.wait()),
+            Ok(started) => {
+                finished.push(started.wait());
+                if let Some(path) = &run.touch_when_done
+                    && let Err(e) = fs::write(sandbox.project.join(path), "")
+                {
+                    failures.push(format!("touch {path}: {e}"));
+                }
+            }
             Err(e) => {
                 failures.push(e);
                 break;
