@@ -31,12 +31,23 @@ fn main() {
     }
 }
 
+/// Claude Code writes the input and closes the pipe at once; a pipe that
+/// stays silent this long is not going to deliver.
+const STDIN_DEADLINE_SECS: u64 = 10;
+
 /// The hook's whole job; `None` prints nothing (the session stops silently).
 fn run() -> Option<serde_json::Value> {
-    let input = HookInput::read(std::io::stdin().lock());
+    // The path every turn of every session takes: no state file, nothing to
+    // do. Claude Code sets CLAUDE_PROJECT_DIR, so this costs one stat and
+    // never waits on stdin.
+    if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty())
+        && !LoopPaths::new(dir).state.exists()
+    {
+        return None;
+    }
+    let input = HookInput::read_stdin_with_deadline(STDIN_DEADLINE_SECS);
     let root = project_root_from_env(input.as_ref().ok().and_then(|i| i.cwd.as_deref()));
     let paths = LoopPaths::new(root);
-    // The path every turn of every session takes: no state file, nothing to do.
     if !paths.state.exists() {
         return None;
     }

@@ -151,7 +151,12 @@ pub fn run_raw(bin: &str, args: &[&str], root: &Path, stdin: &[u8]) -> (i32, Str
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    // A hook may exit without reading its input (the no-loop fast path does):
+    // a broken pipe here is normal, as it is for Claude Code.
+    match child.stdin.take().unwrap().write_all(stdin) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other.unwrap(),
+    }
     let out = child.wait_with_output().unwrap();
     (
         out.status.code().unwrap_or(-1),

@@ -35,6 +35,8 @@ pub enum InputError {
     NotJson(String),
     #[error("hook input on stdin is not a JSON object")]
     NotAnObject,
+    #[error("no hook input arrived on stdin within {0} s")]
+    Timeout(u64),
 }
 
 impl HookInput {
@@ -72,6 +74,17 @@ impl HookInput {
             Some(Err(e)) => Err(InputError::NotJson(e.to_string())),
             Some(Ok(v)) => HookInput::from_value(v),
         }
+    }
+
+    /// Read the first JSON value from stdin, giving up after `secs` seconds
+    /// (the reader thread is left blocked; the process exits soon after).
+    pub fn read_stdin_with_deadline(secs: u64) -> Result<HookInput, InputError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(HookInput::read(std::io::stdin().lock()));
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(secs))
+            .unwrap_or(Err(InputError::Timeout(secs)))
     }
 
     /// The session id, or "" when the client did not send one.
