@@ -207,17 +207,8 @@ fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, Sta
             store::remove_if_present(&paths.last_injected).map_err(io_err)?;
         }
     }
-    let _ = store::append_line(
-        &paths.log,
-        &entry(
-            session,
-            1,
-            "start",
-            if prd.is_some() { "prd" } else { "prompt" },
-            None,
-        )
-        .to_line(),
-    );
+    let mode = if prd.is_some() { "prd" } else { "prompt" };
+    let _ = activity::append(&paths.log, &Entry::now(session, 1, "start", mode));
 
     let mut report = format!(
         "🔄 Ralph loop started{} in {}.\n",
@@ -296,17 +287,8 @@ fn cancel(paths: &LoopPaths) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         ReadState::Loop(state, _) => store::remove_if_present(&paths.state).map(|_| {
-            let _ = store::append_line(
-                &paths.log,
-                &entry(
-                    &state.session_id,
-                    state.iteration,
-                    "cancel",
-                    "cancelled",
-                    None,
-                )
-                .to_line(),
-            );
+            let entry = Entry::now(&state.session_id, state.iteration, "cancel", "cancelled");
+            let _ = activity::append(&paths.log, &entry);
             format!(
                 "🛑 Cancelled the Ralph loop at iteration {} (session {}).",
                 state.iteration_label(state.iteration),
@@ -407,22 +389,4 @@ fn relative(root: &Path, p: &Path) -> String {
     p.strip_prefix(root)
         .map(|r| r.display().to_string())
         .unwrap_or_else(|_| p.display().to_string())
-}
-
-fn entry(
-    session: &str,
-    iteration: u64,
-    decision: &str,
-    reason: &str,
-    story: Option<String>,
-) -> Entry {
-    Entry {
-        time: clock::now_rfc3339(),
-        session: session.to_string(),
-        iteration,
-        decision: decision.into(),
-        reason: reason.into(),
-        story,
-        message: None,
-    }
 }

@@ -6,7 +6,7 @@
 //! open (the stop is allowed) and is reported in `systemMessage`, so the user
 //! is never trapped in a loop nobody can explain.
 
-use ralph_core::activity::Entry;
+use ralph_core::activity::{self, Entry};
 use ralph_core::blocker::Blocker;
 use ralph_core::decision::{Decision, StopContext, decide};
 use ralph_core::hook_input::HookInput;
@@ -424,16 +424,10 @@ fn log(
     story: Option<String>,
     message: Option<&str>,
 ) -> Result<(), StoreError> {
-    let entry = Entry {
-        time: clock::now_rfc3339(),
-        session: session.to_string(),
-        iteration,
-        decision: decision.into(),
-        reason: reason.into(),
-        story,
-        message: message.map(str::to_string),
-    };
-    store::append_line(&paths.log, &entry.to_line())
+    let entry = Entry::now(session, iteration, decision, reason)
+        .with_story(story)
+        .with_message(message);
+    activity::append(&paths.log, &entry)
 }
 
 fn message(text: String) -> serde_json::Value {

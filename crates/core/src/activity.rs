@@ -24,9 +24,37 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// An entry stamped with the current time.
+    pub fn now(session: &str, iteration: u64, decision: &str, reason: &str) -> Entry {
+        Entry {
+            time: crate::clock::now_rfc3339(),
+            session: session.to_string(),
+            iteration,
+            decision: decision.into(),
+            reason: reason.into(),
+            story: None,
+            message: None,
+        }
+    }
+
+    pub fn with_story(mut self, story: Option<String>) -> Entry {
+        self.story = story;
+        self
+    }
+
+    pub fn with_message(mut self, message: Option<&str>) -> Entry {
+        self.message = message.map(str::to_string);
+        self
+    }
+
     pub fn to_line(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
+}
+
+/// Append `entry` to the log at `path` (one line, one write).
+pub fn append(path: &Path, entry: &Entry) -> Result<(), crate::store::StoreError> {
+    crate::store::append_line(path, &entry.to_line())
 }
 
 /// The last parseable entry of the log, reading only its tail.
