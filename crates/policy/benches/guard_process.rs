@@ -1,1 +1,203 @@
-fn main() {}
+//! Whole-process timing of the release `ralph-guard`: spawn it N times, feed
+//! the hook input on stdin, wait for it to exit, and print the medians.
+//! What is measured is what Claude Code pays before every tool call.
+//!
+//!     cargo build --release --bin ralph-guard
+//!     cargo bench -p ralph-policy --bench guard_process [-- RUNS]
+//!
+//! The binary is `$RALPH_GUARD_BIN`, else `$CARGO_TARGET_DIR/release/ralph-guard`,
+//! else `target/release/ralph-guard` at the workspace root.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn guard_binary() -> Result<PathBuf, String> {
+    if let Ok(p) = std::env::var("RALPH_GUARD_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let p = target.join("release/ralph-guard");
+    if p.exists() {
+        Ok(p)
+    } else {
+        Err(format!(
+            "{} not found: run `cargo build --release --bin ralph-guard` first (or set RALPH_GUARD_BIN)",
+            p.display()
+        ))
+    }
+}
+
+/// A project directory for one scenario, removed at the end.
+struct Project(PathBuf);
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn project(name: &str, loop_active: bool, policy: Option<&str>) -> std::io::Result<Project> {
+    let root =
+        std::env::temp_dir().join(format!("ralph-guard-bench-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join(".git"))?;
+    std::fs::create_dir_all(root.join(".claude"))?;
+    if loop_active {
+        std::fs::write(
+            root.join(".claude/ralph-loop.local.md"),
+            "---\niteration: 1\nprd_file: prd.json\n---\nwork\n",
+        )?;
+    }
+    if let Some(p) = policy {
+        std::fs::create_dir_all(root.join(".ralph"))?;
+        std::fs::write(root.join(".ralph/command-policy"), p)?;
+    }
+    Ok(Project(root))
+}
+
+/// 100 rules: 40 rewrites, 40 denies, 20 protects, all live.
+fn hundred_rule_policy() -> String {
+    let mut s = String::from(
+        "[gates]\nbasic | cargo test\nfull | cargo test --all-targets\nfinal | cargo test\n\n[rewrite]\n",
+    );
+    for i in 0..40 {
+        s.push_str(&format!(
+            "^tool{i} -w run (.+)$ | tool{i} \\1 | no workspace flag for tool{i}\n"
+        ));
+    }
+    s.push_str("\n[deny]\n");
+    for i in 0..40 {
+        s.push_str(&format!(
+            "danger{i} --force | danger{i} must not be forced in the loop\n"
+        ));
+    }
+    s.push_str("\n[protect]\n");
+    for i in 0..20 {
+        s.push_str(&format!("pnpm format{i}:write\n"));
+    }
+    s
+}
+
+/// 24 commands chained with every operator, quotes, a substitution and redirects;
+/// one of them is rewritten by the policy.
+fn long_chain() -> String {
+    let mut parts = Vec::new();
+    for i in 0..6 {
+        parts.push(format!(
+            "cd crate{i} && cargo build --release 2>&1 | tail -n 20"
+        ));
+        parts.push(format!(
+            "echo \"step {i}: $(date +%s)\" >> build.log || true"
+        ));
+    }
+    parts.push("tool7 -w run build --verbose".to_string());
+    parts.push("grep -rn 'TODO|FIXME' src; git status --short".to_string());
+    parts.join(" && ")
+}
+
+fn input(cwd: &Path, command: &str) -> String {
+    serde_json::json!({
+        "session_id": "bench", "transcript_path": "/nonexistent", "cwd": cwd.display().to_string(),
+        "permission_mode": "bypassPermissions", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": command, "description": "bench"},
+        "tool_use_id": "toolu_bench"
+    })
+    .to_string()
+}
+
+/// Spawn `bin` `runs` times with `stdin`; returns sorted wall times and the last stdout.
+fn measure(bin: &Path, stdin: &str, runs: usize) -> Result<(Vec<Duration>, String), String> {
+    let mut times = Vec::with_capacity(runs);
+    let mut last = String::new();
+    for _ in 0..runs {
+        let start = Instant::now();
+        let mut child = Command::new(bin)
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("spawn {}: {e}", bin.display()))?;
+        if let Some(mut s) = child.stdin.take() {
+            // `true` exits without reading: a broken pipe is expected there.
+            let _ = s.write_all(stdin.as_bytes());
+        }
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        times.push(start.elapsed());
+        last = String::from_utf8_lossy(&out.stdout).into_owned();
+    }
+    times.sort();
+    Ok((times, last))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn report(label: &str, times: &[Duration], target: Option<f64>) {
+    let median = times[times.len() / 2];
+    let p90 = times[times.len() * 9 / 10];
+    let verdict = match target {
+        Some(t) if median.as_secs_f64() * 1000.0 <= t => format!("  (target <= {t} ms: met)"),
+        Some(t) => format!("  (target <= {t} ms: MISSED)"),
+        None => String::new(),
+    };
+    println!(
+        "{label:<58} median {}  p90 {}{verdict}",
+        ms(median),
+        ms(p90)
+    );
+}
+
+fn main() -> Result<(), String> {
+    let runs: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(500);
+    let bin = guard_binary()?;
+    println!(
+        "ralph-guard whole-process timing: {} ({runs} runs each)",
+        bin.display()
+    );
+
+    let none = project("none", false, None).map_err(|e| e.to_string())?;
+    let policy_text = hundred_rule_policy();
+    let with_policy = project("policy", false, Some(&policy_text)).map_err(|e| e.to_string())?;
+    let loop_policy =
+        project("loop-policy", true, Some(&policy_text)).map_err(|e| e.to_string())?;
+    let chain = long_chain();
+
+    let (t, _) = measure(Path::new("/bin/true"), "", runs)?;
+    report("baseline: spawn /bin/true", &t, None);
+
+    let (t, out) = measure(&bin, &input(&none.0, "cargo test 2>&1 | tail -20"), runs)?;
+    if !out.trim().is_empty() {
+        return Err(format!("(a) printed output: {out}"));
+    }
+    report("(a) no loop, no policy", &t, Some(1.0));
+
+    let (t, out) = measure(&bin, &input(&with_policy.0, &chain), runs)?;
+    if !out.contains("updatedInput") {
+        return Err(format!("(b) expected a rewrite, got: {out}"));
+    }
+    report(
+        &format!("(b) 100-rule policy, {}-byte chained command", chain.len()),
+        &t,
+        Some(1.5),
+    );
+
+    let (t, out) = measure(&bin, &input(&loop_policy.0, &chain), runs)?;
+    if !out.contains("updatedInput") {
+        return Err(format!("(c) expected a rewrite, got: {out}"));
+    }
+    report(
+        "(c) as (b), loop active (built-in protection too)",
+        &t,
+        None,
+    );
+    Ok(())
+}

@@ -148,19 +148,21 @@ pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> Guar
         PolicySource::Loaded { path, policy } => (Some(policy), path.as_str()),
     };
     if let Some(p) = policy
-        && !p.wraps.is_empty() && !ctx.wrap_reported {
-            let rows: Vec<String> = p
-                .wraps
-                .iter()
-                .map(|w| format!("line {}: `{}`", w.line, w.prefix))
-                .collect();
-            messages.push(format!(
+        && !p.wraps.is_empty()
+        && !ctx.wrap_reported
+    {
+        let rows: Vec<String> = p
+            .wraps
+            .iter()
+            .map(|w| format!("line {}: `{}`", w.line, w.prefix))
+            .collect();
+        messages.push(format!(
                 "ralph-guard: [wrap] rules in {policy_path} are not implemented by ralph and are ignored ({}). \
                  Use [rewrite] to route a command through a wrapper. (Reported once.)",
                 rows.join(", ")
             ));
-            wrap_notice_given = true;
-        }
+        wrap_notice_given = true;
+    }
     let verdict = match call.tool_name.as_str() {
         "Bash" => decide_bash(call, policy, policy_path, ctx, &mut messages),
         "Write" | "Edit" | "MultiEdit" | "NotebookEdit" if ctx.loop_active => {
@@ -213,9 +215,10 @@ fn decide_bash(
         }
     }
     if let Some(p) = policy
-        && let Some(reason) = policy_denial(&command, p, policy_path, 0) {
-            return Verdict::Deny(reason);
-        }
+        && let Some(reason) = policy_denial(&command, p, policy_path, 0)
+    {
+        return Verdict::Deny(reason);
+    }
     if command == original {
         return Verdict::Allow;
     }
@@ -315,17 +318,11 @@ fn policy_denial(cmd: &str, p: &Policy, policy_path: &str, depth: usize) -> Opti
             }
             _ => Vec::new(),
         };
-        let matches = |prefix: &[String]| {
-            policy::starts_with_words(&shallow, prefix) || {
-                let mut bp = prefix.to_vec();
-                if let Some(first) = bp.first_mut() {
-                    *first = first.rsplit('/').next().unwrap_or(first).to_string();
-                }
-                policy::starts_with_words(&deep, &bp)
-            }
+        let matches = |prefix: &[String], bare: &[String]| {
+            policy::starts_with_words(&shallow, prefix) || policy::starts_with_words(&deep, bare)
         };
         for d in &p.denies {
-            if matches(&d.prefix) {
+            if matches(&d.prefix, &d.bare_prefix) {
                 return Some(format!(
                     "ralph-guard: `{}` is denied by the command policy ({policy_path} line {}): {}",
                     d.prefix.join(" "),
@@ -337,7 +334,7 @@ fn policy_denial(cmd: &str, p: &Policy, policy_path: &str, depth: usize) -> Opti
         let output_taken = seg.pipes_out || seg.redirects.iter().any(shell::Redirect::writes_file);
         if output_taken {
             for r in &p.protects {
-                if matches(&r.prefix) {
+                if matches(&r.prefix, &r.bare_prefix) {
                     return Some(format!(
                         "ralph-guard: `{}` may be run bare, but its output may not be piped or redirected \
                          (command policy {policy_path} line {} [protect]). Run it on its own.",

@@ -82,9 +82,10 @@ impl RewriteRule {
     /// compiled (it parsed, so only a size limit can do that).
     pub fn apply(&self, text: &str) -> Result<Option<String>, String> {
         if let Some(p) = &self.literal_prefix
-            && !text.starts_with(p.as_str()) {
-                return Ok(None);
-            }
+            && !text.starts_with(p.as_str())
+        {
+            return Ok(None);
+        }
         let re = self.regex()?;
         if !re.is_match(text) {
             return Ok(None);
@@ -97,6 +98,9 @@ impl RewriteRule {
 pub struct DenyRule {
     /// The prefix as canonical words.
     pub prefix: Vec<String>,
+    /// The same with the program's folder dropped (`/usr/bin/docker` ->
+    /// `docker`), matched against commands with their wrappers peeled off.
+    pub bare_prefix: Vec<String>,
     pub reason: String,
     pub line: usize,
 }
@@ -111,6 +115,7 @@ pub struct WrapRule {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtectRule {
     pub prefix: Vec<String>,
+    pub bare_prefix: Vec<String>,
     pub line: usize,
 }
 
@@ -175,8 +180,10 @@ impl Policy {
                     if reason.is_empty() {
                         return Err(err(line, "a [deny] row needs `command-prefix | reason`"));
                     }
+                    let prefix = prefix_words(prefix, line)?;
                     p.denies.push(DenyRule {
-                        prefix: prefix_words(prefix, line)?,
+                        bare_prefix: bare(&prefix),
+                        prefix,
                         reason: reason.to_string(),
                         line,
                     });
@@ -194,8 +201,10 @@ impl Policy {
                 }
                 Section::Protect => {
                     let (prefix, _) = split2(row);
+                    let prefix = prefix_words(prefix, line)?;
                     p.protects.push(ProtectRule {
-                        prefix: prefix_words(prefix, line)?,
+                        bare_prefix: bare(&prefix),
+                        prefix,
                         line,
                     });
                 }
@@ -262,7 +271,10 @@ fn parse_rewrite(row: &str, line: usize) -> Result<RewriteRule, PolicyError> {
     if pattern.is_empty() || replacement.is_empty() {
         return Err(err(line, "a [rewrite] row needs a regex and a replacement"));
     }
-    if let Err(e) = regex_syntax::Parser::new().parse(pattern) {
+    // Only the syntax tree is built here (a few microseconds a rule); the
+    // few errors that only translation finds (an unknown Unicode class, say)
+    // surface when the rule is first used, as a reported, skipped rule.
+    if let Err(e) = regex_syntax::ast::parse::Parser::new().parse(pattern) {
         // regex-syntax reports over several lines (pattern, caret, message).
         let msg = e.to_string();
         let last = msg.lines().last().unwrap_or(&msg).trim().to_string();
@@ -277,6 +289,14 @@ fn parse_rewrite(row: &str, line: usize) -> Result<RewriteRule, PolicyError> {
         literal_prefix: literal_prefix(pattern),
         compiled: OnceCell::new(),
     })
+}
+
+fn bare(prefix: &[String]) -> Vec<String> {
+    let mut b = prefix.to_vec();
+    if let Some(first) = b.first_mut() {
+        *first = first.rsplit('/').next().unwrap_or(first).to_string();
+    }
+    b
 }
 
 fn prefix_words(prefix: &str, line: usize) -> Result<Vec<String>, PolicyError> {
