@@ -166,7 +166,15 @@ fn context(
             ctx.prd_current = fs::read_to_string(root.join(&prd)).ok();
         }
     }
-    ctx.prd_file = Some(PathBuf::from(prd));
+    let prd = PathBuf::from(prd);
+    ctx.missing = ctx
+        .loop_files
+        .iter()
+        .chain(std::iter::once(&prd))
+        .filter(|rel| !root.join(rel).exists())
+        .cloned()
+        .collect();
+    ctx.prd_file = Some(prd);
     ctx
 }
 

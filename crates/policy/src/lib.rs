@@ -48,6 +48,10 @@ pub struct LoopContext {
     pub loop_active: bool,
     /// Loop-owned files, relative to the root.
     pub loop_files: Vec<PathBuf>,
+    /// Which of `loop_files` and the PRD do not exist (relative). They stay
+    /// guarded against being created, but removing a folder above them or a
+    /// glob does not reach them.
+    pub missing: Vec<PathBuf>,
     /// The PRD, relative to the root (`prd_file:` in the state, default `prd.json`).
     pub prd_file: Option<PathBuf>,
     /// The PRD's current text, for judging an Edit or a Write to it.

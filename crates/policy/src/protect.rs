@@ -43,6 +43,11 @@ enum Effect {
         sources: Vec<String>,
     },
     Find(FindEffect),
+    /// `git clean`: removes under each path, except what `-e` excludes.
+    Clean {
+        paths: Vec<String>,
+        excludes: Vec<String>,
+    },
     Cd(Option<String>),
 }
 
@@ -77,7 +82,13 @@ pub enum Invocation {
     Nothing,
 }
 
+/// A program's or file's own name (`/bin/rm` -> `rm`). A word computed at
+/// run time (`$(echo rm)`, `$X/rm`) is kept whole so that it stays visibly
+/// dynamic.
 fn base(w: &str) -> &str {
+    if w.contains('$') || w.contains('`') {
+        return w;
+    }
     w.rsplit('/').next().unwrap_or(w)
 }
 
@@ -329,6 +340,12 @@ fn effects(name: &str, args: &[String]) -> Vec<Effect> {
                 return Vec::new();
             }
             match copy_like(args, name == "ln") {
+                // `rsync --delete src/ dest/` empties dest of what src lacks.
+                (Some(dest), _)
+                    if name == "rsync" && args.iter().any(|a| a.starts_with("--del")) =>
+                {
+                    vec![Effect::On(Kind::Remove, dest)]
+                }
                 (Some(dest), sources) => vec![Effect::Into { dest, sources }],
                 _ => Vec::new(),
             }
@@ -575,13 +592,17 @@ fn git_effects(args: &[String]) -> Vec<Effect> {
             if has_opt(&opts, &["-n", "--dry-run"]) {
                 return Vec::new();
             }
-            if ops.is_empty() {
-                vec![Effect::On(Kind::Remove, ".".to_string())]
+            let excludes = opts
+                .iter()
+                .filter(|(k, _)| k == "-e" || k == "--exclude")
+                .map(|(_, v)| v.clone())
+                .collect();
+            let paths = if ops.is_empty() {
+                vec![".".to_string()]
             } else {
-                ops.into_iter()
-                    .map(|p| Effect::On(Kind::Remove, p))
-                    .collect()
-            }
+                ops
+            };
+            vec![Effect::Clean { paths, excludes }]
         }
         "stash" => {
             let (ops, opts) = operands(rest, "m", &["--message"]);
@@ -645,20 +666,40 @@ impl Targets<'_> {
         r
     }
 
-    /// (absolute path, is_prd, display) for every protected file under every root.
-    fn all(&self, with_prd: bool) -> Vec<(PathBuf, bool, String)> {
+    /// Every protected file under every root.
+    fn all(&self, with_prd: bool) -> Vec<Target> {
         let mut out = Vec::new();
+        let exists = |rel: &PathBuf| !self.ctx.missing.contains(rel);
         for root in self.roots() {
             for rel in &self.ctx.loop_files {
-                out.push((root.join(rel), false, rel.display().to_string()));
+                out.push(Target {
+                    abs: root.join(rel),
+                    is_prd: false,
+                    display: rel.display().to_string(),
+                    exists: exists(rel),
+                });
             }
-            if with_prd
-                && let Some(prd) = &self.ctx.prd_file {
-                    out.push((root.join(prd), true, prd.display().to_string()));
-                }
+            if with_prd && let Some(prd) = &self.ctx.prd_file {
+                out.push(Target {
+                    abs: root.join(prd),
+                    is_prd: true,
+                    display: prd.display().to_string(),
+                    exists: exists(prd),
+                });
+            }
         }
         out
     }
+}
+
+/// One protected file. A file that does not exist is still guarded against
+/// being created under its name, but removing the folder it would live in
+/// (or a glob that could only match existing files) does not reach it.
+struct Target {
+    abs: PathBuf,
+    is_prd: bool,
+    display: String,
+    exists: bool,
 }
 
 fn hit(is_prd: bool, display: String) -> Hit {
@@ -683,6 +724,32 @@ fn expand_known(word: &str, cwd: Option<&Path>, ctx: &LoopContext) -> String {
 
 /// Does `kind` applied to `word` reach a protected file?
 fn classify(word: &str, kind: Kind, cwd: Option<&Path>, ctx: &LoopContext) -> Option<Hit> {
+    classify_except(word, kind, cwd, ctx, &|_| false)
+}
+
+/// `classify`, ignoring the protected files for which `skip` says so.
+fn classify_except(
+    word: &str,
+    kind: Kind,
+    cwd: Option<&Path>,
+    ctx: &LoopContext,
+    skip: &dyn Fn(&Path) -> bool,
+) -> Option<Hit> {
+    // `rm $(ls .claude/*)`: the operands are computed from what the inner
+    // command names, so judge those names as operands too.
+    if word.contains("$(") || word.contains('`') {
+        for seg in shell::split_chain(word) {
+            for sub in &seg.substitutions {
+                for inner in shell::split_chain(sub) {
+                    for w in inner.words.iter().skip(1) {
+                        if let Some(h) = classify_except(w, kind, cwd, ctx, skip) {
+                            return Some(h);
+                        }
+                    }
+                }
+            }
+        }
+    }
     let targets = Targets { ctx };
     let with_prd = kind == Kind::Remove;
     let word = expand_known(word, cwd, ctx);
@@ -691,16 +758,27 @@ fn classify(word: &str, kind: Kind, cwd: Option<&Path>, ctx: &LoopContext) -> Op
         let dynamic = cand.contains('$') || cand.contains('`') || cand.starts_with('~');
         if dynamic || (cwd.is_none() && !cand.starts_with('/')) {
             // Unknown until run time: judge by the last component's name.
-            let last = base(if trimmed.is_empty() { &cand } else { trimmed });
-            for (abs, is_prd, display) in targets.all(with_prd) {
+            let last = (if trimmed.is_empty() {
+                cand.as_str()
+            } else {
+                trimmed
+            })
+            .rsplit('/')
+            .next()
+            .unwrap_or(trimmed);
+            for t in targets.all(with_prd) {
+                if skip(&t.abs) {
+                    continue;
+                }
                 let mut names = vec![
-                    abs.file_name()
+                    t.abs
+                        .file_name()
                         .map(|n| n.to_string_lossy().to_string())
                         .unwrap_or_default(),
                 ];
-                if kind != Kind::Onto {
+                if kind != Kind::Onto && t.exists {
                     for root in targets.roots() {
-                        if let Ok(rel) = abs.strip_prefix(root) {
+                        if let Ok(rel) = t.abs.strip_prefix(root) {
                             let comps: Vec<_> = rel.components().collect();
                             for c in comps.iter().take(comps.len().saturating_sub(1)) {
                                 names.push(c.as_os_str().to_string_lossy().to_string());
@@ -712,21 +790,25 @@ fn classify(word: &str, kind: Kind, cwd: Option<&Path>, ctx: &LoopContext) -> Op
                     !n.is_empty()
                         && (n == last || (glob::has_glob(last) && glob::match_component(last, n)))
                 }) {
-                    return Some(hit(is_prd, display));
+                    return Some(hit(t.is_prd, t.display));
                 }
             }
             continue;
         }
         let base_dir = cwd.unwrap_or(Path::new("/"));
         let path = normalize(&base_dir.join(&cand));
-        for (abs, is_prd, display) in targets.all(with_prd) {
+        for t in targets.all(with_prd) {
+            if skip(&t.abs) {
+                continue;
+            }
             let reaches = if glob::has_glob(&cand) {
-                glob_reaches(&path, &abs, kind, ctx)
+                t.exists && glob_reaches(&path, &t.abs, kind, ctx)
             } else {
-                path == abs || (abs.starts_with(&path) && ancestor_counts(&path, kind, ctx))
+                path == t.abs
+                    || (t.exists && t.abs.starts_with(&path) && ancestor_counts(&path, kind, ctx))
             };
             if reaches {
-                return Some(hit(is_prd, display));
+                return Some(hit(t.is_prd, t.display));
             }
         }
     }
@@ -784,7 +866,17 @@ fn classify_find(f: &FindEffect, cwd: Option<&Path>, ctx: &LoopContext) -> Optio
             return classify(start, Kind::Remove, None, ctx);
         };
         let s = normalize(&cwd.join(expand_known(start, Some(cwd), ctx)));
-        for (abs, is_prd, display) in targets.all(true) {
+        // find only meets files that exist.
+        for Target {
+            abs,
+            is_prd,
+            display,
+            exists,
+        } in targets.all(true)
+        {
+            if !exists {
+                continue;
+            }
             let Ok(rel) = abs.strip_prefix(&s) else {
                 if glob::has_glob(start) {
                     return Some(hit(is_prd, display));
@@ -839,6 +931,23 @@ fn classify_into(
         }
     }
     None
+}
+
+/// Is `abs` kept by one of `git clean -e PATTERN` (gitignore-style, read
+/// simply: the pattern names the file, or a folder on its way)?
+fn excluded(abs: &Path, excludes: &[String], ctx: &LoopContext) -> bool {
+    let rel = abs
+        .strip_prefix(&ctx.root)
+        .or_else(|_| abs.strip_prefix(ctx.real_root.as_deref().unwrap_or(&ctx.root)));
+    let Ok(rel) = rel else { return false };
+    let rel_str = rel.to_string_lossy();
+    excludes.iter().any(|e| {
+        let e = e.trim_start_matches('/').trim_end_matches('/');
+        glob::fnmatch(e, &rel_str)
+            || rel
+                .components()
+                .any(|c| glob::fnmatch(e, &c.as_os_str().to_string_lossy()))
+    })
 }
 
 /// Why a Bash command is denied, if it is.
@@ -908,12 +1017,14 @@ fn check_segment(
                 }
             }
             // `echo "rm x" | sh`: the script is the echoed text.
-            if seg.piped_in && idx > 0
+            if seg.piped_in
+                && idx > 0
                 && let Invocation::Exec { name, args, .. } = unwrap(&all[idx - 1].words)
-                    && (name == "echo" || name == "printf") {
-                        let mut inner = cwd.clone();
-                        return check_script(&args.join(" "), ctx, &mut inner, depth + 1);
-                    }
+                && (name == "echo" || name == "printf")
+            {
+                let mut inner = cwd.clone();
+                return check_script(&args.join(" "), ctx, &mut inner, depth + 1);
+            }
             None
         }
         Invocation::Exec {
@@ -922,6 +1033,23 @@ fn check_segment(
             via_xargs,
         } => {
             if name.contains('$') || name.contains('`') {
+                // `$(echo rm) FILE`: when the name is echoed, the echoed text
+                // plus the arguments is the command that runs.
+                for sub in &seg.substitutions {
+                    for inner in shell::split_chain(sub) {
+                        if let Invocation::Exec {
+                            name: n, args: a, ..
+                        } = unwrap(&inner.words)
+                            && (n == "echo" || n == "printf")
+                        {
+                            let script = format!("{} {}", a.join(" "), shell::join(&args));
+                            let mut inner_cwd = cwd.clone();
+                            if let Some(h) = check_script(&script, ctx, &mut inner_cwd, depth + 1) {
+                                return Some(h);
+                            }
+                        }
+                    }
+                }
                 // The program is chosen at run time: any loop file named is too close.
                 return args
                     .iter()
@@ -943,6 +1071,12 @@ fn check_segment(
                         classify_into(dest, sources, here.as_deref(), ctx)
                     }
                     Effect::Find(f) => classify_find(f, here.as_deref(), ctx),
+                    Effect::Clean { paths, excludes } => {
+                        let skip = |abs: &Path| excluded(abs, excludes, ctx);
+                        paths.iter().find_map(|p| {
+                            classify_except(p, Kind::Remove, here.as_deref(), ctx, &skip)
+                        })
+                    }
                     Effect::Cd(dir) => {
                         *cwd = match dir {
                             Some(d)
