@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use ralph_core::paths::{
     LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, POLICY_FILE, POLICY_FILE_ALT, STATE_FILE,
-    project_root_from_env,
+    VERIFY_FILE, project_root_from_env,
 };
 use ralph_policy::{LoopContext, Policy, PolicyError, PolicySource, ToolCall, decide, protect};
 use serde_json::Value;
@@ -137,11 +137,13 @@ fn context(
     if !loop_active {
         return ctx;
     }
+    // The verify results too: a forged one would pass the loop's checks.
     ctx.loop_files = [
         STATE_FILE,
         LAST_INJECTED_FILE,
         LOG_FILE,
         LOCK_FILE,
+        VERIFY_FILE,
         POLICY_FILE,
         POLICY_FILE_ALT,
     ]
