@@ -277,7 +277,8 @@ fn parse_rewrite(row: &str, line: usize) -> Result<RewriteRule, PolicyError> {
     if let Err(e) = regex_syntax::ast::parse::Parser::new().parse(pattern) {
         // regex-syntax reports over several lines (pattern, caret, message).
         let msg = e.to_string();
-        let last = msg.lines().last().unwrap_or(&msg).trim().to_string();
+        let last = msg.lines().last().unwrap_or(&msg).trim();
+        let last = last.strip_prefix("error: ").unwrap_or(last).to_string();
         return Err(err(line, format!("invalid regex `{pattern}`: {last}")));
     }
     Ok(RewriteRule {
