@@ -110,7 +110,9 @@ fn fail(e: &dyn std::fmt::Display) -> ExitCode {
 /// UserPromptSubmit: every prompt of every session passes here, so anything
 /// that is not the loop command leaves at once, printing nothing.
 fn hook_prompt() {
-    let Ok(input) = HookInput::read(std::io::stdin().lock()) else {
+    // Claude Code writes the input and closes the pipe at once; never wait
+    // longer than this on a pipe that stays silent (the prompt then goes on).
+    let Ok(input) = HookInput::read_stdin_with_deadline(10) else {
         return;
     };
     let Some(raw) = input.prompt.as_deref().and_then(args::loop_command_args) else {

@@ -166,9 +166,9 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
     }
     // An unclaimed loop (the official setup, or `ralph-setup start` from a
     // terminal) belongs to the first session whose Stop sees it.
-    let mut text = text;
+    let mut next = state.clone();
     if state.session_id.is_empty() && !session.is_empty() {
-        text = state::with_session(&text, session).unwrap_or(text);
+        next.session_id = session.to_string();
         // The claim is recorded for `status`; a log failure is reported with the decision's.
         let _ = log(
             paths,
@@ -254,8 +254,9 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
         loop_check,
         stalls,
     });
-    let text = state::with_progress(&text, stalls, fingerprint.as_deref()).unwrap_or(text);
-    done(apply(paths, session, &text, decision)?)
+    next.stalls = stalls;
+    next.last_fingerprint = fingerprint.or(next.last_fingerprint);
+    done(apply(paths, session, &text, next, decision)?)
 }
 
 /// Does this turn claim the work is done? Plain mode: the promise was kept.
@@ -279,10 +280,13 @@ fn completion_claimed(
     }
 }
 
+/// Carry out a decision. `next` is the state as it stands after this Stop
+/// (claimed session, stall count), before the iteration moves on.
 fn apply(
     paths: &LoopPaths,
     session: &str,
     text: &str,
+    mut next: LoopState,
     decision: Decision,
 ) -> Result<Option<serde_json::Value>, StoreError> {
     let code = decision.code().as_str();
@@ -296,8 +300,8 @@ fn apply(
             remove_blocker,
             ..
         } => {
-            let updated =
-                state::with_iteration(text, next_iteration).unwrap_or_else(|| text.into());
+            next.iteration = next_iteration;
+            let updated = state::updated_text(text, &next);
             // Save before blocking: a block whose increment was not saved could
             // loop past the cap forever.
             store::atomic_write(&paths.state, updated.as_bytes())?;

@@ -251,23 +251,36 @@ impl LoopState {
     }
 }
 
-/// Set `iteration` in a state file's text, leaving every other byte as it was.
-pub fn with_iteration(text: &str, iteration: u64) -> Option<String> {
-    frontmatter::set_field(text, "iteration", &iteration.to_string())
-}
-
-/// Record the no-progress breaker's count and the tree it saw.
-pub fn with_progress(text: &str, stalls: u32, fingerprint: Option<&str>) -> Option<String> {
-    let text = frontmatter::set_field(text, "stalls", &stalls.to_string())?;
-    match fingerprint {
-        Some(f) => frontmatter::set_field(&text, "last_fingerprint", &quote(f)),
-        None => Some(text),
+/// The text of a state file updated to `new` (the same loop with a new
+/// iteration, session, stall count or fingerprint).
+///
+/// Single frontmatter lines are edited so unknown keys, comments and the body
+/// survive byte for byte. The edit is then read back: if it does not give
+/// exactly `new` (a `key:` line can sit inside a multi-line quoted scalar,
+/// which a line edit would corrupt), the frontmatter is rendered afresh.
+pub fn updated_text(text: &str, new: &LoopState) -> String {
+    let mut edits = vec![
+        ("iteration", new.iteration.to_string()),
+        ("session_id", quote(&new.session_id)),
+        ("stalls", new.stalls.to_string()),
+    ];
+    if let Some(f) = &new.last_fingerprint {
+        edits.push(("last_fingerprint", quote(f)));
+    }
+    let edited = edits.iter().try_fold(text.to_string(), |t, (key, value)| {
+        frontmatter::set_field(&t, key, value)
+    });
+    match edited {
+        Some(t) if LoopState::parse(&t).as_ref() == Ok(new) => t,
+        _ => new.render(),
     }
 }
 
-/// Set `session_id` in a state file's text (the first Stop claims the loop).
-pub fn with_session(text: &str, session_id: &str) -> Option<String> {
-    frontmatter::set_field(text, "session_id", &quote(session_id))
+/// Set `iteration` in a state file's text (see [`updated_text`]); `None`
+/// when the text is not a valid state.
+pub fn with_iteration(text: &str, iteration: u64) -> Option<String> {
+    let state = LoopState::parse(text).ok()?;
+    Some(updated_text(text, &LoopState { iteration, ..state }))
 }
 
 /// A string as a YAML double-quoted scalar.
@@ -348,10 +361,12 @@ mod tests {
         };
         let text = state.render();
         assert_eq!(LoopState::parse(&text).unwrap(), state);
-        let bumped = with_iteration(&text, 2).unwrap();
-        let again = LoopState::parse(&bumped).unwrap();
-        assert_eq!(again.iteration, 2);
-        assert_eq!(again.prompt, state.prompt);
+        let next = LoopState {
+            iteration: 2,
+            ..state.clone()
+        };
+        let bumped = updated_text(&text, &next);
+        assert_eq!(LoopState::parse(&bumped).unwrap(), next);
     }
 
     #[test]
@@ -367,6 +382,33 @@ mod tests {
         assert_eq!(e.field(), "frontmatter");
         let e = LoopState::parse("---\niteration: -1\n---\n\nx").unwrap_err();
         assert_eq!(e.field(), "iteration");
+    }
+
+    #[test]
+    fn update_keeps_unknown_lines_but_never_edits_inside_a_scalar() {
+        let text = "---\n# mine\niteration: 1\ncustom: x\n---\n\niteration: 1\n";
+        let state = LoopState::parse(text).unwrap();
+        let next = LoopState {
+            iteration: 2,
+            ..state
+        };
+        let out = updated_text(text, &next);
+        assert!(
+            out.starts_with("---\n# mine\niteration: 2\ncustom: x\n"),
+            "{out}"
+        );
+        assert!(out.ends_with("\n---\n\niteration: 1\n"));
+
+        // Found by the fuzzer: `iteration:` inside a multi-line quoted scalar.
+        let tricky = "---\nsession_id: \"a\niteration: 1\n\"\niteration: 1\nmax_iterations: 3\n---\n\nBuild it\n";
+        let state = LoopState::parse(tricky).unwrap();
+        let next = LoopState {
+            iteration: 2,
+            ..state.clone()
+        };
+        let out = updated_text(tricky, &next);
+        assert_eq!(LoopState::parse(&out).unwrap(), next);
+        assert_eq!(next.session_id, state.session_id);
     }
 
     #[test]
