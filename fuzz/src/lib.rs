@@ -1,0 +1,2 @@
+//! Property functions for the fuzz targets; see `props.rs`.
+pub mod props;
