@@ -427,3 +427,33 @@ fn other_tools_are_ignored() {
     let (out, _) = run_guard(&p.input("Read", json!({"file_path": ".claude/ralph-loop.local.md"})));
     assert_eq!(out, None);
 }
+
+#[test]
+fn regex_check_is_remembered_per_policy_text() {
+    let p = Project::new("policy");
+    let marker = p.root.join(".claude/ralph-guard.policy-checked");
+    assert!(!marker.exists());
+    let out = bash(&p, "pnpm -w run build").expect("a rewrite");
+    assert_eq!(decision(&Some(out)), Some("allow"));
+    assert!(marker.exists(), "a checked policy is remembered");
+    // Still a rewrite when the check is skipped.
+    let out = bash(&p, "pnpm -w run build").expect("a rewrite");
+    assert_eq!(
+        out.pointer("/hookSpecificOutput/updatedInput/command"),
+        Some(&json!("pnpm build"))
+    );
+    // A changed text is checked again: a new bad regex is reported at once.
+    let good = fixture("command-policy");
+    let bad_line = good.lines().count() + 2;
+    put(
+        &p.root,
+        ".ralph/command-policy",
+        &format!("{good}[rewrite]\n^x(y | z | bad\n"),
+    );
+    let out = bash(&p, "ls").expect("a message");
+    let msg = out["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains(&format!("(line {bad_line}: invalid regex")),
+        "{msg}"
+    );
+}

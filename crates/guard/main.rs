@@ -23,6 +23,11 @@ use serde_json::Value;
 /// told once rather than before every tool call.
 const WRAP_MARKER: &str = ".claude/ralph-guard.wrap-noted";
 
+/// Remembers which policy text already passed the regex syntax check, so a
+/// large policy is not re-checked before every tool call (a forged marker
+/// only defers an error to the rule's first use, where it is still reported).
+const CHECKED_MARKER: &str = ".claude/ralph-guard.policy-checked";
+
 const GUARDED_TOOLS: &[&str] = &["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"];
 
 fn main() {
@@ -91,21 +96,7 @@ fn internal_error(what: &str) -> Value {
 fn read_policy(root: &Path) -> PolicySource {
     for rel in [POLICY_FILE, POLICY_FILE_ALT] {
         match fs::read_to_string(root.join(rel)) {
-            Ok(text) => {
-                return match Policy::parse(&text) {
-                    Ok(policy) => PolicySource::Loaded {
-                        path: rel.to_string(),
-                        policy,
-                    },
-                    Err(error) => {
-                        eprintln!("ralph-guard: {rel} is broken: {error}");
-                        PolicySource::Broken {
-                            path: rel.to_string(),
-                            error,
-                        }
-                    }
-                };
-            }
+            Ok(text) => return parse_policy(root, rel, &text),
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => {
                 return PolicySource::Broken {
@@ -116,6 +107,53 @@ fn read_policy(root: &Path) -> PolicySource {
         }
     }
     PolicySource::Absent
+}
+
+fn parse_policy(root: &Path, rel: &str, text: &str) -> PolicySource {
+    let stamp = checked_stamp(text);
+    let marker = root.join(CHECKED_MARKER);
+    let checked = fs::read_to_string(&marker).is_ok_and(|m| m == stamp);
+    match Policy::parse_with(text, !checked) {
+        Ok(policy) => {
+            if !checked && !policy.rewrites.is_empty() {
+                write_marker(&marker, &stamp);
+            }
+            PolicySource::Loaded {
+                path: rel.to_string(),
+                policy,
+            }
+        }
+        Err(error) => {
+            eprintln!("ralph-guard: {rel} is broken: {error}");
+            PolicySource::Broken {
+                path: rel.to_string(),
+                error,
+            }
+        }
+    }
+}
+
+/// Identifies a policy text (and the guard version that checked it).
+fn checked_stamp(text: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    text.hash(&mut h);
+    format!(
+        "{} {:016x} {}\n",
+        env!("CARGO_PKG_VERSION"),
+        h.finish(),
+        text.len()
+    )
+}
+
+fn write_marker(marker: &Path, content: &str) {
+    let written = marker
+        .parent()
+        .map_or(Ok(()), fs::create_dir_all)
+        .and_then(|()| fs::write(marker, content));
+    if let Err(e) = written {
+        eprintln!("ralph-guard: cannot write {}: {e}", marker.display());
+    }
 }
 
 fn context(
@@ -216,18 +254,7 @@ fn wrap_already_reported(root: &Path, policy: &PolicySource) -> bool {
 }
 
 fn remember_wrap_notice(root: &Path, policy: &PolicySource) {
-    let Some(sig) = wrap_signature(policy) else {
-        return;
-    };
-    let marker = root.join(WRAP_MARKER);
-    let written = marker
-        .parent()
-        .map_or(Ok(()), fs::create_dir_all)
-        .and_then(|()| fs::write(&marker, sig));
-    if let Err(e) = written {
-        eprintln!(
-            "ralph-guard: cannot record the [wrap] notice in {}: {e}",
-            marker.display()
-        );
+    if let Some(sig) = wrap_signature(policy) {
+        write_marker(&root.join(WRAP_MARKER), &sig);
     }
 }
