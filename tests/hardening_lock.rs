@@ -1,0 +1,128 @@
+//! Bounded lock waits: while another process holds `.claude/ralph-loop.lock`,
+//! the Stop hook gives up after its bound (about 5 s) with a clear message and
+//! exit 0, and changes nothing; `cancel` and `start` give up too and say so.
+//! The only timing assertions of the suite, and generous ones.
+
+mod hardening_support;
+
+use hardening_support::*;
+use std::fs::OpenOptions;
+use std::time::Duration;
+
+/// Hold the loop lock (flock, as ralph takes it) for the life of the file.
+fn hold_lock(p: &Project) -> std::fs::File {
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(p.path(LOCK))
+        .expect("lock file");
+    f.lock().expect("flock");
+    f
+}
+
+const LOWER: Duration = Duration::from_secs(4);
+const UPPER: Duration = Duration::from_secs(60);
+
+#[test]
+fn stop_hook_gives_up_on_a_held_lock() {
+    let p = Project::new("lock-stop");
+    p.write(STATE, state_text(4, 0));
+    let held = hold_lock(&p);
+    let o = run_stop(&p, &stop_input(&p.root, "x"));
+    o.assert_fail_open("stop hook, lock held");
+    assert!(!o.is_block());
+    let msg = o.system_message();
+    assert!(msg.contains("lock"), "says the lock was held: {msg}");
+    assert!(
+        msg.contains("ralph-loop.lock"),
+        "names the lock file: {msg}"
+    );
+    assert!(msg.contains("allowed"), "says the stop is allowed: {msg}");
+    assert!(
+        o.elapsed >= LOWER && o.elapsed < UPPER,
+        "waited {:?}",
+        o.elapsed
+    );
+    assert_eq!(
+        p.state().as_deref(),
+        Some(state_text(4, 0).as_str()),
+        "state untouched"
+    );
+    assert!(p.log().is_empty(), "no decision was taken");
+
+    // Released: the next hook proceeds at once.
+    drop(held);
+    let o = run_stop(&p, &stop_input(&p.root, "x"));
+    assert!(o.is_block(), "{o:?}");
+    eprintln!("gave up after {:?}", o.elapsed);
+}
+
+#[test]
+fn cancel_and_start_give_up_on_a_held_lock() {
+    let p = Project::new("lock-setup");
+    p.write(STATE, state_text(4, 0));
+    let _held = hold_lock(&p);
+    let o = run(command(SETUP, &p, &["cancel"]), Stdin::Bytes(b""));
+    assert!(
+        o.elapsed >= LOWER && o.elapsed < UPPER,
+        "cancel waited {:?}",
+        o.elapsed
+    );
+    assert!(
+        o.stdout.contains("lock") || o.stderr.contains("lock"),
+        "cancel says why: {o:?}"
+    );
+    assert_eq!(
+        p.state().as_deref(),
+        Some(state_text(4, 0).as_str()),
+        "cancel changed nothing"
+    );
+
+    let o = run(
+        command(
+            SETUP,
+            &p,
+            &["start", "--session", SESSION, "--", "new task"],
+        ),
+        Stdin::Bytes(b""),
+    );
+    assert!(
+        o.elapsed >= LOWER && o.elapsed < UPPER,
+        "start waited {:?}",
+        o.elapsed
+    );
+    assert!(
+        o.stdout.contains("lock") || o.stderr.contains("lock"),
+        "start says why: {o:?}"
+    );
+    assert_eq!(
+        p.state().as_deref(),
+        Some(state_text(4, 0).as_str()),
+        "start changed nothing"
+    );
+
+    // The UserPromptSubmit form of start answers in hook JSON, exit 0.
+    let input = serde_json::json!({"session_id": SESSION, "cwd": p.root,
+        "hook_event_name": "UserPromptSubmit", "prompt": "/ralph:ralph-loop new task"})
+    .to_string();
+    let o = run(
+        command(SETUP, &p, &["hook-prompt"]),
+        Stdin::Bytes(input.as_bytes()),
+    );
+    o.assert_fail_open("hook-prompt, lock held");
+    assert!(o.stdout.contains("lock"), "hook-prompt says why: {o:?}");
+    assert_eq!(p.state().as_deref(), Some(state_text(4, 0).as_str()));
+}
+
+/// A lock file left by a process that died is no obstacle: flock is released
+/// by the kernel with the process.
+#[test]
+fn stale_lock_file_is_not_a_lock() {
+    let p = Project::new("lock-stale");
+    p.write(STATE, state_text(4, 0));
+    p.write(LOCK, "left behind");
+    let o = run_stop(&p, &stop_input(&p.root, "x"));
+    assert!(o.is_block(), "{o:?}");
+    assert!(o.elapsed < UPPER);
+}
