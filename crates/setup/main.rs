@@ -237,6 +237,12 @@ fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, Sta
             if b.story_id.is_empty() { "?" } else { &b.story_id }
         ));
     }
+    if state.prompt != ralph_core::decision::DEFAULT_PRD_PROMPT {
+        report.push_str(&format!(
+            "Prompt: {}\n",
+            setup::prompt_preview(&state.prompt)
+        ));
+    }
     report.push_str(&setup::settings(&state, prd.as_ref()));
     Ok(Started {
         summary: report,

@@ -226,6 +226,16 @@ pub fn describe(state: &LoopState, prd: Option<&Prd>) -> String {
     settings(state, prd) + &task(state, prd)
 }
 
+/// The prompt in one line of at most 160 characters, for the user's summary.
+pub fn prompt_preview(prompt: &str) -> String {
+    let flat = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= 160 {
+        flat
+    } else {
+        format!("{}…", flat.chars().take(159).collect::<String>())
+    }
+}
+
 /// The loop's settings: cap, promise, PRD progress (what the user is shown at start).
 pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
     let mut out = String::new();
@@ -578,6 +588,13 @@ mod tests {
         assert!(text.contains("at most 9"));
         assert_eq!(first_injection(Some(&prd)).unwrap().count, 1);
         assert!(check_prd("p", r#"{"stories":[{"id":"A","depends_on":["B"]}]}"#).is_err());
+    }
+
+    #[test]
+    fn preview_is_one_bounded_line() {
+        assert_eq!(prompt_preview("a\n  b\tc"), "a b c");
+        let long = "x".repeat(500);
+        assert_eq!(prompt_preview(&long).chars().count(), 160);
     }
 
     #[test]
