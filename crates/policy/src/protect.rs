@@ -646,41 +646,45 @@ pub fn normalize(p: &Path) -> PathBuf {
     out
 }
 
-/// The protected files, each under the root and (when it differs) the
-/// symlink-free root, with the folders strictly between root and file.
-struct Targets<'a> {
+/// The loop context with the protected files worked out once per command:
+/// every check of every word needs them.
+struct Checker<'a> {
     ctx: &'a LoopContext,
+    roots: Vec<PathBuf>,
+    /// Loop files under every root, then the PRD under every root.
+    targets: Vec<Target>,
+    loop_count: usize,
 }
 
-impl Targets<'_> {
-    fn roots(&self) -> Vec<&Path> {
-        let mut r = vec![self.ctx.root.as_path()];
-        if let Some(real) = self
-            .ctx
-            .real_root
-            .as_deref()
-            .filter(|r| *r != self.ctx.root)
-        {
-            r.push(real);
-        }
-        r
+impl std::ops::Deref for Checker<'_> {
+    type Target = LoopContext;
+    fn deref(&self) -> &LoopContext {
+        self.ctx
     }
+}
 
-    /// Every protected file under every root.
-    fn all(&self, with_prd: bool) -> Vec<Target> {
-        let mut out = Vec::new();
-        let exists = |rel: &PathBuf| !self.ctx.missing.contains(rel);
-        for root in self.roots() {
-            for rel in &self.ctx.loop_files {
-                out.push(Target {
+impl<'a> Checker<'a> {
+    fn new(ctx: &'a LoopContext) -> Checker<'a> {
+        let mut roots = vec![ctx.root.clone()];
+        if let Some(real) = ctx.real_root.as_ref().filter(|r| **r != ctx.root) {
+            roots.push(real.clone());
+        }
+        let exists = |rel: &PathBuf| !ctx.missing.contains(rel);
+        let mut targets = Vec::new();
+        for root in &roots {
+            for rel in &ctx.loop_files {
+                targets.push(Target {
                     abs: root.join(rel),
                     is_prd: false,
                     display: rel.display().to_string(),
                     exists: exists(rel),
                 });
             }
-            if with_prd && let Some(prd) = &self.ctx.prd_file {
-                out.push(Target {
+        }
+        let loop_count = targets.len();
+        if let Some(prd) = &ctx.prd_file {
+            for root in &roots {
+                targets.push(Target {
                     abs: root.join(prd),
                     is_prd: true,
                     display: prd.display().to_string(),
@@ -688,13 +692,28 @@ impl Targets<'_> {
                 });
             }
         }
-        out
+        Checker {
+            ctx,
+            roots,
+            targets,
+            loop_count,
+        }
+    }
+
+    /// The protected files; the PRD only where removal is judged.
+    fn all(&self, with_prd: bool) -> &[Target] {
+        if with_prd {
+            &self.targets
+        } else {
+            &self.targets[..self.loop_count]
+        }
     }
 }
 
 /// One protected file. A file that does not exist is still guarded against
 /// being created under its name, but removing the folder it would live in
 /// (or a glob that could only match existing files) does not reach it.
+#[derive(Clone)]
 struct Target {
     abs: PathBuf,
     is_prd: bool,
@@ -702,16 +721,16 @@ struct Target {
     exists: bool,
 }
 
-fn hit(is_prd: bool, display: String) -> Hit {
+fn hit(is_prd: bool, display: &str) -> Hit {
     if is_prd {
-        Hit::Prd(display)
+        Hit::Prd(display.to_string())
     } else {
-        Hit::Loop(display)
+        Hit::Loop(display.to_string())
     }
 }
 
 /// Expand the variables whose value the guard knows.
-fn expand_known(word: &str, cwd: Option<&Path>, ctx: &LoopContext) -> String {
+fn expand_known(word: &str, cwd: Option<&Path>, ctx: &Checker) -> String {
     let mut w = word.to_string();
     if let Some(cwd) = cwd {
         let c = cwd.display().to_string();
@@ -723,7 +742,7 @@ fn expand_known(word: &str, cwd: Option<&Path>, ctx: &LoopContext) -> String {
 }
 
 /// Does `kind` applied to `word` reach a protected file?
-fn classify(word: &str, kind: Kind, cwd: Option<&Path>, ctx: &LoopContext) -> Option<Hit> {
+fn classify(word: &str, kind: Kind, cwd: Option<&Path>, ctx: &Checker) -> Option<Hit> {
     classify_except(word, kind, cwd, ctx, &|_| false)
 }
 
@@ -732,7 +751,7 @@ fn classify_except(
     word: &str,
     kind: Kind,
     cwd: Option<&Path>,
-    ctx: &LoopContext,
+    ctx: &Checker,
     skip: &dyn Fn(&Path) -> bool,
 ) -> Option<Hit> {
     // `rm $(ls .claude/*)`: the operands are computed from what the inner
@@ -750,7 +769,7 @@ fn classify_except(
             }
         }
     }
-    let targets = Targets { ctx };
+    let targets = ctx;
     let with_prd = kind == Kind::Remove;
     let word = expand_known(word, cwd, ctx);
     for cand in glob::expand_braces(&word) {
@@ -777,7 +796,7 @@ fn classify_except(
                         .unwrap_or_default(),
                 ];
                 if kind != Kind::Onto && t.exists {
-                    for root in targets.roots() {
+                    for root in &targets.roots {
                         if let Ok(rel) = t.abs.strip_prefix(root) {
                             let comps: Vec<_> = rel.components().collect();
                             for c in comps.iter().take(comps.len().saturating_sub(1)) {
@@ -790,7 +809,7 @@ fn classify_except(
                     !n.is_empty()
                         && (n == last || (glob::has_glob(last) && glob::match_component(last, n)))
                 }) {
-                    return Some(hit(t.is_prd, t.display));
+                    return Some(hit(t.is_prd, &t.display));
                 }
             }
             continue;
@@ -808,14 +827,14 @@ fn classify_except(
                     || (t.exists && t.abs.starts_with(&path) && ancestor_counts(&path, kind, ctx))
             };
             if reaches {
-                return Some(hit(t.is_prd, t.display));
+                return Some(hit(t.is_prd, &t.display));
             }
         }
     }
     None
 }
 
-fn ancestor_counts(path: &Path, kind: Kind, ctx: &LoopContext) -> bool {
+fn ancestor_counts(path: &Path, kind: Kind, ctx: &Checker) -> bool {
     match kind {
         Kind::Remove | Kind::Write => true,
         Kind::Onto => false,
@@ -833,7 +852,7 @@ fn ancestor_counts(path: &Path, kind: Kind, ctx: &LoopContext) -> bool {
 
 /// Does the glob `pattern` (absolute, normalised) match `target` or, for a
 /// removal, a folder above it?
-fn glob_reaches(pattern: &Path, target: &Path, kind: Kind, ctx: &LoopContext) -> bool {
+fn glob_reaches(pattern: &Path, target: &Path, kind: Kind, ctx: &Checker) -> bool {
     let pc: Vec<String> = pattern
         .components()
         .map(|c| c.as_os_str().to_string_lossy().to_string())
@@ -856,8 +875,8 @@ fn glob_reaches(pattern: &Path, target: &Path, kind: Kind, ctx: &LoopContext) ->
 }
 
 /// Does `find START... -delete` (or `-exec rm`) reach a protected file?
-fn classify_find(f: &FindEffect, cwd: Option<&Path>, ctx: &LoopContext) -> Option<Hit> {
-    let targets = Targets { ctx };
+fn classify_find(f: &FindEffect, cwd: Option<&Path>, ctx: &Checker) -> Option<Hit> {
+    let targets = ctx;
     for start in &f.starts {
         if classify(start, Kind::Remove, cwd, ctx).is_none() {
             continue;
@@ -879,12 +898,12 @@ fn classify_find(f: &FindEffect, cwd: Option<&Path>, ctx: &LoopContext) -> Optio
             }
             let Ok(rel) = abs.strip_prefix(&s) else {
                 if glob::has_glob(start) {
-                    return Some(hit(is_prd, display));
+                    return Some(hit(*is_prd, display));
                 }
                 continue;
             };
             if f.names.is_empty() && f.paths.is_empty() {
-                return Some(hit(is_prd, display));
+                return Some(hit(*is_prd, display));
             }
             let comps: Vec<String> = rel
                 .components()
@@ -902,19 +921,14 @@ fn classify_find(f: &FindEffect, cwd: Option<&Path>, ctx: &LoopContext) -> Optio
             let printed = format!("{}/{}", start.trim_end_matches('/'), rel.display());
             let path_hit = f.paths.iter().any(|pat| glob::fnmatch(pat, &printed));
             if name_hit || path_hit {
-                return Some(hit(is_prd, display));
+                return Some(hit(*is_prd, display));
             }
         }
     }
     None
 }
 
-fn classify_into(
-    dest: &str,
-    sources: &[String],
-    cwd: Option<&Path>,
-    ctx: &LoopContext,
-) -> Option<Hit> {
+fn classify_into(dest: &str, sources: &[String], cwd: Option<&Path>, ctx: &Checker) -> Option<Hit> {
     // Onto the file itself (the PRD may be replaced: only its removal is guarded).
     if let Some(h @ Hit::Loop(_)) = classify(dest, Kind::Onto, cwd, ctx) {
         return Some(h);
@@ -935,7 +949,7 @@ fn classify_into(
 
 /// Is `abs` kept by one of `git clean -e PATTERN` (gitignore-style, read
 /// simply: the pattern names the file, or a folder on its way)?
-fn excluded(abs: &Path, excludes: &[String], ctx: &LoopContext) -> bool {
+fn excluded(abs: &Path, excludes: &[String], ctx: &Checker) -> bool {
     let rel = abs
         .strip_prefix(&ctx.root)
         .or_else(|_| abs.strip_prefix(ctx.real_root.as_deref().unwrap_or(&ctx.root)));
@@ -952,13 +966,14 @@ fn excluded(abs: &Path, excludes: &[String], ctx: &LoopContext) -> bool {
 
 /// Why a Bash command is denied, if it is.
 pub fn check_bash(command: &str, ctx: &LoopContext) -> Option<Hit> {
+    let ck = Checker::new(ctx);
     let mut cwd = Some(ctx.cwd.clone());
-    check_script(command, ctx, &mut cwd, 0)
+    check_script(command, &ck, &mut cwd, 0)
 }
 
 fn check_script(
     command: &str,
-    ctx: &LoopContext,
+    ctx: &Checker,
     cwd: &mut Option<PathBuf>,
     depth: usize,
 ) -> Option<Hit> {
@@ -978,7 +993,7 @@ fn check_segment(
     seg: &Segment,
     idx: usize,
     all: &[Segment],
-    ctx: &LoopContext,
+    ctx: &Checker,
     cwd: &mut Option<PathBuf>,
     depth: usize,
 ) -> Option<Hit> {
