@@ -250,11 +250,10 @@ fn rewrite_chain(
     let mut reasons = Vec::new();
     // Back to front, so earlier byte ranges stay valid while splicing.
     for seg in segments.iter().rev() {
-        let (k, canon) = policy::canonical_words(&seg.words);
-        if canon.is_empty() {
+        let (k, text) = policy::canonical_text(&seg.raw_words, &seg.words);
+        if text.is_empty() {
             continue;
         }
-        let text = shell::join(&canon);
         for rule in &p.rewrites {
             let new = match rule.apply(&text) {
                 Ok(Some(new)) => new,

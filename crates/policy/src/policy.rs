@@ -488,6 +488,20 @@ pub fn canonical_words(words: &[String]) -> (usize, Vec<String>) {
     (k, out)
 }
 
+/// The canonical form as written, for `[rewrite]`: the same words as
+/// `canonical_words` keeps, but with their quoting untouched, so that a
+/// rewrite never changes how the rest of the command is expanded
+/// (`--filter "$PKG"` stays a variable, `"two words"` stays one word).
+pub fn canonical_text(raw_words: &[String], words: &[String]) -> (usize, String) {
+    let (k, canon) = canonical_words(words);
+    let mut raw: Vec<&str> = raw_words.iter().skip(k).map(String::as_str).collect();
+    // `pnpm run X` -> `pnpm X`: canonical_words dropped the second word.
+    if canon.len() + 1 == raw.len() && raw.len() >= 3 {
+        raw.remove(1);
+    }
+    (k, raw.join(" "))
+}
+
 /// Does `cmd` start with the words of `prefix` (whole words only, so
 /// `pnpm test-e2e` does not match `pnpm test-e2e:local`)?
 pub fn starts_with_words(cmd: &[String], prefix: &[String]) -> bool {
