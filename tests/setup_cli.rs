@@ -237,3 +237,33 @@ fn cli_start_without_session_is_claimed_by_first_stop() {
     assert_eq!(code, 2);
     assert!(out.contains("unknown option"));
 }
+
+#[test]
+fn status_and_cancel_are_answered_by_the_hook_without_a_model_turn() {
+    let p = Project::new("hookcmds");
+    p.prompt("A", "/ralph:ralph-loop task --max-iterations 4");
+    let out = p.prompt("A", "/ralph:ralph-status").unwrap();
+    assert_eq!(out["decision"], "block");
+    assert!(
+        out["reason"].as_str().unwrap().contains("iteration: 1/4"),
+        "{out}"
+    );
+    // Any session may cancel: the user typed it.
+    let out = p.prompt("B", "/cancel-ralph").unwrap();
+    assert_eq!(out["decision"], "block");
+    assert!(
+        out["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Cancelled the Ralph loop at iteration 1/4"),
+        "{out}"
+    );
+    assert!(p.state().is_none());
+    let out = p.prompt("B", "/ralph:cancel-ralph").unwrap();
+    assert!(
+        out["reason"]
+            .as_str()
+            .unwrap()
+            .contains("nothing to cancel")
+    );
+}

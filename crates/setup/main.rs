@@ -14,7 +14,7 @@ use ralph_core::paths::{LoopPaths, STATE_FILE, project_root_from_env};
 use ralph_core::prd::Prd;
 use ralph_core::setup::{self, Existing, StartError, Status};
 use ralph_core::state::LoopState;
-use ralph_core::store::{self, LOCK_WAIT, LoopLock};
+use ralph_core::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use ralph_core::{clock, setup::short};
 use serde_json::json;
 use std::path::Path;
@@ -84,7 +84,13 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Show => show(&LoopPaths::new(project_root_from_env(None))),
-        Command::Cancel => cancel(&LoopPaths::new(project_root_from_env(None))),
+        Command::Cancel => match cancel(&LoopPaths::new(project_root_from_env(None))) {
+            Ok(msg) => {
+                println!("{msg}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
         Command::Status { json } => {
             let paths = LoopPaths::new(project_root_from_env(None));
             let status = status(&paths);
@@ -115,10 +121,31 @@ fn hook_prompt() {
     let Ok(input) = HookInput::read_stdin_with_deadline(10) else {
         return;
     };
-    let Some(raw) = input.prompt.as_deref().and_then(args::loop_command_args) else {
+    let Some(prompt) = input.prompt.as_deref() else {
         return;
     };
     let paths = LoopPaths::new(project_root_from_env(input.cwd.as_deref()));
+    // Status and cancel are answered here, exactly and at once: the block
+    // shows the text to the user and spends no model turn. (Their command
+    // files run the same binary, should this hook not be active.)
+    let answer = if args::command_args(prompt, &["/ralph:ralph-status", "/ralph-status"]).is_some()
+    {
+        Some(status(&paths).to_text())
+    } else if args::command_args(prompt, &["/ralph:cancel-ralph", "/cancel-ralph"]).is_some() {
+        Some(cancel(&paths).unwrap_or_else(|e| format!("ralph: {e}")))
+    } else {
+        None
+    };
+    if let Some(text) = answer {
+        println!(
+            "{}",
+            json!({"decision": "block", "reason": text.trim_end()})
+        );
+        return;
+    }
+    let Some(raw) = args::loop_command_args(prompt) else {
+        return;
+    };
     let out = match args::parse_command_line(raw).map_err(StartError::from) {
         Ok(a) if a.help => json!({"decision": "block", "reason": help_text()}),
         Ok(a) => match start(&paths, &a, input.session()) {
@@ -281,20 +308,18 @@ fn show(paths: &LoopPaths) -> ExitCode {
     }
 }
 
-fn cancel(paths: &LoopPaths) -> ExitCode {
-    let _lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
-        Ok(l) => l,
-        Err(e) => return fail(&e),
-    };
-    let result = match read_state(paths) {
+/// Cancel the project's loop; the message for the user either way.
+fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
+    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
+    let msg = match read_state(paths) {
         ReadState::None => {
-            println!(
+            return Ok(format!(
                 "No Ralph loop is active in {}: nothing to cancel.",
                 paths.root.display()
-            );
-            return ExitCode::SUCCESS;
+            ));
         }
-        ReadState::Loop(state, _) => store::remove_if_present(&paths.state).map(|_| {
+        ReadState::Loop(state, _) => {
+            store::remove_if_present(&paths.state)?;
             let entry = Entry::now(&state.session_id, state.iteration, "cancel", "cancelled");
             let _ = activity::append(&paths.log, &entry);
             format!(
@@ -302,22 +327,17 @@ fn cancel(paths: &LoopPaths) -> ExitCode {
                 state.iteration_label(state.iteration),
                 short(&state.session_id)
             )
-        }),
-        ReadState::Corrupt(e) => store::move_aside(&paths.state, clock::unix_now()).map(|kept| {
+        }
+        ReadState::Corrupt(e) => {
+            let kept = store::move_aside(&paths.state, clock::unix_now())?;
             format!(
                 "🛑 Cancelled the Ralph loop; its state file was corrupt ({e}) and was kept as {}.",
                 relative(&paths.root, &kept)
             )
-        }),
+        }
     };
     let _ = store::remove_if_present(&paths.last_injected);
-    match result {
-        Ok(msg) => {
-            println!("{msg}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(&e),
-    }
+    Ok(msg)
 }
 
 fn status(paths: &LoopPaths) -> Status {
