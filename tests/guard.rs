@@ -457,3 +457,24 @@ fn regex_check_is_remembered_per_policy_text() {
         "{msg}"
     );
 }
+
+#[test]
+fn hostile_input_is_answered_quickly_without_a_crash() {
+    let p = Project::new("loop");
+    for cmd in [
+        format!("echo {}", "\"$(".repeat(300_000)),
+        format!("rm {}x{}", "$(echo ".repeat(20_000), ")".repeat(20_000)),
+        format!("{}rm .claude/ralph-loop.local.md", "sudo ".repeat(20_000)),
+    ] {
+        let start = Instant::now();
+        let (out, _) = run_guard(&p.input("Bash", json!({ "command": cmd })));
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "took {:?}",
+            start.elapsed()
+        );
+        if cmd.ends_with("ralph-loop.local.md") {
+            assert_eq!(decision(&out), Some("deny"));
+        }
+    }
+}

@@ -743,7 +743,7 @@ fn expand_known(word: &str, cwd: Option<&Path>, ctx: &Checker) -> String {
 
 /// Does `kind` applied to `word` reach a protected file?
 fn classify(word: &str, kind: Kind, cwd: Option<&Path>, ctx: &Checker) -> Option<Hit> {
-    classify_except(word, kind, cwd, ctx, &|_| false)
+    classify_except(word, kind, cwd, ctx, &|_| false, 0)
 }
 
 /// `classify`, ignoring the protected files for which `skip` says so.
@@ -753,15 +753,16 @@ fn classify_except(
     cwd: Option<&Path>,
     ctx: &Checker,
     skip: &dyn Fn(&Path) -> bool,
+    depth: usize,
 ) -> Option<Hit> {
     // `rm $(ls .claude/*)`: the operands are computed from what the inner
     // command names, so judge those names as operands too.
-    if word.contains("$(") || word.contains('`') {
+    if depth < MAX_DEPTH && (word.contains("$(") || word.contains('`')) {
         for seg in shell::split_chain(word) {
             for sub in &seg.substitutions {
                 for inner in shell::split_chain(sub) {
                     for w in inner.words.iter().skip(1) {
-                        if let Some(h) = classify_except(w, kind, cwd, ctx, skip) {
+                        if let Some(h) = classify_except(w, kind, cwd, ctx, skip, depth + 1) {
                             return Some(h);
                         }
                     }
@@ -1089,7 +1090,7 @@ fn check_segment(
                     Effect::Clean { paths, excludes } => {
                         let skip = |abs: &Path| excluded(abs, excludes, ctx);
                         paths.iter().find_map(|p| {
-                            classify_except(p, Kind::Remove, here.as_deref(), ctx, &skip)
+                            classify_except(p, Kind::Remove, here.as_deref(), ctx, &skip, 0)
                         })
                     }
                     Effect::Cd(dir) => {

@@ -129,6 +129,31 @@ impl Builder {
     }
 }
 
+/// How deep `"$("$(...)")"` nesting is followed while scanning; deeper
+/// quotes are skipped as plain text (no shell command nests this deep, and
+/// the stack stays bounded on hostile input).
+const MAX_NESTING: usize = 64;
+
+/// The text between a backtick at `start` and its closing one at `end - 1`
+/// (or the end of the text, when it is not closed).
+fn backtick_inner(s: &str, start: usize, end: usize) -> String {
+    let close = if end > start + 1 && s.as_bytes().get(end - 1) == Some(&b'`') {
+        end - 1
+    } else {
+        end
+    };
+    s.get(start + 1..close).unwrap_or_default().to_string()
+}
+
+/// The index after a backslash at `i` and the whole character it escapes
+/// (which may be several bytes long).
+fn past_escape(s: &str, i: usize) -> usize {
+    s[i + 1..]
+        .chars()
+        .next()
+        .map_or(s.len(), |c| i + 1 + c.len_utf8())
+}
+
 /// End of a single-quoted string starting at `i` (the opening quote).
 fn skip_single(b: &[u8], i: usize) -> usize {
     let mut j = i + 1;
@@ -140,20 +165,20 @@ fn skip_single(b: &[u8], i: usize) -> usize {
 
 /// End of a double-quoted string starting at `i`; substitutions inside it
 /// still run, so they are collected.
-fn skip_double(s: &str, i: usize, subs: &mut Vec<String>) -> usize {
+fn skip_double(s: &str, i: usize, subs: &mut Vec<String>, nesting: usize) -> usize {
     let b = s.as_bytes();
     let mut j = i + 1;
     while j < b.len() {
         match b[j] {
-            b'\\' => j += 2,
+            b'\\' => j = past_escape(s, j),
             b'"' => return j + 1,
             b'`' => {
-                let end = skip_backtick(b, j);
-                subs.push(s[j + 1..end.saturating_sub(1).max(j + 1)].to_string());
+                let end = skip_backtick(s, j);
+                subs.push(backtick_inner(s, j, end));
                 j = end;
             }
             b'$' if b.get(j + 1) == Some(&b'(') => {
-                let end = skip_paren(s, j + 1, subs);
+                let end = skip_paren(s, j + 1, subs, nesting + 1);
                 j = end;
             }
             _ => j += 1,
@@ -162,11 +187,12 @@ fn skip_double(s: &str, i: usize, subs: &mut Vec<String>) -> usize {
     b.len()
 }
 
-fn skip_backtick(b: &[u8], i: usize) -> usize {
+fn skip_backtick(s: &str, i: usize) -> usize {
+    let b = s.as_bytes();
     let mut j = i + 1;
     while j < b.len() {
         match b[j] {
-            b'\\' => j += 2,
+            b'\\' => j = past_escape(s, j),
             b'`' => return j + 1,
             _ => j += 1,
         }
@@ -176,7 +202,7 @@ fn skip_backtick(b: &[u8], i: usize) -> usize {
 
 /// `i` points at `(`; returns the index after the matching `)`, recording the
 /// inner text as a substitution (arithmetic `$((...))` is not a command).
-fn skip_paren(s: &str, i: usize, subs: &mut Vec<String>) -> usize {
+fn skip_paren(s: &str, i: usize, subs: &mut Vec<String>, nesting: usize) -> usize {
     let b = s.as_bytes();
     let arithmetic = b.get(i + 1) == Some(&b'(');
     let mut depth = 0usize;
@@ -184,9 +210,10 @@ fn skip_paren(s: &str, i: usize, subs: &mut Vec<String>) -> usize {
     let mut inner_subs = Vec::new();
     while j < b.len() {
         match b[j] {
-            b'\\' => j += 2,
+            b'\\' => j = past_escape(s, j),
             b'\'' => j = skip_single(b, j),
-            b'"' => j = skip_double(s, j, &mut inner_subs),
+            b'"' if nesting < MAX_NESTING => j = skip_double(s, j, &mut inner_subs, nesting + 1),
+            b'"' => j = s[j + 1..].find('"').map_or(b.len(), |p| j + p + 2),
             b'(' => {
                 depth += 1;
                 j += 1;
@@ -227,15 +254,15 @@ fn read_word(s: &str, mut i: usize, subs: &mut Vec<String>) -> (String, usize) {
     let start = i;
     while i < b.len() && !is_word_end(b[i]) {
         i = match b[i] {
-            b'\\' => (i + 2).min(b.len()),
+            b'\\' => past_escape(s, i),
             b'\'' => skip_single(b, i),
-            b'"' => skip_double(s, i, subs),
+            b'"' => skip_double(s, i, subs, 0),
             b'`' => {
-                let end = skip_backtick(b, i);
-                subs.push(s[i + 1..end.saturating_sub(1).max(i + 1)].to_string());
+                let end = skip_backtick(s, i);
+                subs.push(backtick_inner(s, i, end));
                 end
             }
-            b'$' if b.get(i + 1) == Some(&b'(') => skip_paren(s, i + 1, subs),
+            b'$' if b.get(i + 1) == Some(&b'(') => skip_paren(s, i + 1, subs, 0),
             _ => i + 1,
         };
     }
@@ -297,7 +324,7 @@ pub fn split_chain(s: &str) -> Vec<Segment> {
                 // Process substitution runs a command.
                 if b.get(i + 1) == Some(&b'(') && !cur.in_word {
                     let mut subs = Vec::new();
-                    let end = skip_paren(s, i + 1, &mut subs);
+                    let end = skip_paren(s, i + 1, &mut subs, 0);
                     cur.substitutions.extend(subs);
                     cur.push_text(&s[i..end], i, end);
                     i = end;
@@ -314,23 +341,22 @@ pub fn split_chain(s: &str) -> Vec<Segment> {
                     b'\'' => skip_single(b, i),
                     b'"' => {
                         let mut subs = Vec::new();
-                        let e = skip_double(s, i, &mut subs);
+                        let e = skip_double(s, i, &mut subs, 0);
                         cur.substitutions.extend(subs);
                         e
                     }
                     b'`' => {
-                        let e = skip_backtick(b, i);
-                        cur.substitutions
-                            .push(s[i + 1..e.saturating_sub(1).max(i + 1)].to_string());
+                        let e = skip_backtick(s, i);
+                        cur.substitutions.push(backtick_inner(s, i, e));
                         e
                     }
                     b'$' if b.get(i + 1) == Some(&b'(') => {
                         let mut subs = Vec::new();
-                        let e = skip_paren(s, i + 1, &mut subs);
+                        let e = skip_paren(s, i + 1, &mut subs, 0);
                         cur.substitutions.extend(subs);
                         e
                     }
-                    b'\\' => (i + 2).min(b.len()),
+                    b'\\' => past_escape(s, i),
                     _ => {
                         // Advance one whole UTF-8 character.
                         let mut e = i + 1;
@@ -515,6 +541,24 @@ mod tests {
         let s = split_chain(src);
         assert_eq!(&src[s[0].start..s[0].end], "FOO=1 pnpm -w run x");
         assert_eq!(&src[s[1].start..s[1].end], "ls");
+    }
+
+    #[test]
+    fn multibyte_text_after_escapes_and_open_quotes() {
+        // Byte offsets must always land on character boundaries.
+        for src in ["\\日本", "`\\é", "echo `é", "\"$(`é", "x\\é y", "'é", "$(é"] {
+            let _ = split_chain(src);
+        }
+        assert_eq!(split_chain("echo \\é")[0].words, ["echo", "é"]);
+    }
+
+    #[test]
+    fn hostile_nesting_stays_bounded() {
+        // Runs on a test thread's small stack: nesting must not recurse per level.
+        let deep = format!("echo {}", "\"$(".repeat(100_000));
+        assert_eq!(split_chain(&deep).len(), 1);
+        let parens = format!("rm {}x{}", "$(".repeat(100_000), ")".repeat(100_000));
+        assert_eq!(split_chain(&parens)[0].substitutions.len(), 1);
     }
 
     #[test]
