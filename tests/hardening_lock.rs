@@ -50,12 +50,12 @@ fn stop_hook_gives_up_on_a_held_lock() {
         "state untouched"
     );
     assert!(p.log().is_empty(), "no decision was taken");
+    eprintln!("gave up after {:?}: {msg}", o.elapsed);
 
     // Released: the next hook proceeds at once.
     drop(held);
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     assert!(o.is_block(), "{o:?}");
-    eprintln!("gave up after {:?}", o.elapsed);
 }
 
 #[test]
