@@ -338,7 +338,7 @@ pub fn transcript_tail(data: &[u8]) {
     let _ = std::fs::remove_file(&path);
     // One input in eight: the same file behind 80 KB of filler (more than one
     // 64 KB block, so lines straddle a block boundary) reads the same.
-    if data.len() % 8 == 0 {
+    if data.len().is_multiple_of(8) {
         let mut padded = Vec::new();
         while padded.len() < 80_000 {
             padded.extend_from_slice(b"{\"type\":\"api-request-blob\",\"data\":\"");
