@@ -158,3 +158,31 @@ fn policy_full_gate_is_the_default_check() {
     let r = reason(&p.stop("s1", Some("<promise>DONE</promise>")));
     assert!(r.contains("`exit 3` failed (exit 3)"), "{r}");
 }
+
+#[test]
+fn a_turn_that_called_a_file_tool_is_progress_without_asking_git() {
+    let p = Project::new("stalltools");
+    p.git_init();
+    p.write(".gitignore", ".claude/\ntranscript.jsonl\n");
+    start(&p, "x --max-stalls 2");
+    let edit_turn = [
+        r#"{"type":"user","message":{"role":"user","content":"Stop hook feedback:\nx"}}"#,
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"Edit","input":{}}]}}"#,
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}}"#,
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"edited"}]}}"#,
+    ];
+    p.write("transcript.jsonl", &(edit_turn.join("\n") + "\n"));
+    // The tree never changes, but each turn edited: no stall.
+    for _ in 0..3 {
+        assert!(is_block(&p.stop("s1", Some("edited"))));
+    }
+    let talk_turn = [
+        r#"{"type":"user","message":{"role":"user","content":"Stop hook feedback:\nx"}}"#,
+        r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"just talking"}]}}"#,
+    ];
+    p.write("transcript.jsonl", &(talk_turn.join("\n") + "\n"));
+    // Edits reset the count; two talking turns on an unchanged tree stop the loop.
+    assert!(is_block(&p.stop("s1", Some("just talking"))));
+    let out = p.stop("s1", Some("just talking"));
+    assert_eq!(p.log().last().unwrap()["reason"], "stalled", "{out:?}");
+}

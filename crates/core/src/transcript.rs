@@ -1,12 +1,14 @@
-//! Reading the assistant's words of the last turn from a transcript (JSONL),
-//! from its end. Does I/O.
+//! Reading the last turn from a transcript (JSONL), from its end. Does I/O.
 //!
-//! Only used when the Stop input lacks `last_assistant_message` (older
-//! clients) or when that message holds no promise but an earlier text block of
-//! the same turn might (a turn that printed the promise and then made a tool
-//! call). Transcripts grow to hundreds of MB, so the file is read backwards in
-//! blocks and never whole, and at most `max_bytes` from the end are examined.
+//! Used for the assistant's words when the Stop input lacks
+//! `last_assistant_message` (older clients) or when that message holds no
+//! promise but an earlier text block of the same turn might (a turn that
+//! printed the promise and then made a tool call), and for which tools the
+//! turn used (the no-progress breaker). Transcripts grow to hundreds of MB,
+//! so the file is read backwards in blocks and never whole, at most
+//! `max_bytes` from the end, and each line is assembled once.
 
+use memchr::{memmem, memrchr};
 use serde_json::Value;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -16,55 +18,96 @@ use std::path::Path;
 pub const DEFAULT_MAX_BYTES: u64 = 4 << 20;
 const BLOCK: u64 = 64 << 10;
 
-/// The text blocks the assistant wrote since the last real user prompt (or
-/// Stop hook feedback), oldest first, joined with newlines. `Ok(None)` when no
-/// assistant text was found within the bound.
+/// What the last turn (since the last real user prompt or Stop hook feedback) holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Turn {
+    /// The assistant's text blocks, oldest first, joined with newlines.
+    pub text: Option<String>,
+    /// The names of the tools the assistant called, oldest first.
+    pub tools: Vec<String>,
+    /// Whether the turn's start was found within the bound.
+    pub complete: bool,
+}
+
+/// The text blocks the assistant wrote in the last turn (see [`last_turn`]).
 pub fn last_turn_text(path: &Path, max_bytes: u64) -> io::Result<Option<String>> {
+    Ok(last_turn(path, max_bytes)?.text)
+}
+
+/// The last turn of the transcript at `path`, reading at most `max_bytes` from its end.
+pub fn last_turn(path: &Path, max_bytes: u64) -> io::Result<Turn> {
     let mut file = File::open(path)?;
     let len = file.metadata()?.len();
     let floor = len.saturating_sub(max_bytes);
     let mut end = len;
-    // Bytes of an incomplete line carried from the previous (later) block.
-    let mut carry: Vec<u8> = Vec::new();
+    // The later pieces of a line cut by a block boundary, latest first.
+    let mut pending: Vec<Vec<u8>> = Vec::new();
     let mut texts: Vec<String> = Vec::new();
+    let mut tools: Vec<String> = Vec::new();
+    let mut line_buf: Vec<u8> = Vec::new();
 
     while end > floor {
         let start = end.saturating_sub(BLOCK).max(floor);
-        let mut buf = vec![0u8; (end - start) as usize];
+        let mut block = vec![0u8; (end - start) as usize];
         file.seek(SeekFrom::Start(start))?;
-        file.read_exact(&mut buf)?;
-        buf.extend_from_slice(&carry);
-        // Lines wholly inside `buf` except the first, which may be cut (unless
-        // this block starts at the file's start or the bound).
-        let mut lines: Vec<&[u8]> = buf.split(|b| *b == b'\n').collect();
-        let first = if start > floor {
-            lines.remove(0)
-        } else {
-            &[][..]
-        };
-        for line in lines.iter().rev() {
+        file.read_exact(&mut block)?;
+        let mut line_end = block.len();
+        while let Some(nl) = memrchr(b'\n', &block[..line_end]) {
+            let line: &[u8] = if pending.is_empty() {
+                &block[nl + 1..line_end]
+            } else {
+                line_buf.clear();
+                line_buf.extend_from_slice(&block[nl + 1..line_end]);
+                for piece in pending.drain(..).rev() {
+                    line_buf.extend_from_slice(&piece);
+                }
+                &line_buf
+            };
             match classify(line) {
-                Line::AssistantText(t) => texts.push(t),
-                Line::TurnStart => return Ok(joined(texts)),
+                Line::Assistant { text, tools: used } => {
+                    texts.extend(text);
+                    tools.extend(used.into_iter().rev());
+                }
+                Line::TurnStart => return Ok(turn(texts, tools, true)),
                 Line::Other => {}
             }
+            line_end = nl;
         }
-        carry = first.to_vec();
+        // The first line of the block may continue in the block before it.
+        pending.push(block[..line_end].to_vec());
         end = start;
     }
-    Ok(joined(texts))
+    // At the file's start the remaining piece is a whole line.
+    if floor == 0 && !pending.is_empty() {
+        let line: Vec<u8> = pending.drain(..).rev().flatten().collect();
+        match classify(&line) {
+            Line::Assistant { text, tools: used } => {
+                texts.extend(text);
+                tools.extend(used.into_iter().rev());
+            }
+            Line::TurnStart => return Ok(turn(texts, tools, true)),
+            Line::Other => {}
+        }
+    }
+    Ok(turn(texts, tools, floor == 0))
 }
 
-fn joined(mut texts: Vec<String>) -> Option<String> {
-    if texts.is_empty() {
-        return None;
-    }
+fn turn(mut texts: Vec<String>, mut tools: Vec<String>, complete: bool) -> Turn {
     texts.reverse();
-    Some(texts.join("\n"))
+    tools.reverse();
+    Turn {
+        text: (!texts.is_empty()).then(|| texts.join("\n")),
+        tools,
+        complete,
+    }
 }
 
 enum Line {
-    AssistantText(String),
+    Assistant {
+        text: Option<String>,
+        /// Tool names in the line's order, reversed (we walk backwards).
+        tools: Vec<String>,
+    },
     TurnStart,
     Other,
 }
@@ -72,8 +115,8 @@ enum Line {
 fn classify(line: &[u8]) -> Line {
     // Cheap filter first: most lines (request blobs, attachments, costs) are
     // neither user nor assistant lines and can be large, so skip the JSON parse.
-    let is_assistant = contains(line, br#""type":"assistant""#);
-    let is_user = !is_assistant && contains(line, br#""type":"user""#);
+    let is_assistant = memmem::find(line, br#""type":"assistant""#).is_some();
+    let is_user = !is_assistant && memmem::find(line, br#""type":"user""#).is_some();
     if !is_assistant && !is_user {
         return Line::Other;
     }
@@ -87,14 +130,20 @@ fn classify(line: &[u8]) -> Line {
     let content = v.pointer("/message/content");
     match kind {
         Some("assistant") => {
-            let text: Vec<&str> = blocks(content)
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            let of_type = |t: &'static str| {
+                blocks(content).filter(move |b| b.get("type").and_then(Value::as_str) == Some(t))
+            };
+            let text: Vec<&str> = of_type("text")
                 .filter_map(|b| b.get("text").and_then(Value::as_str))
                 .collect();
-            if text.is_empty() {
-                Line::Other
-            } else {
-                Line::AssistantText(text.join("\n"))
+            let mut tools: Vec<String> = of_type("tool_use")
+                .filter_map(|b| b.get("name").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect();
+            tools.reverse();
+            Line::Assistant {
+                text: (!text.is_empty()).then(|| text.join("\n")),
+                tools,
             }
         }
         Some("user") if is_prompt(content) => Line::TurnStart,
@@ -116,10 +165,6 @@ fn is_prompt(content: Option<&Value>) -> bool {
 
 fn blocks(content: Option<&Value>) -> impl Iterator<Item = &Value> {
     content.and_then(Value::as_array).into_iter().flatten()
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 #[cfg(test)]
@@ -182,6 +227,37 @@ mod tests {
         let path = write(&lines, 300);
         let text = last_turn_text(&path, DEFAULT_MAX_BYTES).unwrap().unwrap();
         assert_eq!(text, "working; <promise>DONE</promise>\nfinal words");
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn reports_tools_and_reads_a_huge_last_line_in_linear_time() {
+        let big = "y".repeat(6 << 20);
+        let lines = [
+            prompt("p"),
+            assistant("a"),
+            tool_use(),
+            tool_result(),
+            assistant(&big),
+        ];
+        let path = write(&lines, 10);
+        let t0 = std::time::Instant::now();
+        let turn = last_turn(&path, 16 << 20).unwrap();
+        assert!(t0.elapsed().as_millis() < 2000, "{:?}", t0.elapsed());
+        assert_eq!(turn.tools, ["Bash"]);
+        assert!(turn.complete);
+        assert_eq!(turn.text.unwrap().len(), 2 + big.len());
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_file_without_a_trailing_newline_or_turn_start_is_read_whole() {
+        let path =
+            std::env::temp_dir().join(format!("ralph-transcript-nonl-{}", std::process::id()));
+        std::fs::write(&path, assistant("only")).unwrap();
+        let turn = last_turn(&path, DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(turn.text.as_deref(), Some("only"));
+        assert!(turn.complete);
         std::fs::remove_file(path).unwrap();
     }
 
