@@ -478,3 +478,40 @@ fn hostile_input_is_answered_quickly_without_a_crash() {
         }
     }
 }
+
+#[test]
+fn fifos_in_place_of_files_do_not_hang_the_guard() {
+    let p = Project::new("loop");
+    std::fs::create_dir_all(p.root.join(".ralph")).unwrap();
+    for f in [".ralph/command-policy", "prd.json"] {
+        let _ = std::fs::remove_file(p.root.join(f));
+        let st = Command::new("mkfifo")
+            .arg(p.root.join(f))
+            .status()
+            .expect("mkfifo");
+        assert!(st.success());
+    }
+    let input = p.input(
+        "Edit",
+        json!({"file_path": "prd.json", "old_string": "a", "new_string": "b"}),
+    );
+    let mut child = spawn_guard();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("ralph-guard blocked on a FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).expect("a message");
+    let msg = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(msg.contains("not a regular file"), "{msg}");
+}

@@ -28,6 +28,14 @@ const WRAP_MARKER: &str = ".claude/ralph-guard.wrap-noted";
 /// only defers an error to the rule's first use, where it is still reported).
 const CHECKED_MARKER: &str = ".claude/ralph-guard.policy-checked";
 
+/// Size caps for what the guard reads: it answers before every tool call and
+/// must not stall on an absurd file. The state's `prd_file:` line is near its
+/// top; a policy is a page of rules.
+const POLICY_LIMIT: u64 = 1 << 20;
+const STATE_LIMIT: u64 = 1 << 20;
+const PRD_LIMIT: u64 = 64 << 20;
+const MARKER_LIMIT: u64 = 1 << 16;
+
 const GUARDED_TOOLS: &[&str] = &["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"];
 
 fn main() {
@@ -95,7 +103,7 @@ fn internal_error(what: &str) -> Value {
 /// `.ralph/command-policy` wins over `.claude/ralph-policy` when both exist.
 fn read_policy(root: &Path) -> PolicySource {
     for rel in [POLICY_FILE, POLICY_FILE_ALT] {
-        match fs::read_to_string(root.join(rel)) {
+        match read_text(&root.join(rel), POLICY_LIMIT) {
             Ok(text) => return parse_policy(root, rel, &text),
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => {
@@ -112,7 +120,7 @@ fn read_policy(root: &Path) -> PolicySource {
 fn parse_policy(root: &Path, rel: &str, text: &str) -> PolicySource {
     let stamp = checked_stamp(text);
     let marker = root.join(CHECKED_MARKER);
-    let checked = fs::read_to_string(&marker).is_ok_and(|m| m == stamp);
+    let checked = read_text(&marker, MARKER_LIMIT).is_ok_and(|m| m == stamp);
     match Policy::parse_with(text, !checked) {
         Ok(policy) => {
             if !checked && !policy.rewrites.is_empty() {
@@ -131,6 +139,31 @@ fn parse_policy(root: &Path, rel: &str, text: &str) -> PolicySource {
             }
         }
     }
+}
+
+/// Read a regular file as text, at most `limit` bytes. Anything else (a FIFO
+/// would block the open forever, a device never ends) is an error: the
+/// caller treats it as unreadable and goes on.
+fn read_text(path: &Path, limit: u64) -> io::Result<String> {
+    use std::io::Read;
+    let meta = fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    if meta.len() > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {limit} bytes"),
+        ));
+    }
+    let mut text = String::new();
+    fs::File::open(path)?
+        .take(limit)
+        .read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// Identifies a policy text (and the guard version that checked it).
@@ -188,7 +221,7 @@ fn context(
     .iter()
     .map(PathBuf::from)
     .collect();
-    let prd = fs::read_to_string(&paths.state)
+    let prd = read_text(&paths.state, STATE_LIMIT)
         .ok()
         .and_then(|s| ralph_policy::prd_file_from_state(&s))
         .unwrap_or_else(|| "prd.json".to_string());
@@ -203,7 +236,7 @@ fn context(
             ctx.file_real_path = real_path(&lexical).filter(|r| *r != lexical);
         }
         if matches!(call.tool_name.as_str(), "Write" | "Edit" | "MultiEdit") {
-            ctx.prd_current = fs::read_to_string(root.join(&prd)).ok();
+            ctx.prd_current = read_text(&root.join(&prd), PRD_LIMIT).ok();
         }
     }
     let prd = PathBuf::from(prd);
@@ -248,7 +281,7 @@ fn wrap_signature(policy: &PolicySource) -> Option<String> {
 
 fn wrap_already_reported(root: &Path, policy: &PolicySource) -> bool {
     match wrap_signature(policy) {
-        Some(sig) => fs::read_to_string(root.join(WRAP_MARKER)).is_ok_and(|m| m == sig),
+        Some(sig) => read_text(&root.join(WRAP_MARKER), MARKER_LIMIT).is_ok_and(|m| m == sig),
         None => true,
     }
 }
