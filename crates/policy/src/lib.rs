@@ -441,3 +441,139 @@ pub fn prd_file_from_state(state: &str) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> LoopContext {
+        LoopContext {
+            root: PathBuf::from("/proj"),
+            real_root: Some(PathBuf::from("/real/proj")),
+            cwd: PathBuf::from("/proj/sub"),
+            loop_active: true,
+            loop_files: vec![PathBuf::from(".claude/ralph-loop.local.md")],
+            prd_file: Some(PathBuf::from("prd.json")),
+            prd_current: Some(r#"{"userStories":[{"id":"A"},{"id":"B"}]}"#.into()),
+            ..LoopContext::default()
+        }
+    }
+
+    fn call(tool: &str, input: Value) -> ToolCall {
+        ToolCall {
+            tool_name: tool.into(),
+            tool_input: input,
+        }
+    }
+
+    fn denied(d: &GuardDecision) -> bool {
+        matches!(d.verdict, Verdict::Deny(_))
+    }
+
+    #[test]
+    fn a_symlinked_path_to_a_loop_file_is_denied() {
+        let mut c = ctx();
+        c.file_real_path = Some(PathBuf::from("/real/proj/.claude/ralph-loop.local.md"));
+        let d = decide(
+            &call(
+                "Write",
+                json!({"file_path": "/tmp/innocent", "content": "x"}),
+            ),
+            &PolicySource::Absent,
+            &c,
+        );
+        assert!(denied(&d));
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_hook_cwd() {
+        let c = ctx();
+        let w = |p: &str| {
+            decide(
+                &call("Write", json!({"file_path": p, "content": "x"})),
+                &PolicySource::Absent,
+                &c,
+            )
+        };
+        assert!(denied(&w("../.claude/ralph-loop.local.md")));
+        assert!(
+            !denied(&w(".claude/ralph-loop.local.md")),
+            "that is /proj/sub/.claude/..."
+        );
+    }
+
+    #[test]
+    fn prd_edits_are_judged_on_the_result() {
+        let c = ctx();
+        let e = |old: &str, new: &str| {
+            decide(
+                &call(
+                    "Edit",
+                    json!({"file_path": "/proj/prd.json", "old_string": old, "new_string": new}),
+                ),
+                &PolicySource::Absent,
+                &c,
+            )
+        };
+        assert!(
+            denied(&e(r#"{"id":"B"}"#, "")),
+            "invalid JSON (dangling comma)"
+        );
+        assert!(denied(&e(r#",{"id":"B"}"#, "")), "drops story B");
+        assert!(!denied(&e(r#"{"id":"B"}"#, r#"{"id":"B","passes":true}"#)));
+    }
+
+    #[test]
+    fn nothing_is_guarded_without_a_loop() {
+        let mut c = ctx();
+        c.loop_active = false;
+        let d = decide(
+            &call("Bash", json!({"command": "rm -rf .claude"})),
+            &PolicySource::Absent,
+            &c,
+        );
+        assert_eq!(d.to_hook_output(), None);
+    }
+
+    #[test]
+    fn a_rewrite_keeps_the_other_input_fields() {
+        let policy = Policy::parse("[rewrite]\n^npm test$ | pnpm test | pnpm here\n").unwrap();
+        let source = PolicySource::Loaded {
+            path: ".ralph/command-policy".into(),
+            policy,
+        };
+        let d = decide(
+            &call("Bash", json!({"command": "npm test && ls", "timeout": 5})),
+            &source,
+            &ctx(),
+        );
+        let Verdict::Rewrite {
+            updated_input,
+            reason,
+        } = d.verdict
+        else {
+            panic!("{d:?}")
+        };
+        assert_eq!(
+            updated_input,
+            json!({"command": "pnpm test && ls", "timeout": 5})
+        );
+        assert!(
+            reason.contains("line 2") && reason.contains("pnpm here"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn prd_file_line_is_read_from_the_frontmatter_only() {
+        assert_eq!(
+            prd_file_from_state("---\nprd_file: \"docs/prd.json\"\n---\n").as_deref(),
+            Some("docs/prd.json")
+        );
+        assert_eq!(
+            prd_file_from_state("---\niteration: 1\n---\nprd_file: x\n"),
+            None
+        );
+        assert_eq!(prd_file_from_state("---\nprd_file: null\n---\n"), None);
+    }
+}

@@ -304,10 +304,6 @@ impl Policy {
             .find(|g| g.tier == tier)
             .map(|g| g.command.as_str())
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.rewrites.is_empty() && self.denies.is_empty() && self.protects.is_empty()
-    }
 }
 
 /// Split on the first `|`, trimming both cells.
