@@ -503,16 +503,29 @@ fn assert_policy_reported(p: &Project, o: &Outcome, before: &[u8], name: &str) {
 #[test]
 fn policy_matrix() {
     let mut results = Vec::new();
-    // Unusable policies.
+    // Unusable policies: binary, or over the guard's size cap (1 MB), even
+    // when the text is a valid policy.
+    let big_valid = format!(
+        "{}{POLICY_TEXT}",
+        "# a comment line of the policy file\n".repeat(MB50 / 37)
+    );
     for (name, bytes) in [
         ("binary policy", binary_bytes()),
         ("50 MB policy, one garbage line", b"x".repeat(MB50)),
+        (
+            "50 MB policy, comments then the rule",
+            big_valid.into_bytes(),
+        ),
     ] {
         let p = Project::new("policy-bad");
         p.write(POLICY, &bytes);
         let o = guard(&p, command(GUARD, &p, &[]), "cargo publish");
         assert_policy_reported(&p, &o, &bytes, name);
-        results.push(format!("{name}: reported in {:?}", o.elapsed));
+        results.push(format!(
+            "{name}: reported in {:?}: {}",
+            o.elapsed,
+            o.system_message()
+        ));
     }
 
     // An empty policy denies nothing and says nothing.
@@ -526,10 +539,10 @@ fn policy_matrix() {
     for (name, text) in [
         ("CRLF policy", POLICY_TEXT.replace('\n', "\r\n")),
         (
-            "50 MB policy, comments then the rule",
+            "900 KB policy, comments then the rule",
             format!(
                 "{}{POLICY_TEXT}",
-                "# a comment line of the policy file\n".repeat(MB50 / 37)
+                "# a comment line of the policy file\n".repeat(900_000 / 37)
             ),
         ),
     ] {
