@@ -354,6 +354,19 @@ fn effects(name: &str, args: &[String]) -> Vec<Effect> {
             .into_iter()
             .map(|f| Effect::On(Kind::Write, f))
             .collect(),
+        "awk" | "gawk" => awk_inplace_files(args)
+            .into_iter()
+            .map(|f| Effect::On(Kind::Write, f))
+            .collect(),
+        // Script-driven editors (there is no terminal for an interactive one):
+        // any file they are given may be written.
+        "ed" | "ex" | "vi" | "vim" | "nvim" => {
+            let (ops, _) = operands(args, "cSuUiTwW", &["--cmd"]);
+            ops.into_iter()
+                .filter(|o| !o.starts_with('+'))
+                .map(|f| Effect::On(Kind::Write, f))
+                .collect()
+        }
         "perl" => perl_files(args)
             .into_iter()
             .map(|f| Effect::On(Kind::Write, f))
@@ -466,6 +479,32 @@ fn sed_files(args: &[String]) -> Vec<String> {
     } else {
         ops.into_iter().skip(1).collect()
     }
+}
+
+/// Files `gawk -i inplace` edits in place (none without it).
+fn awk_inplace_files(args: &[String]) -> Vec<String> {
+    let (ops, opts) = operands(
+        args,
+        "fvFilEe",
+        &[
+            "--file",
+            "--assign",
+            "--field-separator",
+            "--include",
+            "--load",
+            "--exec",
+            "--source",
+        ],
+    );
+    let in_place = opts.iter().any(|(k, v)| {
+        matches!(k.as_str(), "-i" | "--include") && v.trim_end_matches(".awk") == "inplace"
+    });
+    if !in_place {
+        return Vec::new();
+    }
+    // Without -f/-e/--source the first operand is the program text.
+    let program_given = has_opt(&opts, &["-f", "--file", "-e", "--source", "-E", "--exec"]);
+    ops.into_iter().skip(usize::from(!program_given)).collect()
 }
 
 /// Files `perl -i` edits in place.
@@ -621,10 +660,21 @@ fn git_effects(args: &[String]) -> Vec<Effect> {
                         | "store"
                 )
             );
-            if untracked && !reads_only {
+            if !untracked || reads_only {
+                return Vec::new();
+            }
+            // `git stash push -u -- src`: only the pathspecs are stashed away.
+            let paths: Vec<String> = ops
+                .into_iter()
+                .filter(|o| o != "push" && o != "save")
+                .collect();
+            if paths.is_empty() {
                 vec![Effect::On(Kind::Remove, ".".to_string())]
             } else {
-                Vec::new()
+                paths
+                    .into_iter()
+                    .map(|p| Effect::On(Kind::Remove, p))
+                    .collect()
             }
         }
         _ => Vec::new(),
@@ -1019,7 +1069,27 @@ fn check_segment(
             }
         }
     }
-    match unwrap(&seg.words) {
+    // Brace expansion makes several arguments of one unquoted word
+    // (`mv FILE{,.bak}` is `mv FILE FILE.bak`).
+    let expanded;
+    let words = if seg.raw_words.iter().any(|r| r.contains('{')) {
+        expanded = seg
+            .raw_words
+            .iter()
+            .zip(&seg.words)
+            .flat_map(|(raw, w)| {
+                if raw.contains(['\'', '"', '\\']) {
+                    vec![w.clone()]
+                } else {
+                    glob::expand_braces(w)
+                }
+            })
+            .collect::<Vec<_>>();
+        &expanded
+    } else {
+        &seg.words
+    };
+    match unwrap(words) {
         Invocation::Nothing => None,
         Invocation::Script(s) => {
             let mut inner = cwd.clone();
