@@ -310,7 +310,7 @@ fn policy_denial(cmd: &str, p: &Policy, policy_path: &str, depth: usize) -> Opti
         let deep = match protect::unwrap(&seg.words) {
             protect::Invocation::Exec { name, args, .. } => {
                 let mut w = vec![name];
-                w.extend(args);
+                w.extend(policy::without_global_options(&w[0], &args));
                 policy::canonical_words(&w).1
             }
             protect::Invocation::Script(s) => {

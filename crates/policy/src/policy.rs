@@ -484,6 +484,39 @@ pub fn canonical_words(words: &[String]) -> (usize, Vec<String>) {
     (k, out)
 }
 
+/// `git -C dir -c k=v push` is `git push`, `pnpm --filter web -w test` is
+/// `pnpm test`: options given before the subcommand (and their values) do
+/// not change which command runs, so `[deny]` must not be dodged by them.
+pub fn without_global_options(program: &str, args: &[String]) -> Vec<String> {
+    let takes_value: &[&str] = match program {
+        "git" => &[
+            "-C",
+            "-c",
+            "--git-dir",
+            "--work-tree",
+            "--namespace",
+            "--exec-path",
+            "--config-env",
+        ],
+        "pnpm" => &[
+            "-C",
+            "--dir",
+            "-F",
+            "--filter",
+            "--reporter",
+            "--loglevel",
+            "--stream-prefix",
+        ],
+        _ => return args.to_vec(),
+    };
+    let mut i = 0;
+    while i < args.len() && args[i].starts_with('-') && args[i] != "--" {
+        let a = args[i].as_str();
+        i += if takes_value.contains(&a) { 2 } else { 1 };
+    }
+    args.get(i..).unwrap_or_default().to_vec()
+}
+
 /// The canonical form as written, for `[rewrite]`: the same words as
 /// `canonical_words` keeps, but with their quoting untouched, so that a
 /// rewrite never changes how the rest of the command is expanded
