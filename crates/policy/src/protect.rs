@@ -889,15 +889,9 @@ fn ancestor_counts(path: &Path, kind: Kind, ctx: &Checker) -> bool {
     match kind {
         Kind::Remove | Kind::Write => true,
         Kind::Onto => false,
-        Kind::WriteBelowRoot => {
-            path != ctx.root
-                && Some(path) != ctx.real_root.as_deref()
-                && path.starts_with(&ctx.root)
-                || ctx
-                    .real_root
-                    .as_deref()
-                    .is_some_and(|r| path != r && path.starts_with(r))
-        }
+        // A folder strictly inside the project (`git checkout .claude`), not
+        // the project itself (`git checkout .`), under either spelling of the root.
+        Kind::WriteBelowRoot => ctx.roots.iter().any(|r| path != r && path.starts_with(r)),
     }
 }
 
