@@ -279,8 +279,12 @@ fn completion_claimed(
 ) -> bool {
     match prd {
         Some(Ok(p)) => {
-            let judged = verify::effective_prd(p, log);
-            judged.all_pass() && state.story_ids.iter().all(|id| p.story(id).is_some())
+            let all_pass = if verify::has_story_checks(p) {
+                verify::effective_prd(p, log).all_pass()
+            } else {
+                p.all_pass()
+            };
+            all_pass && state.story_ids.iter().all(|id| p.story(id).is_some())
         }
         Some(Err(_)) => false,
         None => state
@@ -317,7 +321,7 @@ fn apply(
             store::atomic_write(&paths.state, updated.as_bytes())?;
             if let Some(injected) = injected
                 && let Err(e) =
-                    store::atomic_write(&paths.last_injected, injected.render().as_bytes())
+                    store::overwrite_hint(&paths.last_injected, injected.render().as_bytes())
             {
                 system_message.push_str(&format!(" (re-injection counter not saved: {e})"));
             }

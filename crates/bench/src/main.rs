@@ -378,6 +378,8 @@ impl Setup {
         fs::write(&small, &last)?;
         let big = tdir.join("big.jsonl");
         write_transcript(&big, 100 * MIB, &last, &pool, &mut rng)?;
+        let talk = tdir.join("talk.jsonl");
+        fs::write(&talk, talk_turn(&mut Tx::new(&mut rng)))?;
         let long_turn = tdir.join("long-last-turn.jsonl");
         let long_turn_bytes = write_long_last_turn(&long_turn, &pool, &mut rng)?;
 
@@ -443,6 +445,12 @@ impl Setup {
             "loop-msg-big",
             "2b. same, 100 MB transcript",
             &big,
+            Some(PROMISELESS),
+        )?);
+        cases.push(plain(
+            "loop-talk",
+            "2c. loop, blocks; a turn with no file edit, so the breaker runs `git status`",
+            &talk,
             Some(PROMISELESS),
         )?);
         cases.push(plain(
@@ -819,6 +827,13 @@ impl<'a> Tx<'a> {
         self.assistant(json!({"type": "text", "text": text}))
     }
 
+    fn edit(&mut self) -> (String, String) {
+        let id = format!("toolu_{:016x}", self.rng.next());
+        let line = self.assistant(json!({"type": "tool_use", "id": id, "name": "Edit",
+            "input": {"file_path": "src/parse.rs", "old_string": "a", "new_string": "b"}}));
+        (line, id)
+    }
+
     fn tool_use(&mut self) -> (String, String) {
         let id = format!("toolu_{:016x}", self.rng.next());
         let line = self.assistant(json!({"type": "tool_use", "id": id, "name": "Bash",
@@ -880,9 +895,20 @@ impl<'a> Tx<'a> {
 }
 
 /// The last turn, shared by the 1 KB and the 100 MB transcripts so the hook
-/// finds the same words in both: the loop's feedback as the prompt, then the
-/// assistant's final text without the promise.
+/// finds the same words in both: the loop's feedback as the prompt, a file
+/// edit (what a working iteration does), then the final text without the
+/// promise.
 fn last_turn(tx: &mut Tx) -> String {
+    let mut out = tx.prompt("Stop hook feedback:\nMake every test in tests/ pass. (iteration 7)");
+    let (line, id) = tx.edit();
+    out += &line;
+    out += &tx.tool_result(&id, 40);
+    out += &tx.text(PROMISELESS);
+    out
+}
+
+/// A turn that only talked: the no-progress breaker has to ask git.
+fn talk_turn(tx: &mut Tx) -> String {
     let mut out = tx.prompt("Stop hook feedback:\nMake every test in tests/ pass. (iteration 7)");
     out += &tx.text(PROMISELESS);
     out

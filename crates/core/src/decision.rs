@@ -225,11 +225,11 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
     // Stories with a `verify` command pass only when their check passed.
     let judged;
     let (prd, refused) = match cx.verify_log {
-        Some(log) => {
+        Some(log) if verify::has_story_checks(prd) => {
             judged = verify::effective_prd(prd, log);
             (&judged, verify::refused_stories(prd, log))
         }
-        None => (prd, Default::default()),
+        _ => (prd, Default::default()),
     };
     let mut remove_blocker = false;
     if let Some(blocker) = cx.blocker {

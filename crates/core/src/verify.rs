@@ -121,6 +121,11 @@ pub fn stories_to_check(
         .collect()
 }
 
+/// Whether any story carries a check (else the PRD is judged as written).
+pub fn has_story_checks(prd: &Prd) -> bool {
+    prd.stories.iter().any(|s| s.verify.is_some())
+}
+
 /// The PRD as the loop judges it: a story with a `verify` command passes only
 /// when `passes` is true and its check passed.
 pub fn effective_prd(prd: &Prd, log: &VerifyLog) -> Prd {
