@@ -319,7 +319,16 @@ fn policy_denial(cmd: &str, p: &Policy, policy_path: &str, depth: usize) -> Opti
                 }
                 Vec::new()
             }
-            _ => Vec::new(),
+            // `bash <<EOF ... EOF`: the heredoc is the script.
+            protect::Invocation::ShellStdin => {
+                for body in &seg.heredocs {
+                    if let Some(r) = policy_denial(body, p, policy_path, depth + 1) {
+                        return Some(r);
+                    }
+                }
+                Vec::new()
+            }
+            protect::Invocation::Nothing => Vec::new(),
         };
         let matches = |prefix: &[String], bare: &[String]| {
             policy::starts_with_words(&shallow, prefix) || policy::starts_with_words(&deep, bare)
