@@ -418,7 +418,10 @@ fn effects(name: &str, args: &[String]) -> Vec<Effect> {
                 .map(|(_, v)| Effect::On(Kind::Write, v.clone()))
                 .collect()
         }
-        "find" => find_effect(args).map(Effect::Find).into_iter().collect(),
+        "find" => find_effect(args, false)
+            .map(Effect::Find)
+            .into_iter()
+            .collect(),
         "git" => git_effects(args),
         "cd" | "pushd" => vec![Effect::Cd(operands(args, "", &[]).0.into_iter().next())],
         _ => Vec::new(),
@@ -548,7 +551,9 @@ fn perl_files(args: &[String]) -> Vec<String> {
     }
 }
 
-fn find_effect(args: &[String]) -> Option<FindEffect> {
+/// What `find ARGS` removes itself (`-delete`, `-exec rm`), or, with
+/// `listed_for_removal`, what it lists for a removing `xargs` to act on.
+fn find_effect(args: &[String], listed_for_removal: bool) -> Option<FindEffect> {
     let mut i = 0;
     while i < args.len() && matches!(args[i].as_str(), "-H" | "-L" | "-P") {
         i += 1;
@@ -589,7 +594,7 @@ fn find_effect(args: &[String]) -> Option<FindEffect> {
             _ => {}
         }
     }
-    destructive.then_some(FindEffect {
+    (destructive || listed_for_removal).then_some(FindEffect {
         starts,
         names,
         paths,
@@ -1138,9 +1143,24 @@ fn check_segment(
             if via_xargs && DESTRUCTIVE.contains(&name.as_str()) && seg.piped_in && idx > 0 {
                 // Operands arrive on stdin: judge what the feeding command names.
                 let feeder = &all[idx - 1];
-                for w in feeder.words.iter().skip(1) {
-                    if let Some(h) = classify(w, Kind::Remove, here.as_deref(), ctx) {
-                        return Some(h);
+                match unwrap(&feeder.words) {
+                    // `find . -name '*.bak' | xargs rm`: what find lists, with its filters.
+                    Invocation::Exec {
+                        name: f, args: fa, ..
+                    } if f == "find" => {
+                        let listed = find_effect(&fa, true);
+                        if let Some(h) =
+                            listed.and_then(|fe| classify_find(&fe, here.as_deref(), ctx))
+                        {
+                            return Some(h);
+                        }
+                    }
+                    _ => {
+                        for w in feeder.words.iter().skip(1) {
+                            if let Some(h) = classify(w, Kind::Remove, here.as_deref(), ctx) {
+                                return Some(h);
+                            }
+                        }
                     }
                 }
             }
