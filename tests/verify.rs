@@ -133,6 +133,17 @@ fn stalled_loop_stops_at_n() {
 }
 
 #[test]
+fn ralphs_own_files_do_not_count_as_progress_when_claude_dir_is_not_ignored() {
+    let p = Project::new("stallnoignore");
+    p.git_init();
+    // No .gitignore: .claude/ralph-loop.* show up as untracked and change every Stop.
+    start(&p, "x --max-stalls 2");
+    assert!(is_block(&p.stop("s1", Some("x"))));
+    let out = p.stop("s1", Some("x"));
+    assert_eq!(p.log().last().unwrap()["reason"], "stalled", "{out:?}");
+}
+
+#[test]
 fn editing_an_already_modified_file_counts_as_progress() {
     let p = Project::new("stall2");
     p.git_init();

@@ -9,9 +9,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A fingerprint of the working tree: `git status` (HEAD, changed and
-/// untracked paths) plus the size and mtime of each changed path, so editing
-/// an already-modified file changes it too. `None` outside a git repository.
+/// A fingerprint of the working tree: HEAD, plus every changed or untracked
+/// path with its status, size and mtime (so re-editing an already-modified
+/// file changes it too). ralph's own files (`.claude/ralph-*`,
+/// `.ralph-blocker.md`) are left out: they change at every Stop, and a
+/// project that does not git-ignore `.claude/` would otherwise never look
+/// stalled. `None` outside a git repository.
 pub fn fingerprint(root: &Path) -> Option<String> {
     let out = Command::new("git")
         .args([
@@ -32,16 +35,13 @@ pub fn fingerprint(root: &Path) -> Option<String> {
         return None;
     }
     let mut hash = Fnv::new();
-    hash.write(&out.stdout);
-    for entry in out.stdout.split(|b| *b == 0) {
-        // The path is the last space-separated field of a change line.
-        if entry.starts_with(b"#") || entry.is_empty() {
+    for (record, path) in status_records(&out.stdout) {
+        if path.is_some_and(is_ralph_file) {
             continue;
         }
-        if let Some(path) = entry
-            .rsplit(|b| *b == b' ')
-            .next()
-            .and_then(|p| std::str::from_utf8(p).ok())
+        hash.write(record);
+        hash.write(&[0]);
+        if let Some(path) = path
             && let Ok(meta) = std::fs::symlink_metadata(root.join(path))
         {
             hash.write(&meta.len().to_le_bytes());
@@ -53,6 +53,43 @@ pub fn fingerprint(root: &Path) -> Option<String> {
         }
     }
     Some(format!("{:016x}", hash.0))
+}
+
+/// The records of `git status --porcelain=v2 -z`, each with the path it is
+/// about (`None` for `# branch` headers). Paths may hold spaces, so they are
+/// found by field count; a rename record is followed by its original path,
+/// which is skipped.
+fn status_records(out: &[u8]) -> Vec<(&[u8], Option<&str>)> {
+    let mut records = Vec::new();
+    let mut items = out.split(|b| *b == 0).filter(|r| !r.is_empty());
+    while let Some(record) = items.next() {
+        // Fields before the path: `1` has 8, `2` has 9 (then the original
+        // path follows as its own item), `u` has 10, `?` and `!` have 1.
+        let fields = match record.first() {
+            Some(b'1') => 8,
+            Some(b'2') => {
+                items.next();
+                9
+            }
+            Some(b'u') => 10,
+            Some(b'?') | Some(b'!') => 1,
+            _ => {
+                records.push((record, None));
+                continue;
+            }
+        };
+        let path = record
+            .splitn(fields + 1, |b| *b == b' ')
+            .nth(fields)
+            .and_then(|p| std::str::from_utf8(p).ok());
+        records.push((record, path));
+    }
+    records
+}
+
+/// ralph's own files, which change at every Stop.
+fn is_ralph_file(path: &str) -> bool {
+    path.starts_with(".claude/ralph-") || path == ".ralph-blocker.md"
 }
 
 /// Run `command` with `sh -c` in `root`, at most `timeout`; stdout and stderr
@@ -164,6 +201,25 @@ impl Fnv {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_records_find_paths_with_spaces_and_skip_rename_origins() {
+        let out = b"# branch.oid abc\x001 .M N... 100644 100644 100644 h1 h2 my file.rs\x002 R. N... 100644 100644 100644 h1 h2 R100 new name.rs\x00old name.rs\x00? .claude/ralph-loop.local.md\x00? notes.txt\x00";
+        let paths: Vec<Option<&str>> = status_records(out).into_iter().map(|(_, p)| p).collect();
+        assert_eq!(
+            paths,
+            [
+                None,
+                Some("my file.rs"),
+                Some("new name.rs"),
+                Some(".claude/ralph-loop.local.md"),
+                Some("notes.txt")
+            ]
+        );
+        assert!(is_ralph_file(".claude/ralph-loop.local.md"));
+        assert!(is_ralph_file(".claude/ralph-guard.wrap-noted"));
+        assert!(!is_ralph_file(".claude/settings.json"));
+    }
 
     #[test]
     fn check_passes_fails_and_times_out() {
