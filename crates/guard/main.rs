@@ -53,16 +53,41 @@ fn main() {
     }
 }
 
+/// Claude Code writes the input and closes the pipe at once; a pipe that stays
+/// silent this long is not going to deliver (the call is then allowed).
+const STDIN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The first JSON value on stdin (the client may keep the pipe open after
+/// it), or `None` when nothing arrives before `deadline`.
+fn first_json_value(deadline: std::time::Duration) -> Option<Result<Value, String>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let stdin = io::stdin().lock();
+        let first = serde_json::Deserializer::from_reader(stdin)
+            .into_iter::<Value>()
+            .next()
+            .map(|r| r.map_err(|e| e.to_string()));
+        let _ = tx.send(first);
+    });
+    rx.recv_timeout(deadline).ok().flatten()
+}
+
 fn run() -> Option<Value> {
-    // Only the first JSON value: the client may keep the pipe open after it.
-    let stdin = io::stdin().lock();
-    let input = match serde_json::Deserializer::from_reader(stdin)
-        .into_iter::<Value>()
-        .next()
-    {
-        Some(Ok(v)) => v,
-        Some(Err(e)) => return Some(internal_error(&format!("cannot read the hook input: {e}"))),
-        None => return None,
+    // The path of every tool call of every session without a loop or a
+    // policy: Claude Code sets CLAUDE_PROJECT_DIR, so three stats decide,
+    // without reading stdin.
+    if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty()) {
+        let root = PathBuf::from(dir);
+        if !LoopPaths::new(&root).state.exists()
+            && !root.join(POLICY_FILE).exists()
+            && !root.join(POLICY_FILE_ALT).exists()
+        {
+            return None;
+        }
+    }
+    let input = match first_json_value(STDIN_DEADLINE)? {
+        Ok(v) => v,
+        Err(e) => return Some(internal_error(&format!("cannot read the hook input: {e}"))),
     };
     let tool_name = input.get("tool_name").and_then(Value::as_str)?;
     if !GUARDED_TOOLS.contains(&tool_name) {

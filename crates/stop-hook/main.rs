@@ -25,9 +25,65 @@ fn main() {
         Some(json!({"systemMessage":
             "ralph: the Stop hook hit an internal error (a bug: please report it); this stop is allowed and the loop state was left as it was."}))
     });
+    answer(output);
+}
+
+/// Print the hook's answer once: the watchdog and the main thread race for it.
+fn answer(output: Option<serde_json::Value>) {
+    static ANSWERED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+    let mut answered = ANSWERED.lock().unwrap_or_else(|e| e.into_inner());
+    if *answered {
+        return;
+    }
+    *answered = true;
     if let Some(out) = output {
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{out}");
+        let _ = stdout.flush();
+    }
+}
+
+/// Whole-process watchdog. Whatever blocks (a file that is not what it
+/// seems, a stuck disk), the hook answers "this stop is allowed" and exits,
+/// which also releases the loop lock: the user is never left waiting on a
+/// hook. The deadline is pushed out while verify checks run.
+mod watchdog {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    /// Time for everything but checks (reading, deciding, writing).
+    pub const WORK: Duration = Duration::from_secs(30);
+    static DEADLINE_MS: AtomicU64 = AtomicU64::new(u64::MAX);
+
+    fn now_ms() -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0)
+    }
+
+    /// Allow `budget` more from now.
+    pub fn extend(budget: Duration) {
+        DEADLINE_MS.store(
+            now_ms().saturating_add(budget.as_millis() as u64),
+            Ordering::SeqCst,
+        );
+    }
+
+    pub fn start() {
+        extend(WORK);
+        std::thread::spawn(|| {
+            loop {
+                let deadline = DEADLINE_MS.load(Ordering::SeqCst);
+                let now = now_ms();
+                if now >= deadline {
+                    super::answer(Some(serde_json::json!({"systemMessage":
+                        "ralph: the Stop hook took too long (a blocked file or disk?); this stop is allowed and the loop was not advanced."})));
+                    std::process::exit(0);
+                }
+                std::thread::sleep(Duration::from_millis((deadline - now).min(1000)));
+            }
+        });
     }
 }
 
@@ -45,6 +101,7 @@ fn run() -> Option<serde_json::Value> {
     {
         return None;
     }
+    watchdog::start();
     let input = HookInput::read_stdin_with_deadline(STDIN_DEADLINE_SECS);
     let root = project_root_from_env(input.as_ref().ok().and_then(|i| i.cwd.as_deref()));
     let paths = LoopPaths::new(root);
@@ -74,7 +131,10 @@ fn run() -> Option<serde_json::Value> {
             Ok(Step::Done(out)) => return out,
             Ok(Step::RunChecks(jobs)) => {
                 drop(_lock);
+                let count = jobs.stories.len() + usize::from(jobs.loop_verify.is_some());
+                watchdog::extend(jobs.timeout * count as u32 + watchdog::WORK);
                 checks.run(jobs);
+                watchdog::extend(watchdog::WORK);
             }
             Err(e) => {
                 return Some(message(format!(

@@ -157,7 +157,7 @@ fn decide_plain(cx: &StopContext) -> Decision {
     if let Some(end) = cap_reached(state) {
         return end;
     }
-    let next = n + 1;
+    let next = n.saturating_add(1);
     // Trailing newlines are dropped so one blank line separates the footer.
     let mut reason = state.prompt.trim_end().to_string();
     let mut code = Code::Continue;
@@ -207,7 +207,7 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
             }
             let reason = format!(
                 "Ralph loop: {prd_name} can no longer be read: {why}\n\nRestore {prd_name} to valid JSON with every story it had (keep every `id`), then continue with the next story whose `passes` is false.{}",
-                footer(state, n + 1, None)
+                footer(state, n.saturating_add(1), None)
             );
             return feed(
                 cx,
@@ -216,7 +216,7 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
                 reason,
                 format!(
                     "⚠️ Ralph iteration {}: {prd_name} is not readable ({why}); the agent was asked to repair it.",
-                    state.iteration_label(n + 1)
+                    state.iteration_label(n.saturating_add(1))
                 ),
                 false,
             );
@@ -266,11 +266,11 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
                 }
                 let reason = format!(
                     "Ralph loop: every story in {prd_name} is marked as passing, but the loop's final check failed. {report}\nFix what fails (reopen a story by setting its \"passes\" to false if it is not really done); the loop ends when the check passes.{}",
-                    footer(state, n + 1, None)
+                    footer(state, n.saturating_add(1), None)
                 );
                 let message = format!(
                     "🔁 Ralph iteration {}: all stories claim to pass, but the final check failed ({})",
-                    state.iteration_label(n + 1),
+                    state.iteration_label(n.saturating_add(1)),
                     check_status(state, cx.loop_check)
                 );
                 return feed(
@@ -322,7 +322,10 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
     };
     let Some(story) = prd.next_runnable() else {
         if !vanished.is_empty() {
-            let reason = format!("Ralph loop: {preface}{}", footer(state, n + 1, None));
+            let reason = format!(
+                "Ralph loop: {preface}{}",
+                footer(state, n.saturating_add(1), None)
+            );
             let mut d = feed(
                 cx,
                 Code::StoriesVanished,
@@ -330,7 +333,7 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
                 reason,
                 format!(
                     "⚠️ Ralph iteration {}: stories vanished from {prd_name}: {}; the agent was asked to restore them.",
-                    state.iteration_label(n + 1),
+                    state.iteration_label(n.saturating_add(1)),
                     vanished.join(", ")
                 ),
                 remove_blocker,
@@ -369,11 +372,11 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
     let reason = format!(
         "{preface}{}{}",
         story_prompt(prd_name, story, &progress, state, cx.last_injected).trim_end(),
-        footer(state, n + 1, Some((&story.id, &progress)))
+        footer(state, n.saturating_add(1), Some((&story.id, &progress)))
     );
     let mut system_message = format!(
         "🔄 Ralph iteration {} · story {} {} · {progress}",
-        state.iteration_label(n + 1),
+        state.iteration_label(n.saturating_add(1)),
         story.id,
         quoted_title(story)
     );
@@ -421,7 +424,7 @@ fn feed(
     let story = (!key.starts_with('(')).then(|| key.to_string());
     Decision::Continue {
         code,
-        next_iteration: state.iteration + 1,
+        next_iteration: state.iteration.saturating_add(1),
         reason,
         system_message,
         story,

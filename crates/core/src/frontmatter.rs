@@ -78,8 +78,14 @@ pub fn set_field(text: &str, key: &str, value: &str) -> Option<String> {
         }
         pos += len;
     }
+    // A new line takes the line ending of the closing `---` line (CRLF files stay CRLF).
+    let eol = if text[split.yaml_end..].starts_with("---\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
     Some(format!(
-        "{}{key}: {value}\n{}",
+        "{}{key}: {value}{eol}{}",
         &text[..split.yaml_end],
         &text[split.yaml_end..]
     ))
@@ -132,6 +138,12 @@ mod tests {
             added,
             "---\niteration: 1\nmax: 3\nsession_id: \"s\"\n---\n\niteration: 1\n"
         );
+    }
+
+    #[test]
+    fn set_field_keeps_crlf() {
+        let out = set_field("---\r\na: 1\r\n---\r\n\r\nx\r\n", "b", "2").unwrap();
+        assert_eq!(out, "---\r\na: 1\r\nb: 2\r\n---\r\n\r\nx\r\n");
     }
 
     #[test]

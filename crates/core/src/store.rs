@@ -21,8 +21,11 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
+    // No advice to delete the lock file: it is an flock, so a file left by a
+    // dead process never blocks anyone, and deleting it while a process holds
+    // it would let a second writer in.
     #[error(
-        "{path}: another ralph process held the loop lock for over {waited_ms} ms; try again, or remove the lock file if no ralph process is running"
+        "{path}: another ralph process (or a long check) held the loop lock for over {waited_ms} ms; the next stop will try again"
     )]
     LockTimeout { path: PathBuf, waited_ms: u128 },
 }
@@ -95,7 +98,10 @@ pub fn atomic_write(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    // One fixed temp name per target: every write holds the loop lock, so no
+    // two writers share it, and a process killed mid-write leaves at most one
+    // stale temp file behind, which the next write replaces.
+    let tmp = dir.join(format!(".{name}.tmp"));
     let result = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(contents)?;
@@ -130,8 +136,33 @@ pub fn overwrite_hint(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
         .map_err(|e| StoreError::io(path, e))
 }
 
-/// Read a file as text; `Ok(None)` when it does not exist.
+/// The largest file ralph reads whole (state, PRD, blocker, policy).
+pub const MAX_READ_BYTES: u64 = 64 << 20;
+
+/// Read a file as text; `Ok(None)` when it does not exist. Only regular files
+/// of at most `MAX_READ_BYTES` are read: a FIFO would block the hook (inside
+/// the loop lock) and `/dev/zero` would never end. Checked with `stat`
+/// before opening, since opening a FIFO already blocks.
 pub fn read_optional(path: &Path) -> Result<Option<String>, StoreError> {
+    match fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => {
+            return Err(StoreError::io(
+                path,
+                io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
+            ));
+        }
+        Ok(meta) if meta.len() > MAX_READ_BYTES => {
+            return Err(StoreError::io(
+                path,
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("larger than {} MB", MAX_READ_BYTES >> 20),
+                ),
+            ));
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        _ => {}
+    }
     match fs::read(path) {
         Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
             StoreError::io(
@@ -224,6 +255,15 @@ mod tests {
         overwrite_hint(&p, b"US-100 12\n").unwrap();
         overwrite_hint(&p, b"US-1 3\n").unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), "US-1 3\n");
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn only_regular_files_are_read() {
+        let d = tmpdir("regular");
+        assert!(read_optional(&d).is_err(), "a folder");
+        assert!(read_optional(Path::new("/dev/zero")).is_err());
+        assert_eq!(read_optional(&d.join("missing")).unwrap(), None);
         fs::remove_dir_all(d).unwrap();
     }
 

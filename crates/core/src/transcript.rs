@@ -36,6 +36,13 @@ pub fn last_turn_text(path: &Path, max_bytes: u64) -> io::Result<Option<String>>
 
 /// The last turn of the transcript at `path`, reading at most `max_bytes` from its end.
 pub fn last_turn(path: &Path, max_bytes: u64) -> io::Result<Turn> {
+    // stat before open: opening a FIFO for reading blocks until a writer comes.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
     let mut file = File::open(path)?;
     let len = file.metadata()?.len();
     let floor = len.saturating_sub(max_bytes);

@@ -227,6 +227,8 @@ impl Policy {
     /// parsing cost of a large policy). An unchecked regex that turns out to
     /// be invalid is still caught, when first used, as a reported, skipped rule.
     pub fn parse_with(text: &str, check_regexes: bool) -> Result<Policy, PolicyError> {
+        // Editors on some systems save a byte-order mark; it is not part of the first row.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut p = Policy::default();
         let mut section = Section::None;
         for (n, raw) in text.lines().enumerate() {
@@ -405,7 +407,16 @@ fn prefix_words(prefix: &str, line: usize) -> Result<Vec<String>, PolicyError> {
     if words.is_empty() {
         return Err(err(line, "empty command prefix"));
     }
-    Ok(canonical_words(&words).1)
+    let canonical = canonical_words(&words).1;
+    // `FOO=1` or `env A=1` alone canonicalise to nothing: such a row could
+    // never match, and a rule that silently does nothing is worse than an error.
+    if canonical.is_empty() {
+        return Err(err(
+            line,
+            format!("`{prefix}` is only variable assignments: name the command to match"),
+        ));
+    }
+    Ok(canonical)
 }
 
 /// `\1` and `$1` backrefs into the `regex` crate's `${1}`; any other `$` is a
@@ -476,7 +487,8 @@ fn literal_prefix(pattern: &str) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
-/// The canonical form used for matching: leading `NAME=value` assignments
+/// The canonical form used for matching (a fixed point: canonicalising it
+/// again changes nothing): leading `NAME=value` assignments
 /// (and an `env` carrying only assignments) stripped, `pnpm run X` and
 /// `pnpm exec X` made `pnpm X`. Returns how many words were stripped too.
 pub fn canonical_words(words: &[String]) -> (usize, Vec<String>) {
@@ -495,7 +507,11 @@ pub fn canonical_words(words: &[String]) -> (usize, Vec<String>) {
         break;
     }
     let mut out: Vec<String> = words[k..].to_vec();
-    if out.len() >= 3 && out[0] == "pnpm" && (out[1] == "run" || out[1] == "exec") {
+    let verb = |w: &String| w == "run" || w == "exec";
+    // `pnpm run X` is `pnpm X`, except when X is itself `run` or `exec` (a
+    // script so named): dropping the verb there would make `pnpm run run x`
+    // read as `pnpm run x`, then as `pnpm x`; the form must be a fixed point.
+    if out.len() >= 3 && out[0] == "pnpm" && verb(&out[1]) && !verb(&out[2]) {
         out.remove(1);
     }
     (k, out)
