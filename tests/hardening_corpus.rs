@@ -1,12 +1,8 @@
 //! Replays the fuzz corpora as ordinary tests: every file under
 //! `tests/corpus/<target>/` goes through the same property function as the
-//! fuzz target `<target>` (fuzz/src/props.rs). Seeds are `seed-*`, inputs the
-//! fuzzer found are kept under the name of what they showed.
-//!
-//! Files named `bug-*` reproduce a bug still open in code this suite does not
-//! own (see docs/reliability.md); they run in the ignored test `open_bugs`
-//! (`cargo test --test hardening_corpus -- --ignored`) until it is fixed, then
-//! are renamed `fixed-*` and join the corpus proper.
+//! fuzz target `<target>` (fuzz/src/props.rs). Seeds are `seed-*`; inputs
+//! that once broke a property are `fixed-*`, named after what they showed
+//! (see docs/reliability.md).
 
 #[path = "../fuzz/src/props.rs"]
 #[allow(dead_code)]
@@ -21,14 +17,10 @@ fn corpus_dir(target: &str) -> PathBuf {
         .join(target)
 }
 
-fn files(target: &str, open_bugs: bool) -> Vec<PathBuf> {
+fn files(target: &str) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(corpus_dir(target))
         .unwrap_or_else(|e| panic!("tests/corpus/{target}: {e}"))
         .map(|e| e.expect("dir entry").path())
-        .filter(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            name.starts_with("bug-") == open_bugs
-        })
         .collect();
     out.sort();
     out
@@ -52,7 +44,7 @@ fn replay(target: &str, paths: &[PathBuf]) -> Vec<String> {
 }
 
 fn check(target: &str) {
-    let paths = files(target, false);
+    let paths = files(target);
     assert!(!paths.is_empty(), "tests/corpus/{target} has no inputs");
     let failures = replay(target, &paths);
     assert!(
@@ -130,29 +122,4 @@ fn cut_checker_known_answers() {
     assert!(!props::is_cut_of(b"b a", b"a b"));
     assert!(!props::is_cut_of(b"ab", b"a b"));
     assert!(!props::is_cut_of(b"x", b"a b"));
-}
-
-/// Inputs that reproduce bugs still open in code owned elsewhere; each must
-/// still fail (so a fix is noticed and the file renamed `fixed-*`).
-#[test]
-#[ignore = "bug: open bugs in ralph-core / ralph-policy, see /tmp/ralph-bugs.md and docs/reliability.md"]
-fn open_bugs() {
-    let mut still_passing = Vec::new();
-    let mut failing = Vec::new();
-    for (target, _) in props::TARGETS {
-        let paths = files(target, true);
-        let failed = replay(target, &paths);
-        for p in paths {
-            let p = p.display().to_string();
-            if failed.contains(&p) {
-                failing.push(p);
-            } else {
-                still_passing.push(p);
-            }
-        }
-    }
-    assert!(
-        failing.is_empty(),
-        "open bugs reproduce: {failing:#?} (fixed already: {still_passing:#?})"
-    );
 }

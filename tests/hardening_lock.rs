@@ -39,6 +39,11 @@ fn stop_hook_gives_up_on_a_held_lock() {
         "names the lock file: {msg}"
     );
     assert!(msg.contains("allowed"), "says the stop is allowed: {msg}");
+    // Deleting a held flock file would let a second writer in.
+    assert!(
+        !msg.contains("remove the lock"),
+        "advises deleting the lock: {msg}"
+    );
     assert!(
         o.elapsed >= LOWER && o.elapsed < UPPER,
         "waited {:?}",

@@ -308,11 +308,10 @@ fn silent_pipe_that_stays_open() {
     eprintln!("silent pipe, no loop: {:?}", o.elapsed);
 }
 
-/// The guard and the UserPromptSubmit hook on a silent pipe that stays open:
-/// they must give up on their own like the Stop hook (30 s is three times the
-/// Stop hook's deadline).
+/// The guard and the UserPromptSubmit hook on a silent pipe that stays open,
+/// with a loop: they must give up on their own like the Stop hook (30 s is
+/// three times the Stop hook's deadline). Fixed in 4fbe3eb.
 #[test]
-#[ignore = "bug: ralph-guard and hook-prompt have no stdin deadline, see /tmp/ralph-bugs.md"]
 fn silent_pipe_guard_and_prompt_hook() {
     let p = Project::new("stdin-silent-others");
     p.write(STATE, state_text(3, 0));
