@@ -80,7 +80,14 @@ fn main() -> ExitCode {
             }
         }
         Command::HookPrompt => {
-            hook_prompt();
+            // A hook before every prompt: a bug here must never stop the
+            // user's prompt. Fail open (exit 0, the prompt goes on) and say so.
+            if std::panic::catch_unwind(hook_prompt).is_err() {
+                println!(
+                    "{}",
+                    json!({"systemMessage": "ralph: the prompt hook hit an internal error (a bug: please report it); your prompt went on unchanged."})
+                );
+            }
             ExitCode::SUCCESS
         }
         Command::Show => show(&LoopPaths::new(project_root_from_env(None))),
