@@ -151,10 +151,9 @@ fn decide_plain(cx: &StopContext) -> Decision {
     if let Some(blocker) = cx.blocker {
         return end_blocked(n, blocker);
     }
-    if let Some(end) = stalled(state, cx.stalls) {
-        return end;
-    }
-    if let Some(end) = cap_reached(state) {
+    // The cap first: when both apply on the same turn, the user's own limit
+    // is the reason to give.
+    if let Some(end) = cap_reached(state).or_else(|| stalled(state, cx.stalls)) {
         return end;
     }
     let next = n.saturating_add(1);
@@ -261,7 +260,7 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
                 };
             }
             Err(report) => {
-                if let Some(end) = stalled(state, cx.stalls).or_else(|| cap_reached(state)) {
+                if let Some(end) = cap_reached(state).or_else(|| stalled(state, cx.stalls)) {
                     return end;
                 }
                 let reason = format!(
@@ -284,10 +283,9 @@ fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
             }
         }
     }
-    if let Some(end) = stalled(state, cx.stalls) {
-        return end;
-    }
-    if let Some(end) = cap_reached(state) {
+    // The cap first: when both apply on the same turn, the user's own limit
+    // is the reason to give.
+    if let Some(end) = cap_reached(state).or_else(|| stalled(state, cx.stalls)) {
         return end;
     }
     let total_all = total + vanished.len();

@@ -552,6 +552,16 @@ fn no_progress_breaker_fires_at_n_but_a_true_promise_still_completes() {
         .code(),
         Code::Complete
     );
+    // On the turn the cap is reached too, the cap is the reason given.
+    let capped = state(5, 5, Some("DONE"));
+    assert_eq!(
+        decide(&StopContext {
+            stalls: 3,
+            ..cx(&capped, Some("x"))
+        })
+        .code(),
+        Code::MaxIterations
+    );
     let mut off = state(5, 0, None);
     off.max_stalls = 0;
     assert_eq!(
