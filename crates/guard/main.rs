@@ -12,6 +12,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use ralph_core::hook_input::{self, InputError};
 use ralph_core::paths::{
     LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, POLICY_FILE, POLICY_FILE_ALT, STATE_FILE,
     VERIFY_FILE, project_root_from_env,
@@ -55,22 +56,7 @@ fn main() {
 
 /// Claude Code writes the input and closes the pipe at once; a pipe that stays
 /// silent this long is not going to deliver (the call is then allowed).
-const STDIN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// The first JSON value on stdin (the client may keep the pipe open after
-/// it), or `None` when nothing arrives before `deadline`.
-fn first_json_value(deadline: std::time::Duration) -> Option<Result<Value, String>> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let stdin = io::stdin().lock();
-        let first = serde_json::Deserializer::from_reader(stdin)
-            .into_iter::<Value>()
-            .next()
-            .map(|r| r.map_err(|e| e.to_string()));
-        let _ = tx.send(first);
-    });
-    rx.recv_timeout(deadline).ok().flatten()
-}
+const STDIN_DEADLINE_SECS: u64 = 10;
 
 fn run() -> Option<Value> {
     // The path of every tool call of every session without a loop or a
@@ -85,8 +71,10 @@ fn run() -> Option<Value> {
             return None;
         }
     }
-    let input = match first_json_value(STDIN_DEADLINE)? {
+    let input = match hook_input::stdin_first_value(STDIN_DEADLINE_SECS) {
         Ok(v) => v,
+        // Nothing sent, or nothing within the deadline: allow, silently.
+        Err(InputError::Empty | InputError::Timeout(_)) => return None,
         Err(e) => return Some(internal_error(&format!("cannot read the hook input: {e}"))),
     };
     let tool_name = input.get("tool_name").and_then(Value::as_str)?;

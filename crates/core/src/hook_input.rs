@@ -64,33 +64,46 @@ impl HookInput {
 
     /// Read the first JSON value from `reader` and stop there.
     pub fn read(reader: impl Read) -> Result<HookInput, InputError> {
-        let mut values = serde_json::Deserializer::from_reader(reader).into_iter::<Value>();
-        match values.next() {
-            None => Err(InputError::Empty),
-            // Only whitespace before the end: nothing was sent.
-            Some(Err(e)) if e.to_string().starts_with("EOF while parsing a value") => {
-                Err(InputError::Empty)
-            }
-            Some(Err(e)) => Err(InputError::NotJson(e.to_string())),
-            Some(Ok(v)) => HookInput::from_value(v),
-        }
+        first_value(reader).and_then(HookInput::from_value)
     }
 
-    /// Read the first JSON value from stdin, giving up after `secs` seconds
-    /// (the reader thread is left blocked; the process exits soon after).
+    /// [`HookInput::read`] on stdin, within [`stdin_first_value`]'s deadline.
     pub fn read_stdin_with_deadline(secs: u64) -> Result<HookInput, InputError> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(HookInput::read(std::io::stdin().lock()));
-        });
-        rx.recv_timeout(std::time::Duration::from_secs(secs))
-            .unwrap_or(Err(InputError::Timeout(secs)))
+        stdin_first_value(secs).and_then(HookInput::from_value)
     }
 
     /// The session id, or "" when the client did not send one.
     pub fn session(&self) -> &str {
         self.session_id.as_deref().unwrap_or("")
     }
+}
+
+/// The first JSON value of `reader`; nothing after it is read, so a pipe
+/// kept open after the value never makes a hook wait.
+pub fn first_value(reader: impl Read) -> Result<Value, InputError> {
+    let mut values = serde_json::Deserializer::from_reader(reader).into_iter::<Value>();
+    match values.next() {
+        None => Err(InputError::Empty),
+        // Only whitespace before the end: nothing was sent.
+        Some(Err(e)) if e.to_string().starts_with("EOF while parsing a value") => {
+            Err(InputError::Empty)
+        }
+        Some(Err(e)) => Err(InputError::NotJson(e.to_string())),
+        Some(Ok(v)) => Ok(v),
+    }
+}
+
+/// The first JSON value on stdin, giving up after `secs` seconds: Claude Code
+/// writes the input and closes the pipe at once, so a pipe that stays silent
+/// that long is not going to deliver. The reader thread is left blocked; the
+/// hook answers and exits soon after. Every hook reads its input this way.
+pub fn stdin_first_value(secs: u64) -> Result<Value, InputError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(first_value(std::io::stdin().lock()));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .unwrap_or(Err(InputError::Timeout(secs)))
 }
 
 #[cfg(test)]
