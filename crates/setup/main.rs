@@ -11,7 +11,6 @@ use ralph_core::activity::{self, Entry};
 use ralph_core::args::{self, StartArgs, USAGE};
 use ralph_core::hook_input::HookInput;
 use ralph_core::paths::{LoopPaths, STATE_FILE, project_root_from_env};
-use ralph_core::prd::Prd;
 use ralph_core::setup::{self, Existing, StartError, Status};
 use ralph_core::state::LoopState;
 use ralph_core::store::{self, LOCK_WAIT, LoopLock, StoreError};
@@ -179,23 +178,22 @@ struct Started {
 /// Start a loop.
 fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, StartError> {
     let prompt_file_text = match &a.prompt_file {
-        Some(file) => {
-            Some(
-                read_user_file(&paths.root, file).map_err(|why| StartError::PromptFile {
-                    path: file.clone(),
-                    why,
-                })?,
-            )
-        }
+        Some(file) => Some(store::read_project_file(&paths.root, file).map_err(|why| {
+            StartError::PromptFile {
+                path: file.clone(),
+                why,
+            }
+        })?),
         None => None,
     };
     let prompt = setup::resolve_prompt(a, prompt_file_text.as_deref())?;
     let prd = match &a.prd_file {
         Some(file) => {
-            let text = read_user_file(&paths.root, file).map_err(|why| StartError::Prd {
-                path: file.clone(),
-                why,
-            })?;
+            let text =
+                store::read_project_file(&paths.root, file).map_err(|why| StartError::Prd {
+                    path: file.clone(),
+                    why,
+                })?;
             Some(setup::check_prd(file, &text)?)
         }
         None => None,
@@ -292,8 +290,7 @@ fn show(paths: &LoopPaths) -> ExitCode {
             let prd = state
                 .prd_file
                 .as_deref()
-                .and_then(|f| read_user_file(&paths.root, f).ok())
-                .and_then(|t| Prd::parse(&t).ok());
+                .and_then(|f| store::read_prd(&paths.root, f).ok());
             println!(
                 "A Ralph loop is active (iteration {}).",
                 state.iteration_label(state.iteration)
@@ -358,10 +355,10 @@ fn status(paths: &LoopPaths) -> Status {
                 .ok()
                 .flatten()
                 .map(|t| ralph_core::verify::VerifyLog::parse(&t));
-            let prd = state.prd_file.as_deref().map(|f| {
-                read_user_file(&paths.root, f)
-                    .and_then(|t| Prd::parse(&t).map_err(|e| e.to_string()))
-            });
+            let prd = state
+                .prd_file
+                .as_deref()
+                .map(|f| store::read_prd(&paths.root, f));
             let mut status = Status::new(project, Some(state.as_ref()), None, prd.as_ref(), last);
             status.verify = state.verify.clone();
             status.checks = checks;
@@ -408,16 +405,6 @@ fn policy_full_gate(root: &Path) -> Option<(&'static str, String)> {
         let policy = ralph_policy::Policy::parse(&text).ok()?;
         Some((file, policy.gate(ralph_policy::Tier::Full)?.to_string()))
     })
-}
-
-/// Read a file the user named, relative to the project root.
-fn read_user_file(root: &Path, file: &str) -> Result<String, String> {
-    let path = root.join(file);
-    match store::read_optional(&path) {
-        Ok(Some(t)) => Ok(t),
-        Ok(None) => Err(format!("no such file ({})", path.display())),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 fn relative(root: &Path, p: &Path) -> String {

@@ -243,7 +243,10 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
 
     let turn = read_turn(input);
     let said = assistant_text(input, &state, turn.as_ref());
-    let prd = state.prd_file.as_deref().map(|file| read_prd(paths, file));
+    let prd = state
+        .prd_file
+        .as_deref()
+        .map(|file| store::read_prd(&paths.root, file));
     let blocker = store::read_optional(&paths.blocker)
         .ok()
         .flatten()
@@ -488,15 +491,6 @@ fn assistant_text(
     match (turn.and_then(|t| t.text.as_deref()), last) {
         (Some(t), Some(l)) => Some(format!("{t}\n{l}")),
         (t, l) => t.or(l).map(str::to_string),
-    }
-}
-
-fn read_prd(paths: &LoopPaths, file: &str) -> Result<Prd, String> {
-    let path = paths.root.join(file);
-    match store::read_optional(&path) {
-        Ok(Some(text)) => Prd::parse(&text).map_err(|e| e.to_string()),
-        Ok(None) => Err("the file is missing".into()),
-        Err(e) => Err(e.to_string()),
     }
 }
 

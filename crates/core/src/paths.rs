@@ -52,11 +52,6 @@ impl LoopPaths {
             root,
         }
     }
-
-    /// The folder holding the state, log and lock (`.claude/`).
-    pub fn claude_dir(&self) -> PathBuf {
-        self.root.join(".claude")
-    }
 }
 
 /// Resolve the project root from `CLAUDE_PROJECT_DIR` (when non-empty) or `cwd`.

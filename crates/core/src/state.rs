@@ -283,20 +283,6 @@ pub fn with_iteration(text: &str, iteration: u64) -> Option<String> {
     Some(updated_text(text, &LoopState { iteration, ..state }))
 }
 
-/// Set `session_id` in a state file's text (see [`updated_text`]); `None`
-/// when the text is not a valid state.
-pub fn with_session(text: &str, session_id: &str) -> Option<String> {
-    let state = LoopState::parse(text).ok()?;
-    let session_id = session_id.to_string();
-    Some(updated_text(
-        text,
-        &LoopState {
-            session_id,
-            ..state
-        },
-    ))
-}
-
 /// A string as a YAML double-quoted scalar.
 pub fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())

@@ -175,6 +175,23 @@ pub fn read_optional(path: &Path) -> Result<Option<String>, StoreError> {
     }
 }
 
+/// A file the user named, relative to the project root (or absolute); a
+/// missing file is an error here, worded for the user.
+pub fn read_project_file(root: &Path, file: &str) -> Result<String, String> {
+    let path = root.join(file);
+    match read_optional(&path) {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => Err(format!("no such file ({})", path.display())),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The loop's PRD as it reads now, or why it cannot be read.
+pub fn read_prd(root: &Path, file: &str) -> Result<crate::prd::Prd, String> {
+    read_project_file(root, file)
+        .and_then(|text| crate::prd::Prd::parse(&text).map_err(|e| e.to_string()))
+}
+
 /// Remove a file; a file already gone is fine (cancel is idempotent).
 pub fn remove_if_present(path: &Path) -> Result<bool, StoreError> {
     match fs::remove_file(path) {
