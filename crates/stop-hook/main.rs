@@ -16,7 +16,7 @@ use ralph_core::reinject::Injected;
 use ralph_core::state::{self, LoopState};
 use ralph_core::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use ralph_core::verify::{self, CheckResult, VerifyLog};
-use ralph_core::{clock, promise, transcript, worktree};
+use ralph_core::{clock, progress, promise, transcript, worktree};
 use serde_json::json;
 use std::io::Write;
 
@@ -256,27 +256,23 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
         .flatten()
         .and_then(|t| Injected::parse(&t));
 
-    // A turn that called a file-writing tool made progress; only when that
-    // is in doubt does the breaker ask git (2 to 8 ms, measured). A lagging
-    // transcript can only hide an edit, which makes us ask git: never a
-    // false stall.
-    let edited = turn.as_ref().is_some_and(|t| {
-        t.tools
-            .iter()
-            .any(|name| FILE_TOOLS.contains(&name.as_str()))
-    });
+    // The breaker judges the turn from its tools (progress::turn_effect);
+    // git is asked only when the tools cannot tell, or when a check may run.
+    let effect = progress::turn_effect(turn.as_ref(), input.last_assistant_message.as_deref());
     let checks_may_run = state.verify.is_some()
         || matches!(&prd, Some(Ok(p)) if p.stories.iter().any(|s| s.passes && s.verify.is_some()));
-    let fingerprint = if checks_may_run || (state.max_stalls > 0 && !edited) {
-        worktree::fingerprint(&paths.root)
-    } else {
-        None
-    };
-    let stalls = match (&fingerprint, &state.last_fingerprint) {
-        _ if edited => 0,
-        (Some(now), Some(before)) if now == before => state.stalls.saturating_add(1),
-        _ => 0,
-    };
+    let fingerprint =
+        if checks_may_run || (state.max_stalls > 0 && effect == progress::TurnEffect::Unknown) {
+            worktree::fingerprint(&paths.root)
+        } else {
+            None
+        };
+    let stalls = progress::stalls_after(
+        effect,
+        state.stalls,
+        fingerprint.as_deref(),
+        state.last_fingerprint.as_deref(),
+    );
     let mut log = store::read_optional(&paths.verify)
         .ok()
         .flatten()
@@ -460,9 +456,6 @@ fn corrupt(
     );
     Ok(Some(message(text)))
 }
-
-/// Tools whose call means the turn changed files.
-const FILE_TOOLS: [&str; 4] = ["Write", "Edit", "MultiEdit", "NotebookEdit"];
 
 /// The last turn from the transcript, read from its end (bounded), if there is one.
 fn read_turn(input: &HookInput) -> Option<transcript::Turn> {

@@ -14,6 +14,7 @@ pub mod frontmatter;
 pub mod hook_input;
 pub mod paths;
 pub mod prd;
+pub mod progress;
 pub mod promise;
 pub mod reinject;
 pub mod setup;

@@ -23,6 +23,8 @@ const BLOCK: u64 = 64 << 10;
 pub struct Turn {
     /// The assistant's text blocks, oldest first, joined with newlines.
     pub text: Option<String>,
+    /// The last text block alone (to check the transcript is not lagging).
+    pub last_text: Option<String>,
     /// The names of the tools the assistant called, oldest first.
     pub tools: Vec<String>,
     /// Whether the turn's start was found within the bound.
@@ -103,6 +105,7 @@ fn turn(mut texts: Vec<String>, mut tools: Vec<String>, complete: bool) -> Turn 
     texts.reverse();
     tools.reverse();
     Turn {
+        last_text: texts.last().cloned(),
         text: (!texts.is_empty()).then(|| texts.join("\n")),
         tools,
         complete,
