@@ -449,7 +449,7 @@ impl Setup {
         )?);
         cases.push(plain(
             "loop-talk",
-            "2c. loop, blocks; a turn with no file edit, so the breaker runs `git status`",
+            "2c. loop, blocks; a turn that only talked (judged a stall from its tools, no git)",
             &talk,
             Some(PROMISELESS),
         )?);
@@ -907,7 +907,7 @@ fn last_turn(tx: &mut Tx) -> String {
     out
 }
 
-/// A turn that only talked: the no-progress breaker has to ask git.
+/// A turn that only talked: a stall, judged from its tools without git.
 fn talk_turn(tx: &mut Tx) -> String {
     let mut out = tx.prompt("Stop hook feedback:\nMake every test in tests/ pass. (iteration 7)");
     out += &tx.text(PROMISELESS);
