@@ -373,3 +373,107 @@ fn prd_invalid_json_mid_loop_asks_for_repair() {
     let r = reason(&p.stop("s1", None));
     assert!(r.contains("prd.json can no longer be read"), "{r}");
 }
+
+/// A transcript whose last turn has the user's queued messages in it, as the
+/// interactive client writes them (`queue-operation` lines, measured on 2.1.328).
+fn transcript_with_queue(p: &Project, queued: &[(&str, &str)]) {
+    let mut lines = vec![
+        serde_json::json!({"type":"user","message":{"role":"user","content":"feed"}}).to_string(),
+    ];
+    for (time, text) in queued {
+        lines.push(
+            serde_json::json!({"type":"queue-operation","operation":"enqueue",
+                "timestamp":time,"sessionId":"s1","content":text})
+            .to_string(),
+        );
+    }
+    lines.push(
+        serde_json::json!({"type":"assistant","message":{"role":"assistant",
+            "content":[{"type":"text","text":"working"}]}})
+        .to_string(),
+    );
+    p.write("transcript.jsonl", &(lines.join("\n") + "\n"));
+}
+
+#[test]
+fn queued_cancel_ends_the_loop_at_this_stop() {
+    let p = Project::new("qcancel");
+    p.loop_state("\"s1\"", 3, 10, Some("DONE"), "", PROMPT);
+    transcript_with_queue(&p, &[("2026-01-01T00:00:01Z", "/ralph:cancel-ralph")]);
+    let out = p.stop("s1", Some("working"));
+    assert!(!is_block(&out), "{out:?}");
+    assert!(
+        message(&out)
+            .contains("Cancelled the Ralph loop at iteration 3/10: you typed /ralph:cancel-ralph"),
+        "{out:?}"
+    );
+    assert!(p.state().is_none());
+    assert_eq!(p.log().last().unwrap()["decision"], "cancel");
+    // The client then runs the queued command itself: it is told why there is nothing left.
+    let out = p.prompt("s1", "/ralph:cancel-ralph").unwrap();
+    assert!(
+        reason(&Some(out)).contains("it was cancelled at iteration 3"),
+        "the second cancel explains itself"
+    );
+}
+
+#[test]
+fn queued_message_lets_the_turn_end_and_the_loop_goes_on_after() {
+    let p = Project::new("qyield");
+    p.loop_state("\"s1\"", 2, 10, None, "", PROMPT);
+    transcript_with_queue(&p, &[("2026-01-01T00:00:01Z", "what is 2+2?")]);
+    let out = p.stop("s1", Some("working"));
+    assert!(
+        !is_block(&out),
+        "the turn ends so the client hands over the message"
+    );
+    assert!(
+        message(&out).contains("paused at iteration 2/10"),
+        "{out:?}"
+    );
+    let state = p.state().expect("the loop is not cancelled");
+    assert!(
+        state.contains("iteration: 2\n"),
+        "the iteration is not lost: {state}"
+    );
+    assert!(state.contains("yielded: true"), "{state}");
+    assert_eq!(p.log().last().unwrap()["decision"], "yield");
+    // The client dequeued the message and the model answered: the loop goes on.
+    p.write(
+        "transcript.jsonl",
+        &[
+            serde_json::json!({"type":"queue-operation","operation":"dequeue","timestamp":"2026-01-01T00:00:02Z"}).to_string(),
+            serde_json::json!({"type":"user","message":{"role":"user","content":"what is 2+2?"}}).to_string(),
+            serde_json::json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"4"}]}}).to_string(),
+        ]
+        .join("\n"),
+    );
+    let out = p.stop("s1", Some("4"));
+    assert!(is_block(&out), "{out:?}");
+    assert!(reason(&out).contains("iteration 3/10"), "{out:?}");
+    let state = p.state().unwrap();
+    assert!(state.contains("yielded: false"), "{state}");
+    assert!(
+        state.contains("stalls: 0"),
+        "the answer turn is not a stall: {state}"
+    );
+}
+
+#[test]
+fn queued_status_is_answered_once_and_the_loop_goes_on() {
+    let p = Project::new("qstatus");
+    p.loop_state("\"s1\"", 2, 10, None, "", PROMPT);
+    transcript_with_queue(&p, &[("2026-01-01T00:00:01Z", "/ralph-status")]);
+    let out = p.stop("s1", Some("working"));
+    assert!(is_block(&out), "{out:?}");
+    assert!(message(&out).contains("Ralph iteration 3/10"), "{out:?}");
+    assert!(message(&out).contains("Ralph loop active"), "{out:?}");
+    assert!(
+        message(&out).contains("iteration: 3/10"),
+        "status after the decision: {out:?}"
+    );
+    // Still queued at the next Stop (the client runs it when the loop ends): not answered twice.
+    let out = p.stop("s1", Some("working"));
+    assert!(is_block(&out));
+    assert!(!message(&out).contains("Ralph loop active"), "{out:?}");
+}

@@ -8,12 +8,13 @@
 
 use clap::{Parser, Subcommand};
 use ralph_core::activity::{self, Entry};
-use ralph_core::args::{self, StartArgs, USAGE};
+use ralph_core::args::{self, StartArgs};
+use ralph_core::control::{ReadState, cancel, help_text, read_state, relative, status};
 use ralph_core::hook_input::HookInput;
 use ralph_core::paths::{LoopPaths, STATE_FILE, project_root_from_env};
-use ralph_core::setup::{self, Existing, StartError, Status};
-use ralph_core::state::LoopState;
-use ralph_core::store::{self, LOCK_WAIT, LoopLock, StoreError};
+use ralph_core::queue::Typed;
+use ralph_core::setup::{self, Existing, StartError};
+use ralph_core::store::{self, LOCK_WAIT, LoopLock};
 use ralph_core::{clock, setup::short};
 use serde_json::json;
 use std::path::Path;
@@ -134,13 +135,11 @@ fn hook_prompt() {
     // Status and cancel are answered here, exactly and at once: the block
     // shows the text to the user and spends no model turn. (Their command
     // files run the same binary, should this hook not be active.)
-    let answer = if args::command_args(prompt, &["/ralph:ralph-status", "/ralph-status"]).is_some()
-    {
-        Some(status(&paths).to_text())
-    } else if args::command_args(prompt, &["/ralph:cancel-ralph", "/cancel-ralph"]).is_some() {
-        Some(cancel(&paths).unwrap_or_else(|e| format!("ralph: {e}")))
-    } else {
-        None
+    let answer = match ralph_core::queue::classify(prompt) {
+        Typed::Status => Some(status(&paths).to_text()),
+        Typed::Cancel => Some(cancel(&paths).unwrap_or_else(|e| format!("ralph: {e}"))),
+        Typed::Help => Some(help_text()),
+        Typed::Other => None,
     };
     if let Some(text) = answer {
         println!(
@@ -161,12 +160,6 @@ fn hook_prompt() {
         Err(e) => json!({"decision": "block", "reason": format!("ralph: {e}")}),
     };
     println!("{out}");
-}
-
-fn help_text() -> String {
-    format!(
-        "Usage: {USAGE}\n\nStarts a Ralph loop: each time Claude tries to end its turn, the Stop hook feeds the task back until the completion promise is printed (only when true), every PRD story passes, or the cap is reached.\n  --max-iterations N        turns in all (0 = unlimited; default 0)\n  --completion-promise TEXT  the loop ends when Claude prints <promise>TEXT</promise> (PRD default: RALPH-COMPLETE)\n  --prd-file PATH           feed the stories of a prd.json one by one, by priority and dependencies\n  --prompt-file PATH        read the prompt from a file (its frontmatter is not part of the prompt)\n  --max-story-attempts N    stop when one story is fed N times in a row without passing (default 5)\n  --replace                 take over another session's running loop\n  --                        everything after it is prompt text\nCancel: /ralph:cancel-ralph   Status: /ralph:ralph-status"
-    )
 }
 
 /// What a start reports: to the user (header, notes, settings) and the task.
@@ -312,87 +305,6 @@ fn show(paths: &LoopPaths) -> ExitCode {
     }
 }
 
-/// Cancel the project's loop; the message for the user either way.
-fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
-    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
-    let msg = match read_state(paths) {
-        ReadState::None => {
-            return Ok(format!(
-                "No Ralph loop is active in {}: nothing to cancel.",
-                paths.root.display()
-            ));
-        }
-        ReadState::Loop(state, _) => {
-            store::remove_if_present(&paths.state)?;
-            let entry = Entry::now(&state.session_id, state.iteration, "cancel", "cancelled");
-            let _ = activity::append(&paths.log, &entry);
-            format!(
-                "🛑 Cancelled the Ralph loop at iteration {} (session {}).",
-                state.iteration_label(state.iteration),
-                short(&state.session_id)
-            )
-        }
-        ReadState::Corrupt(e) => {
-            let kept = store::move_aside(&paths.state, clock::unix_now())?;
-            format!(
-                "🛑 Cancelled the Ralph loop; its state file was corrupt ({e}) and was kept as {}.",
-                relative(&paths.root, &kept)
-            )
-        }
-    };
-    let _ = store::remove_if_present(&paths.last_injected);
-    Ok(msg)
-}
-
-fn status(paths: &LoopPaths) -> Status {
-    let last = activity::last_entry(&paths.log);
-    let project = paths.root.display().to_string();
-    match read_state(paths) {
-        ReadState::None => Status::new(project, None, None, None, last),
-        ReadState::Corrupt(e) => Status::new(project, None, Some(e), None, last),
-        ReadState::Loop(state, _) => {
-            let checks = store::read_optional(&paths.verify)
-                .ok()
-                .flatten()
-                .map(|t| ralph_core::verify::VerifyLog::parse(&t));
-            let prd = state
-                .prd_file
-                .as_deref()
-                .map(|f| store::read_prd(&paths.root, f));
-            let mut status = Status::new(project, Some(state.as_ref()), None, prd.as_ref(), last);
-            status.verify = state.verify.clone();
-            status.checks = checks;
-            status
-        }
-    }
-}
-
-enum ReadState {
-    None,
-    /// The state and the seconds since it was last written.
-    Loop(Box<LoopState>, u64),
-    Corrupt(String),
-}
-
-fn read_state(paths: &LoopPaths) -> ReadState {
-    match store::read_optional(&paths.state) {
-        Ok(None) => ReadState::None,
-        Err(e) => ReadState::Corrupt(e.to_string()),
-        Ok(Some(text)) => match LoopState::parse(&text) {
-            Ok(state) => {
-                let age = std::fs::metadata(&paths.state)
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .map(|d| d.as_secs())
-                    .unwrap_or(0);
-                ReadState::Loop(Box::new(state), age)
-            }
-            Err(e) => ReadState::Corrupt(e.to_string()),
-        },
-    }
-}
-
 /// The `full` gate of the project's command policy, if any: (file, command).
 fn policy_full_gate(root: &Path) -> Option<(&'static str, String)> {
     [
@@ -405,10 +317,4 @@ fn policy_full_gate(root: &Path) -> Option<(&'static str, String)> {
         let policy = ralph_policy::Policy::parse(&text).ok()?;
         Some((file, policy.gate(ralph_policy::Tier::Full)?.to_string()))
     })
-}
-
-fn relative(root: &Path, p: &Path) -> String {
-    p.strip_prefix(root)
-        .map(|r| r.display().to_string())
-        .unwrap_or_else(|_| p.display().to_string())
 }

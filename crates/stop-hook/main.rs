@@ -12,11 +12,12 @@ use ralph_core::decision::{Decision, StopContext, decide};
 use ralph_core::hook_input::HookInput;
 use ralph_core::paths::{LoopPaths, STATE_FILE, project_root_from_env};
 use ralph_core::prd::Prd;
+use ralph_core::queue::{self, QueueAction};
 use ralph_core::reinject::Injected;
 use ralph_core::state::{self, LoopState};
 use ralph_core::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use ralph_core::verify::{self, CheckResult, VerifyLog};
-use ralph_core::{clock, progress, promise, transcript, worktree};
+use ralph_core::{clock, control, progress, promise, transcript, worktree};
 use serde_json::json;
 use std::io::Write;
 
@@ -242,6 +243,25 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
     }
 
     let turn = read_turn(input);
+    // What the user typed meanwhile comes first: it waits in the client's
+    // queue until a turn ends, and a loop's turns never end on their own.
+    let queued = turn
+        .as_ref()
+        .map(|t| queue::pending(&t.queue))
+        .unwrap_or_default();
+    let queue_action = queue::action(&queued, state.queue_seen.as_deref());
+    if queue_action != QueueAction::None {
+        next.queue_seen = queue::newest(&queued).map(str::to_string);
+    }
+    match &queue_action {
+        QueueAction::Cancel { typed } => {
+            return done(Some(message(control::cancel_locked(paths, Some(typed))?)));
+        }
+        QueueAction::Yield { .. } => {
+            return done(Some(yield_to_user(paths, session, &text, next)?));
+        }
+        QueueAction::Answer { .. } | QueueAction::None => {}
+    }
     let said = assistant_text(input, &state, turn.as_ref());
     let prd = state
         .prd_file
@@ -267,12 +287,18 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
         } else {
             None
         };
-    let stalls = progress::stalls_after(
-        effect,
-        state.stalls,
-        fingerprint.as_deref(),
-        state.last_fingerprint.as_deref(),
-    );
+    // The turn after a yield answered the user: it is not judged as work.
+    let stalls = if state.yielded {
+        state.stalls
+    } else {
+        progress::stalls_after(
+            effect,
+            state.stalls,
+            fingerprint.as_deref(),
+            state.last_fingerprint.as_deref(),
+        )
+    };
+    next.yielded = false;
     let mut log = store::read_optional(&paths.verify)
         .ok()
         .flatten()
@@ -325,7 +351,66 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
     });
     next.stalls = stalls;
     next.last_fingerprint = fingerprint.or(next.last_fingerprint);
-    done(apply(paths, session, &text, next, decision)?)
+    let out = apply(paths, session, &text, next, decision)?;
+    done(answer_queued(paths, out, &queue_action))
+}
+
+/// The user's message is waiting: let this turn end without advancing the
+/// loop, so the client hands the message to the model; the next Stop (after
+/// the model answered) goes on with the loop.
+fn yield_to_user(
+    paths: &LoopPaths,
+    session: &str,
+    text: &str,
+    mut next: LoopState,
+) -> Result<serde_json::Value, StoreError> {
+    next.yielded = true;
+    store::atomic_write(&paths.state, state::updated_text(text, &next).as_bytes())?;
+    let _ = log(
+        paths,
+        session,
+        next.iteration,
+        "yield",
+        "user_message",
+        None,
+        None,
+    );
+    Ok(message(format!(
+        "⏸ Ralph loop paused at iteration {} for your message; it goes on after Claude answers (/cancel-ralph ends it).",
+        next.iteration_label(next.iteration)
+    )))
+}
+
+/// A queued `/ralph-status` or `/ralph-help` is answered with this Stop's
+/// message, after the decision was applied (so the status is current).
+fn answer_queued(
+    paths: &LoopPaths,
+    out: Option<serde_json::Value>,
+    action: &QueueAction,
+) -> Option<serde_json::Value> {
+    let QueueAction::Answer { status, help } = action else {
+        return out;
+    };
+    let mut extra = Vec::new();
+    if *status {
+        extra.push(control::status(paths).to_text().trim_end().to_string());
+    }
+    if *help {
+        extra.push(control::help_text());
+    }
+    let mut out = out.unwrap_or_else(|| json!({}));
+    let before = out
+        .get("systemMessage")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let joined = std::iter::once(before)
+        .chain(extra)
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    out["systemMessage"] = json!(joined);
+    Some(out)
 }
 
 /// Does this turn claim the work is done? Plain mode: the promise was kept.

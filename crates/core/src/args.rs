@@ -194,8 +194,16 @@ fn number(flag: Flag, value: &str, hint: &'static str) -> Result<u64, ArgsError>
 /// If `text` invokes the loop command (`/ralph:ralph-loop` or `/ralph-loop`),
 /// the text after the command name.
 pub fn loop_command_args(text: &str) -> Option<&str> {
-    command_args(text, &["/ralph:ralph-loop", "/ralph-loop"])
+    command_args(text, LOOP_COMMANDS)
 }
+
+/// Every spelling a user may type for each command: qualified by the plugin
+/// name, and unqualified (the client resolves an unqualified skill name).
+pub const LOOP_COMMANDS: &[&str] = &["/ralph:ralph-loop", "/ralph-loop"];
+pub const CANCEL_COMMANDS: &[&str] = &["/ralph:cancel-ralph", "/cancel-ralph"];
+pub const STATUS_COMMANDS: &[&str] = &["/ralph:ralph-status", "/ralph-status"];
+/// `/ralph:help` was the name before the commands became skills.
+pub const HELP_COMMANDS: &[&str] = &["/ralph:ralph-help", "/ralph-help", "/ralph:help"];
 
 /// The text after one of `names` when `text` starts with it (then whitespace or end).
 pub fn command_args<'a>(text: &'a str, names: &[&str]) -> Option<&'a str> {

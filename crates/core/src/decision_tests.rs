@@ -18,6 +18,8 @@ fn state(iteration: u64, max: u64, promise: Option<&str>) -> LoopState {
         max_stalls: 3,
         stalls: 0,
         last_fingerprint: None,
+        queue_seen: None,
+        yielded: false,
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
     }
 }

@@ -199,6 +199,8 @@ pub fn new_state(
         max_stalls: args.max_stalls.unwrap_or(crate::verify::DEFAULT_MAX_STALLS),
         stalls: 0,
         last_fingerprint: None,
+        queue_seen: None,
+        yielded: false,
         prompt,
     }
 }

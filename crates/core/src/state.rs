@@ -40,6 +40,12 @@ pub struct LoopState {
     pub stalls: u32,
     /// The working-tree fingerprint at the last decision.
     pub last_fingerprint: Option<String>,
+    /// The timestamp of the newest message the user queued that a Stop has
+    /// already acted on (see `queue`), so it is not acted on twice.
+    pub queue_seen: Option<String>,
+    /// The last Stop let the turn end so the model could answer the user's
+    /// queued message: the next Stop goes on without counting a stall.
+    pub yielded: bool,
     /// The prompt body, verbatim.
     pub prompt: String,
 }
@@ -178,6 +184,12 @@ impl LoopState {
         let max_stalls = small("max_stalls", crate::verify::DEFAULT_MAX_STALLS)?;
         let stalls = small("stalls", 0)?;
         let last_fingerprint = get("last_fingerprint").and_then(scalar_text);
+        let queue_seen = get("queue_seen").and_then(scalar_text);
+        let yielded = match get("yielded") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(v) => return Err(bad("yielded", "must be true or false", v)),
+        };
         let prompt = split.body.to_string();
         if prompt.trim().is_empty() {
             return Err(StateError::EmptyPrompt);
@@ -197,6 +209,8 @@ impl LoopState {
             max_stalls,
             stalls,
             last_fingerprint,
+            queue_seen,
+            yielded,
             prompt,
         })
     }
@@ -236,6 +250,12 @@ impl LoopState {
         if let Some(f) = &self.last_fingerprint {
             out.push_str(&format!("last_fingerprint: {}\n", quote(f)));
         }
+        if let Some(q) = &self.queue_seen {
+            out.push_str(&format!("queue_seen: {}\n", quote(q)));
+        }
+        if self.yielded {
+            out.push_str("yielded: true\n");
+        }
         out.push_str("---\n\n");
         out.push_str(&self.prompt);
         out
@@ -266,6 +286,13 @@ pub fn updated_text(text: &str, new: &LoopState) -> String {
     ];
     if let Some(f) = &new.last_fingerprint {
         edits.push(("last_fingerprint", quote(f)));
+    }
+    if let Some(q) = &new.queue_seen {
+        edits.push(("queue_seen", quote(q)));
+    }
+    // Written once set, so that clearing it edits the line.
+    if new.yielded || text.contains("\nyielded:") {
+        edits.push(("yielded", new.yielded.to_string()));
     }
     let edited = edits.iter().try_fold(text.to_string(), |t, (key, value)| {
         frontmatter::set_field(&t, key, value)
@@ -357,6 +384,8 @@ mod tests {
             max_stalls: 3,
             stalls: 1,
             last_fingerprint: Some("abc".into()),
+            queue_seen: None,
+            yielded: false,
             prompt: "say \"hi\" `id` $(touch x) $HOME\n---\niteration: 99\n\n".into(),
         };
         let text = state.render();

@@ -8,6 +8,7 @@
 //! so the file is read backwards in blocks and never whole, at most
 //! `max_bytes` from the end, and each line is assembled once.
 
+use crate::queue::QueueOp;
 use memchr::{memmem, memrchr};
 use serde_json::Value;
 use std::fs::File;
@@ -29,6 +30,10 @@ pub struct Turn {
     pub tools: Vec<String>,
     /// Whether the turn's start was found within the bound.
     pub complete: bool,
+    /// The client's queue operations (messages the user typed meanwhile),
+    /// oldest first: those of this turn, and those written between the last
+    /// turn's end and this turn's start (typed while a Stop hook ran).
+    pub queue: Vec<QueueOp>,
 }
 
 /// The text blocks the assistant wrote in the last turn (see [`last_turn`]).
@@ -51,9 +56,8 @@ pub fn last_turn(path: &Path, max_bytes: u64) -> io::Result<Turn> {
     let mut end = len;
     // The later pieces of a line cut by a block boundary, latest first.
     let mut pending: Vec<Vec<u8>> = Vec::new();
-    let mut texts: Vec<String> = Vec::new();
-    let mut tools: Vec<String> = Vec::new();
     let mut line_buf: Vec<u8> = Vec::new();
+    let mut walk = Walk::default();
 
     while end > floor {
         let start = end.saturating_sub(BLOCK).max(floor);
@@ -72,13 +76,8 @@ pub fn last_turn(path: &Path, max_bytes: u64) -> io::Result<Turn> {
                 }
                 &line_buf
             };
-            match classify(line) {
-                Line::Assistant { text, tools: used } => {
-                    texts.extend(text);
-                    tools.extend(used.into_iter().rev());
-                }
-                Line::TurnStart => return Ok(turn(texts, tools, true)),
-                Line::Other => {}
+            if walk.take(line) {
+                return Ok(walk.into_turn(true));
             }
             line_end = nl;
         }
@@ -89,16 +88,45 @@ pub fn last_turn(path: &Path, max_bytes: u64) -> io::Result<Turn> {
     // At the file's start the remaining piece is a whole line.
     if floor == 0 && !pending.is_empty() {
         let line: Vec<u8> = pending.drain(..).rev().flatten().collect();
-        match classify(&line) {
-            Line::Assistant { text, tools: used } => {
-                texts.extend(text);
-                tools.extend(used.into_iter().rev());
-            }
-            Line::TurnStart => return Ok(turn(texts, tools, true)),
-            Line::Other => {}
-        }
+        walk.take(&line);
     }
-    Ok(turn(texts, tools, floor == 0))
+    let complete = walk.started || floor == 0;
+    Ok(walk.into_turn(complete))
+}
+
+/// The lines seen so far, walking backwards.
+#[derive(Default)]
+struct Walk {
+    texts: Vec<String>,
+    tools: Vec<String>,
+    queue: Vec<QueueOp>,
+    /// The turn's start was passed: only queue operations are still collected.
+    started: bool,
+}
+
+impl Walk {
+    /// Take the line before the ones seen; `true` when the walk is over.
+    fn take(&mut self, line: &[u8]) -> bool {
+        match classify(line) {
+            Line::Queue(op) => self.queue.push(op),
+            Line::Other => {}
+            // Past the turn's start, any message line is the turn before.
+            _ if self.started => return true,
+            Line::Assistant { text, tools } => {
+                self.texts.extend(text);
+                self.tools.extend(tools.into_iter().rev());
+            }
+            Line::TurnStart => self.started = true,
+            Line::ToolResult => {}
+        }
+        false
+    }
+
+    fn into_turn(self, complete: bool) -> Turn {
+        let mut turn = turn(self.texts, self.tools, complete);
+        turn.queue = self.queue.into_iter().rev().collect();
+        turn
+    }
 }
 
 fn turn(mut texts: Vec<String>, mut tools: Vec<String>, complete: bool) -> Turn {
@@ -109,6 +137,7 @@ fn turn(mut texts: Vec<String>, mut tools: Vec<String>, complete: bool) -> Turn 
         text: (!texts.is_empty()).then(|| texts.join("\n")),
         tools,
         complete,
+        queue: Vec::new(),
     }
 }
 
@@ -119,6 +148,9 @@ enum Line {
         tools: Vec<String>,
     },
     TurnStart,
+    /// A user line that only returns tool results.
+    ToolResult,
+    Queue(QueueOp),
     Other,
 }
 
@@ -128,6 +160,9 @@ fn classify(line: &[u8]) -> Line {
     let is_assistant = memmem::find(line, br#""type":"assistant""#).is_some();
     let is_user = !is_assistant && memmem::find(line, br#""type":"user""#).is_some();
     if !is_assistant && !is_user {
+        if memmem::find(line, br#""type":"queue-operation""#).is_some() {
+            return QueueOp::parse(line).map_or(Line::Other, Line::Queue);
+        }
         return Line::Other;
     }
     let Ok(v) = serde_json::from_slice::<Value>(line) else {
@@ -157,6 +192,7 @@ fn classify(line: &[u8]) -> Line {
             }
         }
         Some("user") if is_prompt(content) => Line::TurnStart,
+        Some("user") => Line::ToolResult,
         _ => Line::Other,
     }
 }
@@ -267,6 +303,38 @@ mod tests {
         std::fs::write(&path, assistant("only")).unwrap();
         let turn = last_turn(&path, DEFAULT_MAX_BYTES).unwrap();
         assert_eq!(turn.text.as_deref(), Some("only"));
+        assert!(turn.complete);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn collects_queue_operations_of_the_turn_and_of_the_stop_before_it() {
+        let q = |op: &str, content: &str| {
+            serde_json::json!({"type":"queue-operation","operation":op,
+                "timestamp":"t","sessionId":"s","content":content})
+            .to_string()
+        };
+        let lines = [
+            prompt("old"),
+            q("enqueue", "seen at an earlier stop"),
+            assistant("old turn"),
+            // Typed while the last Stop hook ran: before this turn's feed.
+            q("enqueue", "/cancel-ralph"),
+            prompt("feed"),
+            q("enqueue", "a question"),
+            assistant("working"),
+            tool_use(),
+            tool_result(),
+        ];
+        let path = write(&lines, 3);
+        let turn = last_turn(&path, DEFAULT_MAX_BYTES).unwrap();
+        let texts: Vec<_> = turn
+            .queue
+            .iter()
+            .filter_map(|o| o.content.clone())
+            .collect();
+        assert_eq!(texts, ["/cancel-ralph", "a question"]);
+        assert_eq!(turn.text.as_deref(), Some("working"));
         assert!(turn.complete);
         std::fs::remove_file(path).unwrap();
     }

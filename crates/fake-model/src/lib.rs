@@ -47,6 +47,10 @@ pub struct Reply {
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocks: Vec<Block>,
+    /// Wait this long before answering: stands for a model that works for a
+    /// while, so a test can type into the client mid-turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
 }
 
 /// One content block of a reply.
@@ -76,7 +80,7 @@ impl Reply {
     pub fn text(text: impl Into<String>) -> Reply {
         Reply {
             text: Some(text.into()),
-            blocks: Vec::new(),
+            ..Reply::default()
         }
     }
 
@@ -476,6 +480,9 @@ fn respond(request: &Request, shared: &Shared) -> (&'static str, &'static str, S
         .requests
         .push(recorded);
 
+    if let Some(ms) = reply.as_ref().and_then(|r| r.delay_ms) {
+        thread::sleep(Duration::from_millis(ms));
+    }
     match (kind, reply) {
         (RequestKind::CountTokens, _) => (
             "200 OK",
@@ -632,6 +639,7 @@ mod tests {
                         command: "echo hi".into(),
                         description: "say hi".into(),
                     }],
+                    ..Reply::default()
                 },
                 Reply::text("<promise>DONE</promise>"),
             ],
