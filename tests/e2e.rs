@@ -2,7 +2,8 @@
 //!
 //! Each `tests/scenarios/*.yaml` describes one case a person can read: the
 //! project's files before, one or more `claude -p` runs (the user's prompt or
-//! slash command, the scripted model replies for that run), and the expected
+//! slash command, the scripted model replies for that run) or interactive
+//! sessions typed into a terminal (`steps:`, see `tui`), and the expected
 //! end state. Every scenario gets a fresh git project and a throw-away HOME;
 //! the client talks only to a [`FakeModel`] on 127.0.0.1 and loads this
 //! checkout as a plugin, with `RALPH_BIN_DIR` pointing at the binaries cargo
@@ -16,6 +17,9 @@
 //! * `RALPH_E2E_JOBS=n`: scenarios run at once (default 2).
 //! * `RALPH_E2E_KEEP=1`: keep every scenario's temp dir (failed ones are always kept).
 //! * `RALPH_E2E_BIN_DIR=dir`: the ralph binaries to test (default: this build's).
+
+#[path = "e2e/tui.rs"]
+mod tui;
 
 use ralph_fake_model::{FakeModel, Recorded, Reply, content_text};
 use serde::Deserialize;
@@ -65,6 +69,10 @@ struct Run {
     /// What the user types: `claude -p PROMPT`.
     #[serde(default)]
     prompt: Option<String>,
+    /// Or: the interactive client in a terminal (tmux), and what the person
+    /// at the keyboard does, in order (see `tui::Step`).
+    #[serde(default)]
+    steps: Vec<tui::Step>,
     /// Add `--continue` (resume the project's last session).
     #[serde(default, rename = "continue")]
     continue_session: bool,
@@ -214,9 +222,18 @@ impl Scenario {
             return Err("no runs".into());
         }
         for (i, run) in self.runs.iter().enumerate() {
-            if run.raw == run.prompt.is_some() {
+            let kinds = usize::from(run.raw)
+                + usize::from(run.prompt.is_some())
+                + usize::from(!run.steps.is_empty());
+            if kinds != 1 {
                 return Err(format!(
-                    "run {}: give either `prompt` or `raw: true`",
+                    "run {}: give one of `prompt`, `steps` or `raw: true`",
+                    i + 1
+                ));
+            }
+            if !run.steps.is_empty() && (run.background || run.continue_session) {
+                return Err(format!(
+                    "run {}: an interactive run is neither `background` nor `continue`",
                     i + 1
                 ));
             }
@@ -341,18 +358,28 @@ fn bin_dir() -> PathBuf {
 }
 
 /// The environment of every client run: nothing of the machine leaks in.
+fn client_env(sandbox: &Sandbox, port: u16, api_key: &str) -> Vec<(String, String)> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    [
+        ("PATH", path.as_str()),
+        ("HOME", &sandbox.home.to_string_lossy()),
+        ("LANG", "C.UTF-8"),
+        ("IS_SANDBOX", "1"),
+        ("ANTHROPIC_BASE_URL", &format!("http://127.0.0.1:{port}")),
+        ("ANTHROPIC_API_KEY", api_key),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ("DISABLE_AUTOUPDATER", "1"),
+        ("RALPH_BIN_DIR", &bin_dir().to_string_lossy()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
 fn client_command(claude: &Path, sandbox: &Sandbox, port: u16) -> Command {
     let mut cmd = Command::new(claude);
     cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &sandbox.home)
-        .env("LANG", "C.UTF-8")
-        .env("IS_SANDBOX", "1")
-        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
-        .env("ANTHROPIC_API_KEY", "x")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("RALPH_BIN_DIR", bin_dir())
+        .envs(client_env(sandbox, port, "x"))
         .stdin(Stdio::null());
     cmd
 }
@@ -374,6 +401,8 @@ struct Started {
 
 struct Finished {
     index: usize,
+    /// Run in the interactive client: `stdout` holds the screen.
+    interactive: bool,
     label: String,
     exit: Option<i32>,
     killed: Option<String>,
@@ -448,6 +477,7 @@ impl Started {
         let exit = self.child.wait().ok().and_then(|s| s.code());
         Finished {
             index: self.index,
+            interactive: false,
             label: self.label,
             exit,
             killed,
@@ -537,6 +567,121 @@ fn start_run(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) -> Resul
     })
 }
 
+/// One run in the interactive client: start it in tmux, do the steps, read
+/// the screen, end it. Blocks until done.
+fn run_interactive(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) -> Finished {
+    let label = run
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("run {} (interactive)", index + 1));
+    let replies: Vec<Reply> = run
+        .replies
+        .iter()
+        .map(|r| {
+            let v = sandbox.subst_value(serde_json::to_value(r).expect("reply to json"));
+            serde_json::from_value(v).expect("reply from json")
+        })
+        .collect();
+    let mut finished = Finished {
+        index,
+        interactive: true,
+        label: label.clone(),
+        exit: None,
+        killed: None,
+        edit_errors: Vec::new(),
+        stdout: String::new(),
+        stderr: String::new(),
+        requests: Vec::new(),
+        replies_used: 0,
+        replies_total: replies.len(),
+        exhausted: 0,
+    };
+    let model = match FakeModel::start(ralph_fake_model::Script { replies }) {
+        Ok(m) => m,
+        Err(e) => {
+            finished.killed = Some(format!("fake model: {e}"));
+            return finished;
+        }
+    };
+    let answers = sandbox.home.join(".claude.json");
+    if let Err(e) = fs::write(&answers, tui::first_run_answers(&sandbox.project)) {
+        finished.killed = Some(format!("{}: {e}", answers.display()));
+        return finished;
+    }
+    let mut args: Vec<String> = run.args.iter().map(|a| sandbox.subst(a)).collect();
+    args.extend([
+        "--plugin-dir".to_string(),
+        CHECKOUT.to_string(),
+        "--dangerously-skip-permissions".to_string(),
+    ]);
+    let env = client_env(sandbox, model.port(), tui::API_KEY);
+    let name = format!(
+        "{}-{index}",
+        sandbox
+            .root
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+    );
+    let timeout = Duration::from_secs(run.timeout_secs.unwrap_or(90));
+    let outcome = tui::Tui::start(&name, claude, &args, &env, &sandbox.project).and_then(|t| {
+        let done = t
+            .wait_ready()
+            .and_then(|()| do_steps(&t, &run.steps, sandbox, &model, timeout));
+        // Let the last hook's message reach the screen before reading it.
+        thread::sleep(Duration::from_millis(1500));
+        finished.stdout = t.everything_shown();
+        done
+    });
+    finished.killed = outcome.err();
+    finished.requests = model.main_requests();
+    finished.replies_used = model.replies_used();
+    finished.exhausted = model.exhausted_requests();
+    let _ = fs::write(
+        sandbox.root.join(format!("run{}.screen", index + 1)),
+        &finished.stdout,
+    );
+    finished
+}
+
+fn do_steps(
+    t: &tui::Tui,
+    steps: &[tui::Step],
+    sandbox: &Sandbox,
+    model: &FakeModel,
+    timeout: Duration,
+) -> Result<(), String> {
+    use tui::Step;
+    for step in steps {
+        match step {
+            Step::Type(text) => t.type_line(&sandbox.subst(text))?,
+            Step::Key(key) => t.key(key)?,
+            Step::WaitScreen(text) => {
+                let want = tui::squash(&sandbox.subst(text));
+                t.wait(&format!("the screen to show {want:?}"), timeout, |s| {
+                    tui::squash(s).contains(&want)
+                })?
+            }
+            Step::WaitLog(fields) => {
+                let log = sandbox.project.join(LOG_FILE);
+                t.wait(&format!("a log entry {fields:?}"), timeout, |_| {
+                    read_log(&log).iter().any(|e| log_entry_matches(e, fields))
+                })?
+            }
+            Step::WaitReplies(n) => t.wait(
+                &format!("the model to have served {n} replies"),
+                timeout,
+                |_| model.replies_used() >= *n,
+            )?,
+            Step::WaitFile(path) => {
+                let target = sandbox.project.join(path);
+                t.wait(&format!("{path} to exist"), timeout, |_| target.exists())?
+            }
+        }
+    }
+    Ok(())
+}
+
 fn git_init(dir: &Path) -> Result<(), String> {
     let status = Command::new("git")
         .args(["init", "-q"])
@@ -570,6 +715,10 @@ fn run_scenario(claude: &Path, name: &str, scenario: &Scenario) -> (Vec<String>,
     let mut background: Vec<Started> = Vec::new();
     let mut finished: Vec<Finished> = Vec::new();
     for (i, run) in scenario.runs.iter().enumerate() {
+        if !run.steps.is_empty() {
+            finished.push(run_interactive(claude, &sandbox, i, run));
+            continue;
+        }
         match start_run(claude, &sandbox, i, run) {
             Ok(started) if run.background => background.push(started),
             Ok(started) => {
@@ -705,6 +854,7 @@ fn check_run(run: &Run, f: &Finished, sandbox: &Sandbox, failures: &mut Vec<Stri
             short(&f.stdout),
             short(&f.stderr)
         )),
+        None if f.interactive => {}
         None => {
             let want = x.exit.unwrap_or(0);
             if f.exit != Some(want) {
@@ -751,8 +901,20 @@ fn check_run(run: &Run, f: &Finished, sandbox: &Sandbox, failures: &mut Vec<Stri
             failures.push(format!("{l}: stdout must not contain {s:?}"));
         }
     }
-    let seen = visible(&f.stdout);
-    for s in &sub(&x.shows) {
+    // On a terminal the client wraps and indents long lines itself, so the
+    // screen and the expected texts are compared with whitespace squashed.
+    let shown = |v: &Vec<String>| -> Vec<String> {
+        sub(v)
+            .into_iter()
+            .map(|s| if f.interactive { tui::squash(&s) } else { s })
+            .collect()
+    };
+    let seen = if f.interactive {
+        tui::squash(&f.stdout)
+    } else {
+        visible(&f.stdout)
+    };
+    for s in &shown(&x.shows) {
         if !seen.contains(s.as_str()) {
             failures.push(format!(
                 "{l}: the user is not shown {s:?}\n  shown: {}",
@@ -760,7 +922,7 @@ fn check_run(run: &Run, f: &Finished, sandbox: &Sandbox, failures: &mut Vec<Stri
             ));
         }
     }
-    for s in &sub(&x.not_shows) {
+    for s in &shown(&x.not_shows) {
         if seen.contains(s.as_str()) {
             failures.push(format!("{l}: the user must not be shown {s:?}"));
         }
@@ -957,12 +1119,7 @@ fn check_project(e: &Expect, sandbox: &Sandbox, failures: &mut Vec<String>) {
     if e.log.is_empty() && e.log_counts.is_empty() {
         return;
     }
-    let log_text = fs::read_to_string(root.join(LOG_FILE)).unwrap_or_default();
-    let entries: Vec<Value> = log_text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or(Value::String(l.to_string())))
-        .collect();
+    let entries = read_log(&root.join(LOG_FILE));
     for (i, entry) in entries.iter().enumerate() {
         let ok = entry.is_object()
             && ["time", "session", "iteration", "decision", "reason"]
@@ -977,15 +1134,9 @@ fn check_project(e: &Expect, sandbox: &Sandbox, failures: &mut Vec<String>) {
     }
     let mut at = 0;
     for want in &e.log {
-        let hit = entries[at.min(entries.len())..].iter().position(|entry| {
-            want.iter()
-                .all(|(k, v)| match (k.as_str(), entry.get(k), v) {
-                    ("message", Some(Value::String(have)), Value::String(w)) => have.contains(w),
-                    (_, Some(have), w) => have == w,
-                    (_, None, Value::Null) => true,
-                    _ => false,
-                })
-        });
+        let hit = entries[at.min(entries.len())..]
+            .iter()
+            .position(|entry| log_entry_matches(entry, want));
         match hit {
             Some(p) => at += p + 1,
             None => {
@@ -1163,4 +1314,25 @@ fn scenarios_in_the_real_client() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+/// The activity log's entries; a line that is not JSON is kept as a string.
+fn read_log(path: &Path) -> Vec<Value> {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or(Value::String(l.to_string())))
+        .collect()
+}
+
+/// Every field of `want` is equal in `entry` (`message` as a substring).
+fn log_entry_matches(entry: &Value, want: &BTreeMap<String, Value>) -> bool {
+    want.iter()
+        .all(|(k, v)| match (k.as_str(), entry.get(k), v) {
+            ("message", Some(Value::String(have)), Value::String(w)) => have.contains(w),
+            (_, Some(have), w) => have == w,
+            (_, None, Value::Null) => true,
+            _ => false,
+        })
 }
