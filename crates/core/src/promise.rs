@@ -1,8 +1,11 @@
 //! The completion promise: `<promise>TEXT</promise>` in the assistant's words.
 //!
-//! Only a real tag counts: a bare `DONE` in prose is not completion. Content
-//! and configured promise are compared after trimming and collapsing runs of
-//! whitespace, so a promise split over lines still matches.
+//! Only a real tag counts: a bare `DONE` in prose is not completion, and a tag
+//! quoted as code (an inline code span or a fenced code block, as Markdown
+//! reads them) is talk about the promise, not the promise: "I must not print
+//! `<promise>DONE</promise>` yet" keeps the loop going. Content and configured
+//! promise are compared after trimming and collapsing runs of whitespace, so a
+//! promise split over lines still matches.
 
 const OPEN: &str = "<promise>";
 const CLOSE: &str = "</promise>";
@@ -12,15 +15,17 @@ pub fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The contents of every `<promise>...</promise>` tag in `text`, in order.
-pub fn tags(text: &str) -> Vec<&str> {
+/// The contents of every `<promise>...</promise>` tag printed in `text` (not
+/// quoted as code), in order.
+pub fn tags(text: &str) -> Vec<String> {
+    let prose = outside_code(text);
     let mut found = Vec::new();
-    let mut rest = text;
+    let mut rest = prose.as_str();
     while let Some(open) = rest.find(OPEN) {
         let after = &rest[open + OPEN.len()..];
         match after.find(CLOSE) {
             Some(close) => {
-                found.push(&after[..close]);
+                found.push(after[..close].to_string());
                 rest = &after[close + CLOSE.len()..];
             }
             None => break,
@@ -32,7 +37,85 @@ pub fn tags(text: &str) -> Vec<&str> {
 /// Does `text` hold a promise tag equal (normalised) to `promise`?
 pub fn is_kept(text: &str, promise: &str) -> bool {
     let want = normalize(promise);
-    !want.is_empty() && tags(text).into_iter().any(|t| normalize(t) == want)
+    !want.is_empty() && tags(text).iter().any(|t| normalize(t) == want)
+}
+
+/// `text` with its code removed: fenced code blocks (``` or ~~~, to the
+/// closing fence or the end) and inline code spans (a run of backticks to the
+/// next run of the same length; an unmatched run is literal), as CommonMark
+/// reads them. Each removed piece leaves a space, so no two words join.
+pub fn outside_code(text: &str) -> String {
+    let mut prose = String::with_capacity(text.len());
+    let mut fence: Option<(char, usize)> = None;
+    let mut paragraph = String::new();
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start_matches(' ');
+        let indent = line.len() - trimmed.len();
+        let run = |c: char| trimmed.chars().take_while(|x| *x == c).count();
+        match fence {
+            Some((c, n)) => {
+                if indent <= 3 && run(c) >= n && trimmed[run(c)..].trim().is_empty() {
+                    fence = None;
+                }
+                prose.push(' ');
+            }
+            None => {
+                let opener = ['`', '~'].into_iter().find(|c| indent <= 3 && run(*c) >= 3);
+                if let Some(c) = opener {
+                    prose.push_str(&without_spans(&paragraph));
+                    paragraph.clear();
+                    fence = Some((c, run(c)));
+                    prose.push(' ');
+                } else {
+                    paragraph.push_str(line);
+                }
+            }
+        }
+    }
+    prose.push_str(&without_spans(&paragraph));
+    prose
+}
+
+/// Inline code spans removed from a stretch of text outside fences.
+fn without_spans(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('`') {
+        out.push_str(&rest[..open]);
+        let after_open = &rest[open..];
+        let n = after_open.chars().take_while(|c| *c == '`').count();
+        let body = &after_open[n..];
+        match closing_run(body, n) {
+            Some(close) => {
+                out.push(' ');
+                rest = &body[close + n..];
+            }
+            None => {
+                out.push_str(&after_open[..n]);
+                rest = body;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where in `text` a run of exactly `n` backticks starts.
+fn closing_run(text: &str, n: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'`' {
+            let len = bytes[i..].iter().take_while(|b| **b == b'`').count();
+            if len == n {
+                return Some(i);
+            }
+            i += len;
+        } else {
+            i += 1;
+        }
+    }
+    None
 }
 
 /// Some promise tag is present, whatever it says (used to tell the model its
@@ -67,5 +150,33 @@ mod tests {
             "DONE"
         ));
         assert_eq!(tags("<promise>a</promise><promise>b</promise>"), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_tag_quoted_as_code_is_not_printed() {
+        for quoted in [
+            "I must not print `<promise>DONE</promise>` yet.",
+            "Use ``<promise>DONE</promise>`` when done.",
+            "Example:\n```\n<promise>DONE</promise>\n```\nNot yet.",
+            "Example:\n~~~~text\n<promise>DONE</promise>\n~~~~\n",
+            "Unclosed fence:\n```\n<promise>DONE</promise>\n",
+            "Spans lines: `a\n<promise>DONE</promise>` b",
+        ] {
+            assert!(!is_kept(quoted, "DONE"), "{quoted:?}");
+            assert!(!has_any_tag(quoted), "{quoted:?}");
+        }
+    }
+
+    #[test]
+    fn a_printed_tag_counts_beside_code() {
+        for printed in [
+            "Ran `cargo test`: all pass. <promise>DONE</promise>",
+            "```\ncargo test\n```\n<promise>DONE</promise>",
+            "An unmatched ` backtick, then <promise>DONE</promise>",
+            "`a` and ``b`` then <promise>DONE</promise> and `c`",
+            "    indented four: <promise>DONE</promise>",
+        ] {
+            assert!(is_kept(printed, "DONE"), "{printed:?}");
+        }
     }
 }
