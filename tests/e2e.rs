@@ -524,8 +524,11 @@ fn start_run(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) -> Resul
             serde_json::from_value(v).expect("reply from json")
         })
         .collect();
-    let model = FakeModel::start(ralph_fake_model::Script { replies })
-        .map_err(|e| format!("{label}: fake model: {e}"))?;
+    let model = FakeModel::start(ralph_fake_model::Script {
+        replies,
+        ..Default::default()
+    })
+    .map_err(|e| format!("{label}: fake model: {e}"))?;
     let mut cmd = client_command(claude, sandbox, model.port());
     let args: Vec<String> = run.args.iter().map(|a| sandbox.subst(a)).collect();
     if run.raw {
@@ -596,7 +599,10 @@ fn run_interactive(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) ->
         replies_total: replies.len(),
         exhausted: 0,
     };
-    let model = match FakeModel::start(ralph_fake_model::Script { replies }) {
+    let model = match FakeModel::start(ralph_fake_model::Script {
+        replies,
+        ..Default::default()
+    }) {
         Ok(m) => m,
         Err(e) => {
             finished.killed = Some(format!("fake model: {e}"));

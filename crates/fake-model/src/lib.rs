@@ -3,201 +3,55 @@
 //! [`FakeModel::start`] binds `127.0.0.1:0` and answers the requests the real
 //! Claude Code client makes:
 //!
-//! * `POST /v1/messages` that carries `tools` (the agent's own turns): the next
-//!   [`Reply`] of the [`Script`] is streamed back as Server-Sent Events
-//!   (`message_start`, `content_block_*`, `message_delta`, `message_stop`).
-//!   A reply with a tool call ends with `stop_reason: tool_use`, so the client
-//!   runs the tool and asks again with the `tool_result`: that next request
-//!   takes the next reply of the script.
-//! * `POST /v1/messages` without `tools` (titles, summaries and other side
-//!   requests) and `POST /v1/messages/count_tokens`: plain answers that do not
-//!   consume the script.
+//! * `POST /v1/messages` whose system prompt contains a [`Lane`]'s
+//!   `system_contains` (a subagent, a reviewer run as its own `claude -p`):
+//!   the next [`Reply`] of that lane, with or without `tools`.
+//! * `POST /v1/messages` that carries `tools` and matches no lane (the main
+//!   thread's turns): the next reply of [`Script::replies`].
+//!
+//!   A reply is streamed back as Server-Sent Events (`message_start`,
+//!   `content_block_*`, `message_delta`, `message_stop`), or sent as one
+//!   JSON message when the request did not ask for a stream. A reply with a
+//!   tool call ends with `stop_reason: tool_use`, so the client runs the tool
+//!   and asks again with the `tool_result`: that next request takes the next
+//!   reply of the same lane. A reply with an [`ApiError`] is answered with
+//!   that HTTP status, body and headers, and uses up its place, so the
+//!   client's retry takes the next reply.
+//! * `POST /v1/messages` without `tools` that matches no lane (titles,
+//!   summaries and other side requests) and `POST /v1/messages/count_tokens`:
+//!   plain answers that do not consume any script.
 //!
 //! Every request is recorded ([`FakeModel::requests`]) so a test can assert on
 //! what the model was told. Only std threads; no async runtime.
 
-use serde::{Deserialize, Serialize};
+mod http;
+mod recorded;
+mod script;
+mod sse;
+
+pub use recorded::{Recorded, RequestKind, content_text, last_user_text, system_text};
+pub use script::{ApiError, Block, Lane, Reply, Script, Usage};
+pub use sse::{json_body, sse_body};
+
+use http::{Request, Response, read_request};
 use serde_json::{Value, json};
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// The text sent back when a main request arrives after the script ran out.
+/// The text sent back when a request arrives after its script ran out.
 pub const EXHAUSTED_TEXT: &str = "[fake-model: script exhausted]";
 
-/// A whole conversation as the model will play it: one [`Reply`] per main
-/// request, in order.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Script {
-    #[serde(default)]
-    pub replies: Vec<Reply>,
-}
-
-/// One response of the model: an optional leading text (shorthand) followed
-/// by content blocks.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Reply {
-    /// Shorthand for a first text block.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub blocks: Vec<Block>,
-    /// Wait this long before answering: stands for a model that works for a
-    /// while, so a test can type into the client mid-turn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay_ms: Option<u64>,
-}
-
-/// One content block of a reply.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum Block {
-    /// A text block.
-    Text(String),
-    /// A `Bash` tool call.
-    Bash {
-        command: String,
-        #[serde(default = "default_description")]
-        description: String,
-    },
-    /// A `Write` tool call.
-    Write { file_path: String, content: String },
-    /// Any other tool call, with its input as given.
-    Tool { name: String, input: Value },
-}
-
-fn default_description() -> String {
-    "scripted command".to_string()
-}
-
-impl Reply {
-    /// A reply of one text block.
-    pub fn text(text: impl Into<String>) -> Reply {
-        Reply {
-            text: Some(text.into()),
-            ..Reply::default()
-        }
-    }
-
-    /// The blocks of this reply, the `text` shorthand first.
-    pub fn all_blocks(&self) -> Vec<Block> {
-        let mut all = Vec::new();
-        if let Some(t) = &self.text {
-            all.push(Block::Text(t.clone()));
-        }
-        all.extend(self.blocks.iter().cloned());
-        all
-    }
-
-    /// Whether the client will have to run a tool after this reply.
-    pub fn has_tool_call(&self) -> bool {
-        self.blocks.iter().any(|b| !matches!(b, Block::Text(_)))
-    }
-}
-
-impl Block {
-    /// The tool name and input of a tool call, `None` for text.
-    fn tool_call(&self) -> Option<(String, Value)> {
-        match self {
-            Block::Text(_) => None,
-            Block::Bash {
-                command,
-                description,
-            } => Some((
-                "Bash".into(),
-                json!({"command": command, "description": description}),
-            )),
-            Block::Write { file_path, content } => Some((
-                "Write".into(),
-                json!({"file_path": file_path, "content": content}),
-            )),
-            Block::Tool { name, input } => Some((name.clone(), input.clone())),
-        }
-    }
-}
-
-/// What kind of request the server saw.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RequestKind {
-    /// A messages request with tools: took a reply from the script.
-    Main,
-    /// A messages request with tools after the script ran out.
-    Exhausted,
-    /// A messages request without tools (title, summary, ...).
-    Side,
-    /// `/v1/messages/count_tokens`.
-    CountTokens,
-    /// Anything else (answered 404).
-    Other,
-}
-
-/// One request as received.
-#[derive(Debug, Clone, Serialize)]
-pub struct Recorded {
-    pub method: String,
-    pub path: String,
-    pub kind: RequestKind,
-    /// Index of the script reply served, for [`RequestKind::Main`].
-    pub reply_index: Option<usize>,
-    /// The body parsed as JSON (`Null` when it was not JSON).
-    pub body: Value,
-}
-
-impl Recorded {
-    /// The text of the last `user` message of a messages request: its string
-    /// content, or its text and tool_result blocks joined by newlines.
-    pub fn last_user_text(&self) -> String {
-        last_user_text(&self.body)
-    }
-
-    /// The whole body as a compact JSON string, for substring assertions.
-    pub fn body_text(&self) -> String {
-        self.body.to_string()
-    }
-}
-
-/// The text of the last `user` message in a messages request body.
-pub fn last_user_text(body: &Value) -> String {
-    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
-        return String::new();
-    };
-    let Some(last) = messages
-        .iter()
-        .rev()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-    else {
-        return String::new();
-    };
-    content_text(last.get("content").unwrap_or(&Value::Null))
-}
-
-/// The readable text of a message `content` (string or block list); tool
-/// results are included.
-pub fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b.get("type").and_then(Value::as_str) {
-                Some("text") => b.get("text").and_then(Value::as_str).map(str::to_string),
-                Some("tool_result") => Some(content_text(b.get("content").unwrap_or(&Value::Null))),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
+/// The text of every side request's answer.
+pub const SIDE_TEXT: &str = "Scripted session";
 
 #[derive(Default)]
 struct State {
-    next_reply: usize,
+    /// The next reply of each script: the main one first, then the lanes.
+    next: Vec<usize>,
     requests: Vec<Recorded>,
 }
 
@@ -206,6 +60,34 @@ struct Shared {
     state: Mutex<State>,
     log: Option<Mutex<std::fs::File>>,
     stop: AtomicBool,
+    started: Instant,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The replies of script `slot`: 0 the main one, `i + 1` lane `i`.
+    fn replies(&self, slot: usize) -> &[Reply] {
+        match slot {
+            0 => &self.script.replies,
+            n => &self.script.lanes[n - 1].replies,
+        }
+    }
+
+    /// The slot of a lane by name (`None`: the main script).
+    fn slot(&self, lane: Option<&str>) -> Option<usize> {
+        match lane {
+            None => Some(0),
+            Some(name) => self
+                .script
+                .lanes
+                .iter()
+                .position(|l| l.name == name)
+                .map(|i| i + 1),
+        }
+    }
 }
 
 /// A running stand-in model. Stops accepting connections when dropped.
@@ -225,11 +107,16 @@ impl FakeModel {
     pub fn start_with_log(script: Script, log: Option<std::fs::File>) -> io::Result<FakeModel> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
+        let state = State {
+            next: vec![0; 1 + script.lanes.len()],
+            requests: Vec::new(),
+        };
         let shared = Arc::new(Shared {
             script,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(state),
             log: log.map(Mutex::new),
             stop: AtomicBool::new(false),
+            started: Instant::now(),
         });
         let accept_shared = Arc::clone(&shared);
         thread::spawn(move || {
@@ -259,43 +146,60 @@ impl FakeModel {
 
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<Recorded> {
-        self.lock().requests.clone()
+        self.shared.lock().requests.clone()
     }
 
-    /// The requests that were answered from the script (or found it exhausted).
+    /// The requests the main script answered (or found exhausted).
     pub fn main_requests(&self) -> Vec<Recorded> {
-        self.lock()
+        self.requests_in(None)
+    }
+
+    /// The requests a lane's script answered (or found exhausted); `None`
+    /// for the main script.
+    pub fn requests_in(&self, lane: Option<&str>) -> Vec<Recorded> {
+        self.shared
+            .lock()
             .requests
             .iter()
             .filter(|r| matches!(r.kind, RequestKind::Main | RequestKind::Exhausted))
+            .filter(|r| r.lane.as_deref() == lane)
             .cloned()
             .collect()
     }
 
-    /// How many replies of the script have been served.
+    /// How many replies of the main script have been served.
     pub fn replies_used(&self) -> usize {
-        self.lock().next_reply
+        self.replies_used_in(None)
     }
 
-    /// How many replies the script holds.
+    /// How many replies of a lane (`None`: the main script) have been
+    /// served; 0 for a lane the script does not have.
+    pub fn replies_used_in(&self, lane: Option<&str>) -> usize {
+        self.shared
+            .slot(lane)
+            .map_or(0, |slot| self.shared.lock().next[slot])
+    }
+
+    /// How many replies the main script holds.
     pub fn replies_total(&self) -> usize {
-        self.shared.script.replies.len()
+        self.replies_total_in(None)
     }
 
-    /// How many main requests arrived after the script ran out.
+    /// How many replies a lane (`None`: the main script) holds.
+    pub fn replies_total_in(&self, lane: Option<&str>) -> usize {
+        self.shared
+            .slot(lane)
+            .map_or(0, |slot| self.shared.replies(slot).len())
+    }
+
+    /// How many requests, in any lane, arrived after their script ran out.
     pub fn exhausted_requests(&self) -> usize {
-        self.lock()
+        self.shared
+            .lock()
             .requests
             .iter()
             .filter(|r| r.kind == RequestKind::Exhausted)
             .count()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.shared
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -307,87 +211,6 @@ impl Drop for FakeModel {
     }
 }
 
-struct Request {
-    method: String,
-    path: String,
-    body: Vec<u8>,
-    keep_alive: bool,
-}
-
-fn read_request(reader: &mut BufReader<TcpStream>) -> io::Result<Option<Request>> {
-    let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
-        return Ok(None);
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or("").to_string();
-    let path = parts.next().unwrap_or("").to_string();
-    let version = parts.next().unwrap_or("HTTP/1.1").to_string();
-    let mut content_length = 0usize;
-    let mut chunked = false;
-    let mut keep_alive = version != "HTTP/1.0";
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header)? == 0 {
-            return Ok(None);
-        }
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            let name = name.trim().to_ascii_lowercase();
-            let value = value.trim();
-            match name.as_str() {
-                "content-length" => content_length = value.parse().unwrap_or(0),
-                "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
-                "connection" => {
-                    let v = value.to_ascii_lowercase();
-                    if v.contains("close") {
-                        keep_alive = false;
-                    } else if v.contains("keep-alive") {
-                        keep_alive = true;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    let mut body = Vec::new();
-    if chunked {
-        loop {
-            let mut size_line = String::new();
-            reader.read_line(&mut size_line)?;
-            let size_hex = size_line.trim().split(';').next().unwrap_or("0");
-            let size = usize::from_str_radix(size_hex, 16).unwrap_or(0);
-            if size == 0 {
-                // Trailers until the blank line.
-                loop {
-                    let mut t = String::new();
-                    if reader.read_line(&mut t)? == 0 || t.trim().is_empty() {
-                        break;
-                    }
-                }
-                break;
-            }
-            let mut chunk = vec![0; size];
-            reader.read_exact(&mut chunk)?;
-            body.extend_from_slice(&chunk);
-            let mut crlf = String::new();
-            reader.read_line(&mut crlf)?;
-        }
-    } else if content_length > 0 {
-        body = vec![0; content_length];
-        reader.read_exact(&mut body)?;
-    }
-    Ok(Some(Request {
-        method,
-        path,
-        body,
-        keep_alive,
-    }))
-}
-
 fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(300)))?;
     let mut writer = stream.try_clone()?;
@@ -396,19 +219,7 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
-        let (status, content_type, body) = respond(&request, shared);
-        let head = format!(
-            "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\nrequest-id: req_fake\r\nConnection: {}\r\n\r\n",
-            body.len(),
-            if request.keep_alive {
-                "keep-alive"
-            } else {
-                "close"
-            }
-        );
-        writer.write_all(head.as_bytes())?;
-        writer.write_all(body.as_bytes())?;
-        writer.flush()?;
+        respond(&request, shared).write_to(&mut writer, request.keep_alive)?;
         if !request.keep_alive {
             break;
         }
@@ -417,14 +228,90 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     Ok(())
 }
 
-fn respond(request: &Request, shared: &Shared) -> (&'static str, &'static str, String) {
-    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+/// How a request is to be answered, decided when it arrives.
+struct Routed {
+    kind: RequestKind,
+    /// The script slot (0 main, `i + 1` lane `i`) for script requests.
+    slot: Option<usize>,
+    reply_index: Option<usize>,
+    reply: Option<Reply>,
+    /// The message id to answer with.
+    id: String,
+}
+
+/// A message id without characters a client could trip on.
+fn message_id(tag: &str, n: usize) -> String {
+    let tag: String = tag
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("msg_fake_{tag}{n}")
+}
+
+/// Picks the answer of a request and takes its reply off its script. Called
+/// with the state locked, so `seq` (the request's place in the log) and the
+/// script counters move together.
+fn route(request: &Request, body: &Value, shared: &Shared, state: &mut State) -> Routed {
     let route = request.path.split('?').next().unwrap_or("");
     let is_post = request.method == "POST";
+    let seq = state.requests.len() + 1;
+    let plain = |kind, reply: Option<Reply>, tag: &str| Routed {
+        kind,
+        slot: None,
+        reply_index: None,
+        reply,
+        id: message_id(tag, seq),
+    };
+    if is_post && route == "/v1/messages/count_tokens" {
+        return plain(RequestKind::CountTokens, None, "count_");
+    }
+    if !is_post || route != "/v1/messages" {
+        return plain(RequestKind::Other, None, "other_");
+    }
+    let system = system_text(body);
+    let lane = shared.script.lanes.iter().position(|l| l.matches(&system));
     let has_tools = body
         .get("tools")
         .and_then(Value::as_array)
         .is_some_and(|t| !t.is_empty());
+    if lane.is_none() && !has_tools {
+        return plain(RequestKind::Side, Some(Reply::text(SIDE_TEXT)), "side_");
+    }
+    let slot = lane.map_or(0, |i| i + 1);
+    let tag = lane.map_or(String::new(), |i| {
+        format!("{}_", shared.script.lanes[i].name)
+    });
+    let index = state.next[slot];
+    let Some(reply) = shared.replies(slot).get(index) else {
+        let mut routed = plain(
+            RequestKind::Exhausted,
+            Some(Reply::text(EXHAUSTED_TEXT)),
+            &format!("{tag}exhausted_"),
+        );
+        routed.slot = Some(slot);
+        return routed;
+    };
+    state.next[slot] += 1;
+    Routed {
+        kind: RequestKind::Main,
+        slot: Some(slot),
+        reply_index: Some(index),
+        reply: Some(reply.clone()),
+        id: message_id(&tag, index + 1),
+    }
+}
+
+/// The HTTP status a routed request will be answered with.
+fn status_of(routed: &Routed) -> u16 {
+    match (&routed.kind, &routed.reply) {
+        (RequestKind::Other, _) => 404,
+        (_, Some(Reply { error: Some(e), .. })) => e.status,
+        _ => 200,
+    }
+}
+
+fn respond(request: &Request, shared: &Shared) -> Response {
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let model = body
         .get("model")
@@ -432,77 +319,63 @@ fn respond(request: &Request, shared: &Shared) -> (&'static str, &'static str, S
         .unwrap_or("claude-fake")
         .to_string();
 
-    let (kind, reply_index, reply) = if is_post && route == "/v1/messages/count_tokens" {
-        (RequestKind::CountTokens, None, None)
-    } else if is_post && route == "/v1/messages" && has_tools {
-        let mut state = shared.state.lock().unwrap_or_else(|p| p.into_inner());
-        let index = state.next_reply;
-        match shared.script.replies.get(index) {
-            Some(reply) => {
-                state.next_reply += 1;
-                (RequestKind::Main, Some(index), Some(reply.clone()))
-            }
-            None => (
-                RequestKind::Exhausted,
-                None,
-                Some(Reply::text(EXHAUSTED_TEXT)),
-            ),
+    let routed = {
+        let mut state = shared.lock();
+        let routed = route(request, &body, shared, &mut state);
+        let recorded = Recorded {
+            method: request.method.clone(),
+            path: request.path.clone(),
+            kind: routed.kind,
+            lane: routed
+                .slot
+                .filter(|s| *s > 0)
+                .map(|s| shared.script.lanes[s - 1].name.clone()),
+            reply_index: routed.reply_index,
+            status: status_of(&routed),
+            at_ms: u64::try_from(shared.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            body,
+        };
+        if let Some(log) = &shared.log {
+            let mut file = log.lock().unwrap_or_else(|p| p.into_inner());
+            let line = serde_json::to_string(&recorded).unwrap_or_default();
+            let _ = writeln!(file, "{line}");
         }
-    } else if is_post && route == "/v1/messages" {
-        (
-            RequestKind::Side,
-            None,
-            Some(Reply::text("Scripted session")),
-        )
-    } else {
-        (RequestKind::Other, None, None)
+        state.requests.push(recorded);
+        routed
     };
 
-    let recorded = Recorded {
-        method: request.method.clone(),
-        path: request.path.clone(),
-        kind,
-        reply_index,
-        body,
-    };
-    if let Some(log) = &shared.log {
-        let mut file = log.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = writeln!(
-            file,
-            "{}",
-            serde_json::to_string(&recorded).unwrap_or_default()
-        );
-    }
-    shared
-        .state
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .requests
-        .push(recorded);
-
-    if let Some(ms) = reply.as_ref().and_then(|r| r.delay_ms) {
+    // The lock is released: a slow reply does not hold up other connections.
+    if let Some(ms) = routed.reply.as_ref().and_then(|r| r.delay_ms) {
         thread::sleep(Duration::from_millis(ms));
     }
-    match (kind, reply) {
-        (RequestKind::CountTokens, _) => (
-            "200 OK",
+    answer(&routed, stream, &model)
+}
+
+/// The response to a routed request.
+fn answer(routed: &Routed, stream: bool, model: &str) -> Response {
+    match (routed.kind, &routed.reply) {
+        (RequestKind::CountTokens, _) => Response::new(
+            200,
             "application/json",
             json!({"input_tokens": 42}).to_string(),
         ),
-        (_, Some(reply)) => {
-            let id = format!("msg_fake_{}", reply_index.map_or(0, |i| i + 1));
-            if stream {
-                ("200 OK", "text/event-stream", sse_body(&reply, &id, &model))
-            } else {
-                (
-                    "200 OK",
-                    "application/json",
-                    json_body(&reply, &id, &model).to_string(),
-                )
-            }
+        (_, Some(Reply { error: Some(e), .. })) => {
+            let mut r = Response::new(e.status, "application/json", e.body().to_string());
+            r.headers = e.headers.clone().into_iter().collect();
+            r
         }
-        _ => (
-            "404 Not Found",
+        (_, Some(reply)) if stream => Response::new(
+            200,
+            "text/event-stream",
+            sse_body(reply, &routed.id, model),
+        ),
+        (_, Some(reply)) => Response::new(
+            200,
+            "application/json",
+            json_body(reply, &routed.id, model).to_string(),
+        ),
+        _ => Response::new(
+            404,
             "application/json",
             json!({"type":"error","error":{"type":"not_found_error","message":"fake-model: unknown route"}})
                 .to_string(),
@@ -510,230 +383,5 @@ fn respond(request: &Request, shared: &Shared) -> (&'static str, &'static str, S
     }
 }
 
-fn stop_reason(reply: &Reply) -> &'static str {
-    if reply.has_tool_call() {
-        "tool_use"
-    } else {
-        "end_turn"
-    }
-}
-
-fn usage() -> Value {
-    json!({"input_tokens": 10, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0})
-}
-
-fn tool_id(msg_id: &str, index: usize) -> String {
-    format!("toolu_{}_{index}", msg_id.trim_start_matches("msg_"))
-}
-
-/// A non-streaming messages response.
-fn json_body(reply: &Reply, id: &str, model: &str) -> Value {
-    let content: Vec<Value> = reply
-        .all_blocks()
-        .iter()
-        .enumerate()
-        .map(|(i, b)| match b {
-            Block::Text(t) => json!({"type": "text", "text": t}),
-            other => {
-                let (name, input) = other.tool_call().unwrap_or_default();
-                json!({"type": "tool_use", "id": tool_id(id, i), "name": name, "input": input})
-            }
-        })
-        .collect();
-    json!({
-        "id": id, "type": "message", "role": "assistant", "model": model,
-        "content": content, "stop_reason": stop_reason(reply), "stop_sequence": null,
-        "usage": usage(),
-    })
-}
-
-/// A streaming messages response as Server-Sent Events.
-pub fn sse_body(reply: &Reply, id: &str, model: &str) -> String {
-    fn event(out: &mut String, name: &str, data: Value) {
-        out.push_str("event: ");
-        out.push_str(name);
-        out.push_str("\ndata: ");
-        out.push_str(&data.to_string());
-        out.push_str("\n\n");
-    }
-    let mut out = String::new();
-    event(
-        &mut out,
-        "message_start",
-        json!({"type": "message_start", "message": {
-            "id": id, "type": "message", "role": "assistant", "model": model,
-            "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
-        }}),
-    );
-    for (index, block) in reply.all_blocks().iter().enumerate() {
-        match block {
-            Block::Text(text) => {
-                event(
-                    &mut out,
-                    "content_block_start",
-                    json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
-                );
-                event(
-                    &mut out,
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}),
-                );
-            }
-            other => {
-                let (name, input) = other.tool_call().unwrap_or_default();
-                event(
-                    &mut out,
-                    "content_block_start",
-                    json!({"type": "content_block_start", "index": index, "content_block": {
-                        "type": "tool_use", "id": tool_id(id, index), "name": name, "input": {}}}),
-                );
-                event(
-                    &mut out,
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": index, "delta": {
-                        "type": "input_json_delta", "partial_json": input.to_string()}}),
-                );
-            }
-        }
-        event(
-            &mut out,
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": index}),
-        );
-    }
-    event(
-        &mut out,
-        "message_delta",
-        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason(reply), "stop_sequence": null},
-               "usage": {"output_tokens": 10}}),
-    );
-    event(&mut out, "message_stop", json!({"type": "message_stop"}));
-    out
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn post(port: u16, path: &str, body: &Value) -> String {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let body = body.to_string();
-        write!(
-            s,
-            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
-        out
-    }
-
-    fn script() -> Script {
-        Script {
-            replies: vec![
-                Reply {
-                    text: Some("working".into()),
-                    blocks: vec![Block::Bash {
-                        command: "echo hi".into(),
-                        description: "say hi".into(),
-                    }],
-                    ..Reply::default()
-                },
-                Reply::text("<promise>DONE</promise>"),
-            ],
-        }
-    }
-
-    #[test]
-    fn serves_script_in_order_and_side_requests_do_not_consume_it() {
-        let model = FakeModel::start(script()).unwrap();
-        let main = json!({"stream": true, "tools": [{"name": "Bash"}], "messages": [{"role": "user", "content": "go"}]});
-        let first = post(model.port(), "/v1/messages?beta=true", &main);
-        assert!(first.starts_with("HTTP/1.1 200"));
-        assert!(first.contains("\"stop_reason\":\"tool_use\""));
-        assert!(first.contains("input_json_delta"));
-        assert!(first.contains(r#"\"command\":\"echo hi\""#));
-
-        let side = post(
-            model.port(),
-            "/v1/messages?beta=true",
-            &json!({"stream": false, "messages": [{"role": "user", "content": "title?"}]}),
-        );
-        assert!(side.contains("Scripted session"));
-        let count = post(
-            model.port(),
-            "/v1/messages/count_tokens?beta=true",
-            &json!({}),
-        );
-        assert!(count.contains("input_tokens"));
-
-        let second = post(model.port(), "/v1/messages?beta=true", &main);
-        assert!(second.contains("<promise>DONE</promise>"));
-        assert!(second.contains("\"stop_reason\":\"end_turn\""));
-        let third = post(model.port(), "/v1/messages?beta=true", &main);
-        assert!(third.contains(EXHAUSTED_TEXT));
-
-        assert_eq!(model.replies_used(), 2);
-        assert_eq!(model.exhausted_requests(), 1);
-        let kinds: Vec<_> = model.requests().iter().map(|r| r.kind).collect();
-        assert_eq!(
-            kinds,
-            vec![
-                RequestKind::Main,
-                RequestKind::Side,
-                RequestKind::CountTokens,
-                RequestKind::Main,
-                RequestKind::Exhausted
-            ]
-        );
-        assert_eq!(model.main_requests()[0].last_user_text(), "go");
-    }
-
-    #[test]
-    fn sse_events_come_in_protocol_order() {
-        let body = sse_body(&script().replies[0], "msg_1", "m");
-        let events: Vec<&str> = body
-            .lines()
-            .filter_map(|l| l.strip_prefix("event: "))
-            .collect();
-        assert_eq!(
-            events,
-            vec![
-                "message_start",
-                "content_block_start",
-                "content_block_delta",
-                "content_block_stop",
-                "content_block_start",
-                "content_block_delta",
-                "content_block_stop",
-                "message_delta",
-                "message_stop"
-            ]
-        );
-    }
-
-    #[test]
-    fn last_user_text_reads_blocks_and_tool_results() {
-        let body = json!({"messages": [
-            {"role": "user", "content": "first"},
-            {"role": "assistant", "content": [{"type": "text", "text": "x"}]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "out"}]},
-                {"type": "text", "text": "Stop hook feedback:\nagain"}
-            ]}
-        ]});
-        assert_eq!(last_user_text(&body), "out\nStop hook feedback:\nagain");
-    }
-
-    #[test]
-    fn script_reads_from_json() {
-        let s: Script = serde_json::from_str(
-            r#"{"replies":[{"text":"a","blocks":[{"bash":{"command":"ls"}},{"write":{"file_path":"f","content":"c"}},{"tool":{"name":"Read","input":{"file_path":"f"}}}]}]}"#,
-        )
-        .unwrap();
-        assert_eq!(s.replies[0].all_blocks().len(), 4);
-        assert!(s.replies[0].has_tool_call());
-    }
-}
+mod tests;

@@ -1,5 +1,8 @@
 //! `fake-model SCRIPT.json [--log REQUESTS.jsonl]`: serves the script on
 //! `127.0.0.1:0`, prints the port on stdout and runs until killed.
+//!
+//! The script is a [`Script`] as JSON:
+//! `{"replies": [...], "lanes": [{"name", "system_contains", "replies"}]}`.
 
 use ralph_fake_model::{FakeModel, Script};
 use std::io::Write;
