@@ -28,6 +28,12 @@ pub enum StoreError {
         "{path}: another ralph process (or a long check) held the loop lock for over {waited_ms} ms; the next stop will try again"
     )]
     LockTimeout { path: PathBuf, waited_ms: u128 },
+    /// A loop file that ralph will not write through: it could redirect the
+    /// write to a file the agent chose.
+    #[error(
+        "{path} is {what}, not a plain file: ralph does not write through it; delete it (the loop's files are ralph's alone)"
+    )]
+    Unsafe { path: PathBuf, what: &'static str },
 }
 
 impl StoreError {
@@ -95,15 +101,19 @@ impl Drop for LoopLock {
 /// a power cut can do is lose one increment (one extra turn) or leave an empty
 /// file, which the hook reports as corrupt and keeps.
 pub fn atomic_write(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
+    refuse_unsafe(path)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    // One fixed temp name per target: every write holds the loop lock, so no
-    // two writers share it, and a process killed mid-write leaves at most one
-    // stale temp file behind, which the next write replaces.
-    let tmp = dir.join(format!(".{name}.tmp"));
+    // A temp name nobody can guess, created exclusively (O_EXCL: a link
+    // planted under that name makes the create fail instead of being
+    // followed). Every write holds the loop lock, so older temp files of this
+    // target are leftovers of a killed writer: swept here, so at most one is
+    // ever left behind.
+    sweep_temp_files(dir, name);
+    let tmp = dir.join(format!(".{name}.{}.tmp", unique_suffix()));
     let result = (|| {
-        let mut f = File::create(&tmp)?;
+        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(contents)?;
         drop(f);
         fs::rename(&tmp, path)
@@ -115,6 +125,72 @@ pub fn atomic_write(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Refuse a target that is a symbolic link, a FIFO, a directory or another
+/// special file, or a file with other hard links: writing it would change a
+/// file someone else chose. A missing target is fine.
+pub fn refuse_unsafe(path: &Path) -> Result<(), StoreError> {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let kind = meta.file_type();
+    let what = if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_dir() {
+        "a directory"
+    } else if !kind.is_file() {
+        "a special file (FIFO, socket or device)"
+    } else if hard_links(&meta) > 1 {
+        "a file with other hard links"
+    } else {
+        return Ok(());
+    };
+    Err(StoreError::Unsafe {
+        path: path.to_path_buf(),
+        what,
+    })
+}
+
+#[cfg(unix)]
+fn hard_links(meta: &fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.nlink()
+}
+
+#[cfg(not(unix))]
+fn hard_links(_meta: &fs::Metadata) -> u64 {
+    1
+}
+
+/// Process id, time and a counter: unique per write, not guessable ahead.
+fn unique_suffix() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{}-{nanos:x}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Remove `.NAME.*.tmp` left in `dir` by writers that were killed.
+fn sweep_temp_files(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(file) = file.to_str() else { continue };
+        if file.starts_with(&prefix) && file.ends_with(".tmp") {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Overwrite a small file in place (no temp file, no rename). Only for hints
 /// whose loss is harmless, like the re-injection counter: a crash mid-write
 /// leaves it empty, which reads as "no counter" (one more attempt, still
@@ -124,6 +200,7 @@ pub fn overwrite_hint(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
     // Written at offset 0 and then cut to length, never truncated to zero
     // first: ext4 flushes a file truncated to zero and rewritten
     // (auto_da_alloc), which is what made this write slow.
+    refuse_unsafe(path)?;
     OpenOptions::new()
         .create(true)
         .write(true)
@@ -216,6 +293,7 @@ pub fn move_aside(path: &Path, unix_secs: u64) -> Result<PathBuf, StoreError> {
 
 /// Append one line (a `\n` is added) in a single write.
 pub fn append_line(path: &Path, line: &str) -> Result<(), StoreError> {
+    refuse_unsafe(path)?;
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
     }
@@ -229,6 +307,78 @@ pub fn append_line(path: &Path, line: &str) -> Result<(), StoreError> {
     buf.push('\n');
     f.write_all(buf.as_bytes())
         .map_err(|e| StoreError::io(path, e))
+}
+
+#[cfg(test)]
+mod unsafe_target_tests {
+    use super::*;
+
+    fn dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ralph-store-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_and_special_files_are_never_written_through() {
+        let d = dir("unsafe");
+        let victim = d.join("victim.txt");
+        fs::write(&victim, "mine").unwrap();
+        let link = d.join("state.md");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        for write in [
+            atomic_write(&link, b"x"),
+            overwrite_hint(&link, b"x"),
+            append_line(&link, "x"),
+        ] {
+            assert!(matches!(write, Err(StoreError::Unsafe { .. })), "{write:?}");
+        }
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+
+        let hard = d.join("hard.md");
+        fs::hard_link(&victim, &hard).unwrap();
+        assert!(matches!(
+            atomic_write(&hard, b"x"),
+            Err(StoreError::Unsafe { .. })
+        ));
+        let sub = d.join("dir.md");
+        fs::create_dir(&sub).unwrap();
+        assert!(matches!(
+            atomic_write(&sub, b"x"),
+            Err(StoreError::Unsafe { .. })
+        ));
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_temp_name_is_not_followed_and_leftovers_are_swept() {
+        let d = dir("temp");
+        let victim = d.join("victim.txt");
+        fs::write(&victim, "mine").unwrap();
+        // The old fixed temp name, and a leftover of a killed writer.
+        std::os::unix::fs::symlink(&victim, d.join(".state.md.tmp")).unwrap();
+        fs::write(d.join(".state.md.123-abc-0.tmp"), "stale").unwrap();
+        atomic_write(&d.join("state.md"), b"new").unwrap();
+        assert_eq!(fs::read_to_string(d.join("state.md")).unwrap(), "new");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+        let temps: Vec<_> = fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(temps.is_empty(), "{temps:?}");
+        fs::remove_dir_all(d).unwrap();
+    }
 }
 
 #[cfg(test)]
