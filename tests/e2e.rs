@@ -21,7 +21,7 @@
 #[path = "e2e/tui.rs"]
 mod tui;
 
-use ralph_fake_model::{FakeModel, Recorded, Reply, content_text};
+use ralph_fake_model::{FakeModel, Lane, Recorded, Reply, Script, content_text};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
@@ -103,6 +103,10 @@ struct Run {
     /// What the model answers, one reply per request of this run.
     #[serde(default)]
     replies: Vec<Reply>,
+    /// Separate scripts for requests whose system prompt holds a marker
+    /// (subagents, reviewers): `[{name, system_contains, replies}]`.
+    #[serde(default)]
+    lanes: Vec<Lane>,
     #[serde(default)]
     expect: RunExpect,
 }
@@ -397,6 +401,7 @@ struct Started {
     edit_errors: Vec<String>,
     stdout_path: PathBuf,
     stderr_path: PathBuf,
+    lanes: Vec<Lane>,
 }
 
 struct Finished {
@@ -413,6 +418,8 @@ struct Finished {
     replies_used: usize,
     replies_total: usize,
     exhausted: usize,
+    /// Lanes whose script was not used up: (name, used, total).
+    lanes_unused: Vec<(String, usize, usize)>,
 }
 
 impl Started {
@@ -488,6 +495,7 @@ impl Started {
             replies_used: self.model.replies_used(),
             replies_total: self.model.replies_total(),
             exhausted: self.model.exhausted_requests(),
+            lanes_unused: lanes_unused(&self.model, &self.lanes),
         }
     }
 
@@ -516,19 +524,8 @@ fn start_run(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) -> Resul
             thread::sleep(Duration::from_millis(50));
         }
     }
-    let replies: Vec<Reply> = run
-        .replies
-        .iter()
-        .map(|r| {
-            let v = sandbox.subst_value(serde_json::to_value(r).expect("reply to json"));
-            serde_json::from_value(v).expect("reply from json")
-        })
-        .collect();
-    let model = FakeModel::start(ralph_fake_model::Script {
-        replies,
-        ..Default::default()
-    })
-    .map_err(|e| format!("{label}: fake model: {e}"))?;
+    let script = script_for(run, sandbox);
+    let model = FakeModel::start(script).map_err(|e| format!("{label}: fake model: {e}"))?;
     let mut cmd = client_command(claude, sandbox, model.port());
     let args: Vec<String> = run.args.iter().map(|a| sandbox.subst(a)).collect();
     if run.raw {
@@ -567,7 +564,34 @@ fn start_run(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) -> Resul
         edit_errors: Vec::new(),
         stdout_path,
         stderr_path,
+        lanes: run.lanes.clone(),
     })
+}
+
+/// The run's script, placeholders filled in.
+fn script_for(run: &Run, sandbox: &Sandbox) -> Script {
+    let script = Script {
+        replies: run.replies.clone(),
+        lanes: run.lanes.clone(),
+    };
+    let v = sandbox.subst_value(serde_json::to_value(&script).expect("script to json"));
+    serde_json::from_value(v).expect("script from json")
+}
+
+/// Lanes whose scripted replies were not all served.
+fn lanes_unused(model: &FakeModel, lanes: &[Lane]) -> Vec<(String, usize, usize)> {
+    lanes
+        .iter()
+        .map(|l| {
+            let name = Some(l.name.as_str());
+            (
+                l.name.clone(),
+                model.replies_used_in(name),
+                model.replies_total_in(name),
+            )
+        })
+        .filter(|(_, used, total)| used != total)
+        .collect()
 }
 
 /// One run in the interactive client: start it in tmux, do the steps, read
@@ -577,14 +601,7 @@ fn run_interactive(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) ->
         .name
         .clone()
         .unwrap_or_else(|| format!("run {} (interactive)", index + 1));
-    let replies: Vec<Reply> = run
-        .replies
-        .iter()
-        .map(|r| {
-            let v = sandbox.subst_value(serde_json::to_value(r).expect("reply to json"));
-            serde_json::from_value(v).expect("reply from json")
-        })
-        .collect();
+    let script = script_for(run, sandbox);
     let mut finished = Finished {
         index,
         interactive: true,
@@ -596,13 +613,11 @@ fn run_interactive(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) ->
         stderr: String::new(),
         requests: Vec::new(),
         replies_used: 0,
-        replies_total: replies.len(),
+        replies_total: script.replies.len(),
         exhausted: 0,
+        lanes_unused: Vec::new(),
     };
-    let model = match FakeModel::start(ralph_fake_model::Script {
-        replies,
-        ..Default::default()
-    }) {
+    let model = match FakeModel::start(script) {
         Ok(m) => m,
         Err(e) => {
             finished.killed = Some(format!("fake model: {e}"));
@@ -643,6 +658,7 @@ fn run_interactive(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) ->
     finished.requests = model.main_requests();
     finished.replies_used = model.replies_used();
     finished.exhausted = model.exhausted_requests();
+    finished.lanes_unused = lanes_unused(&model, &run.lanes);
     let _ = fs::write(
         sandbox.root.join(format!("run{}.screen", index + 1)),
         &finished.stdout,
@@ -886,6 +902,13 @@ fn check_run(run: &Run, f: &Finished, sandbox: &Sandbox, failures: &mut Vec<Stri
                 ))
             }
             _ => {}
+        }
+        if f.killed.is_none() {
+            for (name, used, total) in &f.lanes_unused {
+                failures.push(format!(
+                    "{l}: lane {name}: the model served {used} of {total} scripted replies"
+                ));
+            }
         }
         if f.exhausted > 0 && f.killed.is_none() {
             failures.push(format!(
