@@ -1,0 +1,347 @@
+//! Matching against the protected paths: whether a word a command removes,
+//! writes or copies onto reaches a loop file (or the PRD), read as a path
+//! relative to the command's folder, through globs, braces, `$PWD`, a
+//! folder above the file, and names known only at run time.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::effects::FindEffect;
+use super::wrappers::base;
+use super::{Hit, Kind, MAX_DEPTH};
+use crate::LoopContext;
+use crate::{glob, shell};
+
+/// Lexically normalise: drop `.`, resolve `..`, keep it absolute.
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The loop context with the protected files worked out once per command:
+/// every check of every word needs them.
+pub(super) struct Checker<'a> {
+    ctx: &'a LoopContext,
+    roots: Vec<PathBuf>,
+    /// Loop files under every root, then the PRD under every root.
+    targets: Vec<Target>,
+    loop_count: usize,
+}
+
+impl std::ops::Deref for Checker<'_> {
+    type Target = LoopContext;
+    fn deref(&self) -> &LoopContext {
+        self.ctx
+    }
+}
+
+impl<'a> Checker<'a> {
+    pub(super) fn new(ctx: &'a LoopContext) -> Checker<'a> {
+        let mut roots = vec![ctx.root.clone()];
+        if let Some(real) = ctx.real_root.as_ref().filter(|r| **r != ctx.root) {
+            roots.push(real.clone());
+        }
+        let exists = |rel: &PathBuf| !ctx.missing.contains(rel);
+        let mut targets = Vec::new();
+        for root in &roots {
+            for rel in &ctx.loop_files {
+                targets.push(Target {
+                    abs: root.join(rel),
+                    is_prd: false,
+                    display: rel.display().to_string(),
+                    exists: exists(rel),
+                });
+            }
+        }
+        let loop_count = targets.len();
+        if let Some(prd) = &ctx.prd_file {
+            for root in &roots {
+                targets.push(Target {
+                    abs: root.join(prd),
+                    is_prd: true,
+                    display: prd.display().to_string(),
+                    exists: exists(prd),
+                });
+            }
+        }
+        Checker {
+            ctx,
+            roots,
+            targets,
+            loop_count,
+        }
+    }
+
+    /// The protected files; the PRD only where removal is judged.
+    fn all(&self, with_prd: bool) -> &[Target] {
+        if with_prd {
+            &self.targets
+        } else {
+            &self.targets[..self.loop_count]
+        }
+    }
+}
+
+/// One protected file. A file that does not exist is still guarded against
+/// being created under its name, but removing the folder it would live in
+/// (or a glob that could only match existing files) does not reach it.
+#[derive(Clone)]
+struct Target {
+    abs: PathBuf,
+    is_prd: bool,
+    display: String,
+    exists: bool,
+}
+
+fn hit(is_prd: bool, display: &str) -> Hit {
+    if is_prd {
+        Hit::Prd(display.to_string())
+    } else {
+        Hit::Loop(display.to_string())
+    }
+}
+
+/// Expand the variables whose value the guard knows.
+pub(super) fn expand_known(word: &str, cwd: Option<&Path>, ctx: &Checker) -> String {
+    let mut w = word.to_string();
+    if let Some(cwd) = cwd {
+        let c = cwd.display().to_string();
+        w = w.replace("${PWD}", &c).replace("$PWD", &c);
+    }
+    let r = ctx.root.display().to_string();
+    w.replace("${CLAUDE_PROJECT_DIR}", &r)
+        .replace("$CLAUDE_PROJECT_DIR", &r)
+}
+
+/// Does `kind` applied to `word` reach a protected file?
+pub(super) fn classify(word: &str, kind: Kind, cwd: Option<&Path>, ctx: &Checker) -> Option<Hit> {
+    classify_except(word, kind, cwd, ctx, &|_| false, 0)
+}
+
+/// `classify`, ignoring the protected files for which `skip` says so.
+pub(super) fn classify_except(
+    word: &str,
+    kind: Kind,
+    cwd: Option<&Path>,
+    ctx: &Checker,
+    skip: &dyn Fn(&Path) -> bool,
+    depth: usize,
+) -> Option<Hit> {
+    // `rm $(ls .claude/*)`: the operands are computed from what the inner
+    // command names, so judge those names as operands too.
+    if depth < MAX_DEPTH && (word.contains("$(") || word.contains('`')) {
+        for seg in shell::split_chain(word) {
+            for sub in &seg.substitutions {
+                for inner in shell::split_chain(sub) {
+                    for w in inner.words.iter().skip(1) {
+                        if let Some(h) = classify_except(w, kind, cwd, ctx, skip, depth + 1) {
+                            return Some(h);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let with_prd = kind == Kind::Remove;
+    let word = expand_known(word, cwd, ctx);
+    for cand in glob::expand_braces(&word) {
+        let dynamic = cand.contains('$') || cand.contains('`') || cand.starts_with('~');
+        if dynamic || (cwd.is_none() && !cand.starts_with('/')) {
+            if let Some(h) = by_name(&cand, kind, ctx, skip) {
+                return Some(h);
+            }
+            continue;
+        }
+        let base_dir = cwd.unwrap_or(Path::new("/"));
+        let path = normalize(&base_dir.join(&cand));
+        for t in ctx.all(with_prd) {
+            if skip(&t.abs) {
+                continue;
+            }
+            let reaches = if glob::has_glob(&cand) {
+                t.exists && glob_reaches(&path, &t.abs, kind, ctx)
+            } else {
+                path == t.abs
+                    || (t.exists && t.abs.starts_with(&path) && ancestor_counts(&path, kind, ctx))
+            };
+            if reaches {
+                return Some(hit(t.is_prd, &t.display));
+            }
+        }
+    }
+    None
+}
+
+/// A path known only at run time (`$X/f`, `~/f`, or relative to an unknown
+/// folder): judged by its last component's name, against each protected
+/// file's name and, unless only the file itself counts, the folders above it.
+fn by_name(cand: &str, kind: Kind, ctx: &Checker, skip: &dyn Fn(&Path) -> bool) -> Option<Hit> {
+    let trimmed = cand.trim_end_matches('/');
+    let last = (if trimmed.is_empty() { cand } else { trimmed })
+        .rsplit('/')
+        .next()
+        .unwrap_or(trimmed);
+    for t in ctx.all(kind == Kind::Remove) {
+        if skip(&t.abs) {
+            continue;
+        }
+        let mut names = vec![
+            t.abs
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default(),
+        ];
+        if kind != Kind::Onto && t.exists {
+            for root in &ctx.roots {
+                if let Ok(rel) = t.abs.strip_prefix(root) {
+                    let comps: Vec<_> = rel.components().collect();
+                    for c in comps.iter().take(comps.len().saturating_sub(1)) {
+                        names.push(c.as_os_str().to_string_lossy().to_string());
+                    }
+                }
+            }
+        }
+        if names.iter().any(|n| {
+            !n.is_empty() && (n == last || (glob::has_glob(last) && glob::match_component(last, n)))
+        }) {
+            return Some(hit(t.is_prd, &t.display));
+        }
+    }
+    None
+}
+
+fn ancestor_counts(path: &Path, kind: Kind, ctx: &Checker) -> bool {
+    match kind {
+        Kind::Remove | Kind::Write => true,
+        Kind::Onto => false,
+        // A folder strictly inside the project (`git checkout .claude`), not
+        // the project itself (`git checkout .`), under either spelling of the root.
+        Kind::WriteBelowRoot => ctx.roots.iter().any(|r| path != r && path.starts_with(r)),
+    }
+}
+
+/// Does the glob `pattern` (absolute, normalised) match `target` or, for a
+/// removal, a folder above it?
+fn glob_reaches(pattern: &Path, target: &Path, kind: Kind, ctx: &Checker) -> bool {
+    let pc: Vec<String> = pattern
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_string())
+        .collect();
+    let tc: Vec<String> = target
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().to_string())
+        .collect();
+    let ancestors_ok = match kind {
+        Kind::Remove | Kind::Write => true,
+        Kind::Onto => false,
+        Kind::WriteBelowRoot => pc.len() > ctx.root.components().count(),
+    };
+    if pc.len() > tc.len() || (pc.len() < tc.len() && !ancestors_ok) {
+        return false;
+    }
+    pc.iter()
+        .zip(tc.iter())
+        .all(|(p, t)| p == t || glob::match_component(p, t))
+}
+
+/// Does `find START... -delete` (or `-exec rm`) reach a protected file?
+pub(super) fn classify_find(f: &FindEffect, cwd: Option<&Path>, ctx: &Checker) -> Option<Hit> {
+    for start in &f.starts {
+        if classify(start, Kind::Remove, cwd, ctx).is_none() {
+            continue;
+        }
+        let Some(cwd) = cwd else {
+            return classify(start, Kind::Remove, None, ctx);
+        };
+        let s = normalize(&cwd.join(expand_known(start, Some(cwd), ctx)));
+        // find only meets files that exist.
+        for Target {
+            abs,
+            is_prd,
+            display,
+            exists,
+        } in ctx.all(true)
+        {
+            if !exists {
+                continue;
+            }
+            let Ok(rel) = abs.strip_prefix(&s) else {
+                if glob::has_glob(start) {
+                    return Some(hit(*is_prd, display));
+                }
+                continue;
+            };
+            if f.names.is_empty() && f.paths.is_empty() {
+                return Some(hit(*is_prd, display));
+            }
+            let comps: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().to_string())
+                .collect();
+            let name_hit = f.names.iter().any(|(pat, ci)| {
+                comps.iter().any(|c| {
+                    if *ci {
+                        glob::fnmatch(pat, &c.to_lowercase())
+                    } else {
+                        glob::fnmatch(pat, c)
+                    }
+                })
+            });
+            let printed = format!("{}/{}", start.trim_end_matches('/'), rel.display());
+            let path_hit = f.paths.iter().any(|pat| glob::fnmatch(pat, &printed));
+            if name_hit || path_hit {
+                return Some(hit(*is_prd, display));
+            }
+        }
+    }
+    None
+}
+
+pub(super) fn classify_into(
+    dest: &str,
+    sources: &[String],
+    cwd: Option<&Path>,
+    ctx: &Checker,
+) -> Option<Hit> {
+    // Onto the file itself (the PRD may be replaced: only its removal is guarded).
+    if let Some(h @ Hit::Loop(_)) = classify(dest, Kind::Onto, cwd, ctx) {
+        return Some(h);
+    }
+    // Into a folder, where `folder/basename(source)` lands on (or over) a loop file.
+    for s in sources {
+        let name = base(s.trim_end_matches('/'));
+        if name.is_empty() || name == "." || name == ".." {
+            continue;
+        }
+        let landed = format!("{}/{}", dest.trim_end_matches('/'), name);
+        if let Some(h @ Hit::Loop(_)) = classify(&landed, Kind::Remove, cwd, ctx) {
+            return Some(h);
+        }
+    }
+    None
+}
+
+/// Is `abs` kept by one of `git clean -e PATTERN` (gitignore-style, read
+/// simply: the pattern names the file, or a folder on its way)?
+pub(super) fn excluded(abs: &Path, excludes: &[String], ctx: &Checker) -> bool {
+    let rel = abs
+        .strip_prefix(&ctx.root)
+        .or_else(|_| abs.strip_prefix(ctx.real_root.as_deref().unwrap_or(&ctx.root)));
+    let Ok(rel) = rel else { return false };
+    let rel_str = rel.to_string_lossy();
+    excludes.iter().any(|e| {
+        let e = e.trim_start_matches('/').trim_end_matches('/');
+        glob::fnmatch(e, &rel_str)
+            || rel
+                .components()
+                .any(|c| glob::fnmatch(e, &c.as_os_str().to_string_lossy()))
+    })
+}
