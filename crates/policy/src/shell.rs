@@ -335,47 +335,51 @@ pub fn split_chain(s: &str) -> Vec<Segment> {
             b'0'..=b'9' if !cur.in_word && fd_redirect_ahead(b, i) => {
                 i = redirect(s, i, &mut cur, &mut pending, out.len());
             }
-            _ => {
-                let start = i;
-                let end = match c {
-                    b'\'' => skip_single(b, i),
-                    b'"' => {
-                        let mut subs = Vec::new();
-                        let e = skip_double(s, i, &mut subs, 0);
-                        cur.substitutions.extend(subs);
-                        e
-                    }
-                    b'`' => {
-                        let e = skip_backtick(s, i);
-                        cur.substitutions.push(backtick_inner(s, i, e));
-                        e
-                    }
-                    b'$' if b.get(i + 1) == Some(&b'(') => {
-                        let mut subs = Vec::new();
-                        let e = skip_paren(s, i + 1, &mut subs, 0);
-                        cur.substitutions.extend(subs);
-                        e
-                    }
-                    b'\\' => past_escape(s, i),
-                    _ => {
-                        // Advance one whole UTF-8 character.
-                        let mut e = i + 1;
-                        while e < b.len() && !s.is_char_boundary(e) {
-                            e += 1;
-                        }
-                        e
-                    }
-                };
-                let end = end.min(b.len());
-                cur.push_text(&s[start..end], start, end);
-                i = end;
-            }
+            _ => i = word_piece(s, i, &mut cur),
         }
     }
     if let Some(seg) = cur.finish(false) {
         out.push(seg);
     }
     out
+}
+
+/// Add the piece of a word at `i` (a quoted string, a substitution, an
+/// escape, or one character) to the current word; returns the index after it.
+fn word_piece(s: &str, i: usize, cur: &mut Builder) -> usize {
+    let b = s.as_bytes();
+    let end = match b[i] {
+        b'\'' => skip_single(b, i),
+        b'"' => {
+            let mut subs = Vec::new();
+            let e = skip_double(s, i, &mut subs, 0);
+            cur.substitutions.extend(subs);
+            e
+        }
+        b'`' => {
+            let e = skip_backtick(s, i);
+            cur.substitutions.push(backtick_inner(s, i, e));
+            e
+        }
+        b'$' if b.get(i + 1) == Some(&b'(') => {
+            let mut subs = Vec::new();
+            let e = skip_paren(s, i + 1, &mut subs, 0);
+            cur.substitutions.extend(subs);
+            e
+        }
+        b'\\' => past_escape(s, i),
+        _ => {
+            // Advance one whole UTF-8 character.
+            let mut e = i + 1;
+            while e < b.len() && !s.is_char_boundary(e) {
+                e += 1;
+            }
+            e
+        }
+    };
+    let end = end.min(b.len());
+    cur.push_text(&s[i..end], i, end);
+    end
 }
 
 fn fd_redirect_ahead(b: &[u8], i: usize) -> bool {
