@@ -12,12 +12,13 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use ralph_core::hook_input::{self, InputError};
+use ralph_core::hook_input::{HookInput, InputError};
 use ralph_core::paths::{
     LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, POLICY_FILE, POLICY_FILE_ALT, STATE_FILE,
     VERIFY_FILE, project_root_from_env,
 };
-use ralph_policy::{LoopContext, Policy, PolicyError, PolicySource, ToolCall, decide, protect};
+use ralph_core::store::{self, StoreError};
+use ralph_policy::{LoopContext, Policy, PolicyError, PolicySource, ToolCall, decide};
 use serde_json::Value;
 
 /// Remembers that this policy's `[wrap]` rows were reported, so the user is
@@ -71,20 +72,18 @@ fn run() -> Option<Value> {
             return None;
         }
     }
-    let input = match hook_input::stdin_first_value(STDIN_DEADLINE_SECS) {
-        Ok(v) => v,
-        // Nothing sent, or nothing within the deadline: allow, silently.
-        Err(InputError::Empty | InputError::Timeout(_)) => return None,
+    let input = match HookInput::read_stdin_with_deadline(STDIN_DEADLINE_SECS) {
+        Ok(input) => input,
+        // Nothing sent, or nothing within the deadline: allow, silently. A
+        // JSON value that is not an object names no tool call to judge.
+        Err(InputError::Empty | InputError::Timeout(_) | InputError::NotAnObject) => return None,
         Err(e) => return Some(internal_error(&format!("cannot read the hook input: {e}"))),
     };
-    let tool_name = input.get("tool_name").and_then(Value::as_str)?;
-    if !GUARDED_TOOLS.contains(&tool_name) {
+    let tool_name = input.tool_name?;
+    if !GUARDED_TOOLS.contains(&tool_name.as_str()) {
         return None;
     }
-    let hook_cwd = input
-        .get("cwd")
-        .and_then(Value::as_str)
-        .filter(|c| !c.is_empty());
+    let hook_cwd = input.cwd.as_deref().filter(|c| !c.is_empty());
     let root = project_root_from_env(hook_cwd);
     let paths = LoopPaths::new(&root);
     let loop_active = paths.state.exists();
@@ -95,8 +94,8 @@ fn run() -> Option<Value> {
 
     let cwd = hook_cwd.map(PathBuf::from).unwrap_or_else(|| root.clone());
     let call = ToolCall {
-        tool_name: tool_name.to_string(),
-        tool_input: input.get("tool_input").cloned().unwrap_or(Value::Null),
+        tool_name,
+        tool_input: input.tool_input.unwrap_or(Value::Null),
     };
     let ctx = context(&call, &root, &paths, &cwd, loop_active, &policy);
     let decision = decide(&call, &policy, &ctx);
@@ -116,13 +115,13 @@ fn internal_error(what: &str) -> Value {
 /// `.ralph/command-policy` wins over `.claude/ralph-policy` when both exist.
 fn read_policy(root: &Path) -> PolicySource {
     for rel in [POLICY_FILE, POLICY_FILE_ALT] {
-        match read_text(&root.join(rel), POLICY_LIMIT) {
-            Ok(text) => return parse_policy(root, rel, &text),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+        match read_capped(&root.join(rel), POLICY_LIMIT) {
+            Ok(Some(text)) => return parse_policy(root, rel, &text),
+            Ok(None) => continue,
             Err(e) => {
                 return PolicySource::Broken {
                     path: rel.to_string(),
-                    error: PolicyError::Unreadable(e.to_string()),
+                    error: PolicyError::Unreadable(e),
                 };
             }
         }
@@ -133,7 +132,8 @@ fn read_policy(root: &Path) -> PolicySource {
 fn parse_policy(root: &Path, rel: &str, text: &str) -> PolicySource {
     let stamp = checked_stamp(text);
     let marker = root.join(CHECKED_MARKER);
-    let checked = read_text(&marker, MARKER_LIMIT).is_ok_and(|m| m == stamp);
+    let checked =
+        read_capped(&marker, MARKER_LIMIT).is_ok_and(|m| m.as_deref() == Some(stamp.as_str()));
     match Policy::parse_with(text, !checked) {
         Ok(policy) => {
             if !checked && !policy.rewrites.is_empty() {
@@ -154,29 +154,21 @@ fn parse_policy(root: &Path, rel: &str, text: &str) -> PolicySource {
     }
 }
 
-/// Read a regular file as text, at most `limit` bytes. Anything else (a FIFO
-/// would block the open forever, a device never ends) is an error: the
-/// caller treats it as unreadable and goes on.
-fn read_text(path: &Path, limit: u64) -> io::Result<String> {
-    use std::io::Read;
-    let meta = fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
+/// A file's text, or None when it does not exist: `store::read_optional`
+/// (which refuses a FIFO, whose open would block, and a device that never
+/// ends), with a tighter cap per file, since the guard answers before every
+/// tool call. Any error is worded for the user.
+fn read_capped(path: &Path, limit: u64) -> Result<Option<String>, String> {
+    if let Ok(meta) = fs::metadata(path)
+        && meta.is_file()
+        && meta.len() > limit
+    {
+        return Err(format!("larger than {limit} bytes"));
     }
-    if meta.len() > limit {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("larger than {limit} bytes"),
-        ));
-    }
-    let mut text = String::new();
-    fs::File::open(path)?
-        .take(limit)
-        .read_to_string(&mut text)?;
-    Ok(text)
+    store::read_optional(path).map_err(|e| match e {
+        StoreError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    })
 }
 
 /// Identifies a policy text (and the guard version that checked it).
@@ -234,22 +226,17 @@ fn context(
     .iter()
     .map(PathBuf::from)
     .collect();
-    let prd = read_text(&paths.state, STATE_LIMIT)
+    let prd = read_capped(&paths.state, STATE_LIMIT)
         .ok()
+        .flatten()
         .and_then(|s| ralph_policy::prd_file_from_state(&s))
         .unwrap_or_else(|| "prd.json".to_string());
     if call.tool_name != "Bash" {
-        let key = if call.tool_name == "NotebookEdit" {
-            "notebook_path"
-        } else {
-            "file_path"
-        };
-        if let Some(p) = call.tool_input.get(key).and_then(Value::as_str) {
-            let lexical = protect::normalize(&cwd.join(p));
+        if let Some(lexical) = call.file_target(cwd) {
             ctx.file_real_path = real_path(&lexical).filter(|r| *r != lexical);
         }
         if matches!(call.tool_name.as_str(), "Write" | "Edit" | "MultiEdit") {
-            ctx.prd_current = read_text(&root.join(&prd), PRD_LIMIT).ok();
+            ctx.prd_current = read_capped(&root.join(&prd), PRD_LIMIT).ok().flatten();
         }
     }
     let prd = PathBuf::from(prd);
@@ -294,7 +281,8 @@ fn wrap_signature(policy: &PolicySource) -> Option<String> {
 
 fn wrap_already_reported(root: &Path, policy: &PolicySource) -> bool {
     match wrap_signature(policy) {
-        Some(sig) => read_text(&root.join(WRAP_MARKER), MARKER_LIMIT).is_ok_and(|m| m == sig),
+        Some(sig) => read_capped(&root.join(WRAP_MARKER), MARKER_LIMIT)
+            .is_ok_and(|m| m.as_deref() == Some(sig.as_str())),
         None => true,
     }
 }

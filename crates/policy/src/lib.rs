@@ -35,6 +35,21 @@ pub struct ToolCall {
     pub tool_input: Value,
 }
 
+impl ToolCall {
+    /// The file a file tool (Write, Edit, MultiEdit, NotebookEdit) acts on,
+    /// as absolute and lexically normalised: a relative path is relative to
+    /// `cwd`, the hook's.
+    pub fn file_target(&self, cwd: &Path) -> Option<PathBuf> {
+        let key = if self.tool_name == "NotebookEdit" {
+            "notebook_path"
+        } else {
+            "file_path"
+        };
+        let raw = self.tool_input.get(key).and_then(Value::as_str)?;
+        Some(protect::normalize(&cwd.join(raw)))
+    }
+}
+
 /// Everything about the project the decision needs, read by the binary.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LoopContext {
@@ -366,15 +381,9 @@ fn is_under_roots(path: &Path, rel: &Path, ctx: &LoopContext) -> bool {
 }
 
 fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
-    let key = if call.tool_name == "NotebookEdit" {
-        "notebook_path"
-    } else {
-        "file_path"
-    };
-    let Some(raw) = call.tool_input.get(key).and_then(Value::as_str) else {
+    let Some(lexical) = call.file_target(&ctx.cwd) else {
         return Verdict::Allow;
     };
-    let lexical = protect::normalize(&ctx.cwd.join(raw));
     let candidates: Vec<&Path> = std::iter::once(lexical.as_path())
         .chain(ctx.file_real_path.as_deref())
         .collect();
