@@ -1,0 +1,391 @@
+//! The cases and running them: each case is a program, a project, a stdin
+//! and the loop files to put back before every run; runs are timed from
+//! spawn to exit, as the client sees them.
+
+use serde_json::{Value, json};
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::fixtures::{
+    LAST_INJECTED_FILE, PROMISELESS, STATE_FILE, plain_state_with, prd, prd_state, project,
+    stop_input,
+};
+use crate::transcripts::Transcripts;
+
+const NO_LOOP_TARGET_MS: f64 = 1.5;
+const LOOP_TARGET_MS: f64 = 3.0;
+/// Peak memory is read from a few runs and the largest kept: one run is what
+/// the target is about, the repeats only guard against a lucky one.
+pub const RSS_RUNS: usize = 3;
+const GNU_TIME: &str = "/usr/bin/time";
+
+/// The temp folder of one bench run, removed at the end (also on error)
+/// unless `--keep` asked to look at it.
+pub struct TempRoot(pub PathBuf, bool);
+
+impl TempRoot {
+    pub fn create(base: &Path, keep: bool) -> Result<TempRoot, String> {
+        let dir = base.join(format!("ralph-bench-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(TempRoot(dir, keep))
+    }
+}
+
+impl Drop for TempRoot {
+    fn drop(&mut self) {
+        if self.1 {
+            eprintln!("ralph-bench: kept {}", self.0.display());
+        } else {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub enum Expect {
+    /// Prints nothing: the session stops.
+    Silent,
+    /// Prints `{"decision":"block",...}`: the loop goes on.
+    Block,
+    /// The reference process: whatever it does.
+    Any,
+}
+
+impl Expect {
+    pub fn matches(self, out: &[u8]) -> bool {
+        match self {
+            Expect::Any => true,
+            Expect::Silent => out.iter().all(u8::is_ascii_whitespace),
+            Expect::Block => {
+                serde_json::from_slice::<Value>(out)
+                    .ok()
+                    .and_then(|v| v.get("decision").cloned())
+                    == Some(json!("block"))
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+pub enum Target {
+    None,
+    Ms(f64),
+}
+
+pub struct Case {
+    pub label: String,
+    program: PathBuf,
+    project: PathBuf,
+    stdin: Vec<u8>,
+    /// Files written back before every run, outside the timing: the block path
+    /// advances the iteration (and, in PRD mode, the re-injection counter), so
+    /// without this each run would take a slightly different path and a PRD
+    /// loop would halt after `max_story_attempts` runs.
+    reset: Vec<(PathBuf, Vec<u8>)>,
+    pub expect: Expect,
+    pub target: Target,
+    /// Whether the RSS target applies (not to the reference process).
+    pub rss_target: bool,
+}
+
+impl Case {
+    fn command(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(&self.project)
+            .env("CLAUDE_PROJECT_DIR", &self.project)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        cmd
+    }
+
+    fn reset(&self) -> std::io::Result<()> {
+        for (path, bytes) in &self.reset {
+            fs::write(path, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// One run, timed from spawn to exit, as the client would see it.
+    pub fn run_once(&self) -> std::io::Result<(Duration, Vec<u8>)> {
+        self.reset()?;
+        let start = Instant::now();
+        let out = feed(self.command(&self.program), &self.stdin)?;
+        Ok((start.elapsed(), out))
+    }
+
+    /// Peak resident memory of the hook in KiB, via GNU time.
+    ///
+    /// Why not `wait4` on our own child: std spawns with vfork semantics
+    /// (CLONE_VM), and at exec Linux folds the old address space's high-water
+    /// mark into the child's `ru_maxrss`, so the child would inherit this
+    /// bench's own RSS (tens of MB while it holds request-blob templates).
+    /// GNU time forks from a process of about 1 MB, below the hook's figure;
+    /// the `/bin/true` row shows that floor. Its figure is the largest of the
+    /// hook and the children it waited for (`git status` in loop cases).
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        if !Path::new(GNU_TIME).is_file() {
+            return None;
+        }
+        let out_file = self.project.join(".ralph-bench-rss");
+        let mut peak = None;
+        for _ in 0..RSS_RUNS {
+            self.reset().ok()?;
+            let mut cmd = self.command(Path::new(GNU_TIME));
+            cmd.arg("-f").arg("%M").arg("-o").arg(&out_file);
+            cmd.arg(&self.program);
+            feed(cmd, &self.stdin).ok()?;
+            let kib: u64 = fs::read_to_string(&out_file).ok()?.trim().parse().ok()?;
+            peak = peak.max(Some(kib));
+        }
+        let _ = fs::remove_file(&out_file);
+        peak
+    }
+}
+
+/// Spawn, write all of stdin and close it, read stdout to the end, wait.
+fn feed(mut cmd: Command, stdin: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut child = cmd.spawn()?;
+    if let Some(mut pipe) = child.stdin.take() {
+        // A hook may exit without reading all of stdin; that is its right.
+        let _ = pipe.write_all(stdin);
+    }
+    let mut out = Vec::new();
+    if let Some(mut pipe) = child.stdout.take() {
+        pipe.read_to_end(&mut out)?;
+    }
+    child.wait()?;
+    Ok(out)
+}
+
+/// The timings of every case, and the output of any run that took another
+/// path than the case names (how many, and the first one).
+pub struct Measured {
+    pub samples: Vec<Vec<Duration>>,
+    pub wrong: Vec<(usize, Option<String>)>,
+}
+
+/// `warmup` unmeasured then `runs` measured runs of every case.
+pub fn measure(cases: &[Case], warmup: usize, runs: usize) -> Result<Measured, String> {
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); cases.len()];
+    let mut wrong: Vec<(usize, Option<String>)> = vec![(0, None); cases.len()];
+    // Round-robin over the cases rather than one case after another, so a
+    // burst of load from elsewhere on the machine lands on every case alike
+    // and the differences between cases (100 MB vs 1 KB) stay fair.
+    for round in 0..warmup + runs {
+        for (i, case) in cases.iter().enumerate() {
+            let (took, out) = case
+                .run_once()
+                .map_err(|e| format!("{}: {e}", case.label))?;
+            if !case.expect.matches(&out) {
+                wrong[i].0 += 1;
+                wrong[i]
+                    .1
+                    .get_or_insert(String::from_utf8_lossy(&out).into_owned());
+            }
+            if round >= warmup {
+                samples[i].push(took);
+            }
+        }
+        if (round + 1) % 100 == 0 {
+            eprintln!("  {} / {} rounds", round + 1, warmup + runs);
+        }
+    }
+    Ok(Measured { samples, wrong })
+}
+
+// ---------------------------------------------------------------- setup ---
+
+/// The temp projects, transcripts and the cases that use them.
+pub struct Setup {
+    pub cases: Vec<Case>,
+    pub small_transcript_bytes: u64,
+    pub big_transcript_bytes: u64,
+    pub long_turn_bytes: u64,
+    pub prd_bytes: u64,
+}
+
+impl Setup {
+    pub fn prepare(root: &Path, hook: &Path) -> std::io::Result<Setup> {
+        let t = Transcripts::write(&root.join("transcripts"))?;
+        let make = Maker { root, hook, t: &t };
+        let mut cases = Vec::new();
+        cases.extend(make.reference()?);
+        let project_dir = project(root, "no-loop")?;
+        cases.push(Case {
+            label: "1. no loop (no state file)".into(),
+            program: hook.to_path_buf(),
+            stdin: stop_input(&project_dir, &t.small, Some(PROMISELESS), false),
+            project: project_dir,
+            reset: Vec::new(),
+            expect: Expect::Silent,
+            target: Target::Ms(NO_LOOP_TARGET_MS),
+            rss_target: true,
+        });
+        cases.extend(make.plain_loops()?);
+        let (prd_case, prd_bytes) = make.prd_loop()?;
+        cases.push(prd_case);
+        cases.extend(make.loops_without_breaker()?);
+
+        let size = |p: &Path| fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        Ok(Setup {
+            small_transcript_bytes: size(&t.small),
+            big_transcript_bytes: size(&t.big),
+            long_turn_bytes: t.long_turn_bytes,
+            prd_bytes,
+            cases,
+        })
+    }
+}
+
+/// Builds the cases of one bench run.
+struct Maker<'a> {
+    root: &'a Path,
+    hook: &'a Path,
+    t: &'a Transcripts,
+}
+
+impl Maker<'_> {
+    /// `/bin/true`, the floor every process pays: spawn and exec.
+    fn reference(&self) -> std::io::Result<Option<Case>> {
+        let Some(t) = ["/bin/true", "/usr/bin/true"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+        else {
+            return Ok(None);
+        };
+        let project = project(self.root, "reference")?;
+        Ok(Some(Case {
+            label: "reference: /bin/true (spawn + exec floor)".into(),
+            program: t,
+            stdin: stop_input(&project, &self.t.small, Some(PROMISELESS), false),
+            project,
+            reset: Vec::new(),
+            expect: Expect::Any,
+            target: Target::None,
+            rss_target: false,
+        }))
+    }
+
+    /// A plain loop that blocks, with `state` put back before every run.
+    fn loop_case(
+        &self,
+        name: &str,
+        label: &str,
+        transcript: &Path,
+        last: Option<&str>,
+        state: &[u8],
+    ) -> std::io::Result<Case> {
+        let project = project(self.root, name)?;
+        Ok(Case {
+            label: label.into(),
+            program: self.hook.to_path_buf(),
+            stdin: stop_input(&project, transcript, last, true),
+            reset: vec![(project.join(STATE_FILE), state.to_vec())],
+            project,
+            expect: Expect::Block,
+            target: Target::Ms(LOOP_TARGET_MS),
+            rss_target: true,
+        })
+    }
+
+    /// Cases 2 and 3: with and without `last_assistant_message`, small and
+    /// big transcripts, a turn that only talked, a long last turn.
+    fn plain_loops(&self) -> std::io::Result<Vec<Case>> {
+        let t = self.t;
+        let state = plain_state_with("").into_bytes();
+        let plain = |name: &str, label: &str, transcript: &Path, last: Option<&str>| {
+            self.loop_case(name, label, transcript, last, &state)
+        };
+        Ok(vec![
+            plain(
+                "loop-msg-small",
+                "2a. loop, blocks; last_assistant_message without the promise; 1 KB transcript",
+                &t.small,
+                Some(PROMISELESS),
+            )?,
+            plain(
+                "loop-msg-big",
+                "2b. same, 100 MB transcript",
+                &t.big,
+                Some(PROMISELESS),
+            )?,
+            plain(
+                "loop-talk",
+                "2c. loop, blocks; a turn that only talked (judged a stall from its tools, no git)",
+                &t.talk,
+                Some(PROMISELESS),
+            )?,
+            plain(
+                "loop-fallback-small",
+                "3a. loop, blocks; no last_assistant_message (transcript fallback); 1 KB transcript",
+                &t.small,
+                None,
+            )?,
+            plain(
+                "loop-fallback-big",
+                "3b. same, 100 MB transcript, small last turn",
+                &t.big,
+                None,
+            )?,
+            plain(
+                "loop-fallback-long-turn",
+                &format!(
+                    "3c. same, last turn of {:.1} MiB (request blobs inside the turn; the hook reads at most 4 MiB)",
+                    t.long_turn_bytes as f64 / crate::MIB as f64
+                ),
+                &t.long_turn,
+                None,
+            )?,
+        ])
+    }
+
+    /// Case 4: a PRD loop of 200 stories; also the PRD's size.
+    fn prd_loop(&self) -> std::io::Result<(Case, u64)> {
+        let prd_project = project(self.root, "prd")?;
+        let (prd_json, ids) = prd(200);
+        fs::write(prd_project.join("prd.json"), &prd_json)?;
+        let case = Case {
+            label: "4. PRD loop, 200 stories (dependency chain, 100 passing), blocks".into(),
+            program: self.hook.to_path_buf(),
+            stdin: stop_input(&prd_project, &self.t.small, Some(PROMISELESS), true),
+            reset: vec![
+                (prd_project.join(STATE_FILE), prd_state(&ids).into_bytes()),
+                // What setup leaves: the first runnable story counted as fed once.
+                (prd_project.join(LAST_INJECTED_FILE), b"US-101 1\n".to_vec()),
+            ],
+            project: prd_project,
+            expect: Expect::Block,
+            target: Target::Ms(LOOP_TARGET_MS),
+            rss_target: true,
+        };
+        Ok((case, prd_json.len() as u64))
+    }
+
+    /// Case 5: with the no-progress breaker off no turn can reach `git
+    /// status`, so the transcript read is no longer lost in git's noise.
+    fn loops_without_breaker(&self) -> std::io::Result<Vec<Case>> {
+        let state = plain_state_with("max_stalls: 0\n").into_bytes();
+        Ok(vec![
+            self.loop_case(
+                "loop-no-breaker-small",
+                "5a. loop, blocks, no breaker (`max_stalls: 0`: no `git status`); no last_assistant_message; 1 KB transcript",
+                &self.t.small,
+                None,
+                &state,
+            )?,
+            self.loop_case(
+                "loop-no-breaker-big",
+                "5b. same, 100 MB transcript, small last turn",
+                &self.t.big,
+                None,
+                &state,
+            )?,
+        ])
+    }
+}
