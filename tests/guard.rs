@@ -135,9 +135,8 @@ fn run_guard(input: &Value) -> (Option<Value>, String) {
     (Some(v), stderr)
 }
 
-fn decision(out: &Option<Value>) -> Option<&str> {
-    out.as_ref()?
-        .pointer("/hookSpecificOutput/permissionDecision")?
+fn decision(out: Option<&Value>) -> Option<&str> {
+    out?.pointer("/hookSpecificOutput/permissionDecision")?
         .as_str()
 }
 
@@ -235,7 +234,7 @@ fn check(case: &Case) -> Option<String> {
     let p = Project::new(&case.env);
     let (tool, tool_input) = tool_call(case, &p);
     let (out, stderr) = run_guard(&p.input(&tool, tool_input.clone()));
-    let got = decision(&out);
+    let got = decision(out.as_ref());
     let has_msg = out.as_ref().and_then(|o| o.get("systemMessage")).is_some();
     let ok = match case.expect.as_str() {
         "deny" => {
@@ -345,7 +344,7 @@ fn broken_policy_is_reported_on_every_call_with_its_line() {
             "{msg}"
         );
         assert_eq!(
-            decision(&Some(out.clone())),
+            decision(Some(out.clone()).as_ref()),
             None,
             "a broken policy denies nothing"
         );
@@ -434,7 +433,7 @@ fn regex_check_is_remembered_per_policy_text() {
     let marker = p.root.join(".claude/ralph-guard.policy-checked");
     assert!(!marker.exists());
     let out = bash(&p, "pnpm -w run build").expect("a rewrite");
-    assert_eq!(decision(&Some(out)), Some("allow"));
+    assert_eq!(decision(Some(out).as_ref()), Some("allow"));
     assert!(marker.exists(), "a checked policy is remembered");
     // Still a rewrite when the check is skipped.
     let out = bash(&p, "pnpm -w run build").expect("a rewrite");
@@ -474,7 +473,7 @@ fn hostile_input_is_answered_quickly_without_a_crash() {
             start.elapsed()
         );
         if cmd.ends_with("ralph-loop.local.md") {
-            assert_eq!(decision(&out), Some("deny"));
+            assert_eq!(decision(out.as_ref()), Some("deny"));
         }
     }
 }

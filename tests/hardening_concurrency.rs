@@ -41,7 +41,11 @@ fn no_temp_files(p: &Project) {
     let stray: Vec<String> = p
         .claude_files()
         .into_iter()
-        .filter(|n| n.ends_with(".tmp"))
+        .filter(|n| {
+            std::path::Path::new(n)
+                .extension()
+                .is_some_and(|e| e == "tmp")
+        })
         .collect();
     assert!(stray.is_empty(), "temp files left behind: {stray:?}");
 }

@@ -107,7 +107,11 @@ fn sigkill_at_random_points_never_tears_the_state() {
     let leftovers: Vec<String> = p
         .claude_files()
         .into_iter()
-        .filter(|n| n.ends_with(".tmp"))
+        .filter(|n| {
+            std::path::Path::new(n)
+                .extension()
+                .is_some_and(|e| e == "tmp")
+        })
         .collect();
     eprintln!(
         "{killed} killed mid-run, {finished} finished first, {advanced_by_killed} killed after saving; {} temp files left: {leftovers:?}",

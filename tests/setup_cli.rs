@@ -13,7 +13,7 @@ fn hook_prompt_writes_the_prompt_byte_for_byte_and_owns_the_session() {
         "sess-A",
         &format!("/ralph:ralph-loop {RAW} --max-iterations 5 --completion-promise \"ALL DONE\""),
     );
-    let msg = message(&out);
+    let msg = message(out.as_ref());
     assert!(
         msg.contains("Ralph loop started") && msg.contains("at most 5"),
         "{msg}"
@@ -26,7 +26,7 @@ fn hook_prompt_writes_the_prompt_byte_for_byte_and_owns_the_session() {
     assert!(state.contains("max_iterations: 5\n"));
     assert!(!p.path("pwned").exists());
     // The Stop hook then feeds exactly that prompt.
-    let r = reason(&p.stop("sess-A", Some("working")));
+    let r = reason(p.stop("sess-A", Some("working")).as_ref());
     assert!(r.starts_with(RAW), "{r}");
     // show (the command's ! line) prints the task for the model.
     let (code, shown) = p.setup(&["show"]);
@@ -71,7 +71,10 @@ fn bad_arguments_block_the_command_with_one_clear_line() {
 #[test]
 fn zero_means_unlimited_with_a_warning() {
     let p = Project::new("unlimited");
-    let msg = message(&p.prompt("s", "/ralph-loop task --max-iterations 0"));
+    let msg = message(
+        p.prompt("s", "/ralph-loop task --max-iterations 0")
+            .as_ref(),
+    );
     assert!(msg.contains("No iteration cap"), "{msg}");
     assert!(p.state().unwrap().contains("max_iterations: 0\n"));
 }
@@ -89,7 +92,7 @@ fn another_sessions_live_loop_is_refused_then_replaced_on_request() {
         "{r}"
     );
     assert!(p.state().unwrap().ends_with("task A"));
-    let msg = message(&p.prompt("B", "/ralph:ralph-loop task B --replace"));
+    let msg = message(p.prompt("B", "/ralph:ralph-loop task B --replace").as_ref());
     assert!(msg.contains("Replaced the running loop"), "{msg}");
     assert!(p.state().unwrap().ends_with("task B"));
 }
@@ -104,7 +107,7 @@ fn a_stale_loop_is_replaced_and_the_user_told() {
         .unwrap();
     f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(25 * 3600))
         .unwrap();
-    let msg = message(&p.prompt("B", "/ralph:ralph-loop new task"));
+    let msg = message(p.prompt("B", "/ralph:ralph-loop new task").as_ref());
     assert!(msg.contains("stale"), "{msg}");
     assert!(p.state().unwrap().ends_with("new task"));
 }
@@ -132,10 +135,13 @@ fn prompt_file_drops_its_frontmatter() {
 fn prd_start_validates_and_describes() {
     let p = Project::new("prdstart");
     p.write("prd.json", r#"{"userStories":[{"id":"A","title":"First","passes":false},{"id":"B","passes":false,"depends_on":["A"]}]}"#);
-    let msg = message(&p.prompt(
-        "s",
-        "/ralph:ralph-loop --prd-file prd.json --max-iterations 9",
-    ));
+    let msg = message(
+        p.prompt(
+            "s",
+            "/ralph:ralph-loop --prd-file prd.json --max-iterations 9",
+        )
+        .as_ref(),
+    );
     assert!(
         msg.contains("2 stories, 0 passing") && msg.contains("First story: A First"),
         "{msg}"
@@ -231,7 +237,7 @@ fn cli_start_without_session_is_claimed_by_first_stop() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("Task:\nRefactor the module"), "{out}");
     assert!(p.state().unwrap().contains("session_id: \"\"\n"));
-    assert!(is_block(&p.stop("Z", Some("x"))));
+    assert!(is_block(p.stop("Z", Some("x")).as_ref()));
     assert!(p.state().unwrap().contains("session_id: \"Z\"\n"));
     let (code, out) = p.setup(&["start", "--bogus"]);
     assert_eq!(code, 2);

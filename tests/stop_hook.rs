@@ -31,10 +31,10 @@ fn official_format_is_claimed_and_prompt_lines_survive() {
     let p = Project::new("official");
     p.loop_state("", 1, 5, Some("DONE"), "", PROMPT);
     let out = p.stop("s1", Some("working"));
-    let r = reason(&out);
+    let r = reason(out.as_ref());
     assert!(r.starts_with(PROMPT.trim_end()), "{r}");
     assert!(r.contains("iteration 2/5"));
-    assert!(message(&out).contains("Ralph iteration 2/5"));
+    assert!(message(out.as_ref()).contains("Ralph iteration 2/5"));
     let state = p.state().unwrap();
     assert!(state.contains("iteration: 2\n"));
     assert!(state.contains("session_id: \"s1\"\n"));
@@ -71,8 +71,8 @@ fn rule2_corrupt_state_stops_names_field_and_keeps_file() {
         };
         p.write(".claude/ralph-loop.local.md", &text);
         let out = p.stop("s1", Some("hi"));
-        assert!(!is_block(&out), "{tag}: never loop on garbage");
-        let msg = message(&out);
+        assert!(!is_block(out.as_ref()), "{tag}: never loop on garbage");
+        let msg = message(out.as_ref());
         assert!(msg.contains(".claude/ralph-loop.local.md"), "{tag}: {msg}");
         assert!(
             msg.contains(field),
@@ -102,11 +102,11 @@ fn rule3_promise_in_prose_across_lines_completes() {
         "s1",
         Some("I ran everything.\n<promise>ALL\n   TESTS\n PASS</promise>\nThanks."),
     );
-    assert!(!is_block(&out));
+    assert!(!is_block(out.as_ref()));
     assert!(
-        message(&out).contains("complete after 2 iterations"),
+        message(out.as_ref()).contains("complete after 2 iterations"),
         "{}",
-        message(&out)
+        message(out.as_ref())
     );
     assert!(p.state().is_none());
     assert_eq!(p.log().last().unwrap()["reason"], "complete");
@@ -116,7 +116,7 @@ fn rule3_promise_in_prose_across_lines_completes() {
 fn rule3_bare_promise_without_tag_is_not_completion() {
     let p = Project::new("bare");
     p.loop_state("\"s1\"", 1, 10, Some("DONE"), "", PROMPT);
-    assert!(is_block(&p.stop("s1", Some("DONE"))));
+    assert!(is_block(p.stop("s1", Some("DONE")).as_ref()));
     assert!(p.state().unwrap().contains("iteration: 2\n"));
 }
 
@@ -135,10 +135,10 @@ fn rule3_transcript_fallback_finds_promise_in_earlier_block_of_the_turn() {
     p.write("transcript.jsonl", &(lines.join("\n") + "\n"));
     // The final message lacks the promise; the turn's earlier block has it.
     let out = p.stop("s1", Some("final words"));
-    assert!(!is_block(&out), "{out:?}");
+    assert!(!is_block(out.as_ref()), "{out:?}");
     // And with no last_assistant_message at all (older clients).
     p.loop_state("\"s1\"", 1, 10, Some("DONE"), "", PROMPT);
-    assert!(!is_block(&p.stop("s1", None)));
+    assert!(!is_block(p.stop("s1", None).as_ref()));
 }
 
 #[test]
@@ -146,18 +146,20 @@ fn rule3_missing_transcript_still_uses_last_assistant_message() {
     let p = Project::new("notranscript");
     p.loop_state("\"s1\"", 1, 10, Some("DONE"), "", PROMPT);
     assert!(!p.path("transcript.jsonl").exists());
-    assert!(!is_block(&p.stop("s1", Some("<promise>DONE</promise>"))));
+    assert!(!is_block(
+        p.stop("s1", Some("<promise>DONE</promise>")).as_ref()
+    ));
 }
 
 #[test]
 fn rule4_cap_gives_exactly_n_turns_and_promise_wins_on_the_last() {
     let p = Project::new("cap");
     p.loop_state("\"s1\"", 1, 3, Some("DONE"), "", PROMPT);
-    assert!(reason(&p.stop("s1", Some("a"))).contains("iteration 2/3"));
-    assert!(reason(&p.stop("s1", Some("b"))).contains("iteration 3/3"));
+    assert!(reason(p.stop("s1", Some("a")).as_ref()).contains("iteration 2/3"));
+    assert!(reason(p.stop("s1", Some("b")).as_ref()).contains("iteration 3/3"));
     let out = p.stop("s1", Some("c"));
-    assert!(!is_block(&out));
-    assert!(message(&out).contains("iteration cap (3) after 3 iterations"));
+    assert!(!is_block(out.as_ref()));
+    assert!(message(out.as_ref()).contains("iteration cap (3) after 3 iterations"));
     assert_eq!(p.log().last().unwrap()["reason"], "max_iterations");
 
     p.loop_state("\"s1\"", 3, 3, Some("DONE"), "", PROMPT);
@@ -173,7 +175,7 @@ fn cancelled_flag_ends_the_loop() {
         "---\nactive: false\niteration: 4\nsession_id: s1\n---\n\nx\n",
     );
     let out = p.stop("s1", Some("x"));
-    assert!(message(&out).contains("cancelled"));
+    assert!(message(out.as_ref()).contains("cancelled"));
     assert!(p.state().is_none());
 }
 
@@ -215,7 +217,7 @@ fn concurrent_stops_never_lose_an_increment() {
         .into_iter()
         .filter(|_| true)
         .map(|h| h.join().unwrap())
-        .filter(is_block)
+        .filter(|out| is_block(out.as_ref()))
         .count();
     assert_eq!(blocks, 16);
     assert!(p.state().unwrap().contains("iteration: 17\n"));
@@ -224,7 +226,7 @@ fn concurrent_stops_never_lose_an_increment() {
         .iter()
         .map(|e| e["iteration"].as_u64().unwrap())
         .collect();
-    iterations.sort();
+    iterations.sort_unstable();
     assert_eq!(iterations, (2..=17).collect::<Vec<_>>());
 }
 
@@ -260,23 +262,26 @@ fn pass(prd: &str, id: &str) -> String {
 fn prd_stories_in_dependency_and_priority_order_then_complete() {
     let p = Project::new("prd");
     prd_loop(&p, 1, PRD);
-    let r = reason(&p.stop("s1", Some("start")));
+    let r = reason(p.stop("s1", Some("start")).as_ref());
     assert!(r.contains("story US-001 of prd.json: Schema"), "{r}");
     assert!(r.contains("0/3 stories pass") && r.contains("- migration runs"));
     let prd1 = pass(PRD, "US-001");
     p.write("prd.json", &prd1);
     // US-002 (priority 1, dependency met) before US-003 (priority 3).
-    let r = reason(&p.stop("s1", Some("<promise>RALPH-COMPLETE</promise>")));
+    let r = reason(
+        p.stop("s1", Some("<promise>RALPH-COMPLETE</promise>"))
+            .as_ref(),
+    );
     assert!(r.starts_with("Completion refused"), "{r}");
     assert!(r.contains("story US-002"));
     assert_eq!(p.log().last().unwrap()["reason"], "promise_refused");
     let prd2 = pass(&prd1, "US-002");
     p.write("prd.json", &prd2);
-    assert!(reason(&p.stop("s1", None)).contains("story US-003"));
+    assert!(reason(p.stop("s1", None).as_ref()).contains("story US-003"));
     p.write("prd.json", &pass(&prd2, "US-003"));
     let out = p.stop("s1", Some("done"));
     assert!(
-        message(&out).contains("all 3 stories in prd.json pass"),
+        message(out.as_ref()).contains("all 3 stories in prd.json pass"),
         "{out:?}"
     );
     assert!(p.state().is_none());
@@ -292,7 +297,7 @@ fn prd_deadlock_is_named() {
         r#"{"userStories":[{"id":"US-001","dependsOn":["US-002"]},{"id":"US-002","dependsOn":["US-001"]},{"id":"US-003","passes":true}]}"#,
     );
     let out = p.stop("s1", None);
-    let msg = message(&out);
+    let msg = message(out.as_ref());
     assert!(
         msg.contains("deadlock") && msg.contains("US-001 waits on US-002"),
         "{msg}"
@@ -308,14 +313,14 @@ fn prd_blocker_halts_and_is_removed_once_its_story_passes() {
         ".ralph-blocker.md",
         "---\nstory_id: US-001\n---\n\nThe database password is missing.\n",
     );
-    let msg = message(&p.stop("s1", None));
+    let msg = message(p.stop("s1", None).as_ref());
     assert!(
         msg.contains("US-001 is blocked") && msg.contains("password is missing"),
         "{msg}"
     );
     assert!(p.state().is_none());
     prd_loop(&p, 2, &pass(PRD, "US-001"));
-    assert!(is_block(&p.stop("s1", None)));
+    assert!(is_block(p.stop("s1", None).as_ref()));
     assert!(!p.path(".ralph-blocker.md").exists());
 }
 
@@ -328,8 +333,8 @@ fn prd_vanished_story_counts_as_failing_and_user_is_told() {
         r#"{"userStories":[{"id":"US-001","passes":true},{"id":"US-002","passes":true}]}"#,
     );
     let out = p.stop("s1", Some("<promise>RALPH-COMPLETE</promise>"));
-    assert!(reason(&out).contains("US-003"));
-    assert!(message(&out).contains("US-003"));
+    assert!(reason(out.as_ref()).contains("US-003"));
+    assert!(message(out.as_ref()).contains("US-003"));
 }
 
 #[test]
@@ -340,8 +345,8 @@ fn prd_reinjection_escalates_then_stops() {
     let mut last = String::new();
     for _ in 0..10 {
         let out = p.stop("s1", None);
-        if !is_block(&out) {
-            last = message(&out);
+        if !is_block(out.as_ref()) {
+            last = message(out.as_ref());
             break;
         }
         feeds += 1;
@@ -359,7 +364,7 @@ fn prd_reinjection_message_escalates() {
     let p = Project::new("escalate");
     prd_loop(&p, 2, PRD);
     p.write(".claude/ralph-loop.last-injected", "US-001 2\n");
-    assert!(reason(&p.stop("s1", None)).contains("attempt 3 of 5"));
+    assert!(reason(p.stop("s1", None).as_ref()).contains("attempt 3 of 5"));
     assert_eq!(
         p.read(".claude/ralph-loop.last-injected").unwrap(),
         "US-001 3\n"
@@ -370,7 +375,7 @@ fn prd_reinjection_message_escalates() {
 fn prd_invalid_json_mid_loop_asks_for_repair() {
     let p = Project::new("prdbad");
     prd_loop(&p, 2, "{ not json");
-    let r = reason(&p.stop("s1", None));
+    let r = reason(p.stop("s1", None).as_ref());
     assert!(r.contains("prd.json can no longer be read"), "{r}");
 }
 
@@ -401,9 +406,9 @@ fn queued_cancel_ends_the_loop_at_this_stop() {
     p.loop_state("\"s1\"", 3, 10, Some("DONE"), "", PROMPT);
     transcript_with_queue(&p, &[("2026-01-01T00:00:01Z", "/ralph:cancel-ralph")]);
     let out = p.stop("s1", Some("working"));
-    assert!(!is_block(&out), "{out:?}");
+    assert!(!is_block(out.as_ref()), "{out:?}");
     assert!(
-        message(&out)
+        message(out.as_ref())
             .contains("Cancelled the Ralph loop at iteration 3/10: you typed /ralph:cancel-ralph"),
         "{out:?}"
     );
@@ -412,7 +417,7 @@ fn queued_cancel_ends_the_loop_at_this_stop() {
     // The client then runs the queued command itself: it is told why there is nothing left.
     let out = p.prompt("s1", "/ralph:cancel-ralph").unwrap();
     assert!(
-        reason(&Some(out)).contains("it was cancelled at iteration 3"),
+        reason(Some(out).as_ref()).contains("it was cancelled at iteration 3"),
         "the second cancel explains itself"
     );
 }
@@ -424,11 +429,11 @@ fn queued_message_lets_the_turn_end_and_the_loop_goes_on_after() {
     transcript_with_queue(&p, &[("2026-01-01T00:00:01Z", "what is 2+2?")]);
     let out = p.stop("s1", Some("working"));
     assert!(
-        !is_block(&out),
+        !is_block(out.as_ref()),
         "the turn ends so the client hands over the message"
     );
     assert!(
-        message(&out).contains("paused at iteration 2/10"),
+        message(out.as_ref()).contains("paused at iteration 2/10"),
         "{out:?}"
     );
     let state = p.state().expect("the loop is not cancelled");
@@ -449,8 +454,8 @@ fn queued_message_lets_the_turn_end_and_the_loop_goes_on_after() {
         .join("\n"),
     );
     let out = p.stop("s1", Some("4"));
-    assert!(is_block(&out), "{out:?}");
-    assert!(reason(&out).contains("iteration 3/10"), "{out:?}");
+    assert!(is_block(out.as_ref()), "{out:?}");
+    assert!(reason(out.as_ref()).contains("iteration 3/10"), "{out:?}");
     let state = p.state().unwrap();
     assert!(state.contains("yielded: false"), "{state}");
     assert!(
@@ -465,15 +470,24 @@ fn queued_status_is_answered_once_and_the_loop_goes_on() {
     p.loop_state("\"s1\"", 2, 10, None, "", PROMPT);
     transcript_with_queue(&p, &[("2026-01-01T00:00:01Z", "/ralph-status")]);
     let out = p.stop("s1", Some("working"));
-    assert!(is_block(&out), "{out:?}");
-    assert!(message(&out).contains("Ralph iteration 3/10"), "{out:?}");
-    assert!(message(&out).contains("Ralph loop active"), "{out:?}");
+    assert!(is_block(out.as_ref()), "{out:?}");
     assert!(
-        message(&out).contains("iteration: 3/10"),
+        message(out.as_ref()).contains("Ralph iteration 3/10"),
+        "{out:?}"
+    );
+    assert!(
+        message(out.as_ref()).contains("Ralph loop active"),
+        "{out:?}"
+    );
+    assert!(
+        message(out.as_ref()).contains("iteration: 3/10"),
         "status after the decision: {out:?}"
     );
     // Still queued at the next Stop (the client runs it when the loop ends): not answered twice.
     let out = p.stop("s1", Some("working"));
-    assert!(is_block(&out));
-    assert!(!message(&out).contains("Ralph loop active"), "{out:?}");
+    assert!(is_block(out.as_ref()));
+    assert!(
+        !message(out.as_ref()).contains("Ralph loop active"),
+        "{out:?}"
+    );
 }

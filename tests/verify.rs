@@ -24,14 +24,14 @@ fn failing_check_refuses_the_promise_with_its_output_then_passing_completes() {
         "Make the check pass --completion-promise DONE --verify \"sh check.sh\" --max-iterations 10",
     );
     let out = p.stop("s1", Some("<promise>DONE</promise>"));
-    let r = reason(&out);
+    let r = reason(out.as_ref());
     assert!(r.contains("Completion refused"), "{r}");
     assert!(
         r.contains("`sh check.sh` failed (exit 7)")
             && r.contains("assertion failed: fixed missing"),
         "{r}"
     );
-    assert!(message(&out).contains("check failed (exit 7)"));
+    assert!(message(out.as_ref()).contains("check failed (exit 7)"));
     assert_eq!(p.log().last().unwrap()["reason"], "verify_failed");
     let (_, status) = p.setup(&["status"]);
     assert!(
@@ -41,9 +41,9 @@ fn failing_check_refuses_the_promise_with_its_output_then_passing_completes() {
 
     p.write("fixed", "yes");
     let out = p.stop("s1", Some("<promise>DONE</promise>"));
-    assert!(!is_block(&out));
+    assert!(!is_block(out.as_ref()));
     assert!(
-        message(&out).contains("verified (`sh check.sh` exited 0)"),
+        message(out.as_ref()).contains("verified (`sh check.sh` exited 0)"),
         "{out:?}"
     );
     assert!(p.state().is_none());
@@ -58,7 +58,7 @@ fn a_check_that_hangs_is_reported_as_a_timeout() {
         "x --completion-promise DONE --verify \"sleep 30\" --verify-timeout 1",
     );
     let t = std::time::Instant::now();
-    let r = reason(&p.stop("s1", Some("<promise>DONE</promise>")));
+    let r = reason(p.stop("s1", Some("<promise>DONE</promise>")).as_ref());
     assert!(t.elapsed().as_secs() < 20);
     assert!(r.contains("timed out after 1 s"), "{r}");
 }
@@ -68,7 +68,7 @@ fn without_a_claim_no_check_runs() {
     let p = Project::new("vnoclaim");
     p.git_init();
     start(&p, "x --completion-promise DONE --verify \"touch ran\"");
-    assert!(is_block(&p.stop("s1", Some("still working"))));
+    assert!(is_block(p.stop("s1", Some("still working")).as_ref()));
     assert!(!p.path("ran").exists());
 }
 
@@ -91,7 +91,7 @@ fn story_with_failing_check_is_fed_again_and_not_rerun_on_the_same_tree() {
         .replacen("\"passes\":false", "\"passes\":true", 1);
     p.write("prd.json", &claimed);
     let out = p.stop("s1", None);
-    let r = reason(&out);
+    let r = reason(out.as_ref());
     assert!(
         r.contains("claim that US-1 passes was refused") && r.contains("exit 2"),
         "{r}"
@@ -99,11 +99,11 @@ fn story_with_failing_check_is_fed_again_and_not_rerun_on_the_same_tree() {
     assert!(r.contains("story US-1"));
     assert_eq!(p.read("runs.log").unwrap().lines().count(), 1);
     // Same tree: the failed result is reused, not re-run.
-    reason(&p.stop("s1", None));
+    reason(p.stop("s1", None).as_ref());
     assert_eq!(p.read("runs.log").unwrap().lines().count(), 1);
     // Fixed: the check runs again, passes, and the next story is fed.
     p.write("out.txt", "hello\n");
-    let r = reason(&p.stop("s1", None));
+    let r = reason(p.stop("s1", None).as_ref());
     assert!(r.contains("story US-2"), "{r}");
     assert_eq!(p.read("runs.log").unwrap().lines().count(), 2);
     let v: serde_json::Value =
@@ -119,15 +119,15 @@ fn stalled_loop_stops_at_n() {
     start(&p, "x --max-stalls 2");
     // Iteration 1 changes a file: progress.
     p.write("a.txt", "1");
-    assert!(is_block(&p.stop("s1", Some("x"))));
+    assert!(is_block(p.stop("s1", Some("x")).as_ref()));
     // Two unchanged iterations in a row stop the loop.
-    assert!(is_block(&p.stop("s1", Some("x"))));
+    assert!(is_block(p.stop("s1", Some("x")).as_ref()));
     let out = p.stop("s1", Some("x"));
-    assert!(!is_block(&out), "{out:?}");
+    assert!(!is_block(out.as_ref()), "{out:?}");
     assert!(
-        message(&out).contains("did not change for 2 iterations"),
+        message(out.as_ref()).contains("did not change for 2 iterations"),
         "{}",
-        message(&out)
+        message(out.as_ref())
     );
     assert_eq!(p.log().last().unwrap()["reason"], "stalled");
 }
@@ -138,7 +138,7 @@ fn ralphs_own_files_do_not_count_as_progress_when_claude_dir_is_not_ignored() {
     p.git_init();
     // No .gitignore: .claude/ralph-loop.* show up as untracked and change every Stop.
     start(&p, "x --max-stalls 2");
-    assert!(is_block(&p.stop("s1", Some("x"))));
+    assert!(is_block(p.stop("s1", Some("x")).as_ref()));
     let out = p.stop("s1", Some("x"));
     assert_eq!(p.log().last().unwrap()["reason"], "stalled", "{out:?}");
 }
@@ -151,9 +151,12 @@ fn editing_an_already_modified_file_counts_as_progress() {
     start(&p, "x --max-stalls 1");
     for i in 0..3 {
         p.write("a.txt", &"x".repeat(i + 1));
-        assert!(is_block(&p.stop("s1", Some("x"))), "edit {i} is progress");
+        assert!(
+            is_block(p.stop("s1", Some("x")).as_ref()),
+            "edit {i} is progress"
+        );
     }
-    assert!(!is_block(&p.stop("s1", Some("x"))));
+    assert!(!is_block(p.stop("s1", Some("x")).as_ref()));
 }
 
 #[test]
@@ -161,12 +164,15 @@ fn policy_full_gate_is_the_default_check() {
     let p = Project::new("gate");
     p.git_init();
     p.write(".ralph/command-policy", "[gates]\nfull | exit 3\n");
-    let msg = message(&p.prompt("s1", "/ralph:ralph-loop x --completion-promise DONE"));
+    let msg = message(
+        p.prompt("s1", "/ralph:ralph-loop x --completion-promise DONE")
+            .as_ref(),
+    );
     assert!(
         msg.contains("[gates] full row of .ralph/command-policy"),
         "{msg}"
     );
-    let r = reason(&p.stop("s1", Some("<promise>DONE</promise>")));
+    let r = reason(p.stop("s1", Some("<promise>DONE</promise>")).as_ref());
     assert!(r.contains("`exit 3` failed (exit 3)"), "{r}");
 }
 
@@ -185,7 +191,7 @@ fn a_turn_that_called_a_file_tool_is_progress_without_asking_git() {
     p.write("transcript.jsonl", &(edit_turn.join("\n") + "\n"));
     // The tree never changes, but each turn edited: no stall.
     for _ in 0..3 {
-        assert!(is_block(&p.stop("s1", Some("edited"))));
+        assert!(is_block(p.stop("s1", Some("edited")).as_ref()));
     }
     let talk_turn = [
         r#"{"type":"user","message":{"role":"user","content":"Stop hook feedback:\nx"}}"#,
@@ -193,7 +199,7 @@ fn a_turn_that_called_a_file_tool_is_progress_without_asking_git() {
     ];
     p.write("transcript.jsonl", &(talk_turn.join("\n") + "\n"));
     // Edits reset the count; two talking turns on an unchanged tree stop the loop.
-    assert!(is_block(&p.stop("s1", Some("just talking"))));
+    assert!(is_block(p.stop("s1", Some("just talking")).as_ref()));
     let out = p.stop("s1", Some("just talking"));
     assert_eq!(p.log().last().unwrap()["reason"], "stalled", "{out:?}");
 }

@@ -117,7 +117,7 @@ fn read_policy(root: &Path) -> PolicySource {
     for rel in [POLICY_FILE, POLICY_FILE_ALT] {
         match read_capped(&root.join(rel), POLICY_LIMIT) {
             Ok(Some(text)) => return parse_policy(root, rel, &text),
-            Ok(None) => continue,
+            Ok(None) => {}
             Err(e) => {
                 return PolicySource::Broken {
                     path: rel.to_string(),

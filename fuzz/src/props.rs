@@ -333,7 +333,7 @@ pub fn transcript_tail(data: &[u8]) {
         assert_eq!(dflt, whole);
     }
     // A small bound: no failure, and any text found is assistant text.
-    let small = (data.first().copied().unwrap_or(0) as u64) * 7;
+    let small = u64::from(data.first().copied().unwrap_or(0)) * 7;
     let _ = transcript::last_turn_text(&path, small).expect("readable");
     let _ = std::fs::remove_file(&path);
     // One input in eight: the same file behind 80 KB of filler (more than one

@@ -165,22 +165,22 @@ pub fn run_raw(bin: &str, args: &[&str], root: &Path, stdin: &[u8]) -> (i32, Str
 }
 
 /// The `reason` of a block, panicking on anything else.
-pub fn reason(out: &Option<Value>) -> String {
-    let v = out.as_ref().expect("expected a block, got no output");
+pub fn reason(out: Option<&Value>) -> String {
+    let v = out.expect("expected a block, got no output");
     assert_eq!(v["decision"], "block", "{v}");
     v["reason"].as_str().unwrap().to_string()
 }
 
 /// The `systemMessage` of an output.
-pub fn message(out: &Option<Value>) -> String {
-    out.as_ref().expect("expected output")["systemMessage"]
+pub fn message(out: Option<&Value>) -> String {
+    out.expect("expected output")["systemMessage"]
         .as_str()
         .unwrap_or_default()
         .to_string()
 }
 
-pub fn is_block(out: &Option<Value>) -> bool {
-    out.as_ref().is_some_and(|v| v["decision"] == "block")
+pub fn is_block(out: Option<&Value>) -> bool {
+    out.is_some_and(|v| v["decision"] == "block")
 }
 
 impl Project {

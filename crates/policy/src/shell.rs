@@ -414,14 +414,13 @@ fn redirect(
         let first = b[j];
         j += 1;
         match (first, b.get(j).copied()) {
-            (b'>', Some(b'>')) | (b'>', Some(b'|')) | (b'>', Some(b'&')) => j += 1,
+            (b'>', Some(b'>' | b'|' | b'&')) | (b'<', Some(b'>' | b'&')) => j += 1,
             (b'<', Some(b'<')) => {
                 j += 1;
                 if b.get(j) == Some(&b'<') || b.get(j) == Some(&b'-') {
                     j += 1;
                 }
             }
-            (b'<', Some(b'>')) | (b'<', Some(b'&')) => j += 1,
             _ => {}
         }
     }

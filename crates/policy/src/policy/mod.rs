@@ -125,9 +125,8 @@ impl Policy {
                     "[gates]" => Section::Gates,
                     "[rewrite]" => Section::Rewrite,
                     "[deny]" => Section::Deny,
-                    "[wrap]" => Section::Wrap,
-                    // lockstride's older name for [wrap] (rows without a label).
-                    "[gate-wrapped]" => Section::Wrap,
+                    // `[gate-wrapped]`: lockstride's older name for [wrap] (rows without a label).
+                    "[wrap]" | "[gate-wrapped]" => Section::Wrap,
                     "[protect]" => Section::Protect,
                     other => {
                         return Err(err(

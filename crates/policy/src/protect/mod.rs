@@ -82,8 +82,8 @@ fn check_script(
 /// A script run from within a command (a substitution, `sh -c`, a heredoc
 /// fed to a shell): it starts in the current folder, and a `cd` inside it
 /// does not move the commands after it.
-fn check_nested(script: &str, ctx: &Checker, cwd: &Option<PathBuf>, depth: usize) -> Option<Hit> {
-    check_script(script, ctx, &mut cwd.clone(), depth + 1)
+fn check_nested(script: &str, ctx: &Checker, cwd: Option<&Path>, depth: usize) -> Option<Hit> {
+    check_script(script, ctx, &mut cwd.map(Path::to_path_buf), depth + 1)
 }
 
 /// One simple command: `idx` is its place in `all`, the chain it belongs to.
@@ -96,7 +96,7 @@ fn check_segment(
     depth: usize,
 ) -> Option<Hit> {
     for sub in &seg.substitutions {
-        if let Some(h) = check_nested(sub, ctx, cwd, depth) {
+        if let Some(h) = check_nested(sub, ctx, cwd.as_deref(), depth) {
             return Some(h);
         }
     }
@@ -105,15 +105,15 @@ fn check_segment(
     }
     match unwrap(&expanded_words(seg)) {
         Invocation::Nothing => None,
-        Invocation::Script(s) => check_nested(&s, ctx, cwd, depth),
-        Invocation::ShellStdin => check_shell_stdin(seg, idx, all, ctx, cwd, depth),
+        Invocation::Script(s) => check_nested(&s, ctx, cwd.as_deref(), depth),
+        Invocation::ShellStdin => check_shell_stdin(seg, idx, all, ctx, cwd.as_deref(), depth),
         Invocation::Exec {
             name,
             args,
             via_xargs,
         } => {
             if name.contains('$') || name.contains('`') {
-                return check_dynamic_program(seg, &args, ctx, cwd, depth);
+                return check_dynamic_program(seg, &args, ctx, cwd.as_deref(), depth);
             }
             if via_xargs && DESTRUCTIVE.contains(&name.as_str()) && seg.piped_in && idx > 0 {
                 // Operands arrive on stdin: judge what the feeding command names.
@@ -168,7 +168,7 @@ fn check_shell_stdin(
     idx: usize,
     all: &[Segment],
     ctx: &Checker,
-    cwd: &Option<PathBuf>,
+    cwd: Option<&Path>,
     depth: usize,
 ) -> Option<Hit> {
     for body in &seg.heredocs {
@@ -191,7 +191,7 @@ fn check_dynamic_program(
     seg: &Segment,
     args: &[String],
     ctx: &Checker,
-    cwd: &Option<PathBuf>,
+    cwd: Option<&Path>,
     depth: usize,
 ) -> Option<Hit> {
     // When the name is echoed, the echoed text plus the arguments is the
@@ -212,7 +212,7 @@ fn check_dynamic_program(
     }
     // Otherwise any loop file named is too close.
     args.iter()
-        .find_map(|a| classify(a, Kind::Remove, cwd.as_deref(), ctx))
+        .find_map(|a| classify(a, Kind::Remove, cwd, ctx))
 }
 
 /// What the command piped into a removing `xargs` names.
