@@ -1,7 +1,7 @@
 //! The properties the fuzz targets check, one function per target.
 //!
 //! Shared by the cargo-fuzz targets (`fuzz/fuzz_targets/*.rs`) and by the
-//! ordinary test `tests/hardening_corpus.rs`, which feeds every file under
+//! ordinary test `tests/it/hardening_corpus.rs`, which feeds every file under
 //! `tests/corpus/<target>/` to the same function, so a crash found once stays
 //! a regression test in `cargo test`. Each function panics when a property
 //! fails; inputs that are out of a target's domain return early.

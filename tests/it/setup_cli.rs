@@ -1,7 +1,6 @@
 //! Starting, cancelling and inspecting loops through the real `ralph-setup`.
 
-mod hook_support;
-use hook_support::*;
+use crate::support::*;
 
 const RAW: &str =
     "Build \"x\" with `id`, $(touch pwned) and $HOME\n---\niteration: 9\n  keep   spacing";
@@ -103,7 +102,7 @@ fn a_stale_loop_is_replaced_and_the_user_told() {
     p.prompt("A", "/ralph:ralph-loop old task");
     let f = std::fs::File::options()
         .write(true)
-        .open(p.path(".claude/ralph-loop.local.md"))
+        .open(p.path(STATE_FILE))
         .unwrap();
     f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(25 * 3600))
         .unwrap();

@@ -3,9 +3,7 @@
 //! in `systemMessage` without touching the state. Valid input with unknown
 //! fields, missing fields or huge strings is processed normally.
 
-mod hardening_support;
-
-use hardening_support::*;
+use crate::support::*;
 use ralph_core::state::LoopState;
 
 /// How the Stop hook must answer a case, with a loop present.
@@ -163,13 +161,13 @@ fn cases(root: &std::path::Path) -> Vec<(&'static str, Vec<u8>, Want)> {
 
 #[test]
 fn stop_hook_stdin_matrix() {
-    let probe = Project::new("stdin-cases");
+    let probe = Project::with_claude_dir("stdin-cases");
     let all = cases(&probe.root);
     let mut report = Vec::new();
     for (name, bytes, want) in all {
-        let p = Project::new("stdin");
+        let p = Project::with_claude_dir("stdin");
         let before = state_text(3, 0);
-        p.write(STATE, &before);
+        p.write(STATE_FILE, &before);
         // The hook reads cwd from stdin; cases were built for the probe root.
         let bytes = String::from_utf8(bytes.clone())
             .map(|s| {
@@ -210,9 +208,9 @@ fn stop_hook_stdin_matrix() {
 /// With no loop, every case is silent: nothing printed, nothing created.
 #[test]
 fn stop_hook_without_a_loop_is_silent_for_every_input() {
-    let probe = Project::new("stdin-noloop-cases");
+    let probe = Project::with_claude_dir("stdin-noloop-cases");
     for (name, bytes, _) in cases(&probe.root) {
-        let p = Project::new("stdin-noloop");
+        let p = Project::with_claude_dir("stdin-noloop");
         let o = run(command(STOP, &p, &[]), Stdin::Bytes(&bytes));
         o.assert_fail_open(name);
         assert_eq!(o.json(), None, "{name}: printed {}", o.stdout);
@@ -229,10 +227,10 @@ fn stop_hook_without_a_loop_is_silent_for_every_input() {
 /// crashing, hanging or printing anything but one JSON object.
 #[test]
 fn guard_and_prompt_hook_take_every_input() {
-    let probe = Project::new("stdin-others-cases");
+    let probe = Project::with_claude_dir("stdin-others-cases");
     for (name, bytes, _) in cases(&probe.root) {
-        let p = Project::new("stdin-others");
-        p.write(STATE, state_text(3, 0));
+        let p = Project::with_claude_dir("stdin-others");
+        p.write(STATE_FILE, state_text(3, 0));
         let o = run(command(GUARD, &p, &[]), Stdin::Bytes(&bytes));
         o.assert_fail_open(&format!("guard: {name}"));
         let o = run(command(SETUP, &p, &["hook-prompt"]), Stdin::Bytes(&bytes));
@@ -250,8 +248,8 @@ fn guard_and_prompt_hook_take_every_input() {
 /// it would hit its stdin deadline and answer with a timeout message).
 #[test]
 fn pipe_kept_open_after_one_object() {
-    let p = Project::new("stdin-open");
-    p.write(STATE, state_text(3, 0));
+    let p = Project::with_claude_dir("stdin-open");
+    p.write(STATE_FILE, state_text(3, 0));
     let input = stop_input(&p.root, "still working");
     let o = run(command(STOP, &p, &[]), Stdin::KeepOpen(&input));
     o.assert_fail_open("pipe kept open");
@@ -264,22 +262,14 @@ fn pipe_kept_open_after_one_object() {
     );
 
     // Same for the guard and the prompt hook.
-    let guard_in =
-        serde_json::json!({"session_id": SESSION, "cwd": p.root, "hook_event_name": "PreToolUse",
-        "tool_name": "Bash", "tool_input": {"command": "rm -rf .claude"}})
-        .to_string();
-    let o = run(
-        command(GUARD, &p, &[]),
-        Stdin::KeepOpen(guard_in.as_bytes()),
-    );
+    let guard_in = bash_input(&p.root, "rm -rf .claude");
+    let o = run(command(GUARD, &p, &[]), Stdin::KeepOpen(&guard_in));
     o.assert_fail_open("guard, pipe kept open");
     assert!(o.stdout.contains("deny"), "guard answered: {o:?}");
-    let prompt_in = serde_json::json!({"session_id": SESSION, "cwd": p.root,
-        "hook_event_name": "UserPromptSubmit", "prompt": "hello"})
-    .to_string();
+    let prompt_in = prompt_input(&p.root, "hello");
     let o = run(
         command(SETUP, &p, &["hook-prompt"]),
-        Stdin::KeepOpen(prompt_in.as_bytes()),
+        Stdin::KeepOpen(&prompt_in),
     );
     o.assert_fail_open("hook-prompt, pipe kept open");
 }
@@ -289,8 +279,8 @@ fn pipe_kept_open_after_one_object() {
 /// is untouched. With `CLAUDE_PROJECT_DIR` set and no loop it never reads.
 #[test]
 fn silent_pipe_that_stays_open() {
-    let p = Project::new("stdin-silent");
-    p.write(STATE, state_text(3, 0));
+    let p = Project::with_claude_dir("stdin-silent");
+    p.write(STATE_FILE, state_text(3, 0));
     let o = run(command(STOP, &p, &[]), Stdin::KeepOpen(b""));
     o.assert_fail_open("silent open pipe");
     let msg = o.system_message();
@@ -301,7 +291,7 @@ fn silent_pipe_that_stays_open() {
     assert_eq!(p.state().as_deref(), Some(state_text(3, 0).as_str()));
     eprintln!("silent pipe with a loop: {:?}, {msg}", o.elapsed);
 
-    let q = Project::new("stdin-silent-noloop");
+    let q = Project::with_claude_dir("stdin-silent-noloop");
     let o = run(command(STOP, &q, &[]), Stdin::KeepOpen(b""));
     o.assert_fail_open("silent open pipe, no loop");
     assert_eq!(o.json(), None);
@@ -313,23 +303,10 @@ fn silent_pipe_that_stays_open() {
 /// three times the Stop hook's deadline). Fixed in 4fbe3eb.
 #[test]
 fn silent_pipe_guard_and_prompt_hook() {
-    let p = Project::new("stdin-silent-others");
-    p.write(STATE, state_text(3, 0));
+    let p = Project::with_claude_dir("stdin-silent-others");
+    p.write(STATE_FILE, state_text(3, 0));
     for (bin, args) in [(GUARD, &[][..]), (SETUP, &["hook-prompt"][..])] {
-        let started = std::time::Instant::now();
-        let (mut child, feeder) = spawn(command(bin, &p, args), Stdin::KeepOpen(b""));
-        let mut exited = false;
-        while started.elapsed() < std::time::Duration::from_secs(30) {
-            if child.try_wait().expect("wait").is_some() {
-                exited = true;
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        if !exited {
-            let _ = child.kill();
-        }
-        let o = finish(child, feeder, started);
+        let (exited, o) = exits_within(command(bin, &p, args), Stdin::KeepOpen(b""), 30);
         assert!(exited, "{bin} {args:?} still waiting on stdin after 30 s");
         o.assert_fail_open(bin);
     }

@@ -4,7 +4,7 @@
 //! that once broke a property are `fixed-*`, named after what they showed
 //! (see docs/reliability.md).
 
-#[path = "../fuzz/src/props.rs"]
+#[path = "../../fuzz/src/props.rs"]
 #[allow(dead_code)]
 mod props;
 

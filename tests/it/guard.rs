@@ -3,14 +3,14 @@
 //! a table cannot express (notices given once, an open stdin pipe, bad input).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const GUARD: &str = env!("CARGO_BIN_EXE_ralph-guard");
+use crate::support::*;
+
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/guard");
 
 const PRD: &str = r#"{
@@ -22,64 +22,47 @@ const PRD: &str = r#"{
 }
 "#;
 
-const STATE: &str = "---\nactive: true\niteration: 1\nmax_iterations: 10\ncompletion_promise: \"DONE\"\nprd_file: prd.json\n---\nBuild the thing.\n";
-
-/// A throw-away project (a git root) set up for one environment.
-struct Project {
-    root: PathBuf,
-    cwd: PathBuf,
-}
-
-impl Drop for Project {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
+const LOOP_STATE: &str = "---\nactive: true\niteration: 1\nmax_iterations: 10\ncompletion_promise: \"DONE\"\nprd_file: prd.json\n---\nBuild the thing.\n";
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(Path::new(FIXTURES).join(name)).expect("fixture file")
 }
 
 impl Project {
-    fn new(env: &str) -> Project {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let root = std::env::temp_dir().join(format!(
-            "ralph-guard-test-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        for d in [".git", ".claude", "sub", "src"] {
-            std::fs::create_dir_all(root.join(d)).unwrap();
+    /// A project set up for one environment of the fixture table (its
+    /// `[env: WORDS]`): prd.json, notes.md, sub/, src/, linkdir -> .claude.
+    fn guard_env(env: &str) -> Project {
+        let mut p = Project::with_claude_dir("guard");
+        for d in ["sub", "src"] {
+            std::fs::create_dir_all(p.path(d)).unwrap();
         }
-        std::fs::write(root.join("prd.json"), PRD).unwrap();
-        std::fs::write(root.join("notes.md"), "notes\n").unwrap();
-        std::os::unix::fs::symlink(root.join(".claude"), root.join("linkdir")).unwrap();
-        let mut cwd = root.clone();
+        p.write("prd.json", PRD);
+        p.write("notes.md", "notes\n");
+        std::os::unix::fs::symlink(p.path(".claude"), p.path("linkdir")).unwrap();
         for word in env.split_whitespace() {
             match word {
                 "loop" => {
-                    std::fs::write(root.join(".claude/ralph-loop.local.md"), STATE).unwrap();
-                    std::fs::write(root.join(".claude/ralph-loop.log.jsonl"), "{}\n").unwrap();
-                    std::fs::write(root.join(".claude/ralph-loop.lock"), "").unwrap();
-                    std::fs::write(root.join(".claude/ralph-loop.last-injected"), "US-1 1\n")
-                        .unwrap();
+                    p.write(STATE_FILE, LOOP_STATE);
+                    p.write(LOG_FILE, "{}\n");
+                    p.write(LOCK_FILE, "");
+                    p.write(LAST_INJECTED_FILE, "US-1 1\n");
                 }
-                "policy" => put(&root, ".ralph/command-policy", &fixture("command-policy")),
-                "alt-policy" => put(&root, ".claude/ralph-policy", &fixture("command-policy")),
+                "policy" => p.write(".ralph/command-policy", fixture("command-policy")),
+                "alt-policy" => p.write(".claude/ralph-policy", fixture("command-policy")),
                 "both-policies" => {
-                    put(&root, ".ralph/command-policy", &fixture("command-policy"));
-                    put(&root, ".claude/ralph-policy", &fixture("alt-policy"));
+                    p.write(".ralph/command-policy", fixture("command-policy"));
+                    p.write(".claude/ralph-policy", fixture("alt-policy"));
                 }
-                "broken-policy" => put(&root, ".ralph/command-policy", &fixture("broken-policy")),
-                "cwd=sub" => cwd = root.join("sub"),
+                "broken-policy" => p.write(".ralph/command-policy", fixture("broken-policy")),
+                "cwd=sub" => p.cwd = p.path("sub"),
                 "none" => {}
                 other => panic!("unknown env word {other}"),
             }
         }
-        Project { root, cwd }
+        p
     }
 
+    /// The PreToolUse input for one tool call in this project.
     fn input(&self, tool: &str, tool_input: Value) -> Value {
         json!({
             "session_id": "test-session",
@@ -94,31 +77,21 @@ impl Project {
     }
 }
 
-fn put(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
-
-fn spawn_guard() -> Child {
-    Command::new(GUARD)
-        .env_remove("CLAUDE_PROJECT_DIR")
+/// The guard without `CLAUDE_PROJECT_DIR`: it finds the project from the
+/// input's `cwd`.
+fn guard_command() -> Command {
+    let mut c = Command::new(GUARD);
+    c.env_remove("CLAUDE_PROJECT_DIR")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ralph-guard")
+        .stderr(Stdio::piped());
+    c
 }
 
-/// Run the guard on one input: (stdout as JSON or None when empty, stderr).
-fn run_guard(input: &Value) -> (Option<Value>, String) {
-    let mut child = spawn_guard();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
+/// Run the guard on `stdin`: (stdout as JSON or None when empty, stderr).
+fn run_guard_bytes(stdin: &[u8]) -> (Option<Value>, String) {
+    let mut child = guard_command().spawn().expect("spawn ralph-guard");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -133,6 +106,11 @@ fn run_guard(input: &Value) -> (Option<Value>, String) {
     let v = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}"));
     (Some(v), stderr)
+}
+
+/// Run the guard on one input.
+fn run_guard(input: &Value) -> (Option<Value>, String) {
+    run_guard_bytes(input.to_string().as_bytes())
 }
 
 fn decision(out: Option<&Value>) -> Option<&str> {
@@ -231,7 +209,7 @@ fn tool_call(case: &Case, p: &Project) -> (String, Value) {
 
 /// What went wrong with one case, if anything.
 fn check(case: &Case) -> Option<String> {
-    let p = Project::new(&case.env);
+    let p = Project::guard_env(&case.env);
     let (tool, tool_input) = tool_call(case, &p);
     let (out, stderr) = run_guard(&p.input(&tool, tool_input.clone()));
     let got = decision(out.as_ref());
@@ -307,8 +285,8 @@ fn bash(p: &Project, cmd: &str) -> Option<Value> {
 
 #[test]
 fn denial_tells_the_agent_how_to_end_the_loop() {
-    let p = Project::new("loop");
-    let out = bash(&p, "rm .claude/ralph-loop.local.md");
+    let p = Project::guard_env("loop");
+    let out = bash(&p, &format!("rm {STATE_FILE}"));
     let reason = out
         .as_ref()
         .and_then(|o| o.pointer("/hookSpecificOutput/permissionDecisionReason"))
@@ -325,7 +303,7 @@ fn denial_tells_the_agent_how_to_end_the_loop() {
 
 #[test]
 fn wrap_rows_are_reported_once() {
-    let p = Project::new("policy");
+    let p = Project::guard_env("policy");
     let first = bash(&p, "ls").expect("a notice on the first call");
     let msg = first["systemMessage"].as_str().unwrap_or_default();
     assert!(msg.contains("[wrap]") && msg.contains("pnpm lint"), "{msg}");
@@ -335,7 +313,7 @@ fn wrap_rows_are_reported_once() {
 
 #[test]
 fn broken_policy_is_reported_on_every_call_with_its_line() {
-    let p = Project::new("broken-policy");
+    let p = Project::guard_env("broken-policy");
     for _ in 0..2 {
         let out = bash(&p, "pnpm test-e2e").expect("a message");
         let msg = out["systemMessage"].as_str().unwrap_or_default();
@@ -353,7 +331,7 @@ fn broken_policy_is_reported_on_every_call_with_its_line() {
 
 #[test]
 fn rewrite_reason_names_the_rule() {
-    let p = Project::new("policy");
+    let p = Project::guard_env("policy");
     let out = bash(&p, "pnpm -w run build").expect("a rewrite");
     let reason = out
         .pointer("/hookSpecificOutput/permissionDecisionReason")
@@ -367,7 +345,7 @@ fn rewrite_reason_names_the_rule() {
 
 #[test]
 fn no_loop_no_policy_prints_nothing() {
-    let p = Project::new("none");
+    let p = Project::guard_env("none");
     let (out, stderr) = run_guard(&p.input("Bash", json!({"command": "rm -rf .claude"})));
     assert_eq!(out, None);
     assert_eq!(stderr, "");
@@ -375,28 +353,17 @@ fn no_loop_no_policy_prints_nothing() {
 
 #[test]
 fn reads_only_the_first_json_value_of_an_open_pipe() {
-    let p = Project::new("loop");
-    let mut child = spawn_guard();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = p.input("Bash", json!({"command": "rm .claude/ralph-loop.local.md"}));
-    stdin.write_all(input.to_string().as_bytes()).unwrap();
-    stdin.flush().unwrap();
+    let p = Project::guard_env("loop");
+    let input = p.input("Bash", json!({ "command": format!("rm {STATE_FILE}") }));
     // Keep stdin open: the guard must answer without waiting for EOF.
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > Duration::from_secs(5) {
-            let _ = child.kill();
-            panic!("ralph-guard waited on an open stdin");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    drop(stdin);
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (exited, o) = exits_within(
+        guard_command(),
+        Stdin::KeepOpen(input.to_string().as_bytes()),
+        5,
+    );
+    assert!(exited, "ralph-guard waited on an open stdin");
+    assert_eq!(o.code, Some(0));
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(
         v.pointer("/hookSpecificOutput/permissionDecision"),
         Some(&json!("deny"))
@@ -405,11 +372,8 @@ fn reads_only_the_first_json_value_of_an_open_pipe() {
 
 #[test]
 fn garbage_input_fails_open_and_says_so() {
-    let mut child = spawn_guard();
-    child.stdin.take().unwrap().write_all(b"{not json").unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (out, stderr) = run_guard_bytes(b"{not json");
+    let v = out.unwrap();
     assert!(v.get("hookSpecificOutput").is_none());
     assert!(
         v["systemMessage"]
@@ -417,19 +381,19 @@ fn garbage_input_fails_open_and_says_so() {
             .unwrap_or_default()
             .contains("allowed")
     );
-    assert!(!out.stderr.is_empty());
+    assert!(!stderr.is_empty());
 }
 
 #[test]
 fn other_tools_are_ignored() {
-    let p = Project::new("loop policy");
-    let (out, _) = run_guard(&p.input("Read", json!({"file_path": ".claude/ralph-loop.local.md"})));
+    let p = Project::guard_env("loop policy");
+    let (out, _) = run_guard(&p.input("Read", json!({ "file_path": STATE_FILE })));
     assert_eq!(out, None);
 }
 
 #[test]
 fn regex_check_is_remembered_per_policy_text() {
-    let p = Project::new("policy");
+    let p = Project::guard_env("policy");
     let marker = p.root.join(".claude/ralph-guard.policy-checked");
     assert!(!marker.exists());
     let out = bash(&p, "pnpm -w run build").expect("a rewrite");
@@ -444,10 +408,9 @@ fn regex_check_is_remembered_per_policy_text() {
     // A changed text is checked again: a new bad regex is reported at once.
     let good = fixture("command-policy");
     let bad_line = good.lines().count() + 2;
-    put(
-        &p.root,
+    p.write(
         ".ralph/command-policy",
-        &format!("{good}[rewrite]\n^x(y | z | bad\n"),
+        format!("{good}[rewrite]\n^x(y | z | bad\n"),
     );
     let out = bash(&p, "ls").expect("a message");
     let msg = out["systemMessage"].as_str().unwrap_or_default();
@@ -459,11 +422,11 @@ fn regex_check_is_remembered_per_policy_text() {
 
 #[test]
 fn hostile_input_is_answered_quickly_without_a_crash() {
-    let p = Project::new("loop");
+    let p = Project::guard_env("loop");
     for cmd in [
         format!("echo {}", "\"$(".repeat(300_000)),
         format!("rm {}x{}", "$(echo ".repeat(20_000), ")".repeat(20_000)),
-        format!("{}rm .claude/ralph-loop.local.md", "sudo ".repeat(20_000)),
+        format!("{}rm {STATE_FILE}", "sudo ".repeat(20_000)),
     ] {
         let start = Instant::now();
         let (out, _) = run_guard(&p.input("Bash", json!({ "command": cmd })));
@@ -472,7 +435,7 @@ fn hostile_input_is_answered_quickly_without_a_crash() {
             "took {:?}",
             start.elapsed()
         );
-        if cmd.ends_with("ralph-loop.local.md") {
+        if cmd.ends_with(STATE_FILE) {
             assert_eq!(decision(out.as_ref()), Some("deny"));
         }
     }
@@ -480,7 +443,7 @@ fn hostile_input_is_answered_quickly_without_a_crash() {
 
 #[test]
 fn fifos_in_place_of_files_do_not_hang_the_guard() {
-    let p = Project::new("loop");
+    let p = Project::guard_env("loop");
     std::fs::create_dir_all(p.root.join(".ralph")).unwrap();
     for f in [".ralph/command-policy", "prd.json"] {
         let _ = std::fs::remove_file(p.root.join(f));
@@ -494,23 +457,13 @@ fn fifos_in_place_of_files_do_not_hang_the_guard() {
         "Edit",
         json!({"file_path": "prd.json", "old_string": "a", "new_string": "b"}),
     );
-    let mut child = spawn_guard();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(10) {
-            let _ = child.kill();
-            panic!("ralph-guard blocked on a FIFO");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let out = child.wait_with_output().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).expect("a message");
+    let (exited, o) = exits_within(
+        guard_command(),
+        Stdin::Bytes(input.to_string().as_bytes()),
+        10,
+    );
+    assert!(exited, "ralph-guard blocked on a FIFO");
+    let v: Value = serde_json::from_str(&o.stdout).expect("a message");
     let msg = v["systemMessage"].as_str().unwrap_or_default();
     assert!(msg.contains("not a regular file"), "{msg}");
 }

@@ -3,21 +3,13 @@
 //! is a way round the loop-file protection), and a command that removes the
 //! loop state stays denied whatever bytes trail it.
 
-mod hardening_support;
-
-use hardening_support::*;
+use crate::support::*;
 
 fn guard_bash(p: &Project, command_line: &str) -> Outcome {
-    let input = serde_json::json!({"session_id": SESSION, "cwd": p.root,
-        "hook_event_name": "PreToolUse", "tool_name": "Bash",
-        "tool_input": {"command": command_line, "description": "x"}})
-    .to_string();
-    run(command(GUARD, p, &[]), Stdin::Bytes(input.as_bytes()))
-}
-
-fn denied(o: &Outcome) -> bool {
-    o.json()
-        .is_some_and(|v| v["hookSpecificOutput"]["permissionDecision"] == "deny")
+    run(
+        command(GUARD, p, &[]),
+        Stdin::Bytes(&bash_input(&p.root, command_line)),
+    )
 }
 
 /// Tails appended to `rm -rf .claude`: quoting, escapes, multi-byte text.
@@ -43,14 +35,14 @@ const TAILS: &[&str] = &[
 
 #[test]
 fn guard_denies_removing_the_state_whatever_trails_it() {
-    let p = Project::new("guard-tails");
-    p.write(STATE, state_text(2, 0));
+    let p = Project::with_claude_dir("guard-tails");
+    p.write(STATE_FILE, state_text(2, 0));
     let mut failures = Vec::new();
     for tail in TAILS {
         let cmd = format!("rm -rf .claude{tail}");
         let o = guard_bash(&p, &cmd);
         o.assert_fail_open(&cmd);
-        if o.system_message().contains("internal error") || !denied(&o) {
+        if o.system_message().contains("internal error") || !o.is_denied() {
             failures.push(format!("{cmd:?}: {}", o.stdout.trim()));
         }
     }

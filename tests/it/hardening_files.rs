@@ -12,9 +12,7 @@
 //! mount namespace, no privileges needed); where neither tool works the case
 //! says so on stderr and is skipped.
 
-mod hardening_support;
-
-use hardening_support::*;
+use crate::support::*;
 use ralph_core::state::LoopState;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::process::Command;
@@ -62,12 +60,12 @@ fn assert_moved_aside(p: &Project, o: &Outcome, bytes: &[u8], name: &str) {
     assert!(!o.is_block(), "{name}: blocked");
     let msg = o.system_message();
     assert!(
-        msg.contains(STATE),
+        msg.contains(STATE_FILE),
         "{name}: message does not name the file: {msg}"
     );
     assert!(msg.contains("corrupt"), "{name}: {msg}");
     assert!(
-        p.state().is_none() && !p.path(STATE).exists(),
+        p.state().is_none() && !p.path(STATE_FILE).exists(),
         "{name}: still in place"
     );
     let copies = p.corrupt_copies();
@@ -98,8 +96,8 @@ fn state_empty_binary_and_huge_garbage_are_moved_aside() {
             b"---\niteration: two\n---\n\nprompt\n".to_vec(),
         ),
     ] {
-        let p = Project::new("state-bad");
-        p.write(STATE, &bytes);
+        let p = Project::with_claude_dir("state-bad");
+        p.write(STATE_FILE, &bytes);
         let o = run_stop(&p, &stop_input(&p.root, "x"));
         assert_moved_aside(&p, &o, &bytes, name);
         let log = p.log();
@@ -113,10 +111,10 @@ fn state_empty_binary_and_huge_garbage_are_moved_aside() {
 
 #[test]
 fn state_huge_but_valid_is_processed() {
-    let p = Project::new("state-huge");
+    let p = Project::with_claude_dir("state-huge");
     let prompt = "Line of a very long task description ✓\n".repeat(MB50 / 40);
     let text = state_text(2, 0).replace(PROMPT, &prompt);
-    p.write(STATE, &text);
+    p.write(STATE_FILE, &text);
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     o.assert_fail_open("50 MB state");
     assert!(
@@ -132,15 +130,15 @@ fn state_huge_but_valid_is_processed() {
 
 #[test]
 fn state_symlink_outside_the_project() {
-    let outside = Project::new("outside");
+    let outside = Project::with_claude_dir("outside");
     let target = outside.path("elsewhere-state.md");
     std::fs::write(&target, state_text(2, 0)).expect("write");
 
     // A valid state through a symlink: refused and reported (issue 17: a
     // loop file is never written through a link); the stop is allowed, the
     // outside file and the link are left as they are.
-    let p = Project::new("state-link");
-    symlink(&target, p.path(STATE)).expect("symlink");
+    let p = Project::with_claude_dir("state-link");
+    symlink(&target, p.path(STATE_FILE)).expect("symlink");
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     o.assert_fail_open("symlinked state");
     assert!(!o.is_block(), "{o:?}");
@@ -149,14 +147,17 @@ fn state_symlink_outside_the_project() {
         .map(|v| v["systemMessage"].to_string())
         .unwrap_or_default();
     assert!(msg.contains("a symbolic link"), "{msg}");
-    assert!(msg.contains(STATE), "the message names the file: {msg}");
+    assert!(
+        msg.contains(STATE_FILE),
+        "the message names the file: {msg}"
+    );
     assert_eq!(
         std::fs::read_to_string(&target).expect("outside"),
         state_text(2, 0),
         "outside file written through the link"
     );
     assert!(
-        std::fs::symlink_metadata(p.path(STATE))
+        std::fs::symlink_metadata(p.path(STATE_FILE))
             .expect("meta")
             .file_type()
             .is_symlink(),
@@ -164,10 +165,10 @@ fn state_symlink_outside_the_project() {
     );
 
     // A corrupt state through a symlink: the link is moved aside, the outside file kept.
-    let q = Project::new("state-link-bad");
+    let q = Project::with_claude_dir("state-link-bad");
     let bad = outside.path("bad.md");
     std::fs::write(&bad, "garbage").expect("write");
-    symlink(&bad, q.path(STATE)).expect("symlink");
+    symlink(&bad, q.path(STATE_FILE)).expect("symlink");
     let o = run_stop(&q, &stop_input(&q.root, "x"));
     assert_moved_aside(&q, &o, b"garbage", "symlinked corrupt state");
     assert_eq!(
@@ -176,13 +177,13 @@ fn state_symlink_outside_the_project() {
     );
 
     // A dangling symlink is no loop.
-    let r = Project::new("state-link-dangling");
-    symlink(outside.path("nope.md"), r.path(STATE)).expect("symlink");
+    let r = Project::with_claude_dir("state-link-dangling");
+    symlink(outside.path("nope.md"), r.path(STATE_FILE)).expect("symlink");
     let o = run_stop(&r, &stop_input(&r.root, "x"));
     o.assert_fail_open("dangling symlink");
     assert_eq!(o.json(), None);
     assert!(
-        std::fs::symlink_metadata(r.path(STATE)).is_ok(),
+        std::fs::symlink_metadata(r.path(STATE_FILE)).is_ok(),
         "the link is left alone"
     );
 }
@@ -190,30 +191,32 @@ fn state_symlink_outside_the_project() {
 #[test]
 fn state_unreadable() {
     // A folder where the state file should be: no user can read it as a file.
-    let p = Project::new("state-dir");
-    std::fs::create_dir_all(p.path(STATE)).expect("mkdir");
-    std::fs::write(p.path(STATE).join("keep"), "x").expect("write");
+    let p = Project::with_claude_dir("state-dir");
+    std::fs::create_dir_all(p.path(STATE_FILE)).expect("mkdir");
+    std::fs::write(p.path(STATE_FILE).join("keep"), "x").expect("write");
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     o.assert_fail_open("state is a folder");
     let msg = o.system_message();
-    assert!(msg.contains(STATE), "names the file: {msg}");
+    assert!(msg.contains(STATE_FILE), "names the file: {msg}");
     assert!(!o.is_block());
-    assert!(p.path(STATE).join("keep").exists(), "nothing lost");
+    assert!(p.path(STATE_FILE).join("keep").exists(), "nothing lost");
 
     // chmod 000, as an unprivileged user.
-    let q = Project::new("state-000");
-    q.write(STATE, state_text(2, 0));
+    let q = Project::with_claude_dir("state-000");
+    q.write(STATE_FILE, state_text(2, 0));
     open_up(&q);
-    std::fs::set_permissions(q.path(STATE), std::fs::Permissions::from_mode(0o000)).expect("chmod");
+    std::fs::set_permissions(q.path(STATE_FILE), std::fs::Permissions::from_mode(0o000))
+        .expect("chmod");
     let o = run(
         as_unprivileged(STOP, &q, &[]),
         Stdin::Bytes(&stop_input(&q.root, "x")),
     );
     o.assert_fail_open("state chmod 000");
     let msg = o.system_message();
-    assert!(msg.contains(STATE), "names the file: {msg}");
+    assert!(msg.contains(STATE_FILE), "names the file: {msg}");
     assert!(!o.is_block());
-    std::fs::set_permissions(q.path(STATE), std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    std::fs::set_permissions(q.path(STATE_FILE), std::fs::Permissions::from_mode(0o644))
+        .expect("chmod");
     assert_eq!(
         q.state().as_deref(),
         Some(state_text(2, 0).as_str()),
@@ -247,9 +250,9 @@ fn assert_only_iteration_changed(before: &str, after: &str, from: u64, name: &st
 
 #[test]
 fn state_crlf_and_bom_are_kept() {
-    let p = Project::new("state-crlf");
+    let p = Project::with_claude_dir("state-crlf");
     let crlf = state_text(2, 0).replace('\n', "\r\n");
-    p.write(STATE, &crlf);
+    p.write(STATE_FILE, &crlf);
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     o.assert_fail_open("CRLF state");
     assert!(o.is_block(), "{o:?}");
@@ -262,9 +265,9 @@ fn state_crlf_and_bom_are_kept() {
     );
     assert_eq!(LoopState::parse(&after).expect("parses").iteration, 3);
 
-    let q = Project::new("state-bom");
+    let q = Project::with_claude_dir("state-bom");
     let bom = format!("\u{feff}{}", state_text(2, 0));
-    q.write(STATE, &bom);
+    q.write(STATE_FILE, &bom);
     let o = run_stop(&q, &stop_input(&q.root, "x"));
     o.assert_fail_open("BOM state");
     assert!(o.is_block(), "{o:?}");
@@ -277,7 +280,7 @@ fn state_crlf_and_bom_are_kept() {
 /// user + mount namespace. Returns the hook's stdout, exit code and the state
 /// as left, or None when namespaces are not available here.
 fn on_readonly_fs(state: &str, prd: Option<&str>) -> Option<(String, i32, String)> {
-    let work = Project::new("rofs");
+    let work = Project::with_claude_dir("rofs");
     let mnt = work.path("mnt");
     std::fs::create_dir_all(&mnt).expect("mnt");
     std::fs::write(work.path("state.md"), state).expect("write");
@@ -287,18 +290,19 @@ fn on_readonly_fs(state: &str, prd: Option<&str>) -> Option<(String, i32, String
 set -e
 mount -t tmpfs -o size=64m tmpfs "$W/mnt"
 mkdir -p "$W/mnt/.claude" "$W/mnt/.git"
-cp "$W/state.md" "$W/mnt/.claude/ralph-loop.local.md"
+cp "$W/state.md" "$W/mnt/$STATE_FILE"
 cp "$W/prd.json" "$W/mnt/prd.json"
 mount -o remount,ro "$W/mnt"
 set +e
 CLAUDE_PROJECT_DIR="$W/mnt" "$HOOK" < "$W/in.json" > "$W/out.json" 2> "$W/err.txt"
 echo $? > "$W/rc"
-cp "$W/mnt/.claude/ralph-loop.local.md" "$W/after.md"
+cp "$W/mnt/$STATE_FILE" "$W/after.md"
 "#;
     let st = Command::new("unshare")
         .args(["-rm", "sh", "-c", script])
         .env("W", &work.root)
         .env("HOOK", STOP)
+        .env("STATE_FILE", STATE_FILE)
         .status();
     match st {
         Ok(s) if s.success() => {}
@@ -367,7 +371,7 @@ fn assert_prd_reported(p: &Project, o: &Outcome, before: &[u8], name: &str) {
         "{name}: message does not name prd.json: {msg}"
     );
     assert!(
-        p.read("prd.json").is_none_or(|b| b == before),
+        p.read_bytes("prd.json").is_none_or(|b| b == before),
         "{name}: prd.json changed"
     );
 }
@@ -381,8 +385,8 @@ fn prd_matrix() {
         ("50 MB prd.json, never closed", big.into_bytes()),
     ];
     for (name, bytes) in cases {
-        let p = Project::new("prd-bad");
-        p.write(STATE, prd_state());
+        let p = Project::with_claude_dir("prd-bad");
+        p.write(STATE_FILE, prd_state());
         p.write("prd.json", &bytes);
         let o = run_stop(&p, &stop_input(&p.root, "x"));
         assert_prd_reported(&p, &o, &bytes, name);
@@ -404,47 +408,51 @@ fn prd_matrix() {
             ),
         ),
     ] {
-        let p = Project::new("prd-ok");
-        p.write(STATE, prd_state());
+        let p = Project::with_claude_dir("prd-ok");
+        p.write(STATE_FILE, prd_state());
         p.write("prd.json", &text);
         let o = run_stop(&p, &stop_input(&p.root, "x"));
         assert_story_fed(&o, name);
         assert_eq!(
-            p.read("prd.json").as_deref(),
+            p.read_bytes("prd.json").as_deref(),
             Some(text.as_bytes()),
             "{name}: changed"
         );
     }
 
     // A symlink to a PRD outside the project is read through, not written.
-    let outside = Project::new("prd-outside");
+    let outside = Project::with_claude_dir("prd-outside");
     outside.write("prd.json", PRD);
-    let p = Project::new("prd-link");
-    p.write(STATE, prd_state());
+    let p = Project::with_claude_dir("prd-link");
+    p.write(STATE_FILE, prd_state());
     symlink(outside.path("prd.json"), p.path("prd.json")).expect("symlink");
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     assert_story_fed(&o, "symlinked prd.json");
-    assert_eq!(outside.read("prd.json").as_deref(), Some(PRD.as_bytes()));
+    assert_eq!(
+        outside.read_bytes("prd.json").as_deref(),
+        Some(PRD.as_bytes())
+    );
 
     // A folder in place of prd.json.
-    let p = Project::new("prd-dir");
-    p.write(STATE, prd_state());
+    let p = Project::with_claude_dir("prd-dir");
+    p.write(STATE_FILE, prd_state());
     std::fs::create_dir_all(p.path("prd.json")).expect("mkdir");
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     assert_prd_reported(&p, &o, b"", "prd.json is a folder");
 
     // Missing prd.json.
-    let p = Project::new("prd-missing");
-    p.write(STATE, prd_state());
+    let p = Project::with_claude_dir("prd-missing");
+    p.write(STATE_FILE, prd_state());
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     assert_prd_reported(&p, &o, b"", "missing prd.json");
 
     // chmod 000, as an unprivileged user.
-    let p = Project::new("prd-000");
-    p.write(STATE, prd_state());
+    let p = Project::with_claude_dir("prd-000");
+    p.write(STATE_FILE, prd_state());
     p.write("prd.json", PRD);
     open_up(&p);
-    std::fs::set_permissions(p.path(STATE), std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    std::fs::set_permissions(p.path(STATE_FILE), std::fs::Permissions::from_mode(0o666))
+        .expect("chmod");
     std::fs::set_permissions(p.path("prd.json"), std::fs::Permissions::from_mode(0o000))
         .expect("chmod");
     let o = run(
@@ -454,7 +462,7 @@ fn prd_matrix() {
     assert_prd_reported(&p, &o, PRD.as_bytes(), "prd.json chmod 000");
     std::fs::set_permissions(p.path("prd.json"), std::fs::Permissions::from_mode(0o644))
         .expect("chmod");
-    assert_eq!(p.read("prd.json").as_deref(), Some(PRD.as_bytes()));
+    assert_eq!(p.read_bytes("prd.json").as_deref(), Some(PRD.as_bytes()));
 }
 
 #[test]
@@ -483,30 +491,21 @@ const POLICY: &str = ".ralph/command-policy";
 const POLICY_TEXT: &str = "[deny]\ncargo publish | never publish from a loop\n";
 
 fn guard(p: &Project, cmd: std::process::Command, command_line: &str) -> Outcome {
-    let input =
-        serde_json::json!({"session_id": SESSION, "cwd": p.root, "hook_event_name": "PreToolUse",
-        "tool_name": "Bash", "tool_input": {"command": command_line, "description": "x"}})
-        .to_string();
-    run(cmd, Stdin::Bytes(input.as_bytes()))
-}
-
-fn denied(o: &Outcome) -> bool {
-    o.json()
-        .is_some_and(|v| v["hookSpecificOutput"]["permissionDecision"] == "deny")
+    run(cmd, Stdin::Bytes(&bash_input(&p.root, command_line)))
 }
 
 /// A policy that cannot be used: the call is allowed, the user is told
 /// which file is broken, and the file is left as it was.
 fn assert_policy_reported(p: &Project, o: &Outcome, before: &[u8], name: &str) {
     o.assert_fail_open(name);
-    assert!(!denied(o), "{name}: denied by a broken policy: {o:?}");
+    assert!(!o.is_denied(), "{name}: denied by a broken policy: {o:?}");
     let msg = o.system_message();
     assert!(
         msg.contains(POLICY),
         "{name}: message does not name {POLICY}: {msg:?}"
     );
     assert!(
-        p.read(POLICY).is_none_or(|b| b == before),
+        p.read_bytes(POLICY).is_none_or(|b| b == before),
         "{name}: policy changed"
     );
 }
@@ -528,7 +527,7 @@ fn policy_matrix() {
             big_valid.into_bytes(),
         ),
     ] {
-        let p = Project::new("policy-bad");
+        let p = Project::with_claude_dir("policy-bad");
         p.write(POLICY, &bytes);
         let o = guard(&p, command(GUARD, &p, &[]), "cargo publish");
         assert_policy_reported(&p, &o, &bytes, name);
@@ -540,11 +539,11 @@ fn policy_matrix() {
     }
 
     // An empty policy denies nothing and says nothing.
-    let p = Project::new("policy-empty");
+    let p = Project::with_claude_dir("policy-empty");
     p.write(POLICY, "");
     let o = guard(&p, command(GUARD, &p, &[]), "cargo publish");
     o.assert_fail_open("empty policy");
-    assert!(!denied(&o));
+    assert!(!o.is_denied());
 
     // Readable policies apply.
     for (name, text) in [
@@ -557,33 +556,33 @@ fn policy_matrix() {
             ),
         ),
     ] {
-        let p = Project::new("policy-ok");
+        let p = Project::with_claude_dir("policy-ok");
         p.write(POLICY, &text);
         let o = guard(&p, command(GUARD, &p, &[]), "cargo publish --dry-run");
         o.assert_fail_open(name);
-        assert!(denied(&o), "{name}: not applied: {o:?}");
+        assert!(o.is_denied(), "{name}: not applied: {o:?}");
         let o = guard(&p, command(GUARD, &p, &[]), "cargo build");
-        assert!(!denied(&o), "{name}: denied too much");
+        assert!(!o.is_denied(), "{name}: denied too much");
         results.push(format!("{name}: applied in {:?}", o.elapsed));
     }
 
     // A symlink to a policy outside the project is read through.
-    let outside = Project::new("policy-outside");
+    let outside = Project::with_claude_dir("policy-outside");
     outside.write("policy", POLICY_TEXT);
-    let p = Project::new("policy-link");
+    let p = Project::with_claude_dir("policy-link");
     std::fs::create_dir_all(p.path(".ralph")).expect("mkdir");
     symlink(outside.path("policy"), p.path(POLICY)).expect("symlink");
     let o = guard(&p, command(GUARD, &p, &[]), "cargo publish");
-    assert!(denied(&o), "symlinked policy: {o:?}");
+    assert!(o.is_denied(), "symlinked policy: {o:?}");
 
     // A folder in place of the policy.
-    let p = Project::new("policy-dir");
+    let p = Project::with_claude_dir("policy-dir");
     std::fs::create_dir_all(p.path(POLICY)).expect("mkdir");
     let o = guard(&p, command(GUARD, &p, &[]), "cargo publish");
     assert_policy_reported(&p, &o, b"", "policy is a folder");
 
     // chmod 000, as an unprivileged user.
-    let p = Project::new("policy-000");
+    let p = Project::with_claude_dir("policy-000");
     p.write(POLICY, POLICY_TEXT);
     open_up(&p);
     std::fs::set_permissions(p.path(".ralph"), std::fs::Permissions::from_mode(0o777))
@@ -600,20 +599,20 @@ fn policy_matrix() {
 /// A policy saved with a byte-order mark (as some Windows editors do).
 #[test]
 fn policy_with_bom_applies() {
-    let p = Project::new("policy-bom");
+    let p = Project::with_claude_dir("policy-bom");
     p.write(POLICY, format!("\u{feff}{POLICY_TEXT}"));
     let o = guard(&p, command(GUARD, &p, &[]), "cargo publish");
     o.assert_fail_open("BOM policy");
-    assert!(denied(&o), "a policy with a BOM is not applied: {o:?}");
+    assert!(o.is_denied(), "a policy with a BOM is not applied: {o:?}");
 }
 
 /// The largest iteration a state can hold: the hook must neither panic nor
 /// wrap the counter round to 0 (which would restart the count under a cap).
 #[test]
 fn state_at_the_largest_iteration() {
-    let p = Project::new("state-max");
+    let p = Project::with_claude_dir("state-max");
     let text = state_text(u64::MAX, 0);
-    p.write(STATE, &text);
+    p.write(STATE_FILE, &text);
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     o.assert_fail_open("iteration u64::MAX");
     assert!(
@@ -626,25 +625,6 @@ fn state_at_the_largest_iteration() {
     }
 }
 
-/// Run a started hook for at most `secs`; true when it exited by itself.
-fn exits_within(mut cmd: Command, stdin: &[u8], secs: u64) -> (bool, Outcome) {
-    cmd.stdin(std::process::Stdio::piped());
-    let started = std::time::Instant::now();
-    let (mut child, feeder) = spawn(cmd, Stdin::Bytes(stdin));
-    let mut exited = false;
-    while started.elapsed() < std::time::Duration::from_secs(secs) {
-        if child.try_wait().expect("wait").is_some() {
-            exited = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    if !exited {
-        let _ = child.kill();
-    }
-    (exited, finish(child, feeder, started))
-}
-
 /// A named pipe where the transcript or prd.json should be: nobody writes
 /// to it, so opening it blocks. The hook must still answer (fail open).
 #[test]
@@ -654,24 +634,28 @@ fn fifo_transcript_and_prd_do_not_hang_the_hook() {
         assert!(st.success());
     };
     // The transcript fallback runs when the last message lacks the promise.
-    let p = Project::new("fifo-transcript");
-    p.write(STATE, state_text(2, 0));
+    let p = Project::with_claude_dir("fifo-transcript");
+    p.write(STATE_FILE, state_text(2, 0));
     mkfifo(&p.path("t.jsonl"));
     let input = serde_json::json!({"session_id": SESSION, "cwd": p.root,
         "transcript_path": p.path("t.jsonl"), "hook_event_name": "Stop",
         "last_assistant_message": "no promise here"})
     .to_string();
-    let (exited, o) = exits_within(command(STOP, &p, &[]), input.as_bytes(), 45);
+    let (exited, o) = exits_within(command(STOP, &p, &[]), Stdin::Bytes(input.as_bytes()), 45);
     assert!(
         exited,
         "Stop hook still blocked on a FIFO transcript after 45 s"
     );
     o.assert_fail_open("FIFO transcript");
 
-    let q = Project::new("fifo-prd");
-    q.write(STATE, prd_state());
+    let q = Project::with_claude_dir("fifo-prd");
+    q.write(STATE_FILE, prd_state());
     mkfifo(&q.path("prd.json"));
-    let (exited, o) = exits_within(command(STOP, &q, &[]), &stop_input(&q.root, "x"), 45);
+    let (exited, o) = exits_within(
+        command(STOP, &q, &[]),
+        Stdin::Bytes(&stop_input(&q.root, "x")),
+        45,
+    );
     assert!(
         exited,
         "Stop hook still blocked on a FIFO prd.json after 45 s"

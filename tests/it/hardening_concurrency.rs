@@ -2,9 +2,7 @@
 //! file, one log line per decision, every hook exits 0 with valid or empty
 //! output. Also `ralph-setup cancel` and `ralph-setup start` racing Stop hooks.
 
-mod hardening_support;
-
-use hardening_support::*;
+use crate::support::*;
 use ralph_core::state::LoopState;
 use serde_json::Value;
 use std::time::Instant;
@@ -37,23 +35,25 @@ fn stop_hooks_at_once(
         .collect()
 }
 
+/// `n` Stop hooks at once, `ralph-setup ARGS` while they run, then `n`
+/// more: what setup and each hook did.
+fn setup_among_stop_hooks(p: &Project, n: usize, args: &[&str]) -> (Outcome, Vec<Outcome>) {
+    let mut hooks = stop_hooks_at_once(p, n);
+    let setup = run(command(SETUP, p, args), Stdin::Bytes(b""));
+    hooks.extend(stop_hooks_at_once(p, n));
+    let outcomes = hooks.into_iter().map(|(c, f, t)| finish(c, f, t)).collect();
+    (setup, outcomes)
+}
+
 fn no_temp_files(p: &Project) {
-    let stray: Vec<String> = p
-        .claude_files()
-        .into_iter()
-        .filter(|n| {
-            std::path::Path::new(n)
-                .extension()
-                .is_some_and(|e| e == "tmp")
-        })
-        .collect();
+    let stray = p.temp_files();
     assert!(stray.is_empty(), "temp files left behind: {stray:?}");
 }
 
 #[test]
 fn fifty_stop_hooks_at_once() {
-    let p = Project::new("conc50");
-    p.write(STATE, state_text(1, 0));
+    let p = Project::with_claude_dir("conc50");
+    p.write(STATE_FILE, state_text(1, 0));
     let hooks = stop_hooks_at_once(&p, HOOKS);
     let outcomes: Vec<Outcome> = hooks.into_iter().map(|(c, f, t)| finish(c, f, t)).collect();
 
@@ -100,12 +100,9 @@ fn fifty_stop_hooks_at_once() {
 
 #[test]
 fn cancel_races_stop_hooks() {
-    let p = Project::new("conc-cancel");
-    p.write(STATE, state_text(1, 0));
-    let mut hooks = stop_hooks_at_once(&p, 25);
-    let cancel = run(command(SETUP, &p, &["cancel"]), Stdin::Bytes(b""));
-    hooks.extend(stop_hooks_at_once(&p, 25));
-    let outcomes: Vec<Outcome> = hooks.into_iter().map(|(c, f, t)| finish(c, f, t)).collect();
+    let p = Project::with_claude_dir("conc-cancel");
+    p.write(STATE_FILE, state_text(1, 0));
+    let (cancel, outcomes) = setup_among_stop_hooks(&p, 25, &["cancel"]);
 
     assert_eq!(cancel.code, Some(0), "cancel: {cancel:?}");
     assert!(cancel.stdout.contains("Cancelled"), "{}", cancel.stdout);
@@ -140,26 +137,20 @@ fn cancel_races_stop_hooks() {
 
 #[test]
 fn start_races_stop_hooks() {
-    let p = Project::new("conc-start");
-    let mut hooks = stop_hooks_at_once(&p, 20);
-    let start = run(
-        command(
-            SETUP,
-            &p,
-            &[
-                "start",
-                "--session",
-                SESSION,
-                "--max-iterations",
-                "0",
-                "--",
-                PROMPT,
-            ],
-        ),
-        Stdin::Bytes(b""),
+    let p = Project::with_claude_dir("conc-start");
+    let (start, outcomes) = setup_among_stop_hooks(
+        &p,
+        20,
+        &[
+            "start",
+            "--session",
+            SESSION,
+            "--max-iterations",
+            "0",
+            "--",
+            PROMPT,
+        ],
     );
-    hooks.extend(stop_hooks_at_once(&p, 20));
-    let outcomes: Vec<Outcome> = hooks.into_iter().map(|(c, f, t)| finish(c, f, t)).collect();
 
     assert_eq!(start.code, Some(0), "start: {start:?}");
     let mut blocks = 0u64;
@@ -198,15 +189,10 @@ fn start_races_stop_hooks() {
 /// the loop restarts at 1 and the blocks after the restart are counted on it.
 #[test]
 fn restart_races_stop_hooks() {
-    let p = Project::new("conc-restart");
-    p.write(STATE, state_text(7, 0));
-    let mut hooks = stop_hooks_at_once(&p, 20);
-    let start = run(
-        command(SETUP, &p, &["start", "--session", SESSION, "--", PROMPT]),
-        Stdin::Bytes(b""),
-    );
-    hooks.extend(stop_hooks_at_once(&p, 20));
-    let outcomes: Vec<Outcome> = hooks.into_iter().map(|(c, f, t)| finish(c, f, t)).collect();
+    let p = Project::with_claude_dir("conc-restart");
+    p.write(STATE_FILE, state_text(7, 0));
+    let (start, outcomes) =
+        setup_among_stop_hooks(&p, 20, &["start", "--session", SESSION, "--", PROMPT]);
     assert_eq!(start.code, Some(0), "start: {start:?}");
     for o in &outcomes {
         o.assert_fail_open("stop hook racing a restart");

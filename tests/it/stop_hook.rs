@@ -1,7 +1,6 @@
 //! The Stop hook's numbered rules, through the real binary with JSON on stdin.
 
-mod hook_support;
-use hook_support::*;
+use crate::support::*;
 
 const PROMPT: &str =
     "Fix the \"parser\" with `cargo test` and $(rm -rf /) $HOME\n---\niteration: 42\nend\n";
@@ -69,11 +68,11 @@ fn rule2_corrupt_state_stops_names_field_and_keeps_file() {
         } else {
             format!("---\n{fm}---\n\n{body}")
         };
-        p.write(".claude/ralph-loop.local.md", &text);
+        p.write(STATE_FILE, &text);
         let out = p.stop("s1", Some("hi"));
         assert!(!is_block(out.as_ref()), "{tag}: never loop on garbage");
         let msg = message(out.as_ref());
-        assert!(msg.contains(".claude/ralph-loop.local.md"), "{tag}: {msg}");
+        assert!(msg.contains(STATE_FILE), "{tag}: {msg}");
         assert!(
             msg.contains(field),
             "{tag}: message must name `{field}`: {msg}"
@@ -171,7 +170,7 @@ fn rule4_cap_gives_exactly_n_turns_and_promise_wins_on_the_last() {
 fn cancelled_flag_ends_the_loop() {
     let p = Project::new("inactive");
     p.write(
-        ".claude/ralph-loop.local.md",
+        STATE_FILE,
         "---\nactive: false\niteration: 4\nsession_id: s1\n---\n\nx\n",
     );
     let out = p.stop("s1", Some("x"));
@@ -278,14 +277,14 @@ fn prd_stories_in_dependency_and_priority_order_then_complete() {
     let prd2 = pass(&prd1, "US-002");
     p.write("prd.json", &prd2);
     assert!(reason(p.stop("s1", None).as_ref()).contains("story US-003"));
-    p.write("prd.json", &pass(&prd2, "US-003"));
+    p.write("prd.json", pass(&prd2, "US-003"));
     let out = p.stop("s1", Some("done"));
     assert!(
         message(out.as_ref()).contains("all 3 stories in prd.json pass"),
         "{out:?}"
     );
     assert!(p.state().is_none());
-    assert!(!p.path(".claude/ralph-loop.last-injected").exists());
+    assert!(!p.path(LAST_INJECTED_FILE).exists());
 }
 
 #[test]
@@ -363,12 +362,9 @@ fn prd_reinjection_escalates_then_stops() {
 fn prd_reinjection_message_escalates() {
     let p = Project::new("escalate");
     prd_loop(&p, 2, PRD);
-    p.write(".claude/ralph-loop.last-injected", "US-001 2\n");
+    p.write(LAST_INJECTED_FILE, "US-001 2\n");
     assert!(reason(p.stop("s1", None).as_ref()).contains("attempt 3 of 5"));
-    assert_eq!(
-        p.read(".claude/ralph-loop.last-injected").unwrap(),
-        "US-001 3\n"
-    );
+    assert_eq!(p.read(LAST_INJECTED_FILE).unwrap(), "US-001 3\n");
 }
 
 #[test]
@@ -446,7 +442,7 @@ fn queued_message_lets_the_turn_end_and_the_loop_goes_on_after() {
     // The client dequeued the message and the model answered: the loop goes on.
     p.write(
         "transcript.jsonl",
-        &[
+        [
             serde_json::json!({"type":"queue-operation","operation":"dequeue","timestamp":"2026-01-01T00:00:02Z"}).to_string(),
             serde_json::json!({"type":"user","message":{"role":"user","content":"what is 2+2?"}}).to_string(),
             serde_json::json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"4"}]}}).to_string(),

@@ -3,9 +3,7 @@
 //! exit 0, and changes nothing; `cancel` and `start` give up too and say so.
 //! The only timing assertions of the suite, and generous ones.
 
-mod hardening_support;
-
-use hardening_support::*;
+use crate::support::*;
 use std::fs::OpenOptions;
 use std::time::Duration;
 
@@ -15,7 +13,7 @@ fn hold_lock(p: &Project) -> std::fs::File {
         .create(true)
         .truncate(false)
         .write(true)
-        .open(p.path(LOCK))
+        .open(p.path(LOCK_FILE))
         .expect("lock file");
     f.lock().expect("flock");
     f
@@ -26,8 +24,8 @@ const UPPER: Duration = Duration::from_secs(60);
 
 #[test]
 fn stop_hook_gives_up_on_a_held_lock() {
-    let p = Project::new("lock-stop");
-    p.write(STATE, state_text(4, 0));
+    let p = Project::with_claude_dir("lock-stop");
+    p.write(STATE_FILE, state_text(4, 0));
     let held = hold_lock(&p);
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     o.assert_fail_open("stop hook, lock held");
@@ -63,58 +61,41 @@ fn stop_hook_gives_up_on_a_held_lock() {
     assert!(o.is_block(), "{o:?}");
 }
 
+/// `ralph-setup ARGS` (`what`) against a held lock on the state at
+/// iteration 4: it waits its bound, says why, and changes nothing.
+fn setup_gives_up(p: &Project, args: &[&str], what: &str) {
+    let o = run(command(SETUP, p, args), Stdin::Bytes(b""));
+    assert!(
+        o.elapsed >= LOWER && o.elapsed < UPPER,
+        "{what} waited {:?}",
+        o.elapsed
+    );
+    assert!(
+        o.stdout.contains("lock") || o.stderr.contains("lock"),
+        "{what} says why: {o:?}"
+    );
+    assert_eq!(
+        p.state().as_deref(),
+        Some(state_text(4, 0).as_str()),
+        "{what} changed nothing"
+    );
+}
+
 #[test]
 fn cancel_and_start_give_up_on_a_held_lock() {
-    let p = Project::new("lock-setup");
-    p.write(STATE, state_text(4, 0));
+    let p = Project::with_claude_dir("lock-setup");
+    p.write(STATE_FILE, state_text(4, 0));
     let _held = hold_lock(&p);
-    let o = run(command(SETUP, &p, &["cancel"]), Stdin::Bytes(b""));
-    assert!(
-        o.elapsed >= LOWER && o.elapsed < UPPER,
-        "cancel waited {:?}",
-        o.elapsed
-    );
-    assert!(
-        o.stdout.contains("lock") || o.stderr.contains("lock"),
-        "cancel says why: {o:?}"
-    );
-    assert_eq!(
-        p.state().as_deref(),
-        Some(state_text(4, 0).as_str()),
-        "cancel changed nothing"
-    );
-
-    let o = run(
-        command(
-            SETUP,
-            &p,
-            &["start", "--session", SESSION, "--", "new task"],
-        ),
-        Stdin::Bytes(b""),
-    );
-    assert!(
-        o.elapsed >= LOWER && o.elapsed < UPPER,
-        "start waited {:?}",
-        o.elapsed
-    );
-    assert!(
-        o.stdout.contains("lock") || o.stderr.contains("lock"),
-        "start says why: {o:?}"
-    );
-    assert_eq!(
-        p.state().as_deref(),
-        Some(state_text(4, 0).as_str()),
-        "start changed nothing"
+    setup_gives_up(&p, &["cancel"], "cancel");
+    setup_gives_up(
+        &p,
+        &["start", "--session", SESSION, "--", "new task"],
+        "start",
     );
 
     // The UserPromptSubmit form of start answers in hook JSON, exit 0.
-    let input = serde_json::json!({"session_id": SESSION, "cwd": p.root,
-        "hook_event_name": "UserPromptSubmit", "prompt": "/ralph:ralph-loop new task"})
-    .to_string();
-    let o = run(
-        command(SETUP, &p, &["hook-prompt"]),
-        Stdin::Bytes(input.as_bytes()),
-    );
+    let input = prompt_input(&p.root, "/ralph:ralph-loop new task");
+    let o = run(command(SETUP, &p, &["hook-prompt"]), Stdin::Bytes(&input));
     o.assert_fail_open("hook-prompt, lock held");
     assert!(o.stdout.contains("lock"), "hook-prompt says why: {o:?}");
     assert_eq!(p.state().as_deref(), Some(state_text(4, 0).as_str()));
@@ -124,9 +105,9 @@ fn cancel_and_start_give_up_on_a_held_lock() {
 /// by the kernel with the process.
 #[test]
 fn stale_lock_file_is_not_a_lock() {
-    let p = Project::new("lock-stale");
-    p.write(STATE, state_text(4, 0));
-    p.write(LOCK, "left behind");
+    let p = Project::with_claude_dir("lock-stale");
+    p.write(STATE_FILE, state_text(4, 0));
+    p.write(LOCK_FILE, "left behind");
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     assert!(o.is_block(), "{o:?}");
     assert!(o.elapsed < UPPER);

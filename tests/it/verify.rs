@@ -1,7 +1,6 @@
 //! Verified completion and the no-progress breaker, through the real binaries.
 
-mod hook_support;
-use hook_support::*;
+use crate::support::*;
 
 fn start(p: &Project, args: &str) {
     let out = p.prompt("s1", &format!("/ralph:ralph-loop {args}"));
@@ -106,8 +105,7 @@ fn story_with_failing_check_is_fed_again_and_not_rerun_on_the_same_tree() {
     let r = reason(p.stop("s1", None).as_ref());
     assert!(r.contains("story US-2"), "{r}");
     assert_eq!(p.read("runs.log").unwrap().lines().count(), 2);
-    let v: serde_json::Value =
-        serde_json::from_str(&p.read(".claude/ralph-loop.verify.json").unwrap()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&p.read(VERIFY_FILE).unwrap()).unwrap();
     assert_eq!(v["stories"]["US-1"]["exit"], 0);
 }
 
@@ -150,7 +148,7 @@ fn editing_an_already_modified_file_counts_as_progress() {
     p.write(".gitignore", ".claude/\n");
     start(&p, "x --max-stalls 1");
     for i in 0..3 {
-        p.write("a.txt", &"x".repeat(i + 1));
+        p.write("a.txt", "x".repeat(i + 1));
         assert!(
             is_block(p.stop("s1", Some("x")).as_ref()),
             "edit {i} is progress"

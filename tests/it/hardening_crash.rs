@@ -3,9 +3,7 @@
 //! byte for byte the old or the new version (never empty, never torn), a
 //! leftover temp file is never read as state, and the log has no torn line.
 
-mod hardening_support;
-
-use hardening_support::*;
+use crate::support::*;
 use ralph_core::state::{self, LoopState};
 use std::time::{Duration, Instant};
 
@@ -31,16 +29,16 @@ fn sigkill_at_random_points_never_tears_the_state() {
         .unwrap_or(0x5eed_2026_1130_u64);
     eprintln!("seed {seed} (set RALPH_CRASH_SEED to replay)");
     let mut rng = Rng(seed);
-    let p = Project::new("crash");
+    let p = Project::with_claude_dir("crash");
     // A larger prompt makes the write window wider.
     let big_prompt: String = PROMPT.repeat(2000);
     let first = state_text(1, 0).replace(PROMPT, &big_prompt);
-    p.write(STATE, &first);
+    p.write(STATE_FILE, &first);
     let input = stop_input(&p.root, "still working");
 
     // How long one undisturbed hook takes here, to spread the kills over it.
-    let probe = Project::new("crash-probe");
-    probe.write(STATE, &first);
+    let probe = Project::with_claude_dir("crash-probe");
+    probe.write(STATE_FILE, &first);
     let mut spans = Vec::new();
     for _ in 0..5 {
         let o = run_stop(&probe, &stop_input(&probe.root, "x"));
@@ -104,15 +102,7 @@ fn sigkill_at_random_points_never_tears_the_state() {
 
     // Leftover temp files (a kill between create and rename) are not state:
     // the next hook and `status` read the real file.
-    let leftovers: Vec<String> = p
-        .claude_files()
-        .into_iter()
-        .filter(|n| {
-            std::path::Path::new(n)
-                .extension()
-                .is_some_and(|e| e == "tmp")
-        })
-        .collect();
+    let leftovers = p.temp_files();
     eprintln!(
         "{killed} killed mid-run, {finished} finished first, {advanced_by_killed} killed after saving; {} temp files left: {leftovers:?}",
         leftovers.len()

@@ -1,0 +1,21 @@
+//! The integration tests, as one test binary (ripgrep's and just's layout):
+//! each module drives the real binaries, and `support` is what they share.
+//! The end-to-end scenarios in the real Claude Code client are their own
+//! binary, `tests/e2e.rs`.
+//!
+//!     cargo test --test integration                      # all of these
+//!     cargo test --test integration hardening_corpus     # one module
+
+mod support;
+
+mod guard;
+mod hardening_concurrency;
+mod hardening_corpus;
+mod hardening_crash;
+mod hardening_files;
+mod hardening_guard;
+mod hardening_lock;
+mod hardening_stdin;
+mod setup_cli;
+mod stop_hook;
+mod verify;
