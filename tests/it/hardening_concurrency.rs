@@ -45,6 +45,21 @@ fn setup_among_stop_hooks(p: &Project, n: usize, args: &[&str]) -> (Outcome, Vec
     (setup, outcomes)
 }
 
+/// How many of these Stop hooks blocked. Each failed open, and one that
+/// did not block was kept out by the lock and says so.
+fn blocks_among(outcomes: &[Outcome], what: &str) -> u64 {
+    let mut blocks = 0u64;
+    for o in outcomes {
+        o.assert_fail_open(what);
+        if o.is_block() {
+            blocks += 1;
+        } else if o.json().is_some() {
+            assert!(o.system_message().contains("lock"), "unexpected: {o:?}");
+        }
+    }
+    blocks
+}
+
 fn no_temp_files(p: &Project) {
     let stray = p.temp_files();
     assert!(stray.is_empty(), "temp files left behind: {stray:?}");
@@ -106,15 +121,7 @@ fn cancel_races_stop_hooks() {
 
     assert_eq!(cancel.code, Some(0), "cancel: {cancel:?}");
     assert!(cancel.stdout.contains("Cancelled"), "{}", cancel.stdout);
-    let mut blocks = 0u64;
-    for o in &outcomes {
-        o.assert_fail_open("stop hook racing cancel");
-        if o.is_block() {
-            blocks += 1;
-        } else if o.json().is_some() {
-            assert!(o.system_message().contains("lock"), "unexpected: {o:?}");
-        }
-    }
+    let blocks = blocks_among(&outcomes, "stop hook racing cancel");
     assert!(p.state().is_none(), "the loop is cancelled");
     assert!(p.corrupt_copies().is_empty(), "nothing was seen as corrupt");
     let log = p.log();
@@ -153,15 +160,7 @@ fn start_races_stop_hooks() {
     );
 
     assert_eq!(start.code, Some(0), "start: {start:?}");
-    let mut blocks = 0u64;
-    for o in &outcomes {
-        o.assert_fail_open("stop hook racing start");
-        if o.is_block() {
-            blocks += 1;
-        } else if o.json().is_some() {
-            assert!(o.system_message().contains("lock"), "unexpected: {o:?}");
-        }
-    }
+    let blocks = blocks_among(&outcomes, "stop hook racing start");
     let text = p.state().expect("the loop started");
     let state = LoopState::parse(&text).expect("state parses");
     assert_eq!(state.session_id, SESSION);

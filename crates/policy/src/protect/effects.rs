@@ -236,6 +236,43 @@ fn in_place_files(in_place: bool, script_given: bool, ops: Vec<String>) -> Vec<S
     ops.into_iter().skip(usize::from(!script_given)).collect()
 }
 
+/// What one cluster of short options of an in-place editor says (`-ni`,
+/// `-pe`; given without its dash).
+struct Cluster {
+    /// `-i`; whatever follows it in the cluster is the backup suffix.
+    in_place: bool,
+    /// A script is given by option (one of the `script` letters).
+    script: bool,
+    /// The next word is the value of the cluster's last option.
+    value_next: bool,
+}
+
+/// Read a cluster up to its first `-i` or option taking a value (one of
+/// `valued`; the rest of the cluster, if any, is that value).
+fn editor_cluster(cluster: &str, script: &str, valued: &str) -> Cluster {
+    for (k, ch) in cluster.char_indices() {
+        if ch == 'i' {
+            return Cluster {
+                in_place: true,
+                script: false,
+                value_next: false,
+            };
+        }
+        if valued.contains(ch) {
+            return Cluster {
+                in_place: false,
+                script: script.contains(ch),
+                value_next: k + 1 == cluster.len(),
+            };
+        }
+    }
+    Cluster {
+        in_place: false,
+        script: false,
+        value_next: false,
+    }
+}
+
 /// Files `sed` edits in place (none without `-i`).
 fn sed_files(args: &[String]) -> Vec<String> {
     let mut in_place = false;
@@ -259,26 +296,10 @@ fn sed_files(args: &[String]) -> Vec<String> {
                 script_given = true;
             }
         } else {
-            let cluster = &a[1..];
-            for (k, ch) in cluster.char_indices() {
-                match ch {
-                    // GNU: whatever follows `i` in the cluster is the backup suffix.
-                    'i' => {
-                        in_place = true;
-                        break;
-                    }
-                    'e' | 'f' | 'l' => {
-                        if ch != 'l' {
-                            script_given = true;
-                        }
-                        if k + 1 == cluster.len() {
-                            i += 1;
-                        }
-                        break;
-                    }
-                    _ => {}
-                }
-            }
+            let c = editor_cluster(&a[1..], "ef", "efl");
+            in_place |= c.in_place;
+            script_given |= c.script;
+            i += usize::from(c.value_next);
         }
         i += 1;
     }
@@ -317,23 +338,10 @@ fn perl_files(args: &[String]) -> Vec<String> {
     while i < args.len() {
         let a = args[i].as_str();
         if a.starts_with('-') && a.len() > 1 && ops.is_empty() {
-            let cluster = &a[1..];
-            for (k, ch) in cluster.char_indices() {
-                match ch {
-                    'i' => {
-                        in_place = true;
-                        break;
-                    }
-                    'e' | 'E' => {
-                        script_given = true;
-                        if k + 1 == cluster.len() {
-                            i += 1;
-                        }
-                        break;
-                    }
-                    _ => {}
-                }
-            }
+            let c = editor_cluster(&a[1..], "eE", "eE");
+            in_place |= c.in_place;
+            script_given |= c.script;
+            i += usize::from(c.value_next);
         } else {
             ops.push(args[i].clone());
         }
