@@ -214,7 +214,6 @@ fn concurrent_stops_never_lose_an_increment() {
         .collect();
     let blocks = handles
         .into_iter()
-        .filter(|_| true)
         .map(|h| h.join().unwrap())
         .filter(|out| is_block(out.as_ref()))
         .count();
