@@ -19,6 +19,7 @@ pub mod progress;
 pub mod promise;
 pub mod queue;
 pub mod reinject;
+pub mod run;
 pub mod setup;
 pub mod state;
 pub mod store;
