@@ -1,0 +1,384 @@
+//! The runner's I/O at the edge: signals, finding the binaries and the
+//! plugin, the run lock, the loop's files, process groups, `--notify`, and
+//! the terminal.
+
+use ralph_core::activity::{self, Entry};
+use ralph_core::control::{ReadState, read_state};
+use ralph_core::paths::LoopPaths;
+use ralph_core::store::{self, LOCK_WAIT, LoopLock};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The run lock: held for the whole run, so a second `ralph run` in the same
+/// project is refused.
+pub const RUN_LOCK_FILE: &str = ".claude/ralph-run.lock";
+/// Where each run keeps its streams and notes.
+pub const RUNS_DIR: &str = ".claude/ralph-runs";
+
+// ---------------------------------------------------------------------------
+// Signals
+
+static SIGNAL: AtomicUsize = AtomicUsize::new(0);
+
+/// SIGINT, SIGTERM and SIGHUP set a flag the runner polls (at least every
+/// 250 ms): the child is stopped and the loop cancelled by the runner itself.
+pub fn install_signal_flags() -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register_usize(sig, &SIGNAL, sig as usize)?;
+    }
+    Ok(())
+}
+
+/// The signal received, if any.
+pub fn pending_signal() -> Option<i32> {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s as i32),
+    }
+}
+
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        1 => "SIGHUP".into(),
+        2 => "SIGINT".into(),
+        15 => "SIGTERM".into(),
+        n => format!("signal {n}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Binaries and the plugin
+
+fn exe_dir() -> Option<PathBuf> {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+}
+
+/// A ralph binary: next to this one, in `$RALPH_BIN_DIR`, or on `PATH`.
+pub fn find_binary(name: &str) -> Option<PathBuf> {
+    let dirs = exe_dir()
+        .into_iter()
+        .chain(std::env::var_os("RALPH_BIN_DIR").map(PathBuf::from))
+        .chain(
+            std::env::var_os("PATH")
+                .into_iter()
+                .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()),
+        );
+    dirs.map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// The plugin root given to the client with `--plugin-dir`:
+/// `$RALPH_PLUGIN_ROOT`, else the checkout this binary was built in (the
+/// nearest folder above it holding `.claude-plugin/plugin.json`).
+pub fn plugin_root() -> Result<PathBuf, String> {
+    if let Some(root) = std::env::var_os("RALPH_PLUGIN_ROOT").filter(|r| !r.is_empty()) {
+        let root = PathBuf::from(root);
+        return if root.join(".claude-plugin/plugin.json").is_file() {
+            Ok(root)
+        } else {
+            Err(format!(
+                "RALPH_PLUGIN_ROOT={} holds no .claude-plugin/plugin.json",
+                root.display()
+            ))
+        };
+    }
+    exe_dir()
+        .and_then(|d| {
+            d.ancestors()
+                .find(|a| a.join(".claude-plugin/plugin.json").is_file())
+                .map(Path::to_path_buf)
+        })
+        .ok_or_else(|| {
+            "cannot find the ralph plugin (a folder with .claude-plugin/plugin.json above this binary); set RALPH_PLUGIN_ROOT to the plugin's folder".into()
+        })
+}
+
+/// `ralph start ...`: the same start as `ralph-setup start`, by running it.
+pub fn exec_setup_start(session: Option<String>, args: &[String]) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let Some(bin) = find_binary("ralph-setup") else {
+        eprintln!("ralph: ralph-setup not found next to ralph, in $RALPH_BIN_DIR or on PATH");
+        return ExitCode::from(2);
+    };
+    let mut cmd = Command::new(&bin);
+    cmd.arg("start");
+    if let Some(s) = session {
+        cmd.arg("--session").arg(s);
+    }
+    let err = cmd.args(args).exec();
+    eprintln!("ralph: cannot run {}: {err}", bin.display());
+    ExitCode::from(2)
+}
+
+// ---------------------------------------------------------------------------
+// The run lock
+
+pub struct RunLock {
+    _file: File,
+}
+
+impl RunLock {
+    /// Take the project's run lock, or say who holds it.
+    pub fn acquire(root: &Path, holder: &str) -> Result<RunLock, String> {
+        let path = root.join(RUN_LOCK_FILE);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {
+                let _ = file.set_len(0);
+                let _ = file.write_all(holder.as_bytes());
+                Ok(RunLock { _file: file })
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut text = String::new();
+                let _ = file.read_to_string(&mut text);
+                Err(text.trim().to_string())
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(format!("cannot lock {}: {e}", path.display()))
+            }
+        }
+    }
+}
+
+/// Who runs `ralph run` in this project now, if anyone.
+pub fn run_lock_holder(root: &Path) -> Option<String> {
+    let mut file = File::open(root.join(RUN_LOCK_FILE)).ok()?;
+    match file.try_lock_shared() {
+        Ok(()) => None,
+        Err(_) => {
+            let mut text = String::new();
+            file.read_to_string(&mut text).ok()?;
+            Some(text.trim().to_string())
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The loop's files
+
+/// Whether the loop of `session` is still there (not cancelled, not replaced).
+pub fn loop_is_ours(paths: &LoopPaths, session: &str) -> bool {
+    match read_state(paths) {
+        ReadState::Loop(state, _) => state.session_id == session,
+        // A corrupt file is the Stop hook's to report.
+        ReadState::Corrupt(_) => true,
+        ReadState::None => false,
+    }
+}
+
+/// End this run's loop from the runner (interrupted, or the client kept
+/// failing): under the loop lock, remove the state and its sidecar, and log
+/// why. Nothing happens when the loop is gone or belongs to someone else.
+pub fn end_loop(
+    paths: &LoopPaths,
+    session: &str,
+    decision: &str,
+    reason: &str,
+    message: &str,
+) -> Result<bool, String> {
+    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT).map_err(|e| e.to_string())?;
+    let ReadState::Loop(state, _) = read_state(paths) else {
+        return Ok(false);
+    };
+    if state.session_id != session {
+        return Ok(false);
+    }
+    store::remove_if_present(&paths.state).map_err(|e| e.to_string())?;
+    let _ = store::remove_if_present(&paths.last_injected);
+    let entry = Entry::now(session, state.iteration, decision, reason).with_message(Some(message));
+    let _ = activity::append(&paths.log, &entry);
+    Ok(true)
+}
+
+/// Append a runner entry (a wait, a retry) to the loop's activity log.
+pub fn log(
+    paths: &LoopPaths,
+    session: &str,
+    iteration: u64,
+    decision: &str,
+    reason: &str,
+    msg: &str,
+) {
+    let entry = Entry::now(session, iteration, decision, reason).with_message(Some(msg));
+    let _ = activity::append(&paths.log, &entry);
+}
+
+/// The length of the activity log now (entries after it are new).
+pub fn log_len(paths: &LoopPaths) -> u64 {
+    std::fs::metadata(&paths.log).map(|m| m.len()).unwrap_or(0)
+}
+
+/// The last entry of `session` appended to the log after `offset`.
+pub fn log_entry_since(paths: &LoopPaths, offset: u64, session: &str) -> Option<Entry> {
+    let mut f = File::open(&paths.log).ok()?;
+    f.seek(SeekFrom::Start(offset)).ok()?;
+    let mut buf = String::new();
+    f.read_to_string(&mut buf).ok()?;
+    buf.lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Entry>(l).ok())
+        .find(|e| e.session == session)
+}
+
+/// The client's transcript of `session`: `<config>/projects/<dir>/<session>.jsonl`
+/// (`<config>` is `$CLAUDE_CONFIG_DIR` or `~/.claude`).
+pub fn transcript_of(session: &str) -> Option<PathBuf> {
+    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))?;
+    let name = format!("{session}.jsonl");
+    std::fs::read_dir(config.join("projects"))
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|d| d.path().join(&name))
+        .find(|p| p.is_file())
+}
+
+/// `git log -1 --format='%h %s'` in the project, if it is a repository.
+pub fn last_commit(root: &Path) -> Option<String> {
+    let out = Command::new("git")
+        .args(["log", "-1", "--format=%h %s"])
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !text.is_empty()).then_some(text)
+}
+
+// ---------------------------------------------------------------------------
+// Processes
+
+/// Send `signal` (a name: TERM, KILL) to the process group `pgid`.
+fn signal_group(pgid: u32, signal: &str) {
+    let _ = Command::new("kill")
+        .args(["-s", signal, "--", &format!("-{pgid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Stop a child started in its own process group: TERM to the group, up to
+/// `grace` to exit, then KILL. Returns once the child is reaped.
+pub fn stop_group(child: &mut Child, grace: Duration) {
+    if matches!(child.try_wait(), Ok(Some(_))) {
+        // The leader is gone; its group may still hold the tools it ran.
+        signal_group(child.id(), "KILL");
+        return;
+    }
+    signal_group(child.id(), "TERM");
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            signal_group(child.id(), "KILL");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    signal_group(child.id(), "KILL");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Run the `--notify` command once, with the outcome in its environment; at
+/// most `limit`, so the exit is never held up for long.
+pub fn notify(
+    cmd: &str,
+    env: &[(String, String)],
+    root: &Path,
+    limit: Duration,
+) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot run the --notify command: {e}"))?;
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(format!("the --notify command failed ({status})")),
+            Ok(None) if Instant::now() >= deadline => {
+                stop_group(&mut child, Duration::from_millis(500));
+                return Err(format!(
+                    "the --notify command ran longer than {} s and was stopped",
+                    limit.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("the --notify command: {e}")),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The terminal
+
+/// Prints progress lines, and keeps a plain copy in the run's progress.log.
+pub struct Out {
+    log: Option<File>,
+}
+
+impl Out {
+    pub fn new() -> Out {
+        Out { log: None }
+    }
+
+    pub fn keep_in(&mut self, path: &Path) {
+        self.log = OpenOptions::new().create(true).append(true).open(path).ok();
+    }
+
+    pub fn line(&mut self, text: &str) {
+        println!("{text}");
+        let _ = std::io::stdout().flush();
+        if let Some(f) = &mut self.log {
+            let _ = writeln!(f, "{}", strip_ansi(text));
+        }
+    }
+}
+
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ansi_is_stripped_for_the_log() {
+        assert_eq!(strip_ansi("\x1b[1;36m▶ it\x1b[0m x"), "▶ it x");
+    }
+}
