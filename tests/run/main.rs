@@ -1,0 +1,447 @@
+//! `ralph run` in the real Claude Code client (the pinned 2.1.328, installed by
+//! `scripts/install-client`) against the scripted model: every `claude -p`
+//! the runner starts takes the next replies of one script, in order.
+//!
+//!     cargo test --test run              # all of these
+//!     cargo test --test run rotation     # one
+//!
+//! Every test has its own git project and HOME; waits are for files and
+//! events, never a fixed sleep. A missing client skips the tests (fails
+//! under `CI`).
+
+mod support;
+
+use ralph_fake_model::{ApiError, Block, Reply, Usage};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use support::*;
+
+fn reply(text: &str, blocks: Vec<Block>) -> Reply {
+    Reply {
+        text: Some(text.into()),
+        blocks,
+        ..Reply::default()
+    }
+}
+
+fn bash(command: &str) -> Block {
+    Block::Bash {
+        command: command.into(),
+        description: "scripted".into(),
+    }
+}
+
+fn write(p: &Project, rel: &str, content: &str) -> Block {
+    Block::Write {
+        file_path: p.path(rel).display().to_string(),
+        content: content.into(),
+    }
+}
+
+#[test]
+fn three_iterations_then_the_promise_each_in_a_fresh_session() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("three");
+    let m = model(vec![
+        reply("Iteration one.", vec![write(&p, "one.txt", "1\n")]),
+        Reply::text("ONE-DONE"),
+        reply("Iteration two.", vec![bash("echo 2 > two.txt")]),
+        Reply::text("TWO-DONE"),
+        Reply::text("All three done. <promise>DONE</promise>"),
+    ]);
+    let args = [
+        "Build the three files",
+        "--completion-promise",
+        "DONE",
+        "--max-iterations",
+        "5",
+    ];
+    let f = finish(p.run_cmd(Some(&m), &claude, &args));
+    f.expect_code(0);
+    f.shows("✅ Ralph loop complete after 3 iterations");
+    f.shows("▶ iteration 3/5");
+    f.shows("tool › Bash: echo 2 > two.txt");
+    f.shows("says › ONE-DONE");
+    f.shows("■ iteration 1/5 done · 2 requests");
+    assert_eq!(m.replies_used(), 5);
+    assert_eq!(m.exhausted_requests(), 0);
+    // Each iteration opens a session whose first request holds only its prompt.
+    let firsts = first_requests(&m);
+    assert_eq!(firsts.len(), 3, "three sessions");
+    for (i, r) in firsts.iter().enumerate() {
+        let t = told(r);
+        assert!(
+            t.contains("Build the three files"),
+            "iteration {}: {t}",
+            i + 1
+        );
+        for earlier in ["Iteration one.", "ONE-DONE", "Iteration two.", "TWO-DONE"] {
+            assert!(!t.contains(earlier), "iteration {} saw {earlier:?}", i + 1);
+        }
+    }
+    assert!(told(&firsts[0]).contains("Completion promise: print <promise>DONE</promise>"));
+    assert!(told(&firsts[1]).contains("iteration 2/5"));
+    assert!(told(&firsts[2]).contains("iteration 3/5"));
+    assert_eq!(
+        p.decisions(),
+        [
+            "start/prompt",
+            "block/continue",
+            "block/continue",
+            "end/complete"
+        ]
+    );
+    assert!(!p.path(STATE_FILE).exists());
+    assert!(p.run_file("iter-3.jsonl").contains("\"type\":\"result\""));
+    assert!(
+        p.run_file("outcome.json")
+            .contains("\"outcome\": \"complete\"")
+    );
+    let status = p.ralph(None).arg("status").output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("end (complete) at iteration 3"), "{status}");
+    p.done();
+}
+
+#[test]
+fn prd_with_a_dependency_and_a_story_check() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("prd");
+    let prd = |one: bool, two: bool| {
+        serde_json::json!({"project": "demo", "userStories": [
+            {"id": "US-2", "title": "Second", "description": "two.txt holds ok", "priority": 1,
+             "passes": two, "dependsOn": ["US-1"],
+             "verify": "grep -q ok two.txt 2>/dev/null || { echo 'CHECK: two.txt is missing'; exit 1; }"},
+            {"id": "US-1", "title": "First", "description": "one.txt exists", "priority": 2, "passes": one}
+        ]})
+        .to_string()
+    };
+    p.write("prd.json", &prd(false, false));
+    let m = model(vec![
+        reply(
+            "US-1 now.",
+            vec![
+                write(&p, "one.txt", "1\n"),
+                write(&p, "prd.json", &prd(true, false)),
+            ],
+        ),
+        Reply::text("US-1 passes."),
+        // A false claim: US-2 marked passing without two.txt.
+        reply("US-2 now.", vec![write(&p, "prd.json", &prd(true, true))]),
+        Reply::text("US-2 passes (it does not)."),
+        reply("Fixing US-2.", vec![bash("echo ok > two.txt")]),
+        Reply::text("US-2 really passes."),
+    ]);
+    let args = ["--prd-file", "prd.json", "--max-iterations", "6"];
+    let f = finish(p.run_cmd(Some(&m), &claude, &args));
+    f.expect_code(0);
+    f.shows("▶ iteration 1/6 · story US-1 First (0/2 pass)");
+    f.shows("▶ iteration 2/6 · story US-2 Second (1/2 pass)");
+    f.shows("2/2 stories pass");
+    let firsts = first_requests(&m);
+    assert_eq!(firsts.len(), 3);
+    // The dependency first, though US-2 has the higher priority.
+    assert!(told(&firsts[0]).contains("US-1"));
+    assert!(!told(&firsts[0]).contains("Story US-2"));
+    assert!(told(&firsts[1]).contains("US-2"));
+    // The refused claim comes back with the check's output.
+    let third = told(&firsts[2]);
+    assert!(third.contains("CHECK: two.txt is missing"), "{third}");
+    assert_eq!(p.decisions().last().unwrap(), "end/all_stories_pass");
+    assert!(!p.path(STATE_FILE).exists());
+    p.done();
+}
+
+#[test]
+fn the_cap_ends_the_run_and_a_guard_denial_reaches_the_model() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("cap");
+    let m = model(vec![
+        reply(
+            "Removing the loop.",
+            vec![bash("rm .claude/ralph-loop.local.md")],
+        ),
+        Reply::text("I could not remove it."),
+        Reply::text("Still working."),
+    ]);
+    let args = ["Work on it", "--max-iterations", "2"];
+    let f = finish(p.run_cmd(Some(&m), &claude, &args));
+    f.expect_code(1);
+    f.shows("tool ✗ PreToolUse:Bash hook error: ralph-guard");
+    let denied = told(&m.main_requests()[1]);
+    assert!(denied.contains("ralph-guard"), "{denied}");
+    assert_eq!(p.decisions().last().unwrap(), "end/max_iterations");
+    let reason = p.log().last().unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    f.shows(&reason);
+    assert!(
+        p.run_file("outcome.json")
+            .contains("\"outcome\": \"ended\"")
+    );
+    assert!(!p.path(STATE_FILE).exists());
+    p.done();
+}
+
+#[test]
+fn a_rate_limit_the_client_retries_is_waited_out_and_said() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("429");
+    let m = model(vec![
+        Reply::error(ApiError::status(429).header("retry-after", "1")),
+        Reply::text("Recovered. <promise>DONE</promise>"),
+    ]);
+    let args = ["Do it", "--completion-promise", "DONE"];
+    let f = finish(p.run_cmd(Some(&m), &claude, &args));
+    f.expect_code(0);
+    f.shows("wait › rate limited (429): the client retries in");
+    f.shows("complete after 1 iteration");
+    let log = p.log();
+    let wait = log
+        .iter()
+        .find(|e| e["decision"] == "wait")
+        .expect("a wait in the log");
+    assert_eq!(wait["reason"], "rate_limited");
+    assert!(wait["message"].as_str().unwrap().contains("retries in"));
+    p.done();
+}
+
+#[test]
+fn a_rate_limit_the_client_gives_up_on_is_retried_by_the_runner() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("backoff");
+    let m = model(vec![
+        Reply::error(ApiError::status(529)),
+        Reply::text("Recovered. <promise>DONE</promise>"),
+    ]);
+    let args = ["Do it", "--completion-promise", "DONE"];
+    let mut cmd = p.run_cmd(Some(&m), &claude, &args);
+    // The client gives up at once and ends its turn with the API error.
+    cmd.env("CLAUDE_CODE_MAX_RETRIES", "0");
+    let f = finish(cmd);
+    f.expect_code(0);
+    f.shows("rate limited or overloaded after the client's own retries: API Error: 529");
+    f.shows("then iteration 1 runs again");
+    // The rerun is not a loop iteration.
+    f.shows("complete after 1 iteration");
+    assert_eq!(
+        p.decisions(),
+        ["start/prompt", "wait/rate_limited", "end/complete"]
+    );
+    assert!(p.run_file("iter-1.try2.jsonl").contains("Recovered"));
+    p.done();
+}
+
+#[test]
+fn a_usage_limit_with_a_reset_time_is_waited_for() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("usage");
+    // A client that first reports a usage limit resetting in 2 s (the form
+    // older clients printed), then is the real one.
+    let shim = p.root.join("claude-limited");
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\nif [ ! -e \"$0.used\" ]; then\n  : > \"$0.used\"\n  echo '{{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"shim\"}}'\n  echo \"{{\\\"type\\\":\\\"result\\\",\\\"subtype\\\":\\\"success\\\",\\\"is_error\\\":true,\\\"api_error_status\\\":429,\\\"result\\\":\\\"Claude AI usage limit reached|$(( $(date +%s) + 2 ))\\\"}}\"\n  exit 1\nfi\nexec '{}' \"$@\"\n",
+            claude.display()
+        ),
+    )
+    .unwrap();
+    chmod_x(&shim);
+    let m = model(vec![Reply::text("<promise>DONE</promise>")]);
+    let args = ["Do it", "--completion-promise", "DONE"];
+    let f = finish(p.run_cmd(Some(&m), &shim, &args));
+    f.expect_code(0);
+    f.shows("usage limit: Claude AI usage limit reached|");
+    f.shows("complete after 1 iteration");
+    assert_eq!(
+        p.decisions(),
+        ["start/prompt", "wait/usage_limit", "end/complete"]
+    );
+    let wait = p.log()[1]["message"].as_str().unwrap().to_string();
+    assert!(wait.contains("(until "), "{wait}");
+    p.done();
+}
+
+fn chmod_x(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_client_that_keeps_failing_ends_the_run_with_its_message() {
+    let p = Project::new("failing");
+    let broken = p.root.join("claude-broken");
+    std::fs::write(
+        &broken,
+        "#!/bin/sh\necho 'starting' >&2\necho 'boom: no model here' >&2\nexit 3\n",
+    )
+    .unwrap();
+    chmod_x(&broken);
+    let f = finish(p.run_cmd(None, &broken, &["Do it", "--max-iterations", "5"]));
+    f.expect_code(1);
+    f.shows("the client failed (1/3 in a row): the client exited with status 3: starting / boom: no model here");
+    f.shows("the client failed 3 times in a row; the last time: the client exited with status 3");
+    assert_eq!(
+        p.decisions(),
+        [
+            "start/prompt",
+            "retry/client_error",
+            "retry/client_error",
+            "retry/client_error",
+            "end/client_failed"
+        ]
+    );
+    assert!(!p.path(STATE_FILE).exists());
+    p.done();
+}
+
+/// A run whose first iteration records its shell's pid, then sleeps.
+fn sleeping_run(
+    p: &Project,
+    claude: &std::path::Path,
+) -> (ralph_fake_model::FakeModel, std::process::Child) {
+    let m = model(vec![reply(
+        "Working for a long time.",
+        vec![bash(
+            "echo $$ > shell.pid; echo $PPID > parent.pid; sleep 60",
+        )],
+    )]);
+    let child = p
+        .run_cmd(Some(&m), claude, &["Long task", "--max-iterations", "5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(
+        "the scripted command to start",
+        Duration::from_secs(60),
+        || !p.read("parent.pid").trim().is_empty(),
+    );
+    (m, child)
+}
+
+fn pid_in(p: &Project, rel: &str) -> u32 {
+    p.read(rel).trim().parse().unwrap()
+}
+
+#[test]
+fn sigint_mid_iteration_stops_the_client_and_cancels_the_loop() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("sigint");
+    let (_m, child) = sleeping_run(&p, &claude);
+    let pid = child.id();
+    Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    let f = wait_output(child, Duration::from_secs(30));
+    f.expect_code(130);
+    f.shows("🛑 ralph run interrupted (SIGINT) at iteration 1: the client was stopped and the loop cancelled.");
+    for file in ["shell.pid", "parent.pid"] {
+        let pid = pid_in(&p, file);
+        assert!(!is_alive(pid), "{file} {pid} still runs");
+    }
+    assert!(!p.path(STATE_FILE).exists());
+    assert_eq!(p.decisions().last().unwrap(), "cancel/interrupted");
+    let status = p.ralph(None).arg("status").output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("cancel (interrupted) at iteration 1"),
+        "{status}"
+    );
+    assert!(p.run_file("outcome.json").contains("\"exit_code\": 130"));
+    p.done();
+}
+
+#[test]
+fn cancel_from_outside_and_a_second_run_is_refused() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("cancel");
+    let (_m, child) = sleeping_run(&p, &claude);
+    // A second run in the same project is refused while this one runs.
+    let second = finish(p.run_cmd(None, &claude, &["Another task"]));
+    second.expect_code(2);
+    second.shows("another `ralph run` is running in");
+    let status = p.ralph(None).arg("status").output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("ralph run: running (pid"), "{status}");
+    assert!(status.contains("session:   ralph-run-"), "{status}");
+    let cancel = p.ralph(None).arg("cancel").output().unwrap();
+    assert!(cancel.status.success());
+    let f = wait_output(child, Duration::from_secs(30));
+    f.expect_code(1);
+    f.shows("🛑 The loop was cancelled (ralph cancel or /ralph:cancel-ralph) at iteration 1; the client was stopped.");
+    for file in ["shell.pid", "parent.pid"] {
+        let pid = pid_in(&p, file);
+        assert!(!is_alive(pid), "{file} {pid} still runs");
+    }
+    assert!(
+        p.run_file("outcome.json")
+            .contains("\"outcome\": \"cancelled\"")
+    );
+    p.done();
+}
+
+#[test]
+fn rotation_asks_for_a_handoff_and_the_next_iteration_gets_it() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("rotation");
+    let big = |input| Usage {
+        input_tokens: input,
+        ..Usage::default()
+    };
+    let m = model(vec![
+        // Iteration 1: a request past --rotate-at (120k by default).
+        Reply {
+            usage: Some(big(130_000)),
+            ..reply("Working on the parser.", vec![bash("echo step")])
+        },
+        reply(
+            "Writing my hand-off.",
+            vec![write(
+                &p,
+                ".claude/ralph-handoff.md",
+                "HANDOFF-NOTE: the parser is half done; next, wire the CLI.\n",
+            )],
+        ),
+        Reply::text("Handed off."),
+        // Iteration 2: past --rotate-hard (160k): stopped.
+        Reply {
+            usage: Some(big(170_000)),
+            // (A bare `sleep 30` is refused by the client's Bash tool.)
+            ..reply("Going on.", vec![bash("echo slow; sleep 30")])
+        },
+        // Iteration 3.
+        Reply::text("Done. <promise>DONE</promise>"),
+    ]);
+    let args = ["Build the parser", "--completion-promise", "DONE"];
+    let f = finish(p.run_cmd(Some(&m), &claude, &args));
+    f.expect_code(0);
+    f.shows("context 130k passed --rotate-at 120k: the agent is asked to write its hand-off");
+    f.shows("context 170k passed --rotate-hard 160k: the client is stopped");
+    f.shows("complete after 3 iterations");
+    // The request reached the running client with the next tool result.
+    let asked = told(&m.main_requests()[1]);
+    assert!(
+        asked.contains("write your hand-off to .claude/ralph-handoff.md"),
+        "{asked}"
+    );
+    let firsts = first_requests(&m);
+    assert_eq!(firsts.len(), 3);
+    let second = told(&firsts[1]);
+    assert!(
+        second.contains("HANDOFF-NOTE: the parser is half done"),
+        "{second}"
+    );
+    assert!(second.contains("## State after iteration 1"), "{second}");
+    assert!(
+        second.contains("rotated: asked for a hand-off at 130k tokens"),
+        "{second}"
+    );
+    let third = told(&firsts[2]);
+    assert!(third.contains("HANDOFF-NOTE"), "{third}");
+    assert!(third.contains("rotated: stopped at 170k tokens"), "{third}");
+    p.done();
+}
