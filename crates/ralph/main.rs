@@ -54,7 +54,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a loop headless: one fresh `claude -p` per iteration until the task is really done
-    #[command(after_long_help = RUN_HELP)]
+    #[command(
+        after_help = "Exit codes: 0 complete, 1 ended without completion, 2 usage error, 130 interrupted (--help for more)",
+        after_long_help = RUN_HELP
+    )]
     Run(Box<RunArgs>),
     /// Start a loop for the next Claude Code session that stops here (as `ralph-setup start`)
     Start {

@@ -22,7 +22,7 @@ use ralph_core::run::progress::{self, Style, Summary, Tone};
 use ralph_core::run::rotation::Thresholds;
 use ralph_core::run::tokens::human;
 use ralph_core::state::LoopState;
-use ralph_core::{clock, setup, store};
+use ralph_core::{clock, setup, store, verify};
 use std::io::{IsTerminal, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -304,9 +304,24 @@ impl Run<'_> {
             .and_then(|f| store::read_prd(&self.paths.root, f).ok())
     }
 
+    /// The PRD as the Stop hook judges it: a story whose check failed on
+    /// the current tree does not pass, whatever the file says.
+    fn judged_prd(&self, state: &LoopState) -> Option<ralph_core::prd::Prd> {
+        let prd = self.prd(state)?;
+        if !verify::has_story_checks(&prd) {
+            return Some(prd);
+        }
+        let log = store::read_optional(&self.paths.verify)
+            .ok()
+            .flatten()
+            .map(|t| verify::VerifyLog::parse(&t))
+            .unwrap_or_default();
+        Some(verify::effective_prd(&prd, &log))
+    }
+
     /// The story the loop feeds now, for the iteration's first line.
     fn story(&self, state: &LoopState) -> Option<String> {
-        let prd = self.prd(state)?;
+        let prd = self.judged_prd(state)?;
         let (pass, total) = prd.progress();
         prd.next_runnable()
             .map(|s| format!("{} {} ({pass}/{total} pass)", s.id, s.title))
@@ -314,7 +329,7 @@ impl Run<'_> {
 
     /// PRD progress, for the iteration's summary line.
     fn stories(&self, state: &LoopState) -> Option<String> {
-        let (pass, total) = self.prd(state)?.progress();
+        let (pass, total) = self.judged_prd(state)?.progress();
         Some(format!("{pass}/{total} stories pass"))
     }
 

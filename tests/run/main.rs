@@ -138,6 +138,9 @@ fn prd_with_a_dependency_and_a_story_check() {
     f.shows("▶ iteration 1/6 · story US-1 First (0/2 pass)");
     f.shows("▶ iteration 2/6 · story US-2 Second (1/2 pass)");
     f.shows("2/2 stories pass");
+    // The refused story is fed again, judged by its check, not by the file.
+    f.shows("▶ iteration 3/6 · story US-2 Second (1/2 pass)");
+    f.shows("ralph › 🔄 Ralph iteration 3/6 · story US-2 «Second» · 1/2 stories pass · its check failed (exit 1)");
     let firsts = first_requests(&m);
     assert_eq!(firsts.len(), 3);
     // The dependency first, though US-2 has the higher priority.
@@ -164,9 +167,25 @@ fn the_cap_ends_the_run_and_a_guard_denial_reaches_the_model() {
         Reply::text("I could not remove it."),
         Reply::text("Still working."),
     ]);
-    let args = ["Work on it", "--max-iterations", "2"];
+    let args = [
+        "Work on it",
+        "--max-iterations",
+        "2",
+        "--notify",
+        "env | grep ^RALPH_ | sort > notified.txt",
+    ];
     let f = finish(p.run_cmd(Some(&m), &claude, &args));
     f.expect_code(1);
+    let notified = p.read("notified.txt");
+    for line in [
+        "RALPH_OUTCOME=ended",
+        "RALPH_ITERATIONS=2",
+        "RALPH_REASON=max_iterations",
+        "RALPH_EXIT_CODE=1",
+        "RALPH_MESSAGE=",
+    ] {
+        assert!(notified.contains(line), "{line} in {notified}");
+    }
     f.shows("tool ✗ PreToolUse:Bash hook error: ralph-guard");
     let denied = told(&m.main_requests()[1]);
     assert!(denied.contains("ralph-guard"), "{denied}");
@@ -443,5 +462,38 @@ fn rotation_asks_for_a_handoff_and_the_next_iteration_gets_it() {
     let third = told(&firsts[2]);
     assert!(third.contains("HANDOFF-NOTE"), "{third}");
     assert!(third.contains("rotated: stopped at 170k tokens"), "{third}");
+    p.done();
+}
+
+#[test]
+fn usage_errors_start_nothing_and_help_gives_the_exit_codes() {
+    let p = Project::new("usage");
+    let run = |args: &[&str]| {
+        let out = p.ralph(None).arg("run").args(args).output().unwrap();
+        Finished::from_output(&out)
+    };
+    let f = run(&["x", "--max-wait", "soon"]);
+    f.expect_code(2);
+    f.shows("--max-wait: `soon` is not a duration");
+    let f = run(&["x", "--rotate-at", "100k", "--rotate-hard", "50k"]);
+    f.expect_code(2);
+    f.shows("--rotate-hard (50000) must be above --rotate-at (100000)");
+    // Loop options are checked by the same start as /ralph-loop.
+    let f = run(&["x", "--max-iterations", "many", "--claude", "/bin/false"]);
+    f.expect_code(2);
+    f.shows("`--max-iterations` takes a whole number");
+    let f = run(&["--claude", "/bin/false"]);
+    f.expect_code(2);
+    f.shows("no prompt");
+    assert!(!p.path(STATE_FILE).exists());
+    assert!(!p.path(".claude/ralph-runs").exists());
+    let help = run(&["--help"]);
+    help.expect_code(0);
+    help.shows("Exit codes:");
+    help.shows("130  interrupted");
+    let short = run(&["-h"]);
+    short.shows(
+        "Exit codes: 0 complete, 1 ended without completion, 2 usage error, 130 interrupted",
+    );
     p.done();
 }

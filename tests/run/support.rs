@@ -221,7 +221,13 @@ pub fn wait_output(child: Child, limit: Duration) -> Finished {
     });
     let out = child.wait_with_output().unwrap();
     drop(guard);
-    Finished::from_output(&out)
+    let f = Finished::from_output(&out);
+    // Shown by the test harness when the test fails (and with --nocapture).
+    println!(
+        "--- ralph stdout\n{}--- ralph stderr\n{}",
+        f.stdout, f.stderr
+    );
+    f
 }
 
 /// Wait until `cond` holds (polling), or fail saying what was awaited.
