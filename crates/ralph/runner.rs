@@ -125,10 +125,14 @@ fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<Prepared, St
     })?;
     edge::install_signal_flags().map_err(|e| format!("cannot handle signals: {e}"))?;
     let session = format!("ralph-run-{run_id}");
-    let summary = start_loop(&setup_bin, root, &session, &cfg.start_args)?;
     let run_dir = root.join(edge::RUNS_DIR).join(&run_id);
     std::fs::create_dir_all(&run_dir)
         .map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
+    let summary = start_loop(&setup_bin, root, &session, &cfg.start_args).inspect_err(|_| {
+        // Nothing was started: leave no trace of this run.
+        let _ = std::fs::remove_dir(&run_dir);
+        let _ = std::fs::remove_dir(root.join(edge::RUNS_DIR));
+    })?;
     // A hand-off left by an earlier run is not this run's: kept aside.
     let old = root.join(HANDOFF_FILE);
     if old.exists() {
