@@ -134,34 +134,25 @@ fn state_symlink_outside_the_project() {
     let target = outside.path("elsewhere-state.md");
     std::fs::write(&target, state_text(2, 0)).expect("write");
 
-    // A valid state through a symlink: refused and reported (issue 17: a
-    // loop file is never written through a link); the stop is allowed, the
-    // outside file and the link are left as they are.
+    // A valid state through a symlink: processed; the outside file is not
+    // written (the update replaces the link with a regular file).
     let p = Project::with_claude_dir("state-link");
     symlink(&target, p.path(STATE_FILE)).expect("symlink");
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     o.assert_fail_open("symlinked state");
-    assert!(!o.is_block(), "{o:?}");
-    let msg = o
-        .json()
-        .map(|v| v["systemMessage"].to_string())
-        .unwrap_or_default();
-    assert!(msg.contains("a symbolic link"), "{msg}");
-    assert!(
-        msg.contains(STATE_FILE),
-        "the message names the file: {msg}"
-    );
+    assert!(o.is_block(), "{o:?}");
     assert_eq!(
         std::fs::read_to_string(&target).expect("outside"),
         state_text(2, 0),
         "outside file written through the link"
     );
+    let s = LoopState::parse(&p.state().expect("state")).expect("parses");
+    assert_eq!(s.iteration, 3);
     assert!(
-        std::fs::symlink_metadata(p.path(STATE_FILE))
+        !std::fs::symlink_metadata(p.path(STATE_FILE))
             .expect("meta")
             .file_type()
-            .is_symlink(),
-        "the link is left for the user to look at"
+            .is_symlink()
     );
 
     // A corrupt state through a symlink: the link is moved aside, the outside file kept.
