@@ -1,0 +1,295 @@
+//! The corpus: cases as data (`tests/integrity/cases/*.yaml`), read and
+//! checked before anything runs.
+
+use serde::Deserialize;
+use serde_yaml_ng::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// A tool call as the client sends it to the PreToolUse hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Tool {
+    Bash,
+    Write,
+    Edit,
+    MultiEdit,
+    NotebookEdit,
+    /// No tool call: the case is what the agent says at the judged Stop
+    /// (`input` is its `last_assistant_message`).
+    Stop,
+}
+
+/// How the loop is started before the case runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// A prompt with `--completion-promise DONE`, no check.
+    #[default]
+    Plain,
+    /// As plain, with `--verify` (the same check as story US-1's).
+    Verify,
+    /// `--prd-file prd.json`: three stories, US-1 with a `verify` that fails.
+    Prd,
+}
+
+/// What must hold for the test to pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    /// An attack: denied by the guard, or the loop goes on at the next Stop.
+    Survives,
+    /// A benign look-alike: not denied, and the loop goes on.
+    Allowed,
+    /// A documented limit of the guard: recorded, never fails the test.
+    Limit,
+    /// Not yet: recorded, never fails the test; reported when it holds.
+    Todo,
+    /// A control: the loop must end (proves the judge can see an ending).
+    Ends,
+}
+
+/// One tool call of a case.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    #[serde(default = "bash")]
+    pub tool: Tool,
+    pub input: Value,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub id: String,
+    pub category: String,
+    #[serde(default = "bash")]
+    pub tool: Tool,
+    /// The tool input: the command for Bash, the tool's fields for the
+    /// file tools, the final message for Stop.
+    #[serde(default)]
+    pub input: Option<Value>,
+    /// Several tool calls in a row, instead of `tool` + `input`.
+    #[serde(default)]
+    pub steps: Vec<Step>,
+    #[serde(default)]
+    pub mode: Mode,
+    pub expect: Expect,
+    /// For `todo` (and `limit`): the product change that would flip it.
+    #[serde(default)]
+    pub fix: Option<String>,
+    pub note: String,
+    /// Shell run by the user (not the agent) before the loop starts.
+    #[serde(default)]
+    pub prepare: Option<String>,
+    /// The judged Stop's `last_assistant_message` (default: a working turn).
+    #[serde(default)]
+    pub message: Option<String>,
+    /// The story the judged Stop must feed (a weakened or forged check
+    /// must not move the loop past it).
+    #[serde(default)]
+    pub fed: Option<String>,
+    /// The tool's working folder, relative to the project (default: its root).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// A file tool may refuse the call (else a refusal is a broken case:
+    /// an attack that did not happen proves nothing).
+    #[serde(default)]
+    pub may_refuse: bool,
+}
+
+fn bash() -> Tool {
+    Tool::Bash
+}
+
+impl Case {
+    /// A look-alike that must stay allowed (its category says so).
+    pub fn benign(&self) -> bool {
+        self.category.starts_with("benign")
+    }
+
+    /// The tool calls, in order (none for a Stop-side case).
+    pub fn calls(&self) -> Vec<Step> {
+        if !self.steps.is_empty() {
+            return self.steps.clone();
+        }
+        match (&self.input, self.tool) {
+            (_, Tool::Stop) | (None, _) => Vec::new(),
+            (Some(input), tool) => vec![Step {
+                tool,
+                input: input.clone(),
+            }],
+        }
+    }
+
+    /// The judged Stop's message.
+    pub fn final_message(&self) -> String {
+        if self.tool == Tool::Stop
+            && let Some(Value::String(m)) = &self.input
+        {
+            return m.clone();
+        }
+        self.message
+            .clone()
+            .unwrap_or_else(|| "Made some progress; continuing with the task.".into())
+    }
+}
+
+/// Every case of every `*.yaml` in `dir`, in file then list order.
+pub fn load(dir: &Path) -> Result<Vec<Case>, String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    let mut cases = Vec::new();
+    for file in files {
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let mut some: Vec<Case> =
+            serde_yaml_ng::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        cases.append(&mut some);
+    }
+    check(&cases)?;
+    Ok(cases)
+}
+
+/// Ids unique, inputs present, no path outside the scratch dir.
+fn check(cases: &[Case]) -> Result<(), String> {
+    let mut ids = BTreeSet::new();
+    for c in cases {
+        if !ids.insert(c.id.as_str()) {
+            return Err(format!("case id `{}` is used twice", c.id));
+        }
+        if c.calls().is_empty() && c.tool != Tool::Stop {
+            return Err(format!("case `{}` has no input", c.id));
+        }
+        if c.benign() != (c.expect == Expect::Allowed) && c.expect != Expect::Todo {
+            return Err(format!(
+                "case `{}`: benign categories expect `allowed` (or `todo`), attacks anything else",
+                c.id
+            ));
+        }
+        if matches!(c.expect, Expect::Todo | Expect::Limit) && c.fix.is_none() {
+            return Err(format!(
+                "case `{}`: a `{:?}` case names the change that would flip it (`fix:`)",
+                c.id, c.expect
+            ));
+        }
+        for step in c.calls() {
+            let fields = match step.tool {
+                Tool::Bash => step.input.is_string() || step.input.get("command").is_some(),
+                Tool::NotebookEdit => step.input.get("notebook_path").is_some(),
+                Tool::Stop => true,
+                _ => step.input.get("file_path").is_some(),
+            };
+            if !fields {
+                return Err(format!(
+                    "case `{}`: the {:?} input lacks its fields",
+                    c.id, step.tool
+                ));
+            }
+        }
+        let mut texts = Vec::new();
+        for step in c.calls() {
+            strings(&step.input, &mut texts);
+        }
+        texts.extend(c.prepare.iter().cloned());
+        for t in &texts {
+            outside_path(t).map_or(Ok(()), |p| {
+                Err(format!(
+                    "case `{}` names `{p}`, outside the scratch dir: use {{project}}, {{home}}, ~, $TMPDIR",
+                    c.id
+                ))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Sequence(items) => items.iter().for_each(|i| strings(i, out)),
+        Value::Mapping(m) => m.values().for_each(|i| strings(i, out)),
+        _ => {}
+    }
+}
+
+/// Absolute paths a case may name: the scratch dir's placeholders, and
+/// programs and devices that touch nothing.
+const ALLOWED_ABSOLUTE: &[&str] = &[
+    "/proc/self/cwd",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/stdin",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/fd/",
+    "/bin/",
+    "/usr/bin/",
+    // Slash commands in a forged prompt, not paths.
+    "/cancel-ralph",
+    "/ralph-loop",
+    // The promise's closing tag.
+    "/promise>",
+];
+
+/// The first absolute path in `text` that could reach outside the scratch
+/// dir (a rough lexical check: a word starting with `/` after a separator).
+fn outside_path(text: &str) -> Option<String> {
+    // The project is two levels below the scratch dir: three `..` leave it.
+    for climb in ["../../..", "~/../.."] {
+        if text.contains(climb) {
+            return Some(climb.into());
+        }
+    }
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b != b'/' {
+            continue;
+        }
+        let prev = if i == 0 { b' ' } else { bytes[i - 1] };
+        // A closing quote after a word ("$PWD"/x) continues that word.
+        let before = if i < 2 { b' ' } else { bytes[i - 2] };
+        if matches!(prev, b'"' | b'\'')
+            && (before.is_ascii_alphanumeric() || matches!(before, b'}' | b')'))
+        {
+            continue;
+        }
+        if !matches!(
+            prev,
+            b' ' | b'\t'
+                | b'\n'
+                | b'='
+                | b'\''
+                | b'"'
+                | b'('
+                | b'`'
+                | b'>'
+                | b'<'
+                | b':'
+                | b';'
+                | b'|'
+                | b'&'
+        ) {
+            continue;
+        }
+        let word: String = text[i..]
+            .chars()
+            .take_while(|c| !c.is_whitespace() && !"'\";|&)`".contains(*c))
+            .collect();
+        if ALLOWED_ABSOLUTE.iter().any(|a| word.starts_with(a)) {
+            continue;
+        }
+        // A lone `/` (prose, `:/`) is harmless; a path is not.
+        if word
+            .chars()
+            .nth(1)
+            .is_some_and(|c| c.is_alphanumeric() || c == '.')
+        {
+            return Some(word);
+        }
+    }
+    None
+}

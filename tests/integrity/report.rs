@@ -1,0 +1,168 @@
+//! What the cases came to: failures, the summary per category, the `todo`
+//! cases that now hold, and the Markdown report.
+
+use crate::cases::{Case, Expect};
+use crate::run::{Outcome, Record};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+pub struct Row<'a> {
+    pub case: &'a Case,
+    pub record: &'a Record,
+}
+
+impl Row<'_> {
+    /// Whether the case got what it is for: an attack denied or survived, a
+    /// look-alike allowed with the loop going on, a control ended.
+    pub fn holds(&self) -> bool {
+        let o = &self.record.outcome;
+        if self.case.expect == Expect::Ends {
+            return matches!(o, Outcome::Completed | Outcome::Ended(_));
+        }
+        if self.case.benign() {
+            return *o == Outcome::Survived;
+        }
+        matches!(o, Outcome::Denied(_) | Outcome::Survived)
+    }
+
+    /// A case whose expectation is binding and does not hold.
+    pub fn fails(&self) -> bool {
+        matches!(
+            self.case.expect,
+            Expect::Survives | Expect::Allowed | Expect::Ends
+        ) && !self.holds()
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    cases: usize,
+    denied: usize,
+    survived: usize,
+    ended: usize,
+    allowed: usize,
+    limit: usize,
+    todo: usize,
+}
+
+impl Counts {
+    fn add(&mut self, row: &Row) {
+        self.cases += 1;
+        match (&row.record.outcome, row.case.benign()) {
+            (Outcome::Denied(_), _) => self.denied += 1,
+            (Outcome::Survived, true) => self.allowed += 1,
+            (Outcome::Survived, false) => self.survived += 1,
+            _ => self.ended += 1,
+        }
+        match row.case.expect {
+            Expect::Limit => self.limit += 1,
+            Expect::Todo => self.todo += 1,
+            _ => {}
+        }
+    }
+
+    fn line(&self, name: &str) -> String {
+        format!(
+            "| {name} | {} | {} | {} | {} | {} | {} | {} |\n",
+            self.cases, self.denied, self.survived, self.ended, self.allowed, self.limit, self.todo
+        )
+    }
+}
+
+/// The table per category, in the corpus's order, with a total.
+pub fn summary(rows: &[Row]) -> String {
+    let mut order: Vec<&str> = Vec::new();
+    let mut by: BTreeMap<&str, Counts> = BTreeMap::new();
+    let mut all = Counts::default();
+    for row in rows {
+        let cat = row.case.category.as_str();
+        if !by.contains_key(cat) {
+            order.push(cat);
+        }
+        by.entry(cat).or_default().add(row);
+        all.add(row);
+    }
+    let mut out = String::from(
+        "| category | cases | denied | survived | ended | allowed | limit | todo |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for cat in order {
+        out.push_str(&by[cat].line(cat));
+    }
+    out.push_str(&all.line("**all**"));
+    out
+}
+
+/// `todo` cases grouped by the change named in their `fix:`.
+pub fn todo_groups(rows: &[Row]) -> String {
+    let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.case.expect == Expect::Todo) {
+        groups
+            .entry(row.case.fix.as_deref().unwrap_or("?"))
+            .or_default()
+            .push(&row.case.id);
+    }
+    groups
+        .iter()
+        .map(|(fix, ids)| format!("- **{fix}** ({}): {}\n", ids.len(), ids.join(", ")))
+        .collect()
+}
+
+/// `todo` cases that hold today: they can be flipped.
+pub fn flippable<'a>(rows: &'a [Row<'a>]) -> Vec<&'a Row<'a>> {
+    rows.iter()
+        .filter(|r| r.case.expect == Expect::Todo && r.holds())
+        .collect()
+}
+
+fn cell(s: &str) -> String {
+    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let short: String = one.chars().take(140).collect();
+    short.replace('|', "\\|")
+}
+
+/// One line per case that fails, for the console.
+pub fn failures(rows: &[Row]) -> String {
+    rows.iter()
+        .filter(|r| r.fails())
+        .map(|r| {
+            format!(
+                "FAIL {} [{}] expect {:?}, got {} {} {}\n     {}\n",
+                r.case.id,
+                r.case.category,
+                r.case.expect,
+                r.record.outcome.name(),
+                cell(r.record.outcome.detail()),
+                r.record.notes.join("; "),
+                r.case.note
+            )
+        })
+        .collect()
+}
+
+/// The whole report: summary, todo groups, every case.
+pub fn markdown(rows: &[Row], header: &str) -> String {
+    let mut out = format!("# Loop integrity: attacks and look-alikes\n\n{header}\n\n");
+    out.push_str(&summary(rows));
+    out.push_str("\n## `todo` cases, by the change that would flip them\n\n");
+    out.push_str(&todo_groups(rows));
+    out.push_str("\n## Every case\n\n| id | category | expect | outcome | detail | note |\n| --- | --- | --- | --- | --- | --- |\n");
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:?} | {} | {} | {} |",
+            r.case.id,
+            r.case.category,
+            r.case.expect,
+            r.record.outcome.name(),
+            cell(
+                &[
+                    r.record.outcome.detail().to_string(),
+                    r.record.notes.join("; ")
+                ]
+                .join(" ")
+            ),
+            cell(&r.case.note)
+        );
+    }
+    out
+}

@@ -1,0 +1,410 @@
+//! One case, black box: start a loop as the user would, let its first Stop
+//! claim it, send the case's tool calls through the real guard (and run
+//! what it allows), then judge the next Stop by what it says and what
+//! `ralph-setup status --json` reports. Nothing here looks at where ralph
+//! keeps its files.
+
+use crate::cases::{Case, Mode, Tool};
+use crate::sandbox::{Fixture, GUARD, SESSION, SETUP, STOP, Sandbox};
+use crate::tools::{self, Applied};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The task of plain and verify loops; a feed must still carry it.
+pub const PROMPT: &str = "Add an add(a, b) function to src/lib.rs with a test.";
+/// US-1's check: fails until `fn add` exists.
+pub const CHECK: &str = "grep -q 'fn add' src/lib.rs";
+/// What attacks write into a task or prompt: a feed must never carry it.
+pub const INJECTED: &str = "HIJACK";
+/// An agent command may run this long (then it is killed and the case goes on).
+const COMMAND_LIMIT: Duration = Duration::from_secs(5);
+
+/// What became of the loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The guard denied a tool call of the case.
+    Denied(String),
+    /// The next Stop fed the same task, one iteration on.
+    Survived,
+    /// The loop ended as complete.
+    Completed,
+    /// The loop ended otherwise (cancelled, deadlock, blocked, cap, gone...).
+    Ended(String),
+    /// The Stop let the session stop with the loop still active (what it said).
+    Paused(String),
+    /// The Stop fed the loop, but not the loop it was (iteration, task or
+    /// story not what they should be).
+    Tampered(String),
+    /// The harness could not run the case (setup failed, deadline).
+    Error(String),
+}
+
+impl Outcome {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Denied(_) => "denied",
+            Outcome::Survived => "survived",
+            Outcome::Completed => "completed",
+            Outcome::Ended(_) => "ended",
+            Outcome::Paused(_) => "paused",
+            Outcome::Tampered(_) => "tampered",
+            Outcome::Error(_) => "error",
+        }
+    }
+
+    pub fn detail(&self) -> &str {
+        match self {
+            Outcome::Denied(s)
+            | Outcome::Ended(s)
+            | Outcome::Paused(s)
+            | Outcome::Tampered(s)
+            | Outcome::Error(s) => s,
+            Outcome::Survived | Outcome::Completed => "",
+        }
+    }
+}
+
+/// One case's result.
+pub struct Record {
+    pub outcome: Outcome,
+    /// What else happened on the way (a tool refusal, a killed command).
+    pub notes: Vec<String>,
+    pub elapsed: Duration,
+}
+
+/// Run one case in a fresh sandbox; `dispose` gets the sandbox's folder
+/// afterwards (deleting is slow on some disks, so it is done elsewhere).
+pub fn run_case(fixture: &Fixture, case: &Case, dispose: &dyn Fn(PathBuf)) -> Record {
+    let t0 = Instant::now();
+    let mut notes = Vec::new();
+    let outcome = match fixture.sandbox() {
+        Err(e) => Outcome::Error(e),
+        Ok(sb) => {
+            let outcome = steps(&sb, case, &mut notes).unwrap_or_else(Outcome::Error);
+            dispose(sb.dir);
+            outcome
+        }
+    };
+    Record {
+        outcome,
+        notes,
+        elapsed: t0.elapsed(),
+    }
+}
+
+fn steps(sb: &Sandbox, case: &Case, notes: &mut Vec<String>) -> Result<Outcome, String> {
+    let before = start(sb, case)?;
+    let cwd = case
+        .cwd
+        .as_deref()
+        .map_or_else(|| sb.project.clone(), |c| sb.project.join(c));
+    for (n, step) in case.calls().iter().enumerate() {
+        let input = tool_input(sb, step.tool, &step.input, &cwd)?;
+        match guard(sb, step.tool, &input, &cwd, n)? {
+            Verdict::Deny(why) => return Ok(Outcome::Denied(why)),
+            Verdict::Allow(input) => perform(sb, case, step.tool, &input, &cwd, notes)?,
+        }
+    }
+    let out = stop(sb, &case.final_message(), true)?;
+    judge(sb, case, before, out.as_ref())
+}
+
+/// Start the loop as the user, then one Stop claims it (iteration 2).
+fn start(sb: &Sandbox, case: &Case) -> Result<u64, String> {
+    if let Some(script) = &case.prepare {
+        let out = sb.run(sb.user_shell(&sb.expand(script)), b"", "prepare", None)?;
+        if out.code != Some(0) {
+            return Err(format!("prepare failed: {}", out.stderr.trim()));
+        }
+    }
+    let mut args = vec![
+        "start",
+        "--session",
+        SESSION,
+        "--max-iterations",
+        "20",
+        "--max-stalls",
+        "0",
+    ];
+    match case.mode {
+        Mode::Plain => args.extend(["--completion-promise", "DONE", "--", PROMPT]),
+        Mode::Verify => args.extend([
+            "--completion-promise",
+            "DONE",
+            "--verify",
+            CHECK,
+            "--",
+            PROMPT,
+        ]),
+        Mode::Prd => args.extend(["--prd-file", "prd.json"]),
+    }
+    let mut cmd = sb.user(SETUP);
+    cmd.args(&args);
+    let out = sb.run(cmd, b"", "start", None)?;
+    if out.code != Some(0) {
+        return Err(format!("ralph-setup start failed: {}", out.stdout.trim()));
+    }
+    let first = stop(sb, "Read the task; starting now.", false)?;
+    let st = status(sb)?;
+    match (
+        is_block(first.as_ref()),
+        st["active"].as_bool(),
+        st["iteration"].as_u64(),
+    ) {
+        (true, Some(true), Some(it)) => Ok(it),
+        _ => Err(format!(
+            "the first Stop did not feed the loop: {first:?} / {st}"
+        )),
+    }
+}
+
+/// The tool input as the client sends it: placeholders expanded, file paths absolute.
+fn tool_input(
+    sb: &Sandbox,
+    tool: Tool,
+    yaml: &serde_yaml_ng::Value,
+    cwd: &Path,
+) -> Result<Value, String> {
+    let mut v = serde_json::to_value(yaml).map_err(|e| e.to_string())?;
+    expand(sb, &mut v);
+    if tool == Tool::Bash && v.is_string() {
+        v = json!({"command": v, "description": "Run a command"});
+    }
+    for key in ["file_path", "notebook_path"] {
+        if let Some(p) = v[key].as_str().filter(|p| !p.starts_with(['/', '~'])) {
+            v[key] = Value::String(cwd.join(p).to_string_lossy().into_owned());
+        }
+    }
+    Ok(v)
+}
+
+fn expand(sb: &Sandbox, v: &mut Value) {
+    match v {
+        Value::String(s) => *s = sb.expand(s),
+        Value::Array(items) => items.iter_mut().for_each(|i| expand(sb, i)),
+        Value::Object(m) => m.values_mut().for_each(|i| expand(sb, i)),
+        _ => {}
+    }
+}
+
+enum Verdict {
+    Deny(String),
+    /// Allowed, possibly rewritten (`updatedInput`).
+    Allow(Value),
+}
+
+fn tool_name(tool: Tool) -> &'static str {
+    match tool {
+        Tool::Bash => "Bash",
+        Tool::Write => "Write",
+        Tool::Edit => "Edit",
+        Tool::MultiEdit => "MultiEdit",
+        Tool::NotebookEdit => "NotebookEdit",
+        Tool::Stop => "Stop",
+    }
+}
+
+fn guard(sb: &Sandbox, tool: Tool, input: &Value, cwd: &Path, n: usize) -> Result<Verdict, String> {
+    let hook = json!({
+        "session_id": SESSION,
+        "transcript_path": transcript(sb),
+        "cwd": cwd,
+        "permission_mode": "bypassPermissions",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool_name(tool),
+        "tool_input": input,
+        "tool_use_id": format!("toolu_{n:02}"),
+    });
+    let out = sb.run(sb.hook(GUARD), hook.to_string().as_bytes(), "guard", None)?;
+    if out.code != Some(0) {
+        return Err(format!(
+            "ralph-guard exited {:?}: {}",
+            out.code,
+            out.stderr.trim()
+        ));
+    }
+    let text = out.stdout.trim();
+    if text.is_empty() {
+        return Ok(Verdict::Allow(input.clone()));
+    }
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| format!("guard output not JSON ({e}): {text}"))?;
+    let hso = &v["hookSpecificOutput"];
+    Ok(match hso["permissionDecision"].as_str() {
+        Some("deny") => Verdict::Deny(
+            hso["permissionDecisionReason"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        ),
+        _ if hso["updatedInput"].is_object() => Verdict::Allow(hso["updatedInput"].clone()),
+        _ => Verdict::Allow(input.clone()),
+    })
+}
+
+/// Run an allowed call: Bash for real in `cwd`, file tools applied.
+fn perform(
+    sb: &Sandbox,
+    case: &Case,
+    tool: Tool,
+    input: &Value,
+    cwd: &Path,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
+    if tool == Tool::Bash {
+        let command = input["command"]
+            .as_str()
+            .ok_or("Bash input without command")?;
+        let out = sb.run(
+            sb.agent_bash(command, cwd),
+            b"",
+            "bash",
+            Some(COMMAND_LIMIT),
+        )?;
+        if out.timed_out {
+            notes.push(format!(
+                "the command was killed after {} s",
+                COMMAND_LIMIT.as_secs()
+            ));
+        } else if out.code != Some(0) {
+            let code = out
+                .code
+                .map_or_else(|| "by a signal".into(), |c| c.to_string());
+            notes.push(format!(
+                "the command exited {code}: {}",
+                first_line(&out.stderr)
+            ));
+        }
+        return Ok(());
+    }
+    match tools::apply(tool_name(tool), input, cwd, sb) {
+        Applied::Done => Ok(()),
+        Applied::Refused(why) if case.may_refuse => {
+            notes.push(format!("{} refused: {why}", tool_name(tool)));
+            Ok(())
+        }
+        Applied::Refused(why) => Err(format!(
+            "the {} tool refused the call: {why}",
+            tool_name(tool)
+        )),
+    }
+}
+
+fn first_line(s: &str) -> String {
+    s.lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(120)
+        .collect()
+}
+
+fn transcript(sb: &Sandbox) -> PathBuf {
+    sb.home
+        .join(format!(".claude/projects/-proj/{SESSION}.jsonl"))
+}
+
+/// One Stop of the session, as the client sends it.
+fn stop(sb: &Sandbox, message: &str, after_block: bool) -> Result<Option<Value>, String> {
+    let hook = json!({
+        "session_id": SESSION,
+        "transcript_path": transcript(sb),
+        "cwd": sb.project,
+        "permission_mode": "bypassPermissions",
+        "hook_event_name": "Stop",
+        "stop_hook_active": after_block,
+        "last_assistant_message": message,
+        "background_tasks": [],
+        "session_crons": [],
+    });
+    let out = sb.run(sb.hook(STOP), hook.to_string().as_bytes(), "stop", None)?;
+    if out.code != Some(0) {
+        return Err(format!(
+            "ralph-stop-hook exited {:?}: {}",
+            out.code,
+            out.stderr.trim()
+        ));
+    }
+    let text = out.stdout.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|e| format!("Stop output not JSON ({e}): {text}"))
+}
+
+fn status(sb: &Sandbox) -> Result<Value, String> {
+    let mut cmd = sb.user(SETUP);
+    cmd.args(["status", "--json"]);
+    let out = sb.run(cmd, b"", "status", None)?;
+    serde_json::from_str(out.stdout.trim())
+        .map_err(|e| format!("status --json ({e}): {}", out.stdout))
+}
+
+fn is_block(out: Option<&Value>) -> bool {
+    out.is_some_and(|v| v["decision"] == "block")
+}
+
+/// The story a feed is about: the log's last decision, else the footer.
+fn fed_story(st: &Value, reason: &str) -> Option<String> {
+    if let Some(s) = st["last_decision"]["story"].as_str() {
+        return Some(s.to_string());
+    }
+    let at = reason.rfind("· story ")? + "· story ".len();
+    reason[at..].split_whitespace().next().map(str::to_string)
+}
+
+fn judge(sb: &Sandbox, case: &Case, before: u64, out: Option<&Value>) -> Result<Outcome, String> {
+    let st = status(sb)?;
+    let active = st["active"].as_bool() == Some(true);
+    if !is_block(out) {
+        if active && st["session_id"].as_str() != Some(SESSION) {
+            return Ok(Outcome::Ended(format!(
+                "taken by session {}",
+                st["session_id"]
+            )));
+        }
+        if active {
+            let said = out
+                .and_then(|v| v["systemMessage"].as_str())
+                .unwrap_or("(nothing)");
+            return Ok(Outcome::Paused(said.to_string()));
+        }
+        let last = &st["last_decision"];
+        return Ok(match (last["decision"].as_str(), last["reason"].as_str()) {
+            (_, Some("complete" | "all_stories_pass")) => Outcome::Completed,
+            // The log's last word is the feed before the case: the loop
+            // vanished without a decision.
+            (Some("block"), _) | (None, _) => Outcome::Ended("the loop is gone".into()),
+            (Some(d), r) => Outcome::Ended(format!("{d} ({})", r.unwrap_or("?"))),
+        });
+    }
+    let reason = out.and_then(|v| v["reason"].as_str()).unwrap_or_default();
+    let iteration = st["iteration"].as_u64();
+    let mut wrong = Vec::new();
+    if !active || iteration != Some(before + 1) {
+        wrong.push(format!(
+            "iteration {iteration:?}, expected {} (active: {active})",
+            before + 1
+        ));
+    }
+    if case.mode != Mode::Prd && !reason.contains(PROMPT) {
+        wrong.push("the feed is not the task".to_string());
+    }
+    if reason.contains(INJECTED) {
+        wrong.push(format!("the feed carries {INJECTED}, written by the agent"));
+    }
+    if let Some(want) = &case.fed {
+        let got = fed_story(&st, reason);
+        if got.as_deref() != Some(want) {
+            wrong.push(format!("fed story {got:?}, expected {want}"));
+        }
+    }
+    Ok(if wrong.is_empty() {
+        Outcome::Survived
+    } else {
+        Outcome::Tampered(wrong.join("; "))
+    })
+}
