@@ -92,10 +92,10 @@ pub fn summary(rows: &[Row]) -> String {
     out
 }
 
-/// `todo` cases grouped by the change named in their `fix:`.
-pub fn todo_groups(rows: &[Row]) -> String {
+/// The `expect` cases grouped by the change named in their `fix:`.
+pub fn groups(rows: &[Row], expect: Expect) -> String {
     let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for row in rows.iter().filter(|r| r.case.expect == Expect::Todo) {
+    for row in rows.iter().filter(|r| r.case.expect == expect) {
         groups
             .entry(row.case.fix.as_deref().unwrap_or("?"))
             .or_default()
@@ -144,7 +144,9 @@ pub fn markdown(rows: &[Row], header: &str) -> String {
     let mut out = format!("# Loop integrity: attacks and look-alikes\n\n{header}\n\n");
     out.push_str(&summary(rows));
     out.push_str("\n## `todo` cases, by the change that would flip them\n\n");
-    out.push_str(&todo_groups(rows));
+    out.push_str(&groups(rows, Expect::Todo));
+    out.push_str("\n## `limit` cases, by why they stay\n\n");
+    out.push_str(&groups(rows, Expect::Limit));
     out.push_str("\n## Every case\n\n| id | category | expect | outcome | detail | note |\n| --- | --- | --- | --- | --- | --- |\n");
     for r in rows {
         let _ = writeln!(
