@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 pub const SETUP: &str = env!("CARGO_BIN_EXE_ralph-setup");
 pub const GUARD: &str = env!("CARGO_BIN_EXE_ralph-guard");
 pub const STOP: &str = env!("CARGO_BIN_EXE_ralph-stop-hook");
+/// `ralph` (run, start, status, cancel): on PATH for the cases that call it.
+const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
 
 /// The Claude Code session that owns every case's loop.
 pub const SESSION: &str = "5f0c2a9e-integrity-session";
@@ -132,7 +134,7 @@ impl Fixture {
         write(&template.join("plugin/plugin/ralph"), &text)?;
         let bin = template.join("bin");
         chmod_x(&bin.join("sudo"))?;
-        for exe in [SETUP, GUARD, STOP] {
+        for exe in [SETUP, GUARD, STOP, RALPH] {
             let name = Path::new(exe).file_name().ok_or("binary name")?;
             std::os::unix::fs::symlink(exe, bin.join(name)).map_err(|e| format!("{e}"))?;
         }
