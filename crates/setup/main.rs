@@ -9,13 +9,14 @@
 use clap::{Parser, Subcommand};
 use ralph_core::activity::{self, Entry};
 use ralph_core::args::{self, StartArgs};
+use ralph_core::clock;
 use ralph_core::control::{ReadState, cancel, help_text, read_state, relative, status};
+use ralph_core::fmt::short_session as short;
 use ralph_core::hook_input::HookInput;
 use ralph_core::paths::{LoopPaths, STATE_FILE, project_root_from_env};
 use ralph_core::queue::Typed;
 use ralph_core::setup::{self, Existing, StartError};
 use ralph_core::store::{self, LOCK_WAIT, LoopLock};
-use ralph_core::{clock, setup::short};
 use serde_json::json;
 use std::path::Path;
 use std::process::ExitCode;
@@ -262,7 +263,7 @@ fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, Sta
             if b.story_id.is_empty() { "?" } else { &b.story_id }
         ));
     }
-    if state.prompt != ralph_core::decision::DEFAULT_PRD_PROMPT {
+    if state.prompt != ralph_core::state::DEFAULT_PRD_PROMPT {
         report.push_str(&format!(
             "Prompt: {}\n",
             setup::prompt_preview(&state.prompt)

@@ -7,8 +7,9 @@
 use crate::activity::{self, Entry};
 use crate::args::USAGE;
 use crate::clock;
+use crate::fmt::short_session as short;
 use crate::paths::LoopPaths;
-use crate::setup::{Status, short};
+use crate::setup::Status;
 use crate::state::LoopState;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use std::path::Path;

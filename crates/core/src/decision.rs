@@ -4,10 +4,11 @@
 //! applies the returned [`Decision`] (write state, log, print).
 
 use crate::blocker::Blocker;
+use crate::fmt::plural;
 use crate::prd::{Prd, Story};
 use crate::promise;
 use crate::reinject::Injected;
-use crate::state::LoopState;
+use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
 use crate::verify::{self, CheckResult, VerifyLog};
 
 /// Everything the decision depends on.
@@ -487,10 +488,6 @@ pub fn story_prompt(
     out
 }
 
-/// The body written in PRD mode when the user gave no prompt of their own.
-pub const DEFAULT_PRD_PROMPT: &str =
-    "Work through the stories of the PRD one at a time, as the Ralph loop feeds them.\n";
-
 fn footer(state: &LoopState, next: u64, story: Option<(&str, &str)>) -> String {
     let mut parts = vec![format!("iteration {}", state.iteration_label(next))];
     if let Some((id, progress)) = story {
@@ -603,15 +600,6 @@ fn quoted_title(story: &Story) -> String {
         String::new()
     } else {
         format!("«{}»", story.title)
-    }
-}
-
-/// "1 iteration", "3 iterations", "1 story", "2 stories".
-pub fn plural(n: u64, word: &str) -> String {
-    match (n, word.strip_suffix('y')) {
-        (1, _) => format!("1 {word}"),
-        (_, Some(stem)) => format!("{n} {stem}ies"),
-        _ => format!("{n} {word}s"),
     }
 }
 

@@ -374,12 +374,6 @@ fn user_instructions_are_kept_in_prd_mode() {
     }
 }
 
-#[test]
-fn plural_words() {
-    assert_eq!(plural(1, "iteration"), "1 iteration");
-    assert_eq!(plural(2, "story"), "2 stories");
-}
-
 fn check(cmd: &str, exit: Option<i32>, timed_out: bool, out: &str) -> CheckResult {
     CheckResult {
         command: cmd.into(),

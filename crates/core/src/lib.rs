@@ -3,7 +3,8 @@
 //! The binaries (`ralph-stop-hook`, `ralph-guard`, `ralph-setup`) read files and
 //! stdin at the edges and call into here; nothing in the decision modules
 //! touches the file system, so the rules are tested without I/O. The modules
-//! that do I/O (`store`, `transcript`, `hook_input`) say so at their top.
+//! that do I/O say so at their top: `store`, `paths`, `transcript`,
+//! `hook_input`, `activity` and `worktree` (which spawns git and checks).
 
 pub mod activity;
 pub mod args;
@@ -11,6 +12,7 @@ pub mod blocker;
 pub mod clock;
 pub mod control;
 pub mod decision;
+pub mod fmt;
 pub mod frontmatter;
 pub mod hook_input;
 pub mod paths;

@@ -3,11 +3,12 @@
 
 use crate::activity::Entry;
 use crate::args::{ArgsError, StartArgs};
-use crate::decision::{DEFAULT_PRD_PROMPT, plural, story_prompt};
+use crate::decision::story_prompt;
+use crate::fmt::{duration, plural, short_session as short};
 use crate::frontmatter;
 use crate::prd::{Prd, PrdError};
 use crate::reinject::Injected;
-use crate::state::{DEFAULT_MAX_STORY_ATTEMPTS, LoopState};
+use crate::state::{DEFAULT_MAX_STALLS, DEFAULT_MAX_STORY_ATTEMPTS, DEFAULT_PRD_PROMPT, LoopState};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -196,7 +197,7 @@ pub fn new_state(
         verify_timeout: args
             .verify_timeout
             .unwrap_or(crate::verify::DEFAULT_TIMEOUT_SECS),
-        max_stalls: args.max_stalls.unwrap_or(crate::verify::DEFAULT_MAX_STALLS),
+        max_stalls: args.max_stalls.unwrap_or(DEFAULT_MAX_STALLS),
         stalls: 0,
         last_fingerprint: None,
         queue_seen: None,
@@ -230,12 +231,7 @@ pub fn describe(state: &LoopState, prd: Option<&Prd>) -> String {
 
 /// The prompt in one line of at most 160 characters, for the user's summary.
 pub fn prompt_preview(prompt: &str) -> String {
-    let flat = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= 160 {
-        flat
-    } else {
-        format!("{}…", flat.chars().take(159).collect::<String>())
-    }
+    crate::fmt::one_line(prompt, 160)
 }
 
 /// The loop's settings: cap, promise, PRD progress (what the user is shown at start).
@@ -493,25 +489,6 @@ impl Status {
             }
         }
         out
-    }
-}
-
-/// The first 8 characters of a session id, for messages.
-pub fn short(session: &str) -> String {
-    if session.is_empty() {
-        "(unclaimed)".into()
-    } else {
-        session.chars().take(8).collect()
-    }
-}
-
-/// "3 min", "5 h", "2 days".
-pub fn duration(secs: u64) -> String {
-    match secs {
-        0..60 => format!("{secs} s"),
-        60..3600 => format!("{} min", secs / 60),
-        3600..86_400 => format!("{} h", secs / 3600),
-        _ => plural(secs / 86_400, "day"),
     }
 }
 

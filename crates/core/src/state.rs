@@ -52,6 +52,11 @@ pub struct LoopState {
 
 /// Default for `max_story_attempts`.
 pub const DEFAULT_MAX_STORY_ATTEMPTS: u32 = 5;
+/// Default for `max_stalls`: unchanged iterations in a row that stop the loop.
+pub const DEFAULT_MAX_STALLS: u32 = 3;
+/// The body written in PRD mode when the user gave no prompt of their own.
+pub const DEFAULT_PRD_PROMPT: &str =
+    "Work through the stories of the PRD one at a time, as the Ralph loop feeds them.\n";
 
 /// Why a state file cannot be used. Each names the field and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -181,7 +186,7 @@ impl LoopState {
                     .ok_or_else(|| bad(field, "must be a whole number", v)),
             }
         };
-        let max_stalls = small("max_stalls", crate::verify::DEFAULT_MAX_STALLS)?;
+        let max_stalls = small("max_stalls", DEFAULT_MAX_STALLS)?;
         let stalls = small("stalls", 0)?;
         let last_fingerprint = get("last_fingerprint").and_then(scalar_text);
         let queue_seen = get("queue_seen").and_then(scalar_text);

@@ -13,8 +13,6 @@ use std::collections::BTreeMap;
 
 /// Default time a verify command may take, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
-/// Default number of unchanged iterations in a row that stop the loop.
-pub const DEFAULT_MAX_STALLS: u32 = 3;
 /// The output kept from a check: at most this many lines...
 pub const TAIL_LINES: usize = 60;
 /// ...and this many bytes.
