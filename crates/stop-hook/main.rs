@@ -17,7 +17,7 @@ use ralph_core::reinject::Injected;
 use ralph_core::state::{self, LoopState};
 use ralph_core::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use ralph_core::verify::{self, CheckResult, VerifyLog};
-use ralph_core::{clock, control, progress, promise, transcript, worktree};
+use ralph_core::{clock, control, frontmatter, progress, promise, transcript, worktree};
 use serde_json::json;
 use std::io::Write;
 
@@ -211,13 +211,17 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
         Ok(state) => state,
         Err(e) => {
             // A corrupt file that names another session is that session's to report.
-            if owner_hint(&text).is_some_and(|owner| !owner.is_empty() && owner != session) {
+            if frontmatter::scan(&text, "session_id")
+                .is_some_and(|owner| !owner.is_empty() && owner != session)
+            {
                 return done(None);
             }
             return done(corrupt(
                 paths,
                 session,
-                iteration_hint(&text),
+                frontmatter::scan(&text, "iteration")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
                 e.to_string(),
             )?);
         }
@@ -589,20 +593,4 @@ fn log(
 
 fn message(text: String) -> serde_json::Value {
     json!({ "systemMessage": text })
-}
-
-/// The `session_id:` of a state file that does not parse, if its line is readable.
-fn owner_hint(text: &str) -> Option<String> {
-    text.lines()
-        .take_while(|l| !l.is_empty())
-        .find_map(|l| l.strip_prefix("session_id:"))
-        .map(|v| v.trim().trim_matches('"').to_string())
-}
-
-fn iteration_hint(text: &str) -> u64 {
-    text.lines()
-        .take_while(|l| !l.is_empty())
-        .find_map(|l| l.strip_prefix("iteration:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
 }

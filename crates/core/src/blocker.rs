@@ -18,13 +18,8 @@ impl Blocker {
     pub fn parse(text: &str) -> Blocker {
         let (story_id, body) = match frontmatter::split(text) {
             Some(split) => {
-                let id = split
-                    .yaml
-                    .lines()
-                    .find_map(|l| l.trim().strip_prefix("story_id:"))
-                    .map(|v| v.trim().trim_matches(['"', '\'']).to_string())
-                    .unwrap_or_default();
-                (id, split.body)
+                let id = frontmatter::scan(text, "story_id").unwrap_or_default();
+                (id.to_string(), split.body)
             }
             None => (String::new(), text),
         };

@@ -91,6 +91,25 @@ pub fn set_field(text: &str, key: &str, value: &str) -> Option<String> {
     ))
 }
 
+/// The value of `key: value` in the frontmatter of `text`, read line by line
+/// without YAML, for files that may not parse (a corrupt state, an agent's
+/// blocker): the first such line of the frontmatter block (or, when the
+/// block is not closed, of the lines before the first blank one), with
+/// whitespace and quotes around the value removed.
+pub fn scan<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let head = match split(text) {
+        Some(split) => split.yaml,
+        None => {
+            let end = text.find("\n\n").unwrap_or(text.len());
+            &text[..end]
+        }
+    };
+    head.lines().find_map(|line| {
+        let value = line.trim_start().strip_prefix(key)?.strip_prefix(':')?;
+        Some(value.trim().trim_matches(['"', '\'']))
+    })
+}
+
 /// Length of the first line of `s`, including its `\n` if any.
 fn line_len(s: &str) -> usize {
     s.find('\n').map_or(s.len(), |i| i + 1)
@@ -137,6 +156,21 @@ mod tests {
         assert_eq!(
             added,
             "---\niteration: 1\nmax: 3\nsession_id: \"s\"\n---\n\niteration: 1\n"
+        );
+    }
+
+    #[test]
+    fn scan_reads_a_key_of_a_file_that_does_not_parse() {
+        let corrupt = "---\nsession_id: \"other\"\niteration: [3\n---\n\nsession_id: body\n";
+        assert_eq!(scan(corrupt, "session_id"), Some("other"));
+        assert_eq!(scan(corrupt, "iteration"), Some("[3"));
+        assert_eq!(scan(corrupt, "iter"), None, "whole keys only");
+        let unclosed = "---\niteration: 4\n\nsession_id: body\n";
+        assert_eq!(scan(unclosed, "iteration"), Some("4"));
+        assert_eq!(scan(unclosed, "session_id"), None, "the body is not read");
+        assert_eq!(
+            scan("---\r\n  story_id: 'US-2'\r\n---\r\n", "story_id"),
+            Some("US-2")
         );
     }
 
