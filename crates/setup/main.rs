@@ -7,7 +7,7 @@
 //! call `show`, `cancel` and `status`, which take no user text.
 
 use clap::{Parser, Subcommand};
-use ralph_core::activity::{self, Entry};
+use ralph_core::activity::{self, Action, Entry};
 use ralph_core::args::{self, StartArgs};
 use ralph_core::clock;
 use ralph_core::control::{ReadState, cancel, help_text, read_state, relative, status};
@@ -236,7 +236,7 @@ fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, Sta
         }
     }
     let mode = if prd.is_some() { "prd" } else { "prompt" };
-    let _ = activity::append(&paths.log, &Entry::now(session, 1, "start", mode));
+    let _ = activity::append(&paths.log, &Entry::now(session, 1, Action::Start, mode));
 
     let mut report = format!(
         "🔄 Ralph loop started{} in {}.\n",

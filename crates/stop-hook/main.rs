@@ -6,9 +6,9 @@
 //! open (the stop is allowed) and is reported in `systemMessage`, so the user
 //! is never trapped in a loop nobody can explain.
 
-use ralph_core::activity::{self, Entry};
+use ralph_core::activity::{self, Action, Entry};
 use ralph_core::blocker::Blocker;
-use ralph_core::decision::{Decision, StopContext, decide};
+use ralph_core::decision::{Code, Decision, StopContext, decide};
 use ralph_core::hook_input::HookInput;
 use ralph_core::paths::{LoopPaths, STATE_FILE, project_root_from_env};
 use ralph_core::prd::Prd;
@@ -239,8 +239,8 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
             paths,
             session,
             state.iteration,
-            "claim",
-            "claimed",
+            Action::Claim,
+            activity::CLAIMED,
             None,
             None,
         );
@@ -374,7 +374,7 @@ fn yield_to_user(
         paths,
         session,
         next.iteration,
-        "yield",
+        Action::Yield,
         "user_message",
         None,
         None,
@@ -476,7 +476,15 @@ fn apply(
             if remove_blocker {
                 let _ = store::remove_if_present(&paths.blocker);
             }
-            if let Err(e) = log(paths, session, next_iteration, "block", code, story, None) {
+            if let Err(e) = log(
+                paths,
+                session,
+                next_iteration,
+                Action::Block,
+                code,
+                story,
+                None,
+            ) {
                 system_message.push_str(&format!(" (activity log not written: {e})"));
             }
             Ok(Some(json!({
@@ -501,7 +509,7 @@ fn apply(
                 paths,
                 session,
                 iterations,
-                "end",
+                Action::End,
                 code,
                 story,
                 Some(&system_message),
@@ -538,8 +546,8 @@ fn corrupt(
         paths,
         session,
         iteration,
-        "end",
-        "corrupt",
+        Action::End,
+        Code::Corrupt.as_str(),
         None,
         Some(&text),
     );
@@ -580,12 +588,12 @@ fn log(
     paths: &LoopPaths,
     session: &str,
     iteration: u64,
-    decision: &str,
+    action: Action,
     reason: &str,
     story: Option<String>,
     message: Option<&str>,
 ) -> Result<(), StoreError> {
-    let entry = Entry::now(session, iteration, decision, reason)
+    let entry = Entry::now(session, iteration, action, reason)
         .with_story(story)
         .with_message(message);
     activity::append(&paths.log, &entry)

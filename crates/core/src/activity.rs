@@ -8,12 +8,46 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
+/// What a log line records: the `decision` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// A Stop was blocked and the loop fed again.
+    Block,
+    /// The loop ended at a Stop.
+    End,
+    /// A session claimed a loop no session owned yet.
+    Claim,
+    /// The user cancelled the loop.
+    Cancel,
+    /// A loop was started.
+    Start,
+    /// A Stop let the turn end so the model could answer a message the user
+    /// typed meanwhile; the loop goes on at the next Stop.
+    Yield,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Block => "block",
+            Action::End => "end",
+            Action::Claim => "claim",
+            Action::Cancel => "cancel",
+            Action::Start => "start",
+            Action::Yield => "yield",
+        }
+    }
+}
+
+/// The reason code of a claim.
+pub const CLAIMED: &str = "claimed";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     pub time: String,
     pub session: String,
     pub iteration: u64,
-    /// `block`, `end`, `start`, `cancel`, `claim` or `error`.
+    /// An [`Action`] as text (kept as text: older logs are read as they are).
     pub decision: String,
     /// A reason code (`continue`, `complete`, `max_iterations`, `corrupt`, ...).
     pub reason: String,
@@ -25,12 +59,12 @@ pub struct Entry {
 
 impl Entry {
     /// An entry stamped with the current time.
-    pub fn now(session: &str, iteration: u64, decision: &str, reason: &str) -> Entry {
+    pub fn now(session: &str, iteration: u64, action: Action, reason: &str) -> Entry {
         Entry {
             time: crate::clock::now_rfc3339(),
             session: session.to_string(),
             iteration,
-            decision: decision.into(),
+            decision: action.as_str().into(),
             reason: reason.into(),
             story: None,
             message: None,

@@ -4,9 +4,10 @@
 //! hook (the same commands typed while a loop runs wait in the client's
 //! queue, and the Stop hook answers them; see `queue`).
 
-use crate::activity::{self, Entry};
+use crate::activity::{self, Action, Entry};
 use crate::args::USAGE;
 use crate::clock;
+use crate::decision::Code;
 use crate::fmt::short_session as short;
 use crate::paths::LoopPaths;
 use crate::setup::Status;
@@ -56,10 +57,10 @@ pub fn cancel_locked(paths: &LoopPaths, typed: Option<&str>) -> Result<String, S
             // A cancel queued while the loop ran was carried out at the Stop
             // before the client got to run it: say so rather than "nothing".
             let last = match activity::last_entry(&paths.log) {
-                Some(e) if e.decision == "cancel" => {
+                Some(e) if e.decision == Action::Cancel.as_str() => {
                     format!(" (it was cancelled at iteration {})", e.iteration)
                 }
-                Some(e) if e.decision == "end" => format!(
+                Some(e) if e.decision == Action::End.as_str() => format!(
                     " (the last one ended at iteration {}: {})",
                     e.iteration, e.reason
                 ),
@@ -82,8 +83,13 @@ pub fn cancel_locked(paths: &LoopPaths, typed: Option<&str>) -> Result<String, S
                     short(&state.session_id)
                 ),
             };
-            let entry = Entry::now(&state.session_id, state.iteration, "cancel", "cancelled")
-                .with_message(typed.map(|_| msg.as_str()));
+            let entry = Entry::now(
+                &state.session_id,
+                state.iteration,
+                Action::Cancel,
+                Code::Cancelled.as_str(),
+            )
+            .with_message(typed.map(|_| msg.as_str()));
             let _ = activity::append(&paths.log, &entry);
             msg
         }

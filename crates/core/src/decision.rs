@@ -53,6 +53,8 @@ pub enum Code {
     StoryStuck,
     /// The no-progress breaker: the tree did not change for `max_stalls` iterations.
     Stalled,
+    /// The state file does not parse (decided from the file alone, before `decide`).
+    Corrupt,
 }
 
 impl Code {
@@ -72,6 +74,7 @@ impl Code {
             Code::Deadlock => "deadlock",
             Code::StoryStuck => "story_stuck",
             Code::Stalled => "stalled",
+            Code::Corrupt => "corrupt",
         }
     }
 }
