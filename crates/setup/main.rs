@@ -13,11 +13,11 @@ use ralph_core::clock;
 use ralph_core::control::{ReadState, cancel, help_text, read_state, relative, status};
 use ralph_core::fmt::short_session as short;
 use ralph_core::hook_input::HookInput;
+use ralph_core::hook_output::{HookOutput, fail_open};
 use ralph_core::paths::{LoopPaths, STATE_FILE, project_root_from_env};
 use ralph_core::queue::Typed;
 use ralph_core::setup::{self, Existing, StartError};
 use ralph_core::store::{self, LOCK_WAIT, LoopLock};
-use serde_json::json;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -83,12 +83,11 @@ fn main() -> ExitCode {
         Command::HookPrompt => {
             // A hook before every prompt: a bug here must never stop the
             // user's prompt. Fail open (exit 0, the prompt goes on) and say so.
-            if std::panic::catch_unwind(hook_prompt).is_err() {
-                println!(
-                    "{}",
-                    json!({"systemMessage": "ralph: the prompt hook hit an internal error (a bug: please report it); your prompt went on unchanged."})
-                );
-            }
+            fail_open(
+                "ralph: the prompt hook hit an internal error (a bug: please report it); your prompt went on unchanged.",
+                hook_prompt,
+            )
+            .print();
             ExitCode::SUCCESS
         }
         Command::Show => show(&LoopPaths::new(project_root_from_env(None))),
@@ -123,14 +122,14 @@ fn fail(e: &dyn std::fmt::Display) -> ExitCode {
 
 /// UserPromptSubmit: every prompt of every session passes here, so anything
 /// that is not the loop command leaves at once, printing nothing.
-fn hook_prompt() {
+fn hook_prompt() -> HookOutput {
     // Claude Code writes the input and closes the pipe at once; never wait
     // longer than this on a pipe that stays silent (the prompt then goes on).
     let Ok(input) = HookInput::read_stdin_with_deadline(10) else {
-        return;
+        return HookOutput::Nothing;
     };
     let Some(prompt) = input.prompt.as_deref() else {
-        return;
+        return HookOutput::Nothing;
     };
     let paths = LoopPaths::new(project_root_from_env(input.cwd.as_deref()));
     // Status and cancel are answered here, exactly and at once: the block
@@ -143,24 +142,19 @@ fn hook_prompt() {
         Typed::Other => None,
     };
     if let Some(text) = answer {
-        println!(
-            "{}",
-            json!({"decision": "block", "reason": text.trim_end()})
-        );
-        return;
+        return HookOutput::block(text.trim_end());
     }
     let Some(raw) = args::loop_command_args(prompt) else {
-        return;
+        return HookOutput::Nothing;
     };
-    let out = match args::parse_command_line(raw).map_err(StartError::from) {
-        Ok(a) if a.help => json!({"decision": "block", "reason": help_text()}),
+    match args::parse_command_line(raw).map_err(StartError::from) {
+        Ok(a) if a.help => HookOutput::block(help_text()),
         Ok(a) => match start(&paths, &a, input.session()) {
-            Ok(started) => json!({ "systemMessage": started.summary.trim_end() }),
-            Err(e) => json!({"decision": "block", "reason": format!("ralph: {e}")}),
+            Ok(started) => HookOutput::allow(started.summary.trim_end()),
+            Err(e) => HookOutput::block(format!("ralph: {e}")),
         },
-        Err(e) => json!({"decision": "block", "reason": format!("ralph: {e}")}),
-    };
-    println!("{out}");
+        Err(e) => HookOutput::block(format!("ralph: {e}")),
+    }
 }
 
 /// What a start reports: to the user (header, notes, settings) and the task.

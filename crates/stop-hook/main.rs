@@ -10,6 +10,7 @@ use ralph_core::activity::{self, Action, Entry};
 use ralph_core::blocker::Blocker;
 use ralph_core::decision::{Code, Decision, StopContext, decide};
 use ralph_core::hook_input::HookInput;
+use ralph_core::hook_output::{HookOutput, fail_open};
 use ralph_core::paths::{LoopPaths, STATE_FILE, project_root_from_env};
 use ralph_core::prd::Prd;
 use ralph_core::queue::{self, QueueAction};
@@ -18,30 +19,23 @@ use ralph_core::state::{self, LoopState};
 use ralph_core::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use ralph_core::verify::{self, CheckResult, VerifyLog};
 use ralph_core::{clock, control, frontmatter, progress, promise, transcript, worktree};
-use serde_json::json;
-use std::io::Write;
 
 fn main() {
-    let output = std::panic::catch_unwind(run).unwrap_or_else(|_| {
-        Some(json!({"systemMessage":
-            "ralph: the Stop hook hit an internal error (a bug: please report it); this stop is allowed and the loop state was left as it was."}))
-    });
-    answer(output);
+    answer(fail_open(
+        "ralph: the Stop hook hit an internal error (a bug: please report it); this stop is allowed and the loop state was left as it was.",
+        run,
+    ));
 }
 
 /// Print the hook's answer once: the watchdog and the main thread race for it.
-fn answer(output: Option<serde_json::Value>) {
+fn answer(output: HookOutput) {
     static ANSWERED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     let mut answered = ANSWERED.lock().unwrap_or_else(|e| e.into_inner());
     if *answered {
         return;
     }
     *answered = true;
-    if let Some(out) = output {
-        let mut stdout = std::io::stdout().lock();
-        let _ = writeln!(stdout, "{out}");
-        let _ = stdout.flush();
-    }
+    output.print();
 }
 
 /// Whole-process watchdog. Whatever blocks (a file that is not what it
@@ -78,8 +72,9 @@ mod watchdog {
                 let deadline = DEADLINE_MS.load(Ordering::SeqCst);
                 let now = now_ms();
                 if now >= deadline {
-                    super::answer(Some(serde_json::json!({"systemMessage":
-                        "ralph: the Stop hook took too long (a blocked file or disk?); this stop is allowed and the loop was not advanced."})));
+                    super::answer(super::HookOutput::allow(
+                        "ralph: the Stop hook took too long (a blocked file or disk?); this stop is allowed and the loop was not advanced.",
+                    ));
                     std::process::exit(0);
                 }
                 std::thread::sleep(Duration::from_millis((deadline - now).min(1000)));
@@ -92,29 +87,29 @@ mod watchdog {
 /// stays silent this long is not going to deliver.
 const STDIN_DEADLINE_SECS: u64 = 10;
 
-/// The hook's whole job; `None` prints nothing (the session stops silently).
-fn run() -> Option<serde_json::Value> {
+/// The hook's whole job; `Nothing` lets the session stop silently.
+fn run() -> HookOutput {
     // The path every turn of every session takes: no state file, nothing to
     // do. Claude Code sets CLAUDE_PROJECT_DIR, so this costs one stat and
     // never waits on stdin.
     if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty())
         && !LoopPaths::new(dir).state.exists()
     {
-        return None;
+        return HookOutput::Nothing;
     }
     watchdog::start();
     let input = HookInput::read_stdin_with_deadline(STDIN_DEADLINE_SECS);
     let root = project_root_from_env(input.as_ref().ok().and_then(|i| i.cwd.as_deref()));
     let paths = LoopPaths::new(root);
     if !paths.state.exists() {
-        return None;
+        return HookOutput::Nothing;
     }
     let input = match input {
         Ok(input) => input,
         Err(e) => {
-            return Some(message(format!(
+            return HookOutput::allow(format!(
                 "ralph: {e}; the loop in {STATE_FILE} was not advanced and this stop is allowed."
-            )));
+            ));
         }
     };
     let mut checks = Checks::default();
@@ -126,7 +121,7 @@ fn run() -> Option<serde_json::Value> {
     for _round in 0..3 {
         let _lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
             Ok(lock) => lock,
-            Err(e) => return Some(message(format!("ralph: {e}. This stop is allowed."))),
+            Err(e) => return HookOutput::allow(format!("ralph: {e}. This stop is allowed.")),
         };
         match step(&paths, &input, &checks) {
             Ok(Step::Done(out)) => return out,
@@ -138,15 +133,15 @@ fn run() -> Option<serde_json::Value> {
                 watchdog::extend(watchdog::WORK);
             }
             Err(e) => {
-                return Some(message(format!(
+                return HookOutput::allow(format!(
                     "ralph: {e}. The loop is paused and this stop is allowed; fix the file, or cancel with /ralph:cancel-ralph."
-                )));
+                ));
             }
         }
     }
-    Some(message(
-        "ralph: the loop state kept changing while its checks ran; this stop is allowed.".into(),
-    ))
+    HookOutput::allow(
+        "ralph: the loop state kept changing while its checks ran; this stop is allowed.",
+    )
 }
 
 /// Check commands to run outside the lock.
@@ -185,7 +180,7 @@ impl Checks {
 }
 
 enum Step {
-    Done(Option<serde_json::Value>),
+    Done(HookOutput),
     RunChecks(Jobs),
 }
 
@@ -196,7 +191,7 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
     let text = match store::read_optional(&paths.state) {
         Ok(Some(text)) => text,
         // Cancelled between our existence check and the lock.
-        Ok(None) => return done(None),
+        Ok(None) => return done(HookOutput::Nothing),
         Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
             return done(corrupt(
                 paths,
@@ -214,7 +209,7 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
             if frontmatter::scan(&text, "session_id")
                 .is_some_and(|owner| !owner.is_empty() && owner != session)
             {
-                return done(None);
+                return done(HookOutput::Nothing);
             }
             return done(corrupt(
                 paths,
@@ -227,7 +222,7 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
         }
     };
     if !state.session_id.is_empty() && state.session_id != session {
-        return done(None);
+        return done(HookOutput::Nothing);
     }
     // An unclaimed loop (the official setup, or `ralph-setup start` from a
     // terminal) belongs to the first session whose Stop sees it.
@@ -259,10 +254,13 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
     }
     match &queue_action {
         QueueAction::Cancel { typed } => {
-            return done(Some(message(control::cancel_locked(paths, Some(typed))?)));
+            return done(HookOutput::allow(control::cancel_locked(
+                paths,
+                Some(typed),
+            )?));
         }
         QueueAction::Yield { .. } => {
-            return done(Some(yield_to_user(paths, session, &text, next)?));
+            return done(yield_to_user(paths, session, &text, next)?);
         }
         QueueAction::Answer { .. } | QueueAction::None => {}
     }
@@ -367,7 +365,7 @@ fn yield_to_user(
     session: &str,
     text: &str,
     mut next: LoopState,
-) -> Result<serde_json::Value, StoreError> {
+) -> Result<HookOutput, StoreError> {
     next.yielded = true;
     store::atomic_write(&paths.state, state::updated_text(text, &next).as_bytes())?;
     let _ = log(
@@ -379,7 +377,7 @@ fn yield_to_user(
         None,
         None,
     );
-    Ok(message(format!(
+    Ok(HookOutput::allow(format!(
         "⏸ Ralph loop paused at iteration {} for your message; it goes on after Claude answers (/cancel-ralph ends it).",
         next.iteration_label(next.iteration)
     )))
@@ -387,34 +385,18 @@ fn yield_to_user(
 
 /// A queued `/ralph-status` or `/ralph-help` is answered with this Stop's
 /// message, after the decision was applied (so the status is current).
-fn answer_queued(
-    paths: &LoopPaths,
-    out: Option<serde_json::Value>,
-    action: &QueueAction,
-) -> Option<serde_json::Value> {
+fn answer_queued(paths: &LoopPaths, out: HookOutput, action: &QueueAction) -> HookOutput {
     let QueueAction::Answer { status, help } = action else {
         return out;
     };
-    let mut extra = Vec::new();
+    let mut out = out;
     if *status {
-        extra.push(control::status(paths).to_text().trim_end().to_string());
+        out = out.with_message_line(control::status(paths).to_text().trim_end());
     }
     if *help {
-        extra.push(control::help_text());
+        out = out.with_message_line(&control::help_text());
     }
-    let mut out = out.unwrap_or_else(|| json!({}));
-    let before = out
-        .get("systemMessage")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let joined = std::iter::once(before)
-        .chain(extra)
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join("\n");
-    out["systemMessage"] = json!(joined);
-    Some(out)
+    out
 }
 
 /// Does this turn claim the work is done? Plain mode: the promise was kept.
@@ -450,7 +432,7 @@ fn apply(
     text: &str,
     mut next: LoopState,
     decision: Decision,
-) -> Result<Option<serde_json::Value>, StoreError> {
+) -> Result<HookOutput, StoreError> {
     let code = decision.code().as_str();
     match decision {
         Decision::Continue {
@@ -487,11 +469,10 @@ fn apply(
             ) {
                 system_message.push_str(&format!(" (activity log not written: {e})"));
             }
-            Ok(Some(json!({
-                "decision": "block",
-                "reason": reason,
-                "systemMessage": system_message,
-            })))
+            Ok(HookOutput::Block {
+                reason,
+                system_message: Some(system_message),
+            })
         }
         Decision::End {
             iterations,
@@ -516,7 +497,7 @@ fn apply(
             ) {
                 system_message.push_str(&format!(" (activity log not written: {e})"));
             }
-            Ok(Some(message(system_message)))
+            Ok(HookOutput::allow(system_message))
         }
     }
 }
@@ -527,7 +508,7 @@ fn corrupt(
     session: &str,
     iteration: u64,
     why: String,
-) -> Result<Option<serde_json::Value>, StoreError> {
+) -> Result<HookOutput, StoreError> {
     let kept = store::move_aside(&paths.state, clock::unix_now())?;
     let _ = store::remove_if_present(&paths.last_injected);
     let kept = kept
@@ -551,7 +532,7 @@ fn corrupt(
         None,
         Some(&text),
     );
-    Ok(Some(message(text)))
+    Ok(HookOutput::allow(text))
 }
 
 /// The last turn from the transcript, read from its end (bounded), if there is one.
@@ -597,8 +578,4 @@ fn log(
         .with_story(story)
         .with_message(message);
     activity::append(&paths.log, &entry)
-}
-
-fn message(text: String) -> serde_json::Value {
-    json!({ "systemMessage": text })
 }

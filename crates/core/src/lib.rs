@@ -4,7 +4,8 @@
 //! stdin at the edges and call into here; nothing in the decision modules
 //! touches the file system, so the rules are tested without I/O. The modules
 //! that do I/O say so at their top: `store`, `paths`, `transcript`,
-//! `hook_input`, `activity` and `worktree` (which spawns git and checks).
+//! `hook_input`, `hook_output` (prints), `activity` and `worktree` (which
+//! spawns git and checks).
 
 pub mod activity;
 pub mod args;
@@ -15,6 +16,7 @@ pub mod decision;
 pub mod fmt;
 pub mod frontmatter;
 pub mod hook_input;
+pub mod hook_output;
 pub mod paths;
 pub mod prd;
 pub mod progress;
