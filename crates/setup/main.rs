@@ -166,22 +166,23 @@ struct Started {
 /// Start a loop.
 fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, StartError> {
     let prompt_file_text = match &a.prompt_file {
-        Some(file) => Some(store::read_project_file(&paths.root, file).map_err(|why| {
-            StartError::PromptFile {
-                path: file.clone(),
-                why,
-            }
-        })?),
+        Some(file) => Some(
+            paths
+                .read_project_file(file)
+                .map_err(|e| StartError::PromptFile {
+                    path: file.clone(),
+                    why: e.to_string(),
+                })?,
+        ),
         None => None,
     };
     let prompt = setup::resolve_prompt(a, prompt_file_text.as_deref())?;
     let prd = match &a.prd_file {
         Some(file) => {
-            let text =
-                store::read_project_file(&paths.root, file).map_err(|why| StartError::Prd {
-                    path: file.clone(),
-                    why,
-                })?;
+            let text = paths.read_project_file(file).map_err(|e| StartError::Prd {
+                path: file.clone(),
+                why: e.to_string(),
+            })?;
             Some(setup::check_prd(file, &text)?)
         }
         None => None,
@@ -250,8 +251,7 @@ fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, Sta
     for w in setup::warnings(&state) {
         report.push_str(&format!("{w}\n"));
     }
-    if let Some(b) = store::read_optional(&paths.blocker).ok().flatten() {
-        let b = ralph_core::blocker::Blocker::parse(&b);
+    if let Some(b) = paths.read_blocker() {
         report.push_str(&format!(
             "⚠️ .ralph-blocker.md is present (story {}): the loop halts at its first stop unless that story passes or you delete the file.\n",
             if b.story_id.is_empty() { "?" } else { &b.story_id }
@@ -278,7 +278,7 @@ fn show(paths: &LoopPaths) -> ExitCode {
             let prd = state
                 .prd_file
                 .as_deref()
-                .and_then(|f| store::read_prd(&paths.root, f).ok());
+                .and_then(|f| paths.read_prd(f).ok());
             println!(
                 "A Ralph loop is active (iteration {}).",
                 state.iteration_label(state.iteration)

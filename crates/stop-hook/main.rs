@@ -7,14 +7,12 @@
 //! is never trapped in a loop nobody can explain.
 
 use ralph_core::activity::{self, Action, Entry};
-use ralph_core::blocker::Blocker;
 use ralph_core::decision::{Code, Decision, StopContext, decide};
 use ralph_core::hook_input::HookInput;
 use ralph_core::hook_output::{HookOutput, fail_open};
-use ralph_core::paths::{LoopPaths, STATE_FILE, project_root_from_env};
+use ralph_core::paths::{LoopPaths, PrdReadError, STATE_FILE, StateFile, project_root_from_env};
 use ralph_core::prd::Prd;
 use ralph_core::queue::{self, QueueAction};
-use ralph_core::reinject::Injected;
 use ralph_core::state::{self, LoopState};
 use ralph_core::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use ralph_core::verify::{self, CheckResult, VerifyLog};
@@ -188,11 +186,10 @@ enum Step {
 fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, StoreError> {
     let done = |out| Ok(Step::Done(out));
     let session = input.session();
-    let text = match store::read_optional(&paths.state) {
-        Ok(Some(text)) => text,
+    let (text, state) = match paths.read_state() {
         // Cancelled between our existence check and the lock.
-        Ok(None) => return done(HookOutput::Nothing),
-        Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
+        StateFile::Missing => return done(HookOutput::Nothing),
+        StateFile::Unreadable(e) if e.is_not_text() => {
             return done(corrupt(
                 paths,
                 session,
@@ -200,26 +197,20 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
                 "the file is not UTF-8 text".into(),
             )?);
         }
-        Err(e) => return Err(e),
-    };
-    let state = match LoopState::parse(&text) {
-        Ok(state) => state,
-        Err(e) => {
+        StateFile::Unreadable(e) => return Err(e),
+        StateFile::Corrupt { text, error } => {
             // A corrupt file that names another session is that session's to report.
             if frontmatter::scan(&text, "session_id")
                 .is_some_and(|owner| !owner.is_empty() && owner != session)
             {
                 return done(HookOutput::Nothing);
             }
-            return done(corrupt(
-                paths,
-                session,
-                frontmatter::scan(&text, "iteration")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0),
-                e.to_string(),
-            )?);
+            let iteration = frontmatter::scan(&text, "iteration")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            return done(corrupt(paths, session, iteration, error.to_string())?);
         }
+        StateFile::Loop { text, state } => (text, state),
     };
     if !state.session_id.is_empty() && state.session_id != session {
         return done(HookOutput::Nothing);
@@ -265,18 +256,9 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
         QueueAction::Answer { .. } | QueueAction::None => {}
     }
     let said = assistant_text(input, &state, turn.as_ref());
-    let prd = state
-        .prd_file
-        .as_deref()
-        .map(|file| store::read_prd(&paths.root, file));
-    let blocker = store::read_optional(&paths.blocker)
-        .ok()
-        .flatten()
-        .map(|t| Blocker::parse(&t));
-    let last_injected = store::read_optional(&paths.last_injected)
-        .ok()
-        .flatten()
-        .and_then(|t| Injected::parse(&t));
+    let prd = state.prd_file.as_deref().map(|file| paths.read_prd(file));
+    let blocker = paths.read_blocker();
+    let last_injected = paths.read_last_injected();
 
     // The breaker judges the turn from its tools (progress::turn_effect);
     // git is asked only when the tools cannot tell, or when a check may run.
@@ -301,11 +283,7 @@ fn step(paths: &LoopPaths, input: &HookInput, checks: &Checks) -> Result<Step, S
         )
     };
     next.yielded = false;
-    let mut log = store::read_optional(&paths.verify)
-        .ok()
-        .flatten()
-        .map(|t| VerifyLog::parse(&t))
-        .unwrap_or_default();
+    let mut log = paths.read_verify_log().unwrap_or_default();
     for (id, result) in &checks.stories {
         log.stories.insert(id.clone(), result.clone());
     }
@@ -404,7 +382,7 @@ fn answer_queued(paths: &LoopPaths, out: HookOutput, action: &QueueAction) -> Ho
 fn completion_claimed(
     state: &LoopState,
     said: Option<&str>,
-    prd: Option<&Result<Prd, String>>,
+    prd: Option<&Result<Prd, PrdReadError>>,
     log: &VerifyLog,
 ) -> bool {
     match prd {

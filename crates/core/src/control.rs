@@ -9,7 +9,7 @@ use crate::args::USAGE;
 use crate::clock;
 use crate::decision::Code;
 use crate::fmt::short_session as short;
-use crate::paths::LoopPaths;
+use crate::paths::{LoopPaths, StateFile};
 use crate::setup::Status;
 use crate::state::LoopState;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
@@ -24,21 +24,11 @@ pub enum ReadState {
 }
 
 pub fn read_state(paths: &LoopPaths) -> ReadState {
-    match store::read_optional(&paths.state) {
-        Ok(None) => ReadState::None,
-        Err(e) => ReadState::Corrupt(e.to_string()),
-        Ok(Some(text)) => match LoopState::parse(&text) {
-            Ok(state) => {
-                let age = std::fs::metadata(&paths.state)
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .map(|d| d.as_secs())
-                    .unwrap_or(0);
-                ReadState::Loop(Box::new(state), age)
-            }
-            Err(e) => ReadState::Corrupt(e.to_string()),
-        },
+    match paths.read_state() {
+        StateFile::Missing => ReadState::None,
+        StateFile::Unreadable(e) => ReadState::Corrupt(e.to_string()),
+        StateFile::Corrupt { error, .. } => ReadState::Corrupt(error.to_string()),
+        StateFile::Loop { state, .. } => ReadState::Loop(Box::new(state), paths.state_age_secs()),
     }
 }
 
@@ -113,14 +103,8 @@ pub fn status(paths: &LoopPaths) -> Status {
         ReadState::None => Status::new(project, None, None, None, last),
         ReadState::Corrupt(e) => Status::new(project, None, Some(e), None, last),
         ReadState::Loop(state, _) => {
-            let checks = store::read_optional(&paths.verify)
-                .ok()
-                .flatten()
-                .map(|t| crate::verify::VerifyLog::parse(&t));
-            let prd = state
-                .prd_file
-                .as_deref()
-                .map(|f| store::read_prd(&paths.root, f));
+            let checks = paths.read_verify_log();
+            let prd = state.prd_file.as_deref().map(|f| paths.read_prd(f));
             let mut status = Status::new(project, Some(state.as_ref()), None, prd.as_ref(), last);
             status.verify = state.verify.clone();
             status.checks = checks;

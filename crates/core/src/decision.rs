@@ -5,6 +5,7 @@
 
 use crate::blocker::Blocker;
 use crate::fmt::plural;
+use crate::paths::PrdReadError;
 use crate::prd::{Prd, Story};
 use crate::promise;
 use crate::reinject::Injected;
@@ -18,7 +19,7 @@ pub struct StopContext<'a> {
     /// The assistant's text of this turn, as far as it could be seen.
     pub assistant_text: Option<&'a str>,
     /// PRD mode: the PRD as read now, or why it could not be read.
-    pub prd: Option<&'a Result<Prd, String>>,
+    pub prd: Option<&'a Result<Prd, PrdReadError>>,
     pub blocker: Option<&'a Blocker>,
     pub last_injected: Option<&'a Injected>,
     /// Check results so far (stories, and the loop's own `verify`).
@@ -198,7 +199,7 @@ fn decide_plain(cx: &StopContext) -> Decision {
     }
 }
 
-fn decide_prd(cx: &StopContext, prd: &Result<Prd, String>) -> Decision {
+fn decide_prd(cx: &StopContext, prd: &Result<Prd, PrdReadError>) -> Decision {
     let state = cx.state;
     let n = state.iteration;
     let prd_name = state.prd_file.as_deref().unwrap_or("prd.json");

@@ -51,8 +51,8 @@ const THREE: &str = r#"{"userStories":[
   {"id":"US-2","title":"API","priority":2,"passes":false,"depends_on":["US-1"],"acceptanceCriteria":["GET works"]},
   {"id":"US-3","title":"UI","priority":1,"passes":false,"depends_on":["US-2"]}]}"#;
 
-fn prd(json: &str) -> Result<Prd, String> {
-    Prd::parse(json).map_err(|e| e.to_string())
+fn prd(json: &str) -> Result<Prd, PrdReadError> {
+    Ok(Prd::parse(json)?)
 }
 
 #[test]
@@ -343,7 +343,7 @@ fn reinjection_escalates_then_stops() {
 #[test]
 fn invalid_prd_asks_for_repair() {
     let s = prd_state(2, &["US-1"]);
-    let bad: Result<Prd, String> = Err("not valid JSON: EOF".into());
+    let bad: Result<Prd, PrdReadError> = Err(crate::prd::PrdError::NotJson("EOF".into()).into());
     let c = StopContext {
         prd: Some(&bad),
         ..cx(&s, None)

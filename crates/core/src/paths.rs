@@ -6,8 +6,18 @@
 //! loses the state. The git root is found by walking up for `.git` rather than
 //! by spawning git: hooks run on every turn and a process spawn costs more than
 //! the whole hook.
+//!
+//! `LoopPaths` also reads its files, typed (`read_state`, `read_verify_log`,
+//! ...): the one place where a loop file's text becomes a value. Does I/O.
 
+use crate::blocker::Blocker;
+use crate::prd::{Prd, PrdError};
+use crate::reinject::Injected;
+use crate::state::{LoopState, StateError};
+use crate::store::{self, StoreError};
+use crate::verify::VerifyLog;
 use std::path::{Path, PathBuf};
+use thiserror::Error;
 
 /// The state file, relative to the project root (same name as the official plugin).
 pub const STATE_FILE: &str = ".claude/ralph-loop.local.md";
@@ -52,6 +62,96 @@ impl LoopPaths {
             root,
         }
     }
+}
+
+/// The state file, as read.
+#[derive(Debug)]
+pub enum StateFile {
+    /// No loop.
+    Missing,
+    /// There, but not readable as text (not UTF-8, not a regular file, an I/O error).
+    Unreadable(StoreError),
+    /// Text that is not a valid loop state.
+    Corrupt {
+        text: String,
+        error: StateError,
+    },
+    Loop {
+        text: String,
+        state: LoopState,
+    },
+}
+
+/// A file the user named (a PRD, a prompt file) could not be read.
+#[derive(Debug, Error)]
+pub enum FileError {
+    #[error("no such file ({})", .0.display())]
+    Missing(PathBuf),
+    #[error(transparent)]
+    Unreadable(#[from] StoreError),
+}
+
+/// Why the loop's PRD cannot be used.
+#[derive(Debug, Error)]
+pub enum PrdReadError {
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error(transparent)]
+    Invalid(#[from] PrdError),
+}
+
+impl LoopPaths {
+    /// The state file, read and parsed.
+    pub fn read_state(&self) -> StateFile {
+        match store::read_optional(&self.state) {
+            Ok(None) => StateFile::Missing,
+            Err(e) => StateFile::Unreadable(e),
+            Ok(Some(text)) => match LoopState::parse(&text) {
+                Ok(state) => StateFile::Loop { text, state },
+                Err(error) => StateFile::Corrupt { text, error },
+            },
+        }
+    }
+
+    /// Seconds since the state file was last written (0 when unknown).
+    pub fn state_age_secs(&self) -> u64 {
+        std::fs::metadata(&self.state)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .map_or(0, |d| d.as_secs())
+    }
+
+    /// Check results so far; `None` when there are none (or they cannot be read).
+    pub fn read_verify_log(&self) -> Option<VerifyLog> {
+        read_hint(&self.verify).map(|t| VerifyLog::parse(&t))
+    }
+
+    /// The agent's blocker, if it wrote one.
+    pub fn read_blocker(&self) -> Option<Blocker> {
+        read_hint(&self.blocker).map(|t| Blocker::parse(&t))
+    }
+
+    /// The re-injection counter, if it is there and readable.
+    pub fn read_last_injected(&self) -> Option<Injected> {
+        read_hint(&self.last_injected).and_then(|t| Injected::parse(&t))
+    }
+
+    /// A file the user named, relative to the project root (or absolute).
+    pub fn read_project_file(&self, file: &str) -> Result<String, FileError> {
+        let path = self.root.join(file);
+        store::read_optional(&path)?.ok_or(FileError::Missing(path))
+    }
+
+    /// The loop's PRD as it reads now (structure only, not validated).
+    pub fn read_prd(&self, file: &str) -> Result<Prd, PrdReadError> {
+        Ok(Prd::parse(&self.read_project_file(file)?)?)
+    }
+}
+
+/// A sidecar file whose absence or unreadability only means "no hint".
+fn read_hint(path: &Path) -> Option<String> {
+    store::read_optional(path).ok().flatten()
 }
 
 /// Resolve the project root from `CLAUDE_PROJECT_DIR` (when non-empty) or `cwd`.

@@ -6,6 +6,7 @@ use crate::args::{ArgsError, StartArgs};
 use crate::decision::story_prompt;
 use crate::fmt::{duration, plural, short_session as short};
 use crate::frontmatter;
+use crate::paths::PrdReadError;
 use crate::prd::{Prd, PrdError};
 use crate::reinject::Injected;
 use crate::state::{DEFAULT_MAX_STALLS, DEFAULT_MAX_STORY_ATTEMPTS, DEFAULT_PRD_PROMPT, LoopState};
@@ -351,7 +352,7 @@ impl Status {
         project: String,
         state: Option<&LoopState>,
         corrupt: Option<String>,
-        prd: Option<&Result<Prd, String>>,
+        prd: Option<&Result<Prd, PrdReadError>>,
         last: Option<Entry>,
     ) -> Status {
         let prd = state
@@ -376,7 +377,7 @@ impl Status {
                 }
                 Err(e) => PrdStatus {
                     file,
-                    error: Some(e.clone()),
+                    error: Some(e.to_string()),
                     passing: 0,
                     total: 0,
                     next_story: None,

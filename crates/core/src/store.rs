@@ -43,6 +43,11 @@ impl StoreError {
             source,
         }
     }
+
+    /// The file is there but is not UTF-8 text.
+    pub fn is_not_text(&self) -> bool {
+        matches!(self, StoreError::Io { source, .. } if source.kind() == io::ErrorKind::InvalidData)
+    }
 }
 
 /// How long a hook waits for the loop lock before giving up (and failing open).
@@ -254,23 +259,6 @@ pub fn read_optional(path: &Path) -> Result<Option<String>, StoreError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(StoreError::io(path, e)),
     }
-}
-
-/// A file the user named, relative to the project root (or absolute); a
-/// missing file is an error here, worded for the user.
-pub fn read_project_file(root: &Path, file: &str) -> Result<String, String> {
-    let path = root.join(file);
-    match read_optional(&path) {
-        Ok(Some(text)) => Ok(text),
-        Ok(None) => Err(format!("no such file ({})", path.display())),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// The loop's PRD as it reads now, or why it cannot be read.
-pub fn read_prd(root: &Path, file: &str) -> Result<crate::prd::Prd, String> {
-    read_project_file(root, file)
-        .and_then(|text| crate::prd::Prd::parse(&text).map_err(|e| e.to_string()))
 }
 
 /// Remove a file; a file already gone is fine (cancel is idempotent).
