@@ -333,6 +333,9 @@ pub struct Status {
     /// The last check results (loop and stories).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checks: Option<crate::verify::VerifyLog>,
+    /// Seconds a check may take (for the wording of a timeout).
+    #[serde(skip)]
+    pub verify_timeout: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -397,6 +400,7 @@ impl Status {
             last_decision: last,
             verify: None,
             checks: None,
+            verify_timeout: state.map_or(crate::verify::DEFAULT_TIMEOUT_SECS, |s| s.verify_timeout),
         }
     }
 
@@ -454,16 +458,14 @@ impl Status {
         }
         if let Some(checks) = &self.checks {
             let line = |who: &str, r: &crate::verify::CheckResult| {
+                let outcome = if r.passed() {
+                    "passed".to_string()
+                } else {
+                    format!("FAILED ({})", r.status_text(self.verify_timeout))
+                };
                 format!(
-                    "  check:     {who}: `{}` {} at {}\n",
-                    r.command,
-                    match (r.passed(), r.timed_out, r.exit) {
-                        (true, _, _) => "passed".to_string(),
-                        (false, true, _) => "FAILED (timed out)".to_string(),
-                        (false, false, Some(code)) => format!("FAILED (exit {code})"),
-                        (false, false, None) => "FAILED (killed)".to_string(),
-                    },
-                    r.time
+                    "  check:     {who}: `{}` {outcome} at {}\n",
+                    r.command, r.time
                 )
             };
             if let Some(r) = &checks.r#loop {

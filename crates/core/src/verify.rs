@@ -42,7 +42,9 @@ impl CheckResult {
         self.exit == Some(0) && !self.timed_out
     }
 
-    /// `exit 1`, `timed out after 300 s`, `could not start`.
+    /// How a check that did not pass ended, in the words every message uses:
+    /// `exit 1`, `timed out after 300 s`, `could not be started, or was
+    /// killed by a signal`.
     pub fn status_text(&self, timeout_secs: u64) -> String {
         match (self.timed_out, self.exit) {
             (true, _) => format!("timed out after {timeout_secs} s"),
