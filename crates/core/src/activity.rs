@@ -39,6 +39,59 @@ impl Action {
     }
 }
 
+/// Why a Stop (or a cancel) decided what it did: the `reason` code of a log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// Plain mode: the prompt is fed again.
+    Continue,
+    /// PRD mode: the next story is fed.
+    Story,
+    /// PRD mode: the promise was printed while stories still fail.
+    PromiseRefused,
+    /// PRD mode: prd.json cannot be read; the agent is asked to repair it.
+    PrdInvalid,
+    /// PRD mode: stories recorded at start are gone and nothing else can run.
+    StoriesVanished,
+    /// Completion (or a story) was claimed, and its check failed.
+    VerifyFailed,
+    Complete,
+    AllStoriesPass,
+    MaxIterations,
+    Cancelled,
+    Blocked,
+    Deadlock,
+    StoryStuck,
+    /// The no-progress breaker: the tree did not change for `max_stalls` iterations.
+    Stalled,
+    /// The state file does not parse (decided from the file alone, before `decide`).
+    Corrupt,
+    /// A Stop let the turn end for a message the user typed meanwhile.
+    UserMessage,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Continue => "continue",
+            Code::Story => "story",
+            Code::PromiseRefused => "promise_refused",
+            Code::PrdInvalid => "prd_invalid",
+            Code::StoriesVanished => "stories_vanished",
+            Code::VerifyFailed => "verify_failed",
+            Code::Complete => "complete",
+            Code::AllStoriesPass => "all_stories_pass",
+            Code::MaxIterations => "max_iterations",
+            Code::Cancelled => "cancelled",
+            Code::Blocked => "blocked",
+            Code::Deadlock => "deadlock",
+            Code::StoryStuck => "story_stuck",
+            Code::Stalled => "stalled",
+            Code::Corrupt => "corrupt",
+            Code::UserMessage => "user_message",
+        }
+    }
+}
+
 /// The reason code of a claim.
 pub const CLAIMED: &str = "claimed";
 

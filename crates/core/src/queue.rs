@@ -154,6 +154,13 @@ pub enum QueueAction {
     Answer { status: bool, help: bool },
 }
 
+impl QueueAction {
+    /// The Stop does this instead of the loop's own step (a cancel, a yield).
+    pub fn preempts(&self) -> bool {
+        matches!(self, QueueAction::Cancel { .. } | QueueAction::Yield { .. })
+    }
+}
+
 /// Decide on the messages queued after `seen` (the timestamp of the newest
 /// queued message an earlier Stop already answered). A cancel wins over
 /// everything; a message for the model over answers.

@@ -3,13 +3,13 @@
 
 use crate::activity::Entry;
 use crate::args::{ArgsError, StartArgs};
-use crate::decision::story_prompt;
 use crate::fmt::{duration, plural, short_session as short};
 use crate::frontmatter;
 use crate::paths::PrdReadError;
 use crate::prd::{Prd, PrdError};
 use crate::reinject::Injected;
 use crate::state::{DEFAULT_MAX_STALLS, DEFAULT_MAX_STORY_ATTEMPTS, DEFAULT_PRD_PROMPT, LoopState};
+use crate::stop::text::story_prompt;
 use serde::Serialize;
 use thiserror::Error;
 

@@ -315,6 +315,30 @@ pub fn with_iteration(text: &str, iteration: u64) -> Option<String> {
     Some(updated_text(text, &LoopState { iteration, ..state }))
 }
 
+/// A loop state for tests: `iteration` of `max` (0 = no cap), with `promise`.
+#[cfg(test)]
+pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopState {
+    LoopState {
+        active: true,
+        iteration,
+        session_id: "s".into(),
+        max_iterations: max,
+        completion_promise: promise.map(str::to_string),
+        started_at: None,
+        prd_file: None,
+        story_ids: vec![],
+        max_story_attempts: DEFAULT_MAX_STORY_ATTEMPTS,
+        verify: None,
+        verify_timeout: 300,
+        max_stalls: 3,
+        stalls: 0,
+        last_fingerprint: None,
+        queue_seen: None,
+        yielded: false,
+        prompt: "Fix the bug\n---\niteration: 7\n".into(),
+    }
+}
+
 /// A string as a YAML double-quoted scalar.
 pub fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())

@@ -1,0 +1,137 @@
+//! Carrying out a Stop's decision: the one place that writes for a Stop
+//! (state, re-injection counter, blocker, check results, activity log),
+//! and the answer to a queued status or help request. Does I/O, under the
+//! loop lock.
+
+use super::decide::{Decision, Next};
+use super::inputs::{Corrupt, StopInputs};
+use super::plan::Plan;
+use super::text;
+use crate::activity::{self, Action, CLAIMED, Code, Entry};
+use crate::clock;
+use crate::control;
+use crate::fmt;
+use crate::hook_output::HookOutput;
+use crate::paths::LoopPaths;
+use crate::queue::QueueAction;
+use crate::state::{self, LoopState};
+use crate::store::{self, StoreError};
+
+/// Write what the decision changes; the hook's answer.
+pub fn apply(
+    paths: &LoopPaths,
+    inputs: &StopInputs,
+    plan: &Plan,
+    decision: Decision,
+) -> Result<HookOutput, StoreError> {
+    let session = inputs.session.as_str();
+    let state = &inputs.state;
+    if plan.ran_checks {
+        let _ = store::atomic_write(&paths.verify, plan.verify_log.render().as_bytes());
+    }
+    if plan.claims {
+        // Recorded for `status`; a failure shows with the decision's own.
+        let claim = Entry::now(session, state.iteration, Action::Claim, CLAIMED);
+        let _ = log(paths, claim);
+    }
+    let code = decision.code.as_str();
+    let mut message = decision.system_message;
+    let (entry, reason) = match decision.next {
+        Next::Feed {
+            iteration,
+            reason,
+            injected,
+        } => {
+            // Save before blocking: a block whose increment was not saved could
+            // loop past the cap forever.
+            save(paths, inputs, &plan.state_after(inputs, iteration))?;
+            if let Some(injected) = injected
+                && let Err(e) =
+                    store::overwrite_hint(&paths.last_injected, injected.render().as_bytes())
+            {
+                message.push_str(&format!(" (re-injection counter not saved: {e})"));
+            }
+            (
+                Entry::now(session, iteration, Action::Block, code),
+                Some(reason),
+            )
+        }
+        Next::Pause => {
+            save(paths, inputs, &plan.state_paused(inputs))?;
+            (
+                Entry::now(session, state.iteration, Action::Yield, code),
+                None,
+            )
+        }
+        Next::End { iterations } => {
+            remove_loop(paths)?;
+            let entry = Entry::now(session, iterations, Action::End, code);
+            (entry.with_message(Some(&message)), None)
+        }
+        Next::Cancel => {
+            remove_loop(paths)?;
+            (control::cancel_entry(state, Some(&message)), None)
+        }
+    };
+    if decision.remove_blocker {
+        let _ = store::remove_if_present(&paths.blocker);
+    }
+    if let Err(e) = log(paths, entry.with_story(decision.story)) {
+        message.push_str(&format!(" (activity log not written: {e})"));
+    }
+    Ok(match reason {
+        Some(reason) => HookOutput::Block {
+            reason,
+            system_message: Some(message),
+        },
+        None => HookOutput::allow(message),
+    })
+}
+
+/// A queued `/ralph-status` or `/ralph-help` is answered in the Stop's
+/// message, once the decision is applied (so the status is current).
+pub fn answer_queued(paths: &LoopPaths, out: HookOutput, queue: &QueueAction) -> HookOutput {
+    let QueueAction::Answer { status, help } = queue else {
+        return out;
+    };
+    let mut out = out;
+    if *status {
+        out = out.with_message_line(control::status(paths).to_text().trim_end());
+    }
+    if *help {
+        out = out.with_message_line(&control::help_text());
+    }
+    out
+}
+
+fn save(paths: &LoopPaths, inputs: &StopInputs, next: &LoopState) -> Result<(), StoreError> {
+    let updated = state::updated_text(&inputs.text, next);
+    store::atomic_write(&paths.state, updated.as_bytes())
+}
+
+/// The loop is over: its state and counter go (the log stays).
+fn remove_loop(paths: &LoopPaths) -> Result<(), StoreError> {
+    store::remove_if_present(&paths.state)?;
+    let _ = store::remove_if_present(&paths.last_injected);
+    Ok(())
+}
+
+/// A corrupt state file: stop the loop, keep the file aside, say which field.
+pub fn corrupt(
+    paths: &LoopPaths,
+    session: &str,
+    corrupt: &Corrupt,
+) -> Result<HookOutput, StoreError> {
+    let kept = store::move_aside(&paths.state, clock::unix_now())?;
+    let _ = store::remove_if_present(&paths.last_injected);
+    let kept = fmt::relative(&paths.root, &kept);
+    let message = text::corrupt(corrupt.iteration, &corrupt.why, &kept);
+    let code = Code::Corrupt.as_str();
+    let entry = Entry::now(session, corrupt.iteration, Action::End, code);
+    let _ = log(paths, entry.with_message(Some(&message)));
+    Ok(HookOutput::allow(message))
+}
+
+fn log(paths: &LoopPaths, entry: Entry) -> Result<(), StoreError> {
+    activity::append(&paths.log, &entry)
+}

@@ -1,0 +1,396 @@
+//! The Stop's decision: pure. [`judge`] applies the rules in their order and
+//! says what happens as data (an [`Outcome`]); `text` words it; [`decide`]
+//! does both. The order, for a loop this session owns:
+//!
+//! 1. what the user queued meanwhile comes first: a `/cancel-ralph` ends the
+//!    loop, any other message (not a status or help request, which is
+//!    answered with the decision) lets the turn end without advancing it;
+//!    then a cancelled state (`active: false`) ends the loop;
+//! 2. plain mode: completion (see `completion`), then a blocker, then the
+//!    cap, then the no-progress breaker; else the prompt is fed again;
+//! 3. PRD mode: an unreadable PRD is fed back for repair (the cap still
+//!    applies); a blocker halts unless its story passes; then completion,
+//!    the cap, the breaker; then the next runnable story is fed, or the
+//!    vanished stories, or the loop halts on a dependency deadlock;
+//! 4. whatever is fed again and again (a story, a repair) stops the loop
+//!    after `max_story_attempts` feeds in a row.
+
+use super::completion::{self, Completion, JudgedPrd, Refusal};
+use super::inputs::StopInputs;
+use super::plan::Plan;
+use super::text;
+use crate::activity::Code;
+use crate::blocker::Blocker;
+use crate::paths::PrdReadError;
+use crate::prd::Story;
+use crate::promise;
+use crate::queue::QueueAction;
+use crate::reinject::Injected;
+use crate::state::LoopState;
+use crate::verify::CheckResult;
+
+/// Everything the decision depends on.
+#[derive(Debug, Clone, Copy)]
+pub struct StopContext<'a> {
+    pub state: &'a LoopState,
+    /// The assistant's text of this turn, as far as it could be seen.
+    pub said: Option<&'a str>,
+    /// PRD mode: the PRD as judged now, or why it cannot be read.
+    pub prd: Option<Result<&'a JudgedPrd<'a>, &'a PrdReadError>>,
+    pub blocker: Option<&'a Blocker>,
+    pub last_injected: Option<&'a Injected>,
+    pub completion: &'a Completion,
+    /// What the user queued meanwhile asks for.
+    pub queue: &'a QueueAction,
+    /// Iterations in a row, this one included, that left the tree unchanged.
+    pub stalls: u32,
+}
+
+impl<'a> StopContext<'a> {
+    pub fn new(inputs: &'a StopInputs, plan: &'a Plan<'a>) -> StopContext<'a> {
+        StopContext {
+            state: &inputs.state,
+            said: inputs.said.as_deref(),
+            prd: plan.prd.as_ref().map(|p| p.as_ref().map_err(|e| *e)),
+            blocker: inputs.blocker.as_ref(),
+            last_injected: inputs.last_injected.as_ref(),
+            completion: &plan.completion,
+            queue: &plan.queue,
+            stalls: plan.stalls,
+        }
+    }
+}
+
+/// What a PRD loop feeds; the re-injection counter counts feeds of the
+/// same key in a row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FeedKey {
+    Story(String),
+    /// The loop's final check failed while every story passes.
+    FinalCheck,
+    /// The PRD cannot be read.
+    PrdInvalid,
+    /// Stories vanished and nothing else can run.
+    Vanished,
+}
+
+impl FeedKey {
+    /// As kept in the counter file: the story id, or a name in parentheses.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FeedKey::Story(id) => id,
+            FeedKey::FinalCheck => "(verify)",
+            FeedKey::PrdInvalid => "(prd-invalid)",
+            FeedKey::Vanished => "(vanished)",
+        }
+    }
+}
+
+/// How a PRD stands, as the model is told with a feed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing<'a> {
+    pub passing: usize,
+    /// Stories in all, the vanished ones included.
+    pub total: usize,
+    pub vanished: &'a [String],
+    /// The promise was printed while these stories fail: refused.
+    pub early_promise: Option<Vec<&'a str>>,
+}
+
+/// What a Stop does, as data.
+#[derive(Debug, Clone)]
+pub enum Outcome<'a> {
+    /// The user queued this cancel command: the loop ends.
+    CancelledByUser(&'a str),
+    /// The user queued a message: the turn ends so the model gets it; the
+    /// loop goes on at the next Stop.
+    Yield,
+    // The loop ends.
+    Cancelled,
+    Complete,
+    AllStoriesPass {
+        total: usize,
+    },
+    MaxIterations,
+    Stalled,
+    Blocked(&'a Blocker),
+    /// Each failing story with the dependencies it waits on.
+    Deadlock(Vec<(String, Vec<String>)>),
+    StoryStuck(FeedKey),
+    // The loop goes on, fed with:
+    /// Plain mode: the prompt, with why a claim was refused or a tag did not match.
+    Prompt {
+        refused: Option<&'a Refusal>,
+        mismatched_tag: bool,
+    },
+    PrdInvalid(&'a PrdReadError),
+    FinalCheckFailed(&'a Refusal),
+    Vanished(Standing<'a>),
+    Story {
+        story: &'a Story,
+        standing: Standing<'a>,
+        /// The story claims `passes`, but its check failed.
+        refused: Option<&'a CheckResult>,
+    },
+}
+
+impl Outcome<'_> {
+    pub fn code(&self) -> Code {
+        match self {
+            Outcome::CancelledByUser(_) | Outcome::Cancelled => Code::Cancelled,
+            Outcome::Yield => Code::UserMessage,
+            Outcome::Complete => Code::Complete,
+            Outcome::AllStoriesPass { .. } => Code::AllStoriesPass,
+            Outcome::MaxIterations => Code::MaxIterations,
+            Outcome::Stalled => Code::Stalled,
+            Outcome::Blocked(_) => Code::Blocked,
+            Outcome::Deadlock(_) => Code::Deadlock,
+            Outcome::StoryStuck(_) => Code::StoryStuck,
+            Outcome::Prompt { refused: None, .. } => Code::Continue,
+            Outcome::Prompt {
+                refused: Some(_), ..
+            }
+            | Outcome::FinalCheckFailed(_) => Code::VerifyFailed,
+            Outcome::PrdInvalid(_) => Code::PrdInvalid,
+            Outcome::Vanished(_) => Code::StoriesVanished,
+            Outcome::Story {
+                refused: Some(_), ..
+            } => Code::VerifyFailed,
+            Outcome::Story { standing, .. } if standing.early_promise.is_some() => {
+                Code::PromiseRefused
+            }
+            Outcome::Story { .. } => Code::Story,
+        }
+    }
+
+    /// Whether the loop ends here.
+    pub fn ends(&self) -> bool {
+        matches!(
+            self,
+            Outcome::CancelledByUser(_)
+                | Outcome::Cancelled
+                | Outcome::Complete
+                | Outcome::AllStoriesPass { .. }
+                | Outcome::MaxIterations
+                | Outcome::Stalled
+                | Outcome::Blocked(_)
+                | Outcome::Deadlock(_)
+                | Outcome::StoryStuck(_)
+        )
+    }
+
+    /// The story the log line is about.
+    pub fn story(&self) -> Option<String> {
+        match self {
+            Outcome::Story { story, .. } => Some(story.id.clone()),
+            Outcome::StoryStuck(key) => Some(key.as_str().to_string()),
+            Outcome::Blocked(b) => (!b.story_id.is_empty()).then(|| b.story_id.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The judgement of a Stop: what happens, and what it changes besides.
+#[derive(Debug, Clone)]
+pub struct Judgement<'a> {
+    pub outcome: Outcome<'a>,
+    /// The new re-injection counter, to be written.
+    pub injected: Option<Injected>,
+    /// The blocker's story passes: the blocker file is removed.
+    pub remove_blocker: bool,
+}
+
+/// What to do, and what to tell the model and the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub code: Code,
+    pub system_message: String,
+    pub story: Option<String>,
+    pub remove_blocker: bool,
+    pub next: Next,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Block the stop and feed `reason` as the next user turn, `iteration`.
+    Feed {
+        iteration: u64,
+        reason: String,
+        /// The new re-injection counter (PRD mode), to be written.
+        injected: Option<Injected>,
+    },
+    /// Let the turn end without advancing the loop (the user's message is
+    /// the next turn); the loop goes on at the next Stop.
+    Pause,
+    /// Let the session stop: the loop is over after `iterations`.
+    End { iterations: u64 },
+    /// Let the session stop: the user cancelled the loop.
+    Cancel,
+}
+
+/// Decide one Stop of a loop this session owns.
+pub fn decide(cx: &StopContext) -> Decision {
+    text::render(cx, judge(cx))
+}
+
+/// The rules, in their order (see the module's doc).
+pub fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
+    match cx.queue {
+        QueueAction::Cancel { typed } => return alone(Outcome::CancelledByUser(typed)),
+        QueueAction::Yield { .. } => return alone(Outcome::Yield),
+        QueueAction::Answer { .. } | QueueAction::None => {}
+    }
+    if !cx.state.active {
+        return alone(Outcome::Cancelled);
+    }
+    match cx.prd {
+        None => judge_plain(cx),
+        Some(Err(why)) => match cap_reached(cx.state) {
+            Some(end) => alone(end),
+            None => feed(cx, FeedKey::PrdInvalid, Outcome::PrdInvalid(why), false),
+        },
+        Some(Ok(prd)) => judge_prd(cx, prd),
+    }
+}
+
+fn judge_plain<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
+    let refused = match cx.completion {
+        Completion::Complete => return alone(Outcome::Complete),
+        Completion::Refused(refusal) => Some(refusal),
+        Completion::NotClaimed => None,
+    };
+    if let Some(blocker) = cx.blocker {
+        return alone(Outcome::Blocked(blocker));
+    }
+    if let Some(end) = limit_reached(cx) {
+        return alone(end);
+    }
+    let mismatched_tag = refused.is_none()
+        && cx.state.completion_promise.is_some()
+        && promise::has_any_tag(cx.said.unwrap_or(""));
+    Judgement {
+        outcome: Outcome::Prompt {
+            refused,
+            mismatched_tag,
+        },
+        injected: None,
+        remove_blocker: false,
+    }
+}
+
+fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'a> {
+    let prd = judged.prd.as_ref();
+    let mut remove_blocker = false;
+    if let Some(blocker) = cx.blocker {
+        match prd.story(&blocker.story_id) {
+            Some(story) if story.passes => remove_blocker = true,
+            _ => return alone(Outcome::Blocked(blocker)),
+        }
+    }
+    let with_blocker = |outcome| Judgement {
+        outcome,
+        injected: None,
+        remove_blocker,
+    };
+    match cx.completion {
+        Completion::Complete => {
+            let total = prd.stories.len();
+            return with_blocker(Outcome::AllStoriesPass { total });
+        }
+        Completion::Refused(refusal) => {
+            return match limit_reached(cx) {
+                Some(end) => alone(end),
+                None => feed(
+                    cx,
+                    FeedKey::FinalCheck,
+                    Outcome::FinalCheckFailed(refusal),
+                    remove_blocker,
+                ),
+            };
+        }
+        Completion::NotClaimed => {}
+    }
+    if let Some(end) = limit_reached(cx) {
+        return alone(end);
+    }
+    let (passing, total) = prd.progress();
+    let vanished = judged.vanished.as_slice();
+    let early_promise = completion::promise_kept(cx.state, cx.said).then(|| {
+        let failing = prd.stories.iter().filter(|s| !s.passes);
+        let ids = failing.map(|s| s.id.as_str());
+        ids.chain(vanished.iter().map(String::as_str)).collect()
+    });
+    let standing = Standing {
+        passing,
+        total: total + vanished.len(),
+        vanished,
+        early_promise,
+    };
+    let Some(story) = prd.next_runnable() else {
+        if !vanished.is_empty() {
+            let outcome = Outcome::Vanished(standing);
+            return feed(cx, FeedKey::Vanished, outcome, remove_blocker);
+        }
+        return with_blocker(Outcome::Deadlock(prd.unmet_dependencies()));
+    };
+    let outcome = Outcome::Story {
+        story,
+        standing,
+        refused: judged.refused.get(&story.id),
+    };
+    feed(
+        cx,
+        FeedKey::Story(story.id.clone()),
+        outcome,
+        remove_blocker,
+    )
+}
+
+/// Feed `outcome`, counting consecutive feeds of `key`; stop when the same
+/// key was fed more than `max_story_attempts` times in a row.
+fn feed<'a>(
+    cx: &StopContext,
+    key: FeedKey,
+    outcome: Outcome<'a>,
+    remove_blocker: bool,
+) -> Judgement<'a> {
+    let injected = Injected::next(cx.last_injected, key.as_str());
+    if injected.count > cx.state.max_story_attempts {
+        return Judgement {
+            outcome: Outcome::StoryStuck(key),
+            injected: None,
+            remove_blocker,
+        };
+    }
+    Judgement {
+        outcome,
+        injected: Some(injected),
+        remove_blocker,
+    }
+}
+
+/// The cap first: when both apply on the same turn, the user's own limit is
+/// the reason to give. Then the no-progress breaker.
+fn limit_reached<'a>(cx: &StopContext) -> Option<Outcome<'a>> {
+    let state = cx.state;
+    cap_reached(state).or_else(|| {
+        (state.max_stalls > 0 && cx.stalls >= state.max_stalls).then_some(Outcome::Stalled)
+    })
+}
+
+fn cap_reached<'a>(state: &LoopState) -> Option<Outcome<'a>> {
+    (state.max_iterations > 0 && state.iteration >= state.max_iterations)
+        .then_some(Outcome::MaxIterations)
+}
+
+fn alone(outcome: Outcome) -> Judgement {
+    Judgement {
+        outcome,
+        injected: None,
+        remove_blocker: false,
+    }
+}
+
+#[cfg(test)]
+#[path = "decide_tests.rs"]
+mod tests;

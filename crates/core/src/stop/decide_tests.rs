@@ -1,0 +1,407 @@
+use super::*;
+use crate::prd::{Prd, PrdError};
+use crate::queue::QueueAction;
+use crate::state::{DEFAULT_PRD_PROMPT, sample as state};
+use crate::stop::completion;
+use crate::verify::{CheckResult, VerifyLog};
+
+/// One Stop's facts, decided the way the plan and `decide` do it.
+struct Case {
+    state: LoopState,
+    said: Option<&'static str>,
+    prd: Option<Result<Prd, PrdReadError>>,
+    blocker: Option<Blocker>,
+    last_injected: Option<Injected>,
+    log: VerifyLog,
+    loop_check: Option<CheckResult>,
+    queue: QueueAction,
+    stalls: u32,
+}
+
+impl Case {
+    fn new(state: LoopState, said: Option<&'static str>) -> Case {
+        Case {
+            state,
+            said,
+            prd: None,
+            blocker: None,
+            last_injected: None,
+            log: VerifyLog::default(),
+            loop_check: None,
+            queue: QueueAction::None,
+            stalls: 0,
+        }
+    }
+
+    fn prd(state: LoopState, said: Option<&'static str>, json: &str) -> Case {
+        Case {
+            prd: Some(Ok(Prd::parse(json).unwrap())),
+            ..Case::new(state, said)
+        }
+    }
+
+    fn decide(&self) -> Decision {
+        let judged = self.prd.as_ref().map(|read| {
+            read.as_ref()
+                .map(|p| completion::JudgedPrd::new(p, &self.state, &self.log))
+        });
+        let prd = judged.as_ref().map(|p| p.as_ref().map_err(|e| *e));
+        let claimed = completion::claimed(&self.state, self.said, prd);
+        let completion = completion::judge(&self.state, claimed, self.loop_check.as_ref());
+        decide(&StopContext {
+            state: &self.state,
+            said: self.said,
+            prd,
+            blocker: self.blocker.as_ref(),
+            last_injected: self.last_injected.as_ref(),
+            completion: &completion,
+            queue: &self.queue,
+            stalls: self.stalls,
+        })
+    }
+}
+
+/// The feed of a decision that blocks: (next iteration, reason, counter).
+fn fed(d: &Decision) -> (u64, &str, Option<&Injected>) {
+    match &d.next {
+        Next::Feed {
+            iteration,
+            reason,
+            injected,
+        } => (*iteration, reason, injected.as_ref()),
+        _ => panic!("expected the loop to go on: {d:?}"),
+    }
+}
+
+fn reason(d: &Decision) -> &str {
+    fed(d).1
+}
+
+/// The iterations done, of a decision that ends the loop.
+fn ended(d: &Decision) -> u64 {
+    match d.next {
+        Next::End { iterations } => iterations,
+        _ => panic!("expected the loop to end: {d:?}"),
+    }
+}
+
+fn prd_state(iteration: u64, ids: &[&str]) -> LoopState {
+    LoopState {
+        prd_file: Some("prd.json".into()),
+        story_ids: ids.iter().map(|s| s.to_string()).collect(),
+        prompt: DEFAULT_PRD_PROMPT.into(),
+        ..state(iteration, 20, Some("RALPH-COMPLETE"))
+    }
+}
+
+const THREE: &str = r#"{"userStories":[
+  {"id":"US-1","title":"Schema","priority":1,"passes":true,"acceptanceCriteria":["table exists"]},
+  {"id":"US-2","title":"API","priority":2,"passes":false,"depends_on":["US-1"],"acceptanceCriteria":["GET works"]},
+  {"id":"US-3","title":"UI","priority":1,"passes":false,"depends_on":["US-2"]}]}"#;
+
+fn check(cmd: &str, exit: Option<i32>, timed_out: bool, out: &str) -> CheckResult {
+    CheckResult {
+        command: cmd.into(),
+        exit,
+        timed_out,
+        output_tail: out.into(),
+        fingerprint: Some("f".into()),
+        time: "t".into(),
+        duration_ms: 5,
+    }
+}
+
+#[test]
+fn plain_block_feeds_prompt_verbatim_and_counts() {
+    let s = state(1, 3, Some("DONE"));
+    let d = Case::new(s.clone(), Some("working on it")).decide();
+    assert_eq!(d.code, Code::Continue);
+    let (next, reason, _) = fed(&d);
+    assert_eq!(next, 2);
+    assert!(reason.starts_with(s.prompt.trim_end()), "{reason}");
+    assert!(!reason.contains("\n\n\n"), "{reason}");
+    assert!(reason.contains("iteration 2/3"), "{reason}");
+    assert!(d.system_message.contains("Ralph iteration 2/3"), "{d:?}");
+}
+
+#[test]
+fn promise_completes_even_on_the_last_turn() {
+    let s = state(3, 3, Some("ALL DONE"));
+    let d = Case::new(s, Some("Done.\n<promise>\n ALL\n  DONE </promise>")).decide();
+    assert_eq!(d.code, Code::Complete);
+    assert_eq!(ended(&d), 3);
+    assert!(d.system_message.contains("after 3 iterations"));
+}
+
+#[test]
+fn bare_promise_is_not_completion_and_cap_ends() {
+    let d = Case::new(state(2, 3, Some("DONE")), Some("DONE")).decide();
+    assert_eq!(d.code, Code::Continue);
+    let d = Case::new(state(3, 3, Some("DONE")), Some("DONE")).decide();
+    assert_eq!(d.code, Code::MaxIterations);
+    assert!(
+        d.system_message.contains("cap (3) after 3 iterations"),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn mismatched_tag_is_explained_to_the_model() {
+    let d = Case::new(state(1, 0, Some("DONE")), Some("<promise>almost</promise>")).decide();
+    assert!(reason(&d).contains("did not match"));
+}
+
+#[test]
+fn unlimited_loop_has_no_cap_and_says_so() {
+    let d = Case::new(state(500, 0, None), None).decide();
+    let (next, reason, _) = fed(&d);
+    assert_eq!(next, 501);
+    assert!(reason.contains("cancel-ralph"));
+}
+
+#[test]
+fn inactive_state_ends_as_cancelled() {
+    let mut s = state(4, 10, None);
+    s.active = false;
+    assert_eq!(Case::new(s, None).decide().code, Code::Cancelled);
+}
+
+#[test]
+fn prd_feeds_next_story_with_progress_and_counter() {
+    let s = prd_state(1, &["US-1", "US-2", "US-3"]);
+    let d = Case::prd(s, Some("ok"), THREE).decide();
+    assert_eq!(d.code, Code::Story);
+    assert_eq!(d.story.as_deref(), Some("US-2"));
+    let (_, reason, injected) = fed(&d);
+    assert!(reason.contains("story US-2 of prd.json: API"), "{reason}");
+    assert!(reason.contains("- GET works"));
+    assert!(reason.contains("1/3 stories pass"));
+    assert!(reason.contains("\"passes\": true"));
+    assert!(reason.contains("progress.txt"));
+    assert!(!reason.contains("Loop instructions"));
+    let first = Injected {
+        story_id: "US-2".into(),
+        count: 1,
+    };
+    assert_eq!(injected, Some(&first));
+    assert!(d.system_message.contains("story US-2"));
+}
+
+#[test]
+fn prd_refuses_early_promise_and_completes_when_all_pass() {
+    let s = prd_state(2, &["US-1", "US-2", "US-3"]);
+    let d = Case::prd(s.clone(), Some("<promise>RALPH-COMPLETE</promise>"), THREE).decide();
+    assert_eq!(d.code, Code::PromiseRefused);
+    assert!(reason(&d).starts_with("Completion refused"), "{d:?}");
+    assert!(reason(&d).contains("US-2, US-3"));
+    let all = THREE.replace("\"passes\":false", "\"passes\":true");
+    let d = Case::prd(s, None, &all).decide();
+    assert_eq!(d.code, Code::AllStoriesPass);
+}
+
+#[test]
+fn prd_all_pass_beats_the_cap() {
+    let mut s = prd_state(20, &["US-1"]);
+    s.max_iterations = 20;
+    let d = Case::prd(s, None, r#"{"stories":[{"id":"US-1","passes":true}]}"#).decide();
+    assert_eq!(d.code, Code::AllStoriesPass);
+}
+
+#[test]
+fn prd_deadlock_names_stories() {
+    let s = prd_state(3, &["a", "b"]);
+    let json = r#"{"stories":[{"id":"a","depends_on":["b"]},{"id":"b","depends_on":["a"]}]}"#;
+    let d = Case::prd(s, None, json).decide();
+    assert_eq!(d.code, Code::Deadlock);
+    ended(&d);
+    assert!(
+        d.system_message.contains("a waits on b; b waits on a"),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn vanished_story_counts_as_failing() {
+    let s = prd_state(3, &["US-1", "US-9"]);
+    let d = Case::prd(s, None, r#"{"stories":[{"id":"US-1","passes":true}]}"#).decide();
+    assert_eq!(d.code, Code::StoriesVanished);
+    assert!(reason(&d).contains("US-9"));
+    assert!(d.system_message.contains("US-9"));
+}
+
+#[test]
+fn blocker_halts_until_its_story_passes() {
+    let s = prd_state(2, &["US-1", "US-2", "US-3"]);
+    let blocked = |story_id: &str, summary: &str| Case {
+        blocker: Some(Blocker {
+            story_id: story_id.into(),
+            summary: summary.into(),
+        }),
+        ..Case::prd(s.clone(), None, THREE)
+    };
+    let d = blocked("US-2", "Need creds.").decide();
+    assert_eq!(d.code, Code::Blocked);
+    ended(&d);
+    assert!(
+        d.system_message.contains("US-2 is blocked") && d.system_message.contains("Need creds.")
+    );
+    let d = blocked("US-1", "old").decide();
+    fed(&d);
+    assert!(d.remove_blocker);
+}
+
+#[test]
+fn reinjection_escalates_then_stops() {
+    let s = prd_state(4, &["US-1", "US-2", "US-3"]);
+    let after = |count: u32| Case {
+        last_injected: Some(Injected {
+            story_id: "US-2".into(),
+            count,
+        }),
+        ..Case::prd(s.clone(), None, THREE)
+    };
+    let d = after(2).decide();
+    let (_, reason, injected) = fed(&d);
+    assert!(reason.contains("attempt 3 of 5"), "{reason}");
+    assert_eq!(injected.unwrap().count, 3);
+    assert_eq!(after(5).decide().code, Code::StoryStuck);
+}
+
+#[test]
+fn invalid_prd_asks_for_repair() {
+    let case = Case {
+        prd: Some(Err(PrdError::NotJson("EOF".into()).into())),
+        ..Case::new(prd_state(2, &["US-1"]), None)
+    };
+    let d = case.decide();
+    assert_eq!(d.code, Code::PrdInvalid);
+    assert!(reason(&d).contains("Restore prd.json"));
+}
+
+#[test]
+fn user_instructions_are_kept_in_prd_mode() {
+    let mut s = prd_state(1, &["US-1", "US-2", "US-3"]);
+    s.prompt = "Use pnpm, never npm.\n".into();
+    let d = Case::prd(s, None, THREE).decide();
+    assert!(reason(&d).contains("## Loop instructions\nUse pnpm, never npm."));
+}
+
+#[test]
+fn verified_promise_completes_only_when_the_check_passes() {
+    let mut s = state(2, 10, Some("DONE"));
+    s.verify = Some("cargo test".into());
+    let with_check = |c: CheckResult| Case {
+        loop_check: Some(c),
+        ..Case::new(s.clone(), Some("<promise>DONE</promise>"))
+    };
+    let d = with_check(check("cargo test", Some(101), false, "test foo ... FAILED")).decide();
+    assert_eq!(d.code, Code::VerifyFailed);
+    let r = reason(&d);
+    assert!(
+        r.contains("Completion refused") && r.contains("exit 101"),
+        "{r}"
+    );
+    assert!(r.contains("test foo ... FAILED"));
+    assert!(
+        d.system_message.contains("check failed (exit 101)"),
+        "{d:?}"
+    );
+    let d = with_check(check("cargo test", None, true, "")).decide();
+    assert!(reason(&d).contains("timed out after 300 s"), "{d:?}");
+    let d = with_check(check("cargo test", Some(0), false, "ok")).decide();
+    assert_eq!(d.code, Code::Complete);
+    assert!(
+        d.system_message
+            .contains("verified (`cargo test` exited 0)")
+    );
+}
+
+#[test]
+fn story_with_failing_check_is_fed_again_with_its_output() {
+    let s = prd_state(3, &["A", "B"]);
+    let json = r#"{"stories":[{"id":"A","passes":true,"verify":"make a"},{"id":"B","passes":false,"depends_on":["A"]}]}"#;
+    let with_result = |c: CheckResult| {
+        let mut case = Case::prd(s.clone(), None, json);
+        case.log.stories.insert("A".into(), c);
+        case
+    };
+    let d = with_result(check("make a", Some(2), false, "a.c:3: error")).decide();
+    assert_eq!(d.code, Code::VerifyFailed);
+    assert_eq!(d.story.as_deref(), Some("A"));
+    let r = reason(&d);
+    assert!(
+        r.contains("claim that A passes was refused") && r.contains("a.c:3: error"),
+        "{r}"
+    );
+    assert!(r.contains("0/2 stories pass"));
+    assert!(d.system_message.contains("check failed (exit 2)"));
+    let d = with_result(check("make a", Some(0), false, "")).decide();
+    assert_eq!(d.story.as_deref(), Some("B"));
+}
+
+#[test]
+fn prd_final_check_gates_completion() {
+    let mut s = prd_state(3, &["A"]);
+    s.verify = Some("make check".into());
+    let with_check = |c: CheckResult| Case {
+        loop_check: Some(c),
+        ..Case::prd(s.clone(), None, r#"{"stories":[{"id":"A","passes":true}]}"#)
+    };
+    let d = with_check(check("make check", Some(1), false, "boom")).decide();
+    assert_eq!(d.code, Code::VerifyFailed);
+    assert!(reason(&d).contains("final check failed") && reason(&d).contains("boom"));
+    let d = with_check(check("make check", Some(0), false, "")).decide();
+    assert_eq!(d.code, Code::AllStoriesPass);
+}
+
+#[test]
+fn no_progress_breaker_fires_at_n_but_a_true_promise_still_completes() {
+    let stalled = |s: &LoopState, said, stalls| Case {
+        stalls,
+        ..Case::new(s.clone(), Some(said))
+    };
+    let s = state(5, 0, Some("DONE"));
+    assert_eq!(stalled(&s, "x", 2).decide().code, Code::Continue);
+    let d = stalled(&s, "x", 3).decide();
+    assert_eq!(d.code, Code::Stalled);
+    assert!(
+        d.system_message.contains("did not change for 3 iterations"),
+        "{d:?}"
+    );
+    let promised = stalled(&s, "<promise>DONE</promise>", 3).decide();
+    assert_eq!(promised.code, Code::Complete);
+    // On the turn the cap is reached too, the cap is the reason given.
+    let capped = state(5, 5, Some("DONE"));
+    assert_eq!(stalled(&capped, "x", 3).decide().code, Code::MaxIterations);
+    let mut off = state(5, 0, None);
+    off.max_stalls = 0;
+    assert_eq!(stalled(&off, "x", 99).decide().code, Code::Continue);
+}
+
+#[test]
+fn what_the_user_queued_comes_first() {
+    let queued = |queue: QueueAction| Case {
+        queue,
+        ..Case::new(state(3, 3, Some("DONE")), Some("<promise>DONE</promise>"))
+    };
+    let typed = "/ralph:cancel-ralph".to_string();
+    let d = queued(QueueAction::Cancel { typed }).decide();
+    assert_eq!((d.code, &d.next), (Code::Cancelled, &Next::Cancel));
+    assert!(
+        d.system_message
+            .contains("at iteration 3/3: you typed /ralph:cancel-ralph"),
+        "{d:?}"
+    );
+    let texts = vec!["what is 2+2?".to_string()];
+    let d = queued(QueueAction::Yield { texts }).decide();
+    assert_eq!((d.code, &d.next), (Code::UserMessage, &Next::Pause));
+    assert!(
+        d.system_message.contains("paused at iteration 3/3"),
+        "{d:?}"
+    );
+    let answer = QueueAction::Answer {
+        status: true,
+        help: false,
+    };
+    assert_eq!(queued(answer).decide().code, Code::Complete);
+}

@@ -1,0 +1,127 @@
+//! Gathering a Stop's inputs: the one place that reads files for a Stop.
+//! Does I/O (the loop files, the transcript's end with the messages the user
+//! queued, and `git status` when the plan's rule says the tree must be
+//! looked at).
+
+use super::completion;
+use super::plan;
+use crate::blocker::Blocker;
+use crate::frontmatter;
+use crate::hook_input::HookInput;
+use crate::paths::{LoopPaths, PrdReadError, StateFile};
+use crate::prd::Prd;
+use crate::progress::{self, TurnEffect};
+use crate::queue::{self, Queued};
+use crate::reinject::Injected;
+use crate::state::LoopState;
+use crate::store::StoreError;
+use crate::transcript;
+use crate::verify::VerifyLog;
+use crate::worktree;
+
+/// What a Stop found in the project.
+#[derive(Debug)]
+pub enum Gathered {
+    /// Nothing to do: the loop is gone (cancelled meanwhile) or another session's.
+    NotOurs,
+    /// The state file cannot be used: the loop stops.
+    Corrupt(Corrupt),
+    Loop(Box<StopInputs>),
+}
+
+/// A state file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Corrupt {
+    /// The iteration it was at, when its line is readable (else 0).
+    pub iteration: u64,
+    /// What is wrong with it, naming the field.
+    pub why: String,
+}
+
+/// Everything a Stop of this session's loop is decided on.
+#[derive(Debug)]
+pub struct StopInputs {
+    pub session: String,
+    /// The state file's text (saved by editing single lines of it).
+    pub text: String,
+    pub state: LoopState,
+    /// What the assistant said this turn, as far as it can be seen.
+    pub said: Option<String>,
+    /// What the turn did to the tree, judged from its tools.
+    pub effect: TurnEffect,
+    /// PRD mode: the PRD as it reads now.
+    pub prd: Option<Result<Prd, PrdReadError>>,
+    pub blocker: Option<Blocker>,
+    pub last_injected: Option<Injected>,
+    /// Check results on file.
+    pub verify_log: VerifyLog,
+    /// The working tree now, when the plan needs it (`None` outside git).
+    pub fingerprint: Option<String>,
+    /// Messages the user typed meanwhile, still waiting in the client's queue.
+    pub queued: Vec<Queued>,
+}
+
+impl StopInputs {
+    /// Read what this Stop needs, under the loop lock.
+    pub fn gather(paths: &LoopPaths, input: &HookInput) -> Result<Gathered, StoreError> {
+        let session = input.session();
+        let (text, state) = match paths.read_state() {
+            StateFile::Missing => return Ok(Gathered::NotOurs),
+            StateFile::Unreadable(e) if e.is_not_text() => {
+                return Ok(Gathered::Corrupt(Corrupt {
+                    iteration: 0,
+                    why: "the file is not UTF-8 text".into(),
+                }));
+            }
+            StateFile::Unreadable(e) => return Err(e),
+            StateFile::Corrupt { text, error } => {
+                let owner = frontmatter::scan(&text, "session_id").unwrap_or("");
+                if !plan::owns(owner, session) {
+                    return Ok(Gathered::NotOurs);
+                }
+                return Ok(Gathered::Corrupt(Corrupt {
+                    iteration: frontmatter::scan(&text, "iteration")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0),
+                    why: error.to_string(),
+                }));
+            }
+            StateFile::Loop { text, state } => (text, state),
+        };
+        if !plan::owns(&state.session_id, session) {
+            return Ok(Gathered::NotOurs);
+        }
+        let last_message = input.last_assistant_message.as_deref();
+        let turn = input
+            .transcript_path
+            .as_deref()
+            .filter(|p| !p.is_empty())
+            .and_then(|p| transcript::last_turn(p.as_ref(), transcript::DEFAULT_MAX_BYTES).ok());
+        let effect = progress::turn_effect(turn.as_ref(), last_message);
+        let queued = turn.as_ref().map(|t| queue::pending(&t.queue));
+        let queued = queued.unwrap_or_default();
+        let prd = state.prd_file.as_deref().map(|file| paths.read_prd(file));
+        let readable_prd = prd.as_ref().and_then(|p| p.as_ref().ok());
+        // A queued cancel or message is acted on before anything else: the
+        // tree is not looked at.
+        let preempted = plan::queue_action(&state, &queued).preempts();
+        let fingerprint = if !preempted && plan::wants_fingerprint(&state, readable_prd, effect) {
+            worktree::fingerprint(&paths.root)
+        } else {
+            None
+        };
+        Ok(Gathered::Loop(Box::new(StopInputs {
+            session: session.to_string(),
+            said: completion::said_this_turn(&state, last_message, turn.as_ref()),
+            text,
+            state,
+            effect,
+            prd,
+            blocker: paths.read_blocker(),
+            last_injected: paths.read_last_injected(),
+            verify_log: paths.read_verify_log().unwrap_or_default(),
+            fingerprint,
+            queued,
+        })))
+    }
+}

@@ -1,0 +1,78 @@
+//! One Stop of a Ralph loop, as a pipeline:
+//!
+//! ```text
+//! stdin ─▶ gather ─▶ plan ─▶ (checks, outside the lock) ─▶ decide ─▶ apply ─▶ stdout
+//! ```
+//!
+//! - [`inputs`]: `StopInputs::gather`, the one place that reads files for a Stop.
+//! - [`plan`]: pure; who owns the loop, what to do about messages the user
+//!   queued meanwhile, the stall count, which checks run first and which
+//!   results are reused.
+//! - [`completion`]: pure; when a loop is complete, the one place that says it.
+//! - [`decide`]: pure; the rules in their order, giving an `Outcome`.
+//! - [`text`]: every word the model or the user reads.
+//! - [`apply`]: the one place that writes.
+//!
+//! [`step`] runs one pass under the loop lock. When the plan has checks to
+//! run, the pass stops there: the binary releases the lock (a cancel must
+//! not wait for a test suite), runs them, and calls `step` again, which
+//! reads the state afresh with their results.
+
+pub mod apply;
+pub mod completion;
+pub mod decide;
+pub mod inputs;
+pub mod plan;
+pub mod text;
+
+use crate::hook_input::HookInput;
+use crate::hook_output::HookOutput;
+use crate::paths::LoopPaths;
+use crate::store::StoreError;
+use crate::worktree;
+use decide::StopContext;
+use inputs::{Gathered, StopInputs};
+use plan::{Jobs, Plan, Ran};
+use std::path::Path;
+
+/// Where a pass of [`step`] got to.
+#[derive(Debug)]
+pub enum Step {
+    /// Decided and applied: the hook's answer.
+    Done(HookOutput),
+    /// These checks must run (outside the lock) before the Stop is decided.
+    RunChecks(Jobs),
+}
+
+/// One pass of a Stop, under the loop lock; `ran` holds the checks of earlier passes.
+pub fn step(paths: &LoopPaths, input: &HookInput, ran: &Ran) -> Result<Step, StoreError> {
+    let inputs = match StopInputs::gather(paths, input)? {
+        Gathered::NotOurs => return Ok(Step::Done(HookOutput::Nothing)),
+        Gathered::Corrupt(corrupt) => {
+            return apply::corrupt(paths, input.session(), &corrupt).map(Step::Done);
+        }
+        Gathered::Loop(inputs) => inputs,
+    };
+    let mut plan = Plan::new(&inputs, ran);
+    if let Some(jobs) = plan.jobs.take() {
+        return Ok(Step::RunChecks(jobs));
+    }
+    let decision = decide::decide(&StopContext::new(&inputs, &plan));
+    let out = apply::apply(paths, &inputs, &plan, decision)?;
+    Ok(Step::Done(apply::answer_queued(paths, out, &plan.queue)))
+}
+
+impl Jobs {
+    /// Run the checks in `root` (no lock held), adding their results to `ran`.
+    pub fn run(self, root: &Path, ran: &mut Ran) {
+        ran.stories_done = true;
+        for (id, cmd) in self.stories {
+            let result = worktree::run_check(root, &cmd, self.timeout, self.fingerprint.clone());
+            ran.stories.push((id, result));
+        }
+        if let Some(cmd) = self.loop_verify {
+            let result = worktree::run_check(root, &cmd, self.timeout, self.fingerprint.clone());
+            ran.loop_check = Some(result);
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! The plan of one Stop, from its inputs: pure. Who owns the loop, what to do
+//! about messages the user queued meanwhile, when the working tree must be
+//! looked at, how many turns in a row left it unchanged, which checks must
+//! run before deciding (and which results are reused), and the verdict on
+//! completion (see `completion`).
+
+use super::completion::{self, Completion, JudgedPrd};
+use super::inputs::StopInputs;
+use crate::paths::PrdReadError;
+use crate::prd::Prd;
+use crate::progress::{self, TurnEffect};
+use crate::queue::{self, QueueAction, Queued};
+use crate::state::LoopState;
+use crate::verify::{CheckResult, VerifyLog};
+use std::time::Duration;
+
+/// Is a loop owned by `owner` this session's? An unclaimed loop (the
+/// official setup, or `ralph-setup start` from a terminal) belongs to the
+/// first session whose Stop sees it; a corrupt file that names another
+/// session is that session's to report.
+pub fn owns(owner: &str, session: &str) -> bool {
+    owner.is_empty() || owner == session
+}
+
+/// What this Stop does about the messages the user queued (see `queue`):
+/// those after the newest one an earlier Stop acted on (`queue_seen`).
+pub fn queue_action(state: &LoopState, queued: &[Queued]) -> QueueAction {
+    queue::action(queued, state.queue_seen.as_deref())
+}
+
+/// Must the working tree be looked at (`git status`, 2 to 10 ms)? When a
+/// check may run (results are kept per tree), or when the no-progress
+/// breaker cannot judge the turn from its tools. At start, with no turn yet,
+/// `effect` is `Unknown`: the first Stop may need the tree to compare with.
+pub fn wants_fingerprint(state: &LoopState, prd: Option<&Prd>, effect: TurnEffect) -> bool {
+    let checks_may_run = state.verify.is_some()
+        || prd.is_some_and(|p| p.stories.iter().any(|s| s.passes && s.verify.is_some()));
+    checks_may_run || (state.max_stalls > 0 && effect == TurnEffect::Unknown)
+}
+
+/// Checks run in earlier rounds of this Stop.
+#[derive(Debug, Default)]
+pub struct Ran {
+    /// The story checks have run (they run once per Stop).
+    pub stories_done: bool,
+    pub stories: Vec<(String, CheckResult)>,
+    pub loop_check: Option<CheckResult>,
+}
+
+/// Checks to run outside the lock, before the Stop is decided.
+#[derive(Debug)]
+pub struct Jobs {
+    /// `(story id, command)`.
+    pub stories: Vec<(String, String)>,
+    /// The loop's own `verify`, when completion is claimed.
+    pub loop_verify: Option<String>,
+    pub timeout: Duration,
+    /// The tree they run on, recorded with their results.
+    pub fingerprint: Option<String>,
+}
+
+impl Jobs {
+    /// How many commands, for the watchdog's budget.
+    pub fn count(&self) -> usize {
+        self.stories.len() + usize::from(self.loop_verify.is_some())
+    }
+}
+
+/// What a Stop will do before deciding, and what it found.
+#[derive(Debug)]
+pub struct Plan<'a> {
+    /// This session takes a loop no session owned yet.
+    pub claims: bool,
+    /// What this Stop does about the user's queued messages.
+    pub queue: QueueAction,
+    /// The newest queued message acted on, remembered so it is acted on once.
+    pub queue_seen: Option<String>,
+    /// Iterations in a row, this one included, that left the tree unchanged.
+    pub stalls: u32,
+    /// The check results on file, with this Stop's.
+    pub verify_log: VerifyLog,
+    /// Checks ran at this Stop: the log is saved.
+    pub ran_checks: bool,
+    /// PRD mode: the PRD as the loop judges it, or why it cannot be read.
+    pub prd: Option<Result<JudgedPrd<'a>, &'a PrdReadError>>,
+    pub completion: Completion,
+    /// Checks to run first; the Stop is decided once they have run.
+    pub jobs: Option<Jobs>,
+}
+
+impl<'a> Plan<'a> {
+    pub fn new(inputs: &'a StopInputs, ran: &Ran) -> Plan<'a> {
+        let state = &inputs.state;
+        let fingerprint = inputs.fingerprint.as_deref();
+        let queue = queue_action(state, &inputs.queued);
+        let queue_seen = match queue {
+            QueueAction::None => state.queue_seen.clone(),
+            _ => queue::newest(&inputs.queued).map(str::to_string),
+        };
+        // The turn after a yield answered the user: it is not judged as work.
+        let stalls = if state.yielded {
+            state.stalls
+        } else {
+            progress::stalls_after(
+                inputs.effect,
+                state.stalls,
+                fingerprint,
+                state.last_fingerprint.as_deref(),
+            )
+        };
+        let mut log = inputs.verify_log.clone();
+        for (id, result) in &ran.stories {
+            log.stories.insert(id.clone(), result.clone());
+        }
+        if let Some(r) = &ran.loop_check {
+            log.r#loop = Some(r.clone());
+        }
+        let prd = inputs
+            .prd
+            .as_ref()
+            .map(|read| read.as_ref().map(|prd| JudgedPrd::new(prd, state, &log)));
+        // A queued cancel or message is acted on at once: no check runs.
+        let story_jobs = match (&inputs.prd, ran.stories_done || queue.preempts()) {
+            (Some(Ok(p)), false) => stories_to_check(p, &log, fingerprint),
+            _ => Vec::new(),
+        };
+        let claimed = completion::claimed(
+            state,
+            inputs.said.as_deref(),
+            prd.as_ref().map(|p| p.as_ref().map_err(|e| *e)),
+        );
+        let loop_check = ran
+            .loop_check
+            .as_ref()
+            .or_else(|| reusable_loop_check(state, &log, fingerprint));
+        let loop_verify = state
+            .verify
+            .clone()
+            .filter(|_| claimed && loop_check.is_none() && story_jobs.is_empty())
+            .filter(|_| !queue.preempts());
+        let jobs = (!story_jobs.is_empty() || loop_verify.is_some()).then(|| Jobs {
+            stories: story_jobs,
+            loop_verify,
+            timeout: Duration::from_secs(state.verify_timeout),
+            fingerprint: inputs.fingerprint.clone(),
+        });
+        let completion = completion::judge(state, claimed, loop_check);
+        Plan {
+            claims: state.session_id.is_empty() && !inputs.session.is_empty(),
+            queue,
+            queue_seen,
+            stalls,
+            ran_checks: ran.stories_done || ran.loop_check.is_some(),
+            verify_log: log,
+            prd,
+            completion,
+            jobs,
+        }
+    }
+}
+
+impl Plan<'_> {
+    /// The state as this Stop leaves it, at `iteration`: claimed, with the
+    /// stall count and the tree it judged, the queue acted on.
+    pub fn state_after(&self, inputs: &StopInputs, iteration: u64) -> LoopState {
+        let state = &inputs.state;
+        LoopState {
+            iteration,
+            stalls: self.stalls,
+            last_fingerprint: inputs
+                .fingerprint
+                .clone()
+                .or_else(|| state.last_fingerprint.clone()),
+            yielded: false,
+            ..self.state_paused(inputs)
+        }
+    }
+
+    /// The state as a Stop that yields to the user leaves it: the same
+    /// iteration and stall count, claimed, the queue acted on, `yielded`.
+    pub fn state_paused(&self, inputs: &StopInputs) -> LoopState {
+        let state = &inputs.state;
+        LoopState {
+            session_id: if self.claims {
+                inputs.session.clone()
+            } else {
+                state.session_id.clone()
+            },
+            queue_seen: self.queue_seen.clone(),
+            yielded: true,
+            ..state.clone()
+        }
+    }
+}
+
+/// The loop's own check, when it already ran (the same command) on this very tree.
+fn reusable_loop_check<'l>(
+    state: &LoopState,
+    log: &'l VerifyLog,
+    fingerprint: Option<&str>,
+) -> Option<&'l CheckResult> {
+    log.r#loop.as_ref().filter(|r| {
+        Some(&r.command) == state.verify.as_ref()
+            && fingerprint.is_some()
+            && r.fingerprint.as_deref() == fingerprint
+    })
+}
+
+/// Which story checks to run now: `(story id, command)`.
+///
+/// A story claiming `passes: true` with a `verify` command is checked when it
+/// has no result yet, or when its last result failed on another tree. A
+/// passing result is reused, except when every story claims to pass (a
+/// completion claim) and the tree changed since: then it is run again.
+pub fn stories_to_check(
+    prd: &Prd,
+    log: &VerifyLog,
+    fingerprint: Option<&str>,
+) -> Vec<(String, String)> {
+    let completion_claimed = prd.all_pass();
+    prd.stories
+        .iter()
+        .filter(|s| s.passes)
+        .filter_map(|s| s.verify.as_ref().map(|cmd| (s, cmd)))
+        .filter(|(s, cmd)| {
+            let same_tree =
+                |r: &CheckResult| fingerprint.is_some() && r.fingerprint.as_deref() == fingerprint;
+            match log.story(&s.id, cmd) {
+                None => true,
+                Some(r) if r.passed() => completion_claimed && !same_tree(r),
+                Some(r) => !same_tree(r),
+            }
+        })
+        .map(|(s, cmd)| (s.id.clone(), cmd.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(cmd: &str, exit: i32, fp: &str) -> CheckResult {
+        CheckResult {
+            command: cmd.into(),
+            exit: Some(exit),
+            timed_out: false,
+            output_tail: String::new(),
+            fingerprint: Some(fp.into()),
+            time: "t".into(),
+            duration_ms: 1,
+        }
+    }
+
+    fn prd(passes: [bool; 2]) -> Prd {
+        Prd::parse(&format!(
+            r#"{{"stories":[{{"id":"A","passes":{},"verify":"check a"}},{{"id":"B","passes":{}}}]}}"#,
+            passes[0], passes[1]
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn new_claims_are_checked_and_results_reused_on_the_same_tree() {
+        let p = prd([true, false]);
+        let mut log = VerifyLog::default();
+        assert_eq!(
+            stories_to_check(&p, &log, Some("f1")),
+            [("A".to_string(), "check a".to_string())]
+        );
+        log.stories.insert("A".into(), result("check a", 1, "f1"));
+        assert!(
+            stories_to_check(&p, &log, Some("f1")).is_empty(),
+            "failed on this tree: not re-run"
+        );
+        assert_eq!(
+            stories_to_check(&p, &log, Some("f2")).len(),
+            1,
+            "tree changed: re-run"
+        );
+        log.stories.insert("A".into(), result("check a", 0, "f2"));
+        assert!(
+            stories_to_check(&p, &log, Some("f3")).is_empty(),
+            "passed: reused until completion is claimed"
+        );
+    }
+
+    #[test]
+    fn completion_claim_rechecks_passes_from_another_tree() {
+        let p = prd([true, true]);
+        let mut log = VerifyLog::default();
+        log.stories.insert("A".into(), result("check a", 0, "f1"));
+        assert!(stories_to_check(&p, &log, Some("f1")).is_empty());
+        assert_eq!(stories_to_check(&p, &log, Some("f2")).len(), 1);
+        // A changed command is a new check.
+        log.stories.insert("A".into(), result("old cmd", 0, "f2"));
+        assert_eq!(stories_to_check(&p, &log, Some("f2")).len(), 1);
+    }
+
+    #[test]
+    fn the_loop_check_is_reused_only_on_the_same_tree_and_command() {
+        let mut s = crate::state::sample(1, 0, None);
+        s.verify = Some("make".into());
+        let log = VerifyLog {
+            r#loop: Some(result("make", 1, "f1")),
+            ..VerifyLog::default()
+        };
+        assert!(reusable_loop_check(&s, &log, Some("f1")).is_some());
+        assert!(reusable_loop_check(&s, &log, Some("f2")).is_none());
+        assert!(reusable_loop_check(&s, &log, None).is_none());
+        s.verify = Some("make test".into());
+        assert!(reusable_loop_check(&s, &log, Some("f1")).is_none());
+    }
+
+    #[test]
+    fn the_tree_is_looked_at_only_when_needed() {
+        let mut s = crate::state::sample(1, 0, None);
+        assert!(!wants_fingerprint(&s, None, TurnEffect::Edited));
+        assert!(wants_fingerprint(&s, None, TurnEffect::Unknown));
+        s.max_stalls = 0;
+        assert!(!wants_fingerprint(&s, None, TurnEffect::Unknown));
+        assert!(wants_fingerprint(
+            &s,
+            Some(&prd([true, false])),
+            TurnEffect::Edited
+        ));
+        s.verify = Some("make".into());
+        assert!(wants_fingerprint(&s, None, TurnEffect::Edited));
+        assert!(owns("", "me") && owns("me", "me") && !owns("you", "me"));
+    }
+}

@@ -1,0 +1,432 @@
+//! Every word a Stop says: to the model (the `reason` that becomes its next
+//! turn) and to the user (`systemMessage`). Pure. The judgement is made in
+//! `decide`; this module only words it.
+
+use super::completion::Refusal;
+use super::decide::{Decision, Judgement, Next, Outcome, Standing, StopContext};
+use crate::activity::Code;
+use crate::blocker::Blocker;
+use crate::control;
+use crate::fmt::plural;
+use crate::paths::STATE_FILE;
+use crate::prd::Story;
+use crate::reinject::Injected;
+use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
+use crate::verify::CheckResult;
+
+/// Shown when the Stop hook panics.
+pub const INTERNAL_ERROR: &str = "ralph: the Stop hook hit an internal error (a bug: please report it); this stop is allowed and the loop state was left as it was.";
+/// Shown when the Stop hook's watchdog fires.
+pub const TOO_SLOW: &str = "ralph: the Stop hook took too long (a blocked file or disk?); this stop is allowed and the loop was not advanced.";
+/// Shown when the state changed under every round of checks.
+pub const KEPT_CHANGING: &str =
+    "ralph: the loop state kept changing while its checks ran; this stop is allowed.";
+
+/// The hook input could not be read.
+pub fn bad_input(e: &dyn std::fmt::Display) -> String {
+    format!("ralph: {e}; the loop in {STATE_FILE} was not advanced and this stop is allowed.")
+}
+
+/// The loop lock could not be taken.
+pub fn lock_failed(e: &dyn std::fmt::Display) -> String {
+    format!("ralph: {e}. This stop is allowed.")
+}
+
+/// A loop file could not be read or written.
+pub fn paused(e: &dyn std::fmt::Display) -> String {
+    format!(
+        "ralph: {e}. The loop is paused and this stop is allowed; fix the file, or cancel with /ralph:cancel-ralph."
+    )
+}
+
+/// A corrupt state file, kept aside as `kept`.
+pub fn corrupt(iteration: u64, why: &str, kept: &str) -> String {
+    let at = if iteration > 0 {
+        format!(" at iteration {iteration}")
+    } else {
+        String::new()
+    };
+    format!(
+        "⚠️ Ralph loop stopped{at}: {STATE_FILE} is corrupt: {why}. The file was kept as {kept}; fix it and move it back to {STATE_FILE} to resume, or start a new loop with /ralph:ralph-loop."
+    )
+}
+
+/// Word a judgement.
+pub fn render(cx: &StopContext, j: Judgement) -> Decision {
+    let state = cx.state;
+    let code = j.outcome.code();
+    let story = j.outcome.story();
+    let (system_message, next) = match &j.outcome {
+        Outcome::Yield => (yielded(state), Next::Pause),
+        Outcome::CancelledByUser(typed) => (control::cancelled(state, Some(typed)), Next::Cancel),
+        end if end.ends() => {
+            let iterations = state.iteration;
+            (ending(cx, end), Next::End { iterations })
+        }
+        feed => {
+            let (reason, message) = feeding(cx, feed);
+            let next = Next::Feed {
+                iteration: state.iteration.saturating_add(1),
+                reason,
+                injected: j.injected,
+            };
+            (message, next)
+        }
+    };
+    Decision {
+        code,
+        system_message,
+        story,
+        remove_blocker: j.remove_blocker,
+        next,
+    }
+}
+
+/// The loop waits while the model answers the user's message.
+fn yielded(state: &LoopState) -> String {
+    format!(
+        "⏸ Ralph loop paused at iteration {} for your message; it goes on after Claude answers (/cancel-ralph ends it).",
+        state.iteration_label(state.iteration)
+    )
+}
+
+/// Why the loop ended, for the user.
+fn ending(cx: &StopContext, outcome: &Outcome) -> String {
+    let state = cx.state;
+    let n = state.iteration;
+    let after = plural(n, "iteration");
+    match outcome {
+        Outcome::Cancelled => {
+            format!("Ralph loop ended: it was cancelled (active: false) at iteration {n}.")
+        }
+        Outcome::Complete => format!(
+            "✅ Ralph loop complete after {after}: the completion promise <promise>{}</promise> was printed{}.",
+            state.completion_promise.as_deref().unwrap_or_default(),
+            verified(state)
+        ),
+        Outcome::AllStoriesPass { total } => format!(
+            "✅ Ralph loop complete after {after}: all {} in {} pass{}.",
+            plural(*total as u64, "story"),
+            prd_name(state),
+            verified(state)
+        ),
+        Outcome::MaxIterations => cap_reached(state),
+        Outcome::Stalled => format!(
+            "⛔ Ralph loop stopped after {after}: the working tree did not change for {} in a row (no-progress breaker, --max-stalls {}). Look at the last turns, adjust the prompt, and start again.",
+            plural(u64::from(cx.stalls), "iteration"),
+            state.max_stalls
+        ),
+        Outcome::Blocked(blocker) => blocked(n, blocker),
+        Outcome::Deadlock(unmet) => {
+            let waits: Vec<String> = unmet
+                .iter()
+                .map(|(id, on)| format!("{id} waits on {}", on.join(", ")))
+                .collect();
+            format!(
+                "⛔ Ralph loop halted after {after}: dependency deadlock in {}, no failing story can run ({}). Fix the dependencies, then start the loop again.",
+                prd_name(state),
+                waits.join("; ")
+            )
+        }
+        Outcome::StoryStuck(key) => format!(
+            "⛔ Ralph loop halted after {after}: {} was fed {} times in a row without passing. Look at progress.txt and the last changes, adjust the story or write down what blocks it, then start the loop again.",
+            key.as_str(),
+            state.max_story_attempts
+        ),
+        feed => unreachable!("not an ending: {feed:?}"),
+    }
+}
+
+/// What the model is fed (`reason`) and what the user is told, when the loop goes on.
+fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
+    let state = cx.state;
+    let label = state.iteration_label(state.iteration.saturating_add(1));
+    let prd_name = prd_name(state);
+    let footer = footer(state, None);
+    match outcome {
+        Outcome::Prompt {
+            refused,
+            mismatched_tag,
+        } => prompt(state, *refused, *mismatched_tag),
+        Outcome::PrdInvalid(why) => (
+            format!(
+                "Ralph loop: {prd_name} can no longer be read: {why}\n\nRestore {prd_name} to valid JSON with every story it had (keep every `id`), then continue with the next story whose `passes` is false.{footer}"
+            ),
+            format!(
+                "⚠️ Ralph iteration {label}: {prd_name} is not readable ({why}); the agent was asked to repair it."
+            ),
+        ),
+        Outcome::FinalCheckFailed(refusal) => (
+            format!(
+                "Ralph loop: every story in {prd_name} is marked as passing, but the loop's final check failed. {}\nFix what fails (reopen a story by setting its \"passes\" to false if it is not really done); the loop ends when the check passes.{footer}",
+                refusal_report(state, refusal)
+            ),
+            format!(
+                "🔁 Ralph iteration {label}: all stories claim to pass, but the final check failed ({})",
+                refusal_status(state, refusal)
+            ),
+        ),
+        Outcome::Vanished(standing) => (
+            format!("Ralph loop: {}{footer}", preface(state, standing)),
+            format!(
+                "⚠️ Ralph iteration {label}: stories vanished from {prd_name}: {}; the agent was asked to restore them. ({})",
+                standing.vanished.join(", "),
+                progress(standing)
+            ),
+        ),
+        Outcome::Story {
+            story,
+            standing,
+            refused,
+        } => story_feed(cx, outcome, story, standing, *refused),
+        end => unreachable!("not a feed: {end:?}"),
+    }
+}
+
+/// Plain mode: the prompt again.
+fn prompt(state: &LoopState, refused: Option<&Refusal>, mismatched_tag: bool) -> (String, String) {
+    let label = state.iteration_label(state.iteration.saturating_add(1));
+    // Trailing newlines are dropped so one blank line separates the footer.
+    let mut reason = state.prompt.trim_end().to_string();
+    let message = match refused {
+        Some(refusal) => {
+            reason.push_str(&format!(
+                "\n\nCompletion refused: you printed the promise, but the loop's check failed. {}\nFix what fails, then print the promise again.",
+                refusal_report(state, refusal)
+            ));
+            format!(
+                "🔁 Ralph iteration {label}: completion refused, the check failed ({})",
+                refusal_status(state, refusal)
+            )
+        }
+        None => {
+            if mismatched_tag {
+                reason.push_str(&format!(
+                    "\n\n(Ralph: your <promise> tag did not match the completion promise \"{}\", so the loop goes on.)",
+                    state.completion_promise.as_deref().unwrap_or_default()
+                ));
+            }
+            let hint = match &state.completion_promise {
+                Some(p) => format!(" · ends on <promise>{p}</promise>"),
+                None => String::new(),
+            };
+            format!("🔄 Ralph iteration {label}{hint}")
+        }
+    };
+    reason.push_str(&footer(state, None));
+    (reason, message)
+}
+
+/// PRD mode: the next story, with what the model must know first.
+fn story_feed(
+    cx: &StopContext,
+    outcome: &Outcome,
+    story: &Story,
+    standing: &Standing,
+    refused: Option<&CheckResult>,
+) -> (String, String) {
+    let state = cx.state;
+    let label = state.iteration_label(state.iteration.saturating_add(1));
+    let progress = progress(standing);
+    let mut preface = preface(state, standing);
+    if let Some(check) = refused {
+        preface.push_str(&format!(
+            "Your claim that {} passes was refused: its check {}\nFix it; the story counts once its check passes.\n\n",
+            story.id,
+            check.failure_report(state.verify_timeout)
+        ));
+    }
+    let prompt = story_prompt(prd_name(state), story, &progress, state, cx.last_injected);
+    let reason = format!(
+        "{preface}{}{}",
+        prompt.trim_end(),
+        footer(state, Some((&story.id, &progress)))
+    );
+    let mut message = format!(
+        "🔄 Ralph iteration {label} · story {} {} · {progress}",
+        story.id,
+        quoted_title(story)
+    );
+    if outcome.code() == Code::PromiseRefused {
+        message.push_str(" · early completion refused");
+    }
+    if let Some(check) = refused {
+        message.push_str(&format!(
+            " · its check failed ({})",
+            check.status_text(state.verify_timeout)
+        ));
+    }
+    if !standing.vanished.is_empty() {
+        message.push_str(&format!(" · vanished: {}", standing.vanished.join(", ")));
+    }
+    (reason, message)
+}
+
+/// What the model is told before a PRD feed: an early promise, vanished stories.
+fn preface(state: &LoopState, standing: &Standing) -> String {
+    let prd_name = prd_name(state);
+    let mut out = String::new();
+    if let Some(failing) = &standing.early_promise {
+        out.push_str(&format!(
+            "Completion refused: you printed <promise>{}</promise>, but {} of {} stories in {prd_name} do not pass yet ({}). The loop ends by itself when every story has \"passes\": true.\n\n",
+            state.completion_promise.as_deref().unwrap_or_default(),
+            failing.len(),
+            standing.total,
+            failing.join(", ")
+        ));
+    }
+    if !standing.vanished.is_empty() {
+        out.push_str(&format!(
+            "Stories removed from {prd_name} since the loop started count as not passing: {}. Put them back (with their ids) and finish them.\n\n",
+            standing.vanished.join(", ")
+        ));
+    }
+    out
+}
+
+/// The prompt that feeds one story (also shown when a PRD loop starts).
+pub fn story_prompt(
+    prd_name: &str,
+    story: &Story,
+    progress: &str,
+    state: &LoopState,
+    last: Option<&Injected>,
+) -> String {
+    let mut out = format!(
+        "# Ralph loop: story {} of {prd_name}{}\n\nProgress: {progress}. Work on this one story only.\n",
+        story.id,
+        if story.title.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", story.title)
+        },
+    );
+    let attempt = Injected::next(last, &story.id).count;
+    if attempt > 1 {
+        out.push_str(&format!(
+            "\nThis is attempt {attempt} of {} at {}: it was fed before and still does not pass. Do not repeat the same approach: read progress.txt and the failing checks first. If something outside your control blocks the story, write .ralph-blocker.md with frontmatter `story_id: {}` and explain what is needed.\n",
+            state.max_story_attempts, story.id, story.id
+        ));
+    }
+    if !story.description.is_empty() {
+        out.push_str(&format!("\n## Description\n{}\n", story.description));
+    }
+    if !story.acceptance_criteria.is_empty() {
+        out.push_str("\n## Acceptance criteria\n");
+        for c in &story.acceptance_criteria {
+            out.push_str(&format!("- {c}\n"));
+        }
+    }
+    if let Some(cmd) = &story.verify {
+        out.push_str(&format!(
+            "\n## Verification\nThe story counts only when `{cmd}` succeeds.\n"
+        ));
+    }
+    if !story.notes.is_empty() {
+        out.push_str(&format!("\n## Notes\n{}\n", story.notes));
+    }
+    out.push_str(&format!(
+        "\n## When the story is done\n1. Check every acceptance criterion (run the project's tests and checks).\n2. Set \"passes\": true for {id} in {prd_name}. Keep the file valid JSON; do not change ids or remove stories.\n3. Append what you did and learned to progress.txt.\n4. Commit: `feat: {id} - {title}`.\n",
+        id = story.id,
+        title = if story.title.is_empty() { &story.id } else { &story.title },
+    ));
+    let instructions = state.prompt.trim();
+    if !instructions.is_empty() && instructions != DEFAULT_PRD_PROMPT.trim() {
+        out.push_str(&format!(
+            "\n## Loop instructions\n{}\n",
+            state.prompt.trim_end()
+        ));
+    }
+    out
+}
+
+/// `[Ralph loop · iteration 3/30 · ...]`, after every feed.
+fn footer(state: &LoopState, story: Option<(&str, &str)>) -> String {
+    let next = state.iteration.saturating_add(1);
+    let mut parts = vec![format!("iteration {}", state.iteration_label(next))];
+    if let Some((id, progress)) = story {
+        parts.push(format!("story {id}"));
+        parts.push(progress.to_string());
+        parts.push("the loop ends by itself when every story passes".into());
+    } else {
+        match (&state.completion_promise, state.max_iterations) {
+            (Some(p), _) => parts.push(format!(
+                "to finish, print <promise>{p}</promise>, only when that statement is completely true"
+            )),
+            (None, 0) => parts.push(
+                "no completion promise and no cap: only the user's /ralph:cancel-ralph ends this loop".into(),
+            ),
+            (None, _) => parts.push("no completion promise: the loop runs until its cap".into()),
+        }
+    }
+    format!("\n\n[Ralph loop · {}]", parts.join(" · "))
+}
+
+/// " and verified (`cmd` exited 0)" for a loop with a check.
+fn verified(state: &LoopState) -> String {
+    match &state.verify {
+        Some(cmd) => format!(" and verified (`{cmd}` exited 0)"),
+        None => String::new(),
+    }
+}
+
+/// The failed check, as the model should read it.
+fn refusal_report(state: &LoopState, refusal: &Refusal) -> String {
+    match &refusal.check {
+        Some(c) => c.failure_report(state.verify_timeout),
+        None => format!(
+            "`{}` could not be run.",
+            state.verify.as_deref().unwrap_or_default()
+        ),
+    }
+}
+
+fn refusal_status(state: &LoopState, refusal: &Refusal) -> String {
+    refusal
+        .check
+        .as_ref()
+        .map(|c| c.status_text(state.verify_timeout))
+        .unwrap_or_else(|| "not run".into())
+}
+
+fn cap_reached(state: &LoopState) -> String {
+    let unmet = match (&state.completion_promise, &state.prd_file) {
+        (_, Some(prd)) => format!(" before every story in {prd} passed"),
+        (Some(p), None) => format!(" without the promise <promise>{p}</promise>"),
+        (None, None) => String::new(),
+    };
+    format!(
+        "🛑 Ralph loop stopped: reached the iteration cap ({}) after {}{unmet}. Start again with a higher --max-iterations to go on.",
+        state.max_iterations,
+        plural(state.iteration, "iteration")
+    )
+}
+
+fn blocked(n: u64, blocker: &Blocker) -> String {
+    let who = if blocker.story_id.is_empty() {
+        "the agent".to_string()
+    } else {
+        format!("story {}", blocker.story_id)
+    };
+    format!(
+        "⛔ Ralph loop halted after {}: {who} is blocked (.ralph-blocker.md): {} Resolve it, delete .ralph-blocker.md, then start the loop again.",
+        plural(n, "iteration"),
+        blocker.summary
+    )
+}
+
+fn progress(standing: &Standing) -> String {
+    format!("{}/{} stories pass", standing.passing, standing.total)
+}
+
+fn prd_name(state: &LoopState) -> &str {
+    state.prd_file.as_deref().unwrap_or("prd.json")
+}
+
+fn quoted_title(story: &Story) -> String {
+    if story.title.is_empty() {
+        String::new()
+    } else {
+        format!("«{}»", story.title)
+    }
+}
