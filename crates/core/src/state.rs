@@ -93,130 +93,63 @@ impl StateError {
 }
 
 impl LoopState {
-    /// Parse the whole text of a state file.
+    /// Parse the whole text of a state file. The first field that is wrong
+    /// is the one reported, in the order of the official plugin's keys.
     pub fn parse(text: &str) -> Result<LoopState, StateError> {
         let split = frontmatter::split(text).ok_or(StateError::NoFrontmatter)?;
-        let value: Value = if split.yaml.trim().is_empty() {
-            Value::Mapping(Default::default())
-        } else {
-            serde_yaml_ng::from_str(split.yaml).map_err(|e| StateError::BadYaml(one_line(&e)))?
-        };
-        let map = match value {
-            Value::Mapping(m) => m,
-            _ => return Err(StateError::NotAMapping),
-        };
-        let get = |k: &str| map.get(k).filter(|v| !v.is_null());
-
-        let active = match get("active") {
-            None => true,
-            Some(Value::Bool(b)) => *b,
-            Some(Value::String(s)) if s == "true" || s == "false" => s == "true",
-            Some(v) => return Err(bad("active", "must be true or false", v)),
-        };
-        let iteration = match get("iteration") {
-            None => return Err(StateError::Missing { field: "iteration" }),
-            Some(v) => {
-                whole_number(v).ok_or_else(|| bad("iteration", "must be a whole number", v))?
-            }
-        };
-        let max_iterations = match get("max_iterations") {
-            None => 0,
-            Some(v) => whole_number(v).ok_or_else(|| {
-                bad(
+        let f = Fields::read(split.yaml)?;
+        let any = |_: u64| true;
+        Ok(LoopState {
+            active: f.active()?,
+            iteration: f
+                .number("iteration", "must be a whole number", any)?
+                .ok_or(StateError::Missing { field: "iteration" })?,
+            max_iterations: f
+                .number(
                     "max_iterations",
                     "must be a whole number (0 = unlimited)",
-                    v,
-                )
-            })?,
-        };
-        let session_id = match get("session_id") {
-            None => String::new(),
-            Some(v) => scalar_text(v).ok_or_else(|| bad("session_id", "must be text", v))?,
-        };
-        let completion_promise = match get("completion_promise") {
-            None => None,
-            Some(v) => {
-                let s = scalar_text(v)
-                    .ok_or_else(|| bad("completion_promise", "must be text or null", v))?;
-                // The official setup writes `null`; a quoted "null" means the same to it.
-                (!s.is_empty() && s != "null").then_some(s)
-            }
-        };
-        let started_at = get("started_at").and_then(scalar_text);
-        let prd_file = match get("prd_file") {
-            None => None,
-            Some(v) => Some(scalar_text(v).ok_or_else(|| bad("prd_file", "must be a path", v))?)
+                    any,
+                )?
+                .unwrap_or(0),
+            session_id: f.text("session_id", "must be text")?.unwrap_or_default(),
+            // The official setup writes `null`; a quoted "null" means the same to it.
+            completion_promise: f
+                .text("completion_promise", "must be text or null")?
+                .filter(|s| !s.is_empty() && s != "null"),
+            started_at: f.get("started_at").and_then(scalar_text),
+            prd_file: f
+                .text("prd_file", "must be a path")?
                 .filter(|s| !s.is_empty()),
-        };
-        let story_ids = match get("story_ids") {
-            None => Vec::new(),
-            Some(Value::Sequence(items)) => items
-                .iter()
-                .map(|v| scalar_text(v).ok_or_else(|| bad("story_ids", "must list story ids", v)))
-                .collect::<Result<_, _>>()?,
-            Some(v) => return Err(bad("story_ids", "must be a list like [\"US-001\"]", v)),
-        };
-        let max_story_attempts = match get("max_story_attempts") {
-            None => DEFAULT_MAX_STORY_ATTEMPTS,
-            Some(v) => whole_number(v)
-                .and_then(|n| u32::try_from(n).ok())
-                .filter(|n| *n > 0)
-                .ok_or_else(|| bad("max_story_attempts", "must be a whole number above 0", v))?,
-        };
-        let verify = match get("verify") {
-            None => None,
-            Some(v) => Some(scalar_text(v).ok_or_else(|| bad("verify", "must be a command", v))?)
+            story_ids: f.story_ids()?,
+            max_story_attempts: f
+                .small(
+                    "max_story_attempts",
+                    "must be a whole number above 0",
+                    |n| n > 0,
+                )?
+                .unwrap_or(DEFAULT_MAX_STORY_ATTEMPTS),
+            verify: f
+                .text("verify", "must be a command")?
                 .filter(|s| !s.trim().is_empty()),
-        };
-        let verify_timeout = match get("verify_timeout") {
-            None => crate::verify::DEFAULT_TIMEOUT_SECS,
-            Some(v) => whole_number(v).filter(|n| *n > 0).ok_or_else(|| {
-                bad(
+            verify_timeout: f
+                .number(
                     "verify_timeout",
                     "must be a whole number of seconds above 0",
-                    v,
-                )
-            })?,
-        };
-        let small = |field: &'static str, default: u32| -> Result<u32, StateError> {
-            match get(field) {
-                None => Ok(default),
-                Some(v) => whole_number(v)
-                    .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| bad(field, "must be a whole number", v)),
-            }
-        };
-        let max_stalls = small("max_stalls", DEFAULT_MAX_STALLS)?;
-        let stalls = small("stalls", 0)?;
-        let last_fingerprint = get("last_fingerprint").and_then(scalar_text);
-        let queue_seen = get("queue_seen").and_then(scalar_text);
-        let yielded = match get("yielded") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(v) => return Err(bad("yielded", "must be true or false", v)),
-        };
-        let prompt = split.body.to_string();
-        if prompt.trim().is_empty() {
-            return Err(StateError::EmptyPrompt);
-        }
-        Ok(LoopState {
-            active,
-            iteration,
-            session_id,
-            max_iterations,
-            completion_promise,
-            started_at,
-            prd_file,
-            story_ids,
-            max_story_attempts,
-            verify,
-            verify_timeout,
-            max_stalls,
-            stalls,
-            last_fingerprint,
-            queue_seen,
-            yielded,
-            prompt,
+                    |n| n > 0,
+                )?
+                .unwrap_or(crate::verify::DEFAULT_TIMEOUT_SECS),
+            max_stalls: f
+                .small("max_stalls", "must be a whole number", any)?
+                .unwrap_or(DEFAULT_MAX_STALLS),
+            stalls: f
+                .small("stalls", "must be a whole number", any)?
+                .unwrap_or(0),
+            last_fingerprint: f.get("last_fingerprint").and_then(scalar_text),
+            queue_seen: f.get("queue_seen").and_then(scalar_text),
+            yielded: f.flag("yielded")?,
+            prompt: Some(split.body.to_string())
+                .filter(|p| !p.trim().is_empty())
+                .ok_or(StateError::EmptyPrompt)?,
         })
     }
 
@@ -342,6 +275,93 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
 /// A string as a YAML double-quoted scalar.
 pub fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+/// The frontmatter's fields, each read with an error that names it. A
+/// `null` field counts as absent.
+struct Fields(serde_yaml_ng::Mapping);
+
+impl Fields {
+    fn read(yaml: &str) -> Result<Fields, StateError> {
+        if yaml.trim().is_empty() {
+            return Ok(Fields(Default::default()));
+        }
+        match serde_yaml_ng::from_str(yaml).map_err(|e| StateError::BadYaml(one_line(&e)))? {
+            Value::Mapping(m) => Ok(Fields(m)),
+            _ => Err(StateError::NotAMapping),
+        }
+    }
+
+    fn get(&self, field: &str) -> Option<&Value> {
+        self.0.get(field).filter(|v| !v.is_null())
+    }
+
+    /// `true` or `false`, absent meaning `false`.
+    fn flag(&self, field: &'static str) -> Result<bool, StateError> {
+        match self.get(field) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(bad(field, "must be true or false", v)),
+        }
+    }
+
+    fn active(&self) -> Result<bool, StateError> {
+        match self.get("active") {
+            None => Ok(true),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(Value::String(s)) if s == "true" || s == "false" => Ok(s == "true"),
+            Some(v) => Err(bad("active", "must be true or false", v)),
+        }
+    }
+
+    /// A whole number that passes `ok`, if present.
+    fn number(
+        &self,
+        field: &'static str,
+        problem: &'static str,
+        ok: impl Fn(u64) -> bool,
+    ) -> Result<Option<u64>, StateError> {
+        self.get(field)
+            .map(|v| {
+                whole_number(v)
+                    .filter(|n| ok(*n))
+                    .ok_or_else(|| bad(field, problem, v))
+            })
+            .transpose()
+    }
+
+    /// A whole number that fits in 32 bits and passes `ok`, if present.
+    fn small(
+        &self,
+        field: &'static str,
+        problem: &'static str,
+        ok: impl Fn(u64) -> bool,
+    ) -> Result<Option<u32>, StateError> {
+        let fits = |n: u64| u32::try_from(n).is_ok() && ok(n);
+        Ok(self.number(field, problem, fits)?.map(|n| n as u32))
+    }
+
+    /// A scalar as text, if present.
+    fn text(
+        &self,
+        field: &'static str,
+        problem: &'static str,
+    ) -> Result<Option<String>, StateError> {
+        self.get(field)
+            .map(|v| scalar_text(v).ok_or_else(|| bad(field, problem, v)))
+            .transpose()
+    }
+
+    fn story_ids(&self) -> Result<Vec<String>, StateError> {
+        match self.get("story_ids") {
+            None => Ok(Vec::new()),
+            Some(Value::Sequence(items)) => items
+                .iter()
+                .map(|v| scalar_text(v).ok_or_else(|| bad("story_ids", "must list story ids", v)))
+                .collect(),
+            Some(v) => Err(bad("story_ids", "must be a list like [\"US-001\"]", v)),
+        }
+    }
 }
 
 fn whole_number(v: &Value) -> Option<u64> {
