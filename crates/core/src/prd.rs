@@ -53,6 +53,9 @@ pub enum PrdError {
     DanglingDependency { story: String, missing: String },
     #[error("stories depend on each other in a cycle: {0}")]
     Cycle(String),
+    /// Checked at start only: a loop over no story has nothing to do.
+    #[error("it has no stories")]
+    Empty,
 }
 
 /// The fast path: a well-formed PRD read straight into typed fields, with

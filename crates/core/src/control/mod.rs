@@ -2,55 +2,34 @@
 //!
 //! Shared by `ralph-setup` (the typed commands and the terminal) and the Stop
 //! hook (the same commands typed while a loop runs wait in the client's
-//! queue, and the Stop hook answers them; see `queue`).
+//! queue, and the Stop hook carries them out; see `queue`).
+
+pub mod status;
 
 use crate::activity::{self, Action, Code, Entry};
 use crate::args::USAGE;
 use crate::clock;
-use crate::fmt;
-use crate::fmt::short_session as short;
+use crate::fmt::{self, short_session};
 use crate::paths::{LoopPaths, StateFile};
-use crate::setup::Status;
 use crate::state::LoopState;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
-
-/// What the state file holds.
-pub enum ReadState {
-    None,
-    /// The state and the seconds since it was last written.
-    Loop(Box<LoopState>, u64),
-    Corrupt(String),
-}
-
-pub fn read_state(paths: &LoopPaths) -> ReadState {
-    match paths.read_state() {
-        StateFile::Missing => ReadState::None,
-        StateFile::Unreadable(e) => ReadState::Corrupt(e.to_string()),
-        StateFile::Corrupt { error, .. } => ReadState::Corrupt(error.to_string()),
-        StateFile::Loop { state, .. } => ReadState::Loop(Box::new(state), paths.state_age_secs()),
-    }
-}
+use status::Status;
 
 /// Cancel the project's loop, taking the lock; the message for the user either way.
 pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
-    let msg = match read_state(paths) {
-        ReadState::None => return Ok(nothing_to_cancel(paths)),
-        ReadState::Loop(state, _) => {
+    let message = match paths.read_state() {
+        StateFile::Missing => return Ok(nothing_to_cancel(paths)),
+        StateFile::Loop { state, .. } => {
             store::remove_if_present(&paths.state)?;
             let _ = activity::append(&paths.log, &cancel_entry(&state, None));
             cancelled(&state, None)
         }
-        ReadState::Corrupt(e) => {
-            let kept = store::move_aside(&paths.state, clock::unix_now())?;
-            format!(
-                "🛑 Cancelled the Ralph loop; its state file was corrupt ({e}) and was kept as {}.",
-                fmt::relative(&paths.root, &kept)
-            )
-        }
+        StateFile::Unreadable(e) => cancel_corrupt(paths, &e)?,
+        StateFile::Corrupt { error, .. } => cancel_corrupt(paths, &error)?,
     };
     let _ = store::remove_if_present(&paths.last_injected);
-    Ok(msg)
+    Ok(message)
 }
 
 /// The log line of a cancel: under the loop's session, wherever it was typed.
@@ -67,9 +46,18 @@ pub fn cancelled(state: &LoopState, typed: Option<&str>) -> String {
         Some(t) => format!("🛑 Cancelled the Ralph loop at iteration {at}: you typed {t}."),
         None => format!(
             "🛑 Cancelled the Ralph loop at iteration {at} (session {}).",
-            short(&state.session_id)
+            short_session(&state.session_id)
         ),
     }
+}
+
+/// A state file that cannot be used is cancelled by keeping it aside.
+fn cancel_corrupt(paths: &LoopPaths, why: &dyn std::fmt::Display) -> Result<String, StoreError> {
+    let kept = store::move_aside(&paths.state, clock::unix_now())?;
+    Ok(format!(
+        "🛑 Cancelled the Ralph loop; its state file was corrupt ({why}) and was kept as {}.",
+        fmt::relative(&paths.root, &kept)
+    ))
 }
 
 /// No loop to cancel. A cancel queued while the loop ran was carried out at
@@ -91,20 +79,22 @@ fn nothing_to_cancel(paths: &LoopPaths) -> String {
     )
 }
 
-/// The loop's status, read from its files.
+/// The project's loop, as `status` shows it.
 pub fn status(paths: &LoopPaths) -> Status {
     let last = activity::last_entry(&paths.log);
     let project = paths.root.display().to_string();
-    match read_state(paths) {
-        ReadState::None => Status::new(project, None, None, None, last),
-        ReadState::Corrupt(e) => Status::new(project, None, Some(e), None, last),
-        ReadState::Loop(state, _) => {
-            let checks = paths.read_verify_log();
+    match paths.read_state() {
+        StateFile::Missing => Status::new(project, None, None, None, None, last),
+        StateFile::Unreadable(e) => {
+            Status::new(project, None, Some(e.to_string()), None, None, last)
+        }
+        StateFile::Corrupt { error, .. } => {
+            Status::new(project, None, Some(error.to_string()), None, None, last)
+        }
+        StateFile::Loop { state, .. } => {
             let prd = state.prd_file.as_deref().map(|f| paths.read_prd(f));
-            let mut status = Status::new(project, Some(state.as_ref()), None, prd.as_ref(), last);
-            status.verify = state.verify.clone();
-            status.checks = checks;
-            status
+            let checks = paths.read_verify_log();
+            Status::new(project, Some(&state), None, prd.as_ref(), checks, last)
         }
     }
 }

@@ -1,0 +1,130 @@
+//! Start and show: read what they need, take the loop lock to start, apply
+//! the rules, write. Does I/O.
+
+use super::report::{self, StartReport};
+use super::rules::{self, Existing, Mode};
+use super::{Gate, StartError, Started};
+use crate::activity::{self, Action, Entry};
+use crate::args::StartArgs;
+use crate::clock;
+use crate::fmt;
+use crate::paths::{LoopPaths, PrdReadError, StateFile};
+use crate::prd::Prd;
+use crate::progress::TurnEffect;
+use crate::state::LoopState;
+use crate::stop::plan;
+use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
+use crate::worktree;
+
+/// Start a loop for `session` ("" from a terminal: the first session to
+/// stop claims it). `gate` is the command policy's `[gates] full` row.
+pub fn start(
+    paths: &LoopPaths,
+    args: &StartArgs,
+    session: &str,
+    gate: Option<Gate>,
+) -> Result<Started, StartError> {
+    let prompt_file_text = match &args.prompt_file {
+        Some(file) => {
+            Some(
+                paths
+                    .read_project_file(file)
+                    .map_err(|why| StartError::PromptFile {
+                        path: file.clone(),
+                        why,
+                    })?,
+            )
+        }
+        None => None,
+    };
+    let prompt = rules::resolve_prompt(args, prompt_file_text.as_deref())?;
+    let prd = match &args.prd_file {
+        Some(file) => {
+            let text = paths.read_project_file(file).map_err(|e| StartError::Prd {
+                path: file.clone(),
+                why: PrdReadError::File(e),
+            })?;
+            Some(rules::check_prd(file, &text)?)
+        }
+        None => None,
+    };
+    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
+    let prior = rules::check_existing(&existing(paths)?, session, args.replace)?;
+    let gate = rules::gate_used(args, gate.as_ref());
+    let now = clock::now_rfc3339();
+    let mut state = rules::new_state(args, prompt, prd.as_ref(), gate, session, &now);
+    // The first Stop compares the tree with this one.
+    if plan::wants_fingerprint(&state, prd.as_ref(), TurnEffect::Unknown) {
+        state.last_fingerprint = worktree::fingerprint(&paths.root);
+    }
+    write_new_loop(paths, &state, prd.as_ref())?;
+    let blocker = paths.read_blocker();
+    let report = StartReport {
+        root: &paths.root,
+        session,
+        state: &state,
+        prd: prd.as_ref(),
+        prior: &prior,
+        gate,
+        blocker: blocker.as_ref(),
+    };
+    Ok(Started {
+        summary: report.summary(),
+        task: report::task(&state, prd.as_ref()),
+    })
+}
+
+/// What is in the state file, a corrupt one moved aside.
+fn existing(paths: &LoopPaths) -> Result<Existing, StoreError> {
+    Ok(match paths.read_state() {
+        StateFile::Missing => Existing::None,
+        StateFile::Loop { state, .. } => Existing::Loop {
+            state: Box::new(state),
+            age_secs: paths.state_age_secs(),
+        },
+        StateFile::Unreadable(_) | StateFile::Corrupt { .. } => {
+            let kept = store::move_aside(&paths.state, clock::unix_now())?;
+            Existing::Corrupt(fmt::relative(&paths.root, &kept))
+        }
+    })
+}
+
+/// The new loop's files: its state, no old check results, the first
+/// story's counter, a `start` line in the log.
+fn write_new_loop(
+    paths: &LoopPaths,
+    state: &LoopState,
+    prd: Option<&Prd>,
+) -> Result<(), StoreError> {
+    store::atomic_write(&paths.state, state.render().as_bytes())?;
+    store::remove_if_present(&paths.verify)?;
+    match rules::first_injection(prd) {
+        Some(inj) => store::atomic_write(&paths.last_injected, inj.render().as_bytes())?,
+        None => {
+            store::remove_if_present(&paths.last_injected)?;
+        }
+    }
+    let mode = Mode::of(state).as_str();
+    let _ = activity::append(
+        &paths.log,
+        &Entry::now(&state.session_id, 1, Action::Start, mode),
+    );
+    Ok(())
+}
+
+/// For the /ralph:ralph-loop command body: the running loop, as the model
+/// should start on it (or why there is none).
+pub fn show(paths: &LoopPaths) -> String {
+    match paths.read_state() {
+        StateFile::Loop { state, .. } => {
+            let prd = state
+                .prd_file
+                .as_deref()
+                .and_then(|f| paths.read_prd(f).ok());
+            report::show(&state, prd.as_ref())
+        }
+        StateFile::Missing => report::show_none(&paths.root),
+        StateFile::Unreadable(e) => report::show_corrupt(&e),
+        StateFile::Corrupt { error, .. } => report::show_corrupt(&error),
+    }
+}

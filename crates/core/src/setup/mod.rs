@@ -1,0 +1,66 @@
+//! Starting a loop, and showing it to the model's first turn: what
+//! `ralph-setup start`, `show` and the UserPromptSubmit hook's start do.
+//! (Cancel, status and help, which the Stop hook shares, are `control`.)
+//!
+//! - [`rules`]: pure; may a loop start over what is there, the prompt, the
+//!   PRD's checks at start, the new loop's state (and the `[gates] full`
+//!   default for `verify`).
+//! - [`report`]: every word a start and `show` say.
+//! - [`commands`]: reads, takes the lock, applies the rules, writes. Does I/O.
+//!
+//! The command policy is not read here (ralph-core does not depend on the
+//! policy crate): the binary finds the `[gates] full` row and passes it in
+//! as a [`Gate`].
+
+pub mod commands;
+pub mod report;
+pub mod rules;
+
+use crate::args::ArgsError;
+use crate::paths::{FileError, PrdReadError};
+use crate::store::StoreError;
+use thiserror::Error;
+
+/// The command policy's `[gates] full` row: the default `verify` command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gate {
+    /// The policy file it was found in.
+    pub file: &'static str,
+    pub command: String,
+}
+
+/// Why a loop did not start. Each is one line telling the user what to type.
+#[derive(Debug, Error)]
+pub enum StartError {
+    #[error("{0}. Usage: {usage}", usage = crate::args::USAGE)]
+    Args(#[from] ArgsError),
+    #[error(
+        "no prompt: type the task after the command, e.g. /ralph:ralph-loop \"Make the failing tests pass\" --max-iterations 20 (or give --prompt-file PATH or --prd-file PATH)"
+    )]
+    EmptyPrompt,
+    #[error("give the prompt either as words or with --prompt-file, not both")]
+    PromptTwice,
+    #[error("cannot read the prompt file {path}: {why}")]
+    PromptFile { path: String, why: FileError },
+    #[error("{path}: {why}. Fix the PRD, then start again")]
+    Prd { path: String, why: PrdReadError },
+    #[error(
+        "a Ralph loop of another session ({session}, iteration {iteration}, last active {age} ago) is running in this project. Cancel it with /ralph:cancel-ralph, or start yours with --replace to take it over"
+    )]
+    OtherSessionLive {
+        session: String,
+        iteration: u64,
+        age: String,
+    },
+    /// The loop's files could not be locked, read or written.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+/// What a start reports: to the user (header, notes, settings) and the
+/// model's first task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    pub summary: String,
+    pub task: String,
+}

@@ -1,0 +1,254 @@
+//! Every word a start and `show` say, to the user and to the model's first
+//! turn. Pure.
+
+use super::Gate;
+use super::rules::Prior;
+use crate::blocker::Blocker;
+use crate::fmt::{duration, one_line, plural, short_session};
+use crate::paths::STATE_FILE;
+use crate::prd::Prd;
+use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
+use crate::stop::text::story_prompt;
+use std::path::Path;
+
+/// What a start tells the user: where and for whom it started, what it
+/// replaced, warnings, and the settings.
+#[derive(Debug, Clone, Copy)]
+pub struct StartReport<'a> {
+    pub root: &'a Path,
+    pub session: &'a str,
+    pub state: &'a LoopState,
+    pub prd: Option<&'a Prd>,
+    pub prior: &'a Prior,
+    /// The policy's gate, when it gave the `verify` command.
+    pub gate: Option<&'a Gate>,
+    pub blocker: Option<&'a Blocker>,
+}
+
+impl StartReport<'_> {
+    pub fn summary(&self) -> String {
+        let state = self.state;
+        let for_session = match self.session {
+            "" => String::new(),
+            s => format!(" for session {}", short_session(s)),
+        };
+        let mut lines = vec![format!(
+            "🔄 Ralph loop started{for_session} in {}.",
+            self.root.display()
+        )];
+        lines.extend(prior_note(self.prior));
+        if let Some(gate) = self.gate {
+            lines.push(format!(
+                "Verification command taken from the [gates] full row of {}.",
+                gate.file
+            ));
+        }
+        lines.extend(warnings(state));
+        if let Some(b) = self.blocker {
+            lines.push(format!(
+                "⚠️ .ralph-blocker.md is present (story {}): the loop halts at its first stop unless that story passes or you delete the file.",
+                if b.story_id.is_empty() { "?" } else { &b.story_id }
+            ));
+        }
+        if state.prompt != DEFAULT_PRD_PROMPT {
+            lines.push(format!("Prompt: {}", prompt_preview(&state.prompt)));
+        }
+        let mut out = lines.join("\n") + "\n";
+        out.push_str(&settings(state, self.prd));
+        out
+    }
+}
+
+/// What a start did to the loop that was there before, if anything.
+pub fn prior_note(prior: &Prior) -> Option<String> {
+    Some(match prior {
+        Prior::Fresh => return None,
+        Prior::ReplacedOwn { iteration } => {
+            format!("Replaced this session's running loop (it was at iteration {iteration}).")
+        }
+        Prior::ReplacedStale { session, age_secs } => format!(
+            "Replaced a stale loop of session {} (no decision for {}).",
+            short_session(session),
+            duration(*age_secs)
+        ),
+        Prior::ReplacedOther { session } => format!(
+            "Replaced the running loop of session {} (--replace).",
+            short_session(session)
+        ),
+        Prior::ReplacedUnclaimed { iteration } => {
+            format!("Replaced a loop no session had claimed yet (iteration {iteration}).")
+        }
+        Prior::ReplacedCorrupt(kept) => {
+            format!("The old state file did not parse; it was kept as {kept}.")
+        }
+    })
+}
+
+/// Warnings to print with a start (e.g. a loop with no way to end but cancel).
+pub fn warnings(state: &LoopState) -> Vec<String> {
+    let mut out = Vec::new();
+    if state.max_iterations == 0 {
+        out.push(match &state.completion_promise {
+            Some(_) => "⚠️ No iteration cap (--max-iterations 0): only the promise or /ralph:cancel-ralph ends this loop. Consider --max-iterations 30.".to_string(),
+            None => "⚠️ No iteration cap and no completion promise: this loop runs until you type /ralph:cancel-ralph. Consider --max-iterations 30.".to_string(),
+        });
+    }
+    out
+}
+
+/// What the loop will do, for the user and for the model's first turn.
+pub fn describe(state: &LoopState, prd: Option<&Prd>) -> String {
+    settings(state, prd) + &task(state, prd)
+}
+
+/// The prompt in one line of at most 160 characters, for the user's summary.
+pub fn prompt_preview(prompt: &str) -> String {
+    one_line(prompt, 160)
+}
+
+/// The loop's settings: cap, promise, PRD progress (what the user is shown at start).
+pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "Iterations: {}\n",
+        if state.max_iterations == 0 {
+            "no cap".to_string()
+        } else {
+            format!("at most {}", state.max_iterations)
+        }
+    ));
+    match &state.completion_promise {
+        Some(p) if prd.is_some() => out.push_str(&format!(
+            "Completion: the loop ends by itself when every story passes; <promise>{p}</promise> is refused while any story fails.\n"
+        )),
+        Some(p) => out.push_str(&format!(
+            "Completion promise: print <promise>{p}</promise> only when that statement is completely and unequivocally true; never to escape the loop.\n"
+        )),
+        None => out.push_str("Completion promise: none (the loop ends at its cap or on /ralph:cancel-ralph).\n"),
+    }
+    if let Some(v) = &state.verify {
+        out.push_str(&format!(
+            "Verification: `{v}` must exit 0 (within {} s) before the loop counts as complete.\n",
+            state.verify_timeout
+        ));
+    }
+    if state.max_stalls > 0 {
+        out.push_str(&format!(
+            "No-progress breaker: the loop stops after {} in a row that leave the working tree unchanged (git repositories).\n",
+            plural(u64::from(state.max_stalls), "iteration")
+        ));
+    }
+    if let (Some(prd), Some(file)) = (prd, &state.prd_file) {
+        let (pass, total) = prd.progress();
+        out.push_str(&format!(
+            "PRD: {file}: {}, {pass} passing.\n",
+            plural(total as u64, "story")
+        ));
+        match prd.next_runnable() {
+            Some(story) => out.push_str(&format!("First story: {} {}\n", story.id, story.title)),
+            None => out.push_str("No story can run now (all pass, or dependencies block them).\n"),
+        }
+    }
+    out
+}
+
+/// The task as the model starts on it: the prompt, or the first story's prompt.
+pub fn task(state: &LoopState, prd: Option<&Prd>) -> String {
+    let mut out = String::new();
+    if let (Some(prd), Some(file)) = (prd, &state.prd_file) {
+        let (pass, total) = prd.progress();
+        if let Some(story) = prd.next_runnable() {
+            let progress = format!("{pass}/{total} stories pass");
+            out.push('\n');
+            out.push_str(&story_prompt(file, story, &progress, state, None));
+        }
+    } else {
+        out.push_str("\nTask:\n");
+        out.push_str(&state.prompt);
+        if !state.prompt.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `show` with a loop running: the loop, as the model should start on it.
+pub fn show(state: &LoopState, prd: Option<&Prd>) -> String {
+    format!(
+        "A Ralph loop is active (iteration {}).\n{}",
+        state.iteration_label(state.iteration),
+        describe(state, prd)
+    )
+}
+
+/// `show` with no loop: the start did not happen.
+pub fn show_none(root: &Path) -> String {
+    format!(
+        "ralph: no loop is active in {}: the start did not happen (see the message above; is the ralph plugin's UserPromptSubmit hook enabled?). Tell the user and stop.\n",
+        root.display()
+    )
+}
+
+/// `show` with a state file that cannot be used.
+pub fn show_corrupt(why: &dyn std::fmt::Display) -> String {
+    format!("ralph: {STATE_FILE} is corrupt: {why}. Tell the user and stop.\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::parse_command_line;
+    use crate::setup::rules::{check_prd, new_state};
+
+    #[test]
+    fn prd_loop_description() {
+        let args = parse_command_line("--prd-file prd.json --max-iterations 9").unwrap();
+        let prd = check_prd(
+            "prd.json",
+            r#"{"userStories":[{"id":"A","title":"First","passes":false}]}"#,
+        )
+        .unwrap();
+        let s = new_state(&args, DEFAULT_PRD_PROMPT.into(), Some(&prd), None, "s", "t");
+        let text = describe(&s, Some(&prd));
+        assert!(text.contains("First story: A First"), "{text}");
+        assert!(text.contains("at most 9"));
+    }
+
+    #[test]
+    fn preview_is_one_bounded_line() {
+        assert_eq!(prompt_preview("a\n  b\tc"), "a b c");
+        let long = "x".repeat(500);
+        assert_eq!(prompt_preview(&long).chars().count(), 160);
+    }
+
+    #[test]
+    fn unlimited_loops_warn() {
+        let args = parse_command_line("x --max-iterations 0").unwrap();
+        let s = new_state(&args, "x".into(), None, None, "", "t");
+        assert_eq!(warnings(&s).len(), 1);
+    }
+
+    #[test]
+    fn the_summary_says_where_and_what_it_replaced() {
+        let args = parse_command_line("Fix it --max-iterations 3").unwrap();
+        let s = new_state(&args, "Fix it".into(), None, None, "0123456789", "t");
+        let prior = Prior::ReplacedStale {
+            session: "abcdefghij".into(),
+            age_secs: 2 * 86_400,
+        };
+        let report = StartReport {
+            root: Path::new("/p"),
+            session: "0123456789",
+            state: &s,
+            prd: None,
+            prior: &prior,
+            gate: None,
+            blocker: None,
+        };
+        let text = report.summary();
+        assert!(
+            text.starts_with("🔄 Ralph loop started for session 01234567 in /p.\nReplaced a stale loop of session abcdefgh (no decision for 2 days).\nPrompt: Fix it\nIterations: at most 3\n"),
+            "{text}"
+        );
+    }
+}

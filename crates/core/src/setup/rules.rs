@@ -1,0 +1,288 @@
+//! The rules of a start: pure. May a loop start over what is there, where
+//! its prompt comes from, what a PRD must be at start, and the new loop's
+//! state.
+
+use super::{Gate, StartError};
+use crate::args::StartArgs;
+use crate::fmt::{duration, short_session};
+use crate::frontmatter;
+use crate::paths::PrdReadError;
+use crate::prd::{Prd, PrdError};
+use crate::reinject::Injected;
+use crate::state::{DEFAULT_MAX_STALLS, DEFAULT_MAX_STORY_ATTEMPTS, DEFAULT_PRD_PROMPT, LoopState};
+
+/// A loop whose last decision is older than this is stale: a new start replaces it.
+pub const STALE_AFTER_SECS: u64 = 24 * 3600;
+/// The promise a PRD loop uses when none is given.
+pub const DEFAULT_PRD_PROMISE: &str = "RALPH-COMPLETE";
+
+/// What was in the state file when a start came.
+#[derive(Debug, Clone)]
+pub enum Existing {
+    None,
+    /// A state file that did not parse, now kept aside under this name.
+    Corrupt(String),
+    Loop {
+        state: Box<LoopState>,
+        age_secs: u64,
+    },
+}
+
+/// What a start did to a loop that was there before (said to the user).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prior {
+    Fresh,
+    ReplacedOwn { iteration: u64 },
+    ReplacedStale { session: String, age_secs: u64 },
+    ReplacedOther { session: String },
+    ReplacedUnclaimed { iteration: u64 },
+    ReplacedCorrupt(String),
+}
+
+/// How the loop runs: the reason code of its `start` log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Prompt,
+    Prd,
+}
+
+impl Mode {
+    pub fn of(state: &LoopState) -> Mode {
+        if state.prd_file.is_some() {
+            Mode::Prd
+        } else {
+            Mode::Prompt
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Prompt => "prompt",
+            Mode::Prd => "prd",
+        }
+    }
+}
+
+/// May a new loop start over `existing`? (`session` is the starter's, "" from a terminal.)
+pub fn check_existing(
+    existing: &Existing,
+    session: &str,
+    replace: bool,
+) -> Result<Prior, StartError> {
+    let (state, age_secs) = match existing {
+        Existing::None => return Ok(Prior::Fresh),
+        Existing::Corrupt(kept) => return Ok(Prior::ReplacedCorrupt(kept.clone())),
+        Existing::Loop { state, age_secs } => (state, *age_secs),
+    };
+    let owner = &state.session_id;
+    let iteration = state.iteration;
+    if age_secs >= STALE_AFTER_SECS {
+        let session = owner.clone();
+        Ok(Prior::ReplacedStale { session, age_secs })
+    } else if owner.is_empty() {
+        Ok(Prior::ReplacedUnclaimed { iteration })
+    } else if owner == session {
+        Ok(Prior::ReplacedOwn { iteration })
+    } else if replace {
+        let session = owner.clone();
+        Ok(Prior::ReplacedOther { session })
+    } else {
+        Err(StartError::OtherSessionLive {
+            session: short_session(owner),
+            iteration,
+            age: duration(age_secs),
+        })
+    }
+}
+
+/// The prompt from words or a prompt file (whose frontmatter, if any, is not
+/// part of the prompt). Empty is allowed only in PRD mode.
+pub fn resolve_prompt(
+    args: &StartArgs,
+    prompt_file_text: Option<&str>,
+) -> Result<String, StartError> {
+    let prompt = match prompt_file_text {
+        Some(_) if !args.prompt.trim().is_empty() => return Err(StartError::PromptTwice),
+        Some(text) => match frontmatter::split(text) {
+            Some(split) => split.body.to_string(),
+            None => text.strip_prefix('\u{feff}').unwrap_or(text).to_string(),
+        },
+        None => args.prompt.clone(),
+    };
+    if !prompt.trim().is_empty() {
+        Ok(prompt)
+    } else if args.prd_file.is_some() {
+        Ok(DEFAULT_PRD_PROMPT.to_string())
+    } else {
+        Err(StartError::EmptyPrompt)
+    }
+}
+
+/// Parse and validate a PRD at start (stricter than during the loop: ids
+/// unique, no dangling or cyclic dependency, at least one story).
+pub fn check_prd(path: &str, text: &str) -> Result<Prd, StartError> {
+    let checked = Prd::parse(text).and_then(|prd| {
+        prd.validate()?;
+        match prd.stories.is_empty() {
+            true => Err(PrdError::Empty),
+            false => Ok(prd),
+        }
+    });
+    checked.map_err(|e| StartError::Prd {
+        path: path.to_string(),
+        why: PrdReadError::Invalid(e),
+    })
+}
+
+/// The policy's `[gates] full` command verifies completion when the user
+/// gave no `--verify`.
+pub fn gate_used<'g>(args: &StartArgs, gate: Option<&'g Gate>) -> Option<&'g Gate> {
+    gate.filter(|_| args.verify.is_none())
+}
+
+/// The state of a new loop.
+pub fn new_state(
+    args: &StartArgs,
+    prompt: String,
+    prd: Option<&Prd>,
+    gate: Option<&Gate>,
+    session: &str,
+    now: &str,
+) -> LoopState {
+    let promise = match (&args.completion_promise, prd) {
+        (Some(p), _) => Some(p.clone()).filter(|p| !p.trim().is_empty()),
+        (None, Some(_)) => Some(DEFAULT_PRD_PROMISE.to_string()),
+        (None, None) => None,
+    };
+    let verify = match gate_used(args, gate) {
+        Some(gate) => Some(gate.command.clone()),
+        None => args.verify.clone(),
+    };
+    LoopState {
+        active: true,
+        iteration: 1,
+        session_id: session.to_string(),
+        max_iterations: args.max_iterations.unwrap_or(0),
+        completion_promise: promise,
+        started_at: Some(now.to_string()),
+        prd_file: prd.and(args.prd_file.clone()),
+        story_ids: prd
+            .map(|p| p.stories.iter().map(|s| s.id.clone()).collect())
+            .unwrap_or_default(),
+        max_story_attempts: args
+            .max_story_attempts
+            .unwrap_or(DEFAULT_MAX_STORY_ATTEMPTS),
+        verify: verify.filter(|v| !v.trim().is_empty()),
+        verify_timeout: args
+            .verify_timeout
+            .unwrap_or(crate::verify::DEFAULT_TIMEOUT_SECS),
+        max_stalls: args.max_stalls.unwrap_or(DEFAULT_MAX_STALLS),
+        stalls: 0,
+        last_fingerprint: None,
+        queue_seen: None,
+        yielded: false,
+        prompt,
+    }
+}
+
+/// The re-injection counter at start: the first story counts as fed once.
+pub fn first_injection(prd: Option<&Prd>) -> Option<Injected> {
+    prd.and_then(Prd::next_runnable)
+        .map(|s| Injected::next(None, &s.id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::parse_command_line;
+
+    fn live(session: &str, age: u64) -> Existing {
+        let args = parse_command_line("x").unwrap();
+        Existing::Loop {
+            state: Box::new(new_state(&args, "x".into(), None, None, session, "t")),
+            age_secs: age,
+        }
+    }
+
+    #[test]
+    fn another_sessions_live_loop_is_refused_unless_replaced_or_stale() {
+        let err = check_existing(&live("other-session", 60), "me", false).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("Cancel it with /ralph:cancel-ralph")
+        );
+        assert!(matches!(
+            check_existing(&live("other", 60), "me", true),
+            Ok(Prior::ReplacedOther { .. })
+        ));
+        assert!(matches!(
+            check_existing(&live("other", STALE_AFTER_SECS), "me", false),
+            Ok(Prior::ReplacedStale { .. })
+        ));
+        assert!(matches!(
+            check_existing(&live("me", 5), "me", false),
+            Ok(Prior::ReplacedOwn { .. })
+        ));
+        assert!(matches!(
+            check_existing(&live("", 5), "me", false),
+            Ok(Prior::ReplacedUnclaimed { .. })
+        ));
+    }
+
+    #[test]
+    fn prompt_sources() {
+        let words = parse_command_line("do it").unwrap();
+        assert_eq!(resolve_prompt(&words, None).unwrap(), "do it");
+        assert!(matches!(
+            resolve_prompt(&words, Some("x")),
+            Err(StartError::PromptTwice)
+        ));
+        let none = parse_command_line("--max-iterations 3").unwrap();
+        assert!(matches!(
+            resolve_prompt(&none, None),
+            Err(StartError::EmptyPrompt)
+        ));
+        assert_eq!(
+            resolve_prompt(&none, Some("---\ntitle: t\n---\n\nBody `x`\n")).unwrap(),
+            "Body `x`\n"
+        );
+        let prd = parse_command_line("--prd-file prd.json").unwrap();
+        assert_eq!(resolve_prompt(&prd, None).unwrap(), DEFAULT_PRD_PROMPT);
+    }
+
+    #[test]
+    fn prd_loop_defaults() {
+        let args = parse_command_line("--prd-file prd.json --max-iterations 9").unwrap();
+        let prd = check_prd(
+            "prd.json",
+            r#"{"userStories":[{"id":"A","title":"First","passes":false}]}"#,
+        )
+        .unwrap();
+        let s = new_state(&args, DEFAULT_PRD_PROMPT.into(), Some(&prd), None, "s", "t");
+        assert_eq!(s.completion_promise.as_deref(), Some(DEFAULT_PRD_PROMISE));
+        assert_eq!(s.story_ids, ["A"]);
+        assert_eq!(Mode::of(&s), Mode::Prd);
+        assert_eq!(first_injection(Some(&prd)).unwrap().count, 1);
+        assert!(check_prd("p", r#"{"stories":[{"id":"A","depends_on":["B"]}]}"#).is_err());
+        let empty = check_prd("p", r#"{"stories":[]}"#).unwrap_err();
+        assert_eq!(
+            empty.to_string(),
+            "p: it has no stories. Fix the PRD, then start again"
+        );
+    }
+
+    #[test]
+    fn the_gate_verifies_only_without_verify() {
+        let gate = Gate {
+            file: ".ralph/command-policy",
+            command: "make test".into(),
+        };
+        let plain = parse_command_line("x").unwrap();
+        let s = new_state(&plain, "x".into(), None, Some(&gate), "", "t");
+        assert_eq!(s.verify.as_deref(), Some("make test"));
+        let own = parse_command_line("x --verify \"make check\"").unwrap();
+        assert!(gate_used(&own, Some(&gate)).is_none());
+        let s = new_state(&own, "x".into(), None, Some(&gate), "", "t");
+        assert_eq!(s.verify.as_deref(), Some("make check"));
+    }
+}
