@@ -198,17 +198,11 @@ pub fn show_corrupt(why: &dyn std::fmt::Display) -> String {
 mod tests {
     use super::*;
     use crate::args::parse_command_line;
-    use crate::setup::rules::{check_prd, new_state};
+    use crate::setup::rules::new_state;
 
     #[test]
     fn prd_loop_description() {
-        let args = parse_command_line("--prd-file prd.json --max-iterations 9").unwrap();
-        let prd = check_prd(
-            "prd.json",
-            r#"{"userStories":[{"id":"A","title":"First","passes":false}]}"#,
-        )
-        .unwrap();
-        let s = new_state(&args, DEFAULT_PRD_PROMPT.into(), Some(&prd), None, "s", "t");
+        let (s, prd) = crate::setup::rules::tests::prd_loop();
         let text = describe(&s, Some(&prd));
         assert!(text.contains("First story: A First"), "{text}");
         assert!(text.contains("at most 9"));

@@ -192,7 +192,7 @@ pub fn first_injection(prd: Option<&Prd>) -> Option<Injected> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::args::parse_command_line;
 
@@ -250,8 +250,8 @@ mod tests {
         assert_eq!(resolve_prompt(&prd, None).unwrap(), DEFAULT_PRD_PROMPT);
     }
 
-    #[test]
-    fn prd_loop_defaults() {
+    /// A PRD loop of one story, started with `--max-iterations 9`.
+    pub(crate) fn prd_loop() -> (LoopState, Prd) {
         let args = parse_command_line("--prd-file prd.json --max-iterations 9").unwrap();
         let prd = check_prd(
             "prd.json",
@@ -259,6 +259,12 @@ mod tests {
         )
         .unwrap();
         let s = new_state(&args, DEFAULT_PRD_PROMPT.into(), Some(&prd), None, "s", "t");
+        (s, prd)
+    }
+
+    #[test]
+    fn prd_loop_defaults() {
+        let (s, prd) = prd_loop();
         assert_eq!(s.completion_promise.as_deref(), Some(DEFAULT_PRD_PROMISE));
         assert_eq!(s.story_ids, ["A"]);
         assert_eq!(Mode::of(&s), Mode::Prd);
