@@ -12,7 +12,7 @@ use crate::paths::{LoopPaths, PrdReadError, StateFile};
 use crate::prd::Prd;
 use crate::progress::TurnEffect;
 use crate::state::LoopState;
-use crate::stop::plan;
+use crate::stop::inputs::wants_fingerprint;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use crate::worktree;
 
@@ -54,7 +54,7 @@ pub fn start(
     let now = clock::now_rfc3339();
     let mut state = rules::new_state(args, prompt, prd.as_ref(), gate, session, &now);
     // The first Stop compares the tree with this one.
-    if plan::wants_fingerprint(&state, prd.as_ref(), TurnEffect::Unknown) {
+    if wants_fingerprint(&state, prd.as_ref(), TurnEffect::Unknown) {
         state.last_fingerprint = worktree::fingerprint(&paths.root);
     }
     write_new_loop(paths, &state, prd.as_ref())?;

@@ -1,6 +1,6 @@
 //! The Stop's decision: pure. [`judge`] applies the rules in their order and
-//! says what happens as data (an [`Outcome`]); `text` words it; [`decide`]
-//! does both. The order, for a loop this session owns:
+//! says what happens as data (an [`Outcome`]); `text::render` words it into
+//! a [`Decision`]. The order, for a loop this session owns:
 //!
 //! 1. what the user queued meanwhile comes first: a `/cancel-ralph` ends the
 //!    loop, any other message (not a status or help request, which is
@@ -18,7 +18,6 @@
 use super::completion::{self, Completion, JudgedPrd, Refusal};
 use super::inputs::StopInputs;
 use super::plan::Plan;
-use super::text;
 use crate::activity::Code;
 use crate::blocker::Blocker;
 use crate::paths::PrdReadError;
@@ -226,11 +225,6 @@ pub enum Next {
     End { iterations: u64 },
     /// Let the session stop: the user cancelled the loop.
     Cancel,
-}
-
-/// Decide one Stop of a loop this session owns.
-pub fn decide(cx: &StopContext) -> Decision {
-    text::render(cx, judge(cx))
 }
 
 /// The rules, in their order (see the module's doc).

@@ -48,7 +48,7 @@ impl Case {
         let prd = judged.as_ref().map(|p| p.as_ref().map_err(|e| *e));
         let claimed = completion::claimed(&self.state, self.said, prd);
         let completion = completion::judge(&self.state, claimed, self.loop_check.as_ref());
-        decide(&StopContext {
+        crate::stop::decision(&StopContext {
             state: &self.state,
             said: self.said,
             prd,

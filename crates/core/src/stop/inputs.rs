@@ -1,17 +1,17 @@
-//! Gathering a Stop's inputs: the one place that reads files for a Stop.
-//! Does I/O (the loop files, the transcript's end with the messages the user
-//! queued, and `git status` when the plan's rule says the tree must be
-//! looked at).
+//! Gathering a Stop's inputs: the one place that reads files for a Stop,
+//! and the rules for what it reads (whose loop it is, what the user's queue
+//! asks, when the working tree must be looked at). Does I/O: the loop files,
+//! the transcript's end with the messages the user queued, and `git status`
+//! only when the rule says so.
 
 use super::completion;
-use super::plan;
 use crate::blocker::Blocker;
 use crate::frontmatter;
 use crate::hook_input::HookInput;
 use crate::paths::{LoopPaths, PrdReadError, StateFile};
 use crate::prd::Prd;
 use crate::progress::{self, TurnEffect};
-use crate::queue::{self, Queued};
+use crate::queue::{self, QueueAction, Queued};
 use crate::reinject::Injected;
 use crate::state::LoopState;
 use crate::store::StoreError;
@@ -76,7 +76,7 @@ impl StopInputs {
             StateFile::Unreadable(e) => return Err(e),
             StateFile::Corrupt { text, error } => {
                 let owner = frontmatter::scan(&text, "session_id").unwrap_or("");
-                if !plan::owns(owner, session) {
+                if !owns(owner, session) {
                     return Ok(Gathered::NotOurs);
                 }
                 return Ok(Gathered::Corrupt(Corrupt {
@@ -88,7 +88,7 @@ impl StopInputs {
             }
             StateFile::Loop { text, state } => (text, state),
         };
-        if !plan::owns(&state.session_id, session) {
+        if !owns(&state.session_id, session) {
             return Ok(Gathered::NotOurs);
         }
         let last_message = input.last_assistant_message.as_deref();
@@ -104,8 +104,8 @@ impl StopInputs {
         let readable_prd = prd.as_ref().and_then(|p| p.as_ref().ok());
         // A queued cancel or message is acted on before anything else: the
         // tree is not looked at.
-        let preempted = plan::queue_action(&state, &queued).preempts();
-        let fingerprint = if !preempted && plan::wants_fingerprint(&state, readable_prd, effect) {
+        let preempted = queue_action(&state, &queued).preempts();
+        let fingerprint = if !preempted && wants_fingerprint(&state, readable_prd, effect) {
             worktree::fingerprint(&paths.root)
         } else {
             None
@@ -123,5 +123,51 @@ impl StopInputs {
             fingerprint,
             queued,
         })))
+    }
+}
+
+// What is read, and when: the rules `gather` follows.
+
+/// Is a loop owned by `owner` this session's? An unclaimed loop (the
+/// official setup, or `ralph-setup start` from a terminal) belongs to the
+/// first session whose Stop sees it; a corrupt file that names another
+/// session is that session's to report.
+pub fn owns(owner: &str, session: &str) -> bool {
+    owner.is_empty() || owner == session
+}
+
+/// What this Stop does about the messages the user queued (see `queue`):
+/// those after the newest one an earlier Stop acted on (`queue_seen`).
+pub fn queue_action(state: &LoopState, queued: &[Queued]) -> QueueAction {
+    queue::action(queued, state.queue_seen.as_deref())
+}
+
+/// Must the working tree be looked at (`git status`, 2 to 10 ms)? When a
+/// check may run (results are kept per tree), or when the no-progress
+/// breaker cannot judge the turn from its tools. At start, with no turn yet,
+/// `effect` is `Unknown`: the first Stop may need the tree to compare with.
+pub fn wants_fingerprint(state: &LoopState, prd: Option<&Prd>, effect: TurnEffect) -> bool {
+    let checks_may_run = state.verify.is_some()
+        || prd.is_some_and(|p| p.stories.iter().any(|s| s.passes && s.verify.is_some()));
+    checks_may_run || (state.max_stalls > 0 && effect == TurnEffect::Unknown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tree_is_looked_at_only_when_needed() {
+        let mut s = crate::state::sample(1, 0, None);
+        assert!(!wants_fingerprint(&s, None, TurnEffect::Edited));
+        assert!(wants_fingerprint(&s, None, TurnEffect::Unknown));
+        s.max_stalls = 0;
+        assert!(!wants_fingerprint(&s, None, TurnEffect::Unknown));
+        let checked = r#"{"stories":[{"id":"A","passes":true,"verify":"check a"}]}"#;
+        let prd = Prd::parse(checked).unwrap();
+        assert!(wants_fingerprint(&s, Some(&prd), TurnEffect::Edited));
+        s.verify = Some("make".into());
+        assert!(wants_fingerprint(&s, None, TurnEffect::Edited));
+        assert!(owns("", "me") && owns("me", "me") && !owns("you", "me"));
     }
 }

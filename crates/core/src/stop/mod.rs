@@ -4,12 +4,14 @@
 //! stdin ─▶ gather ─▶ plan ─▶ (checks, outside the lock) ─▶ decide ─▶ apply ─▶ stdout
 //! ```
 //!
-//! - [`inputs`]: `StopInputs::gather`, the one place that reads files for a Stop.
-//! - [`plan`]: pure; who owns the loop, what to do about messages the user
-//!   queued meanwhile, the stall count, which checks run first and which
-//!   results are reused.
+//! - [`inputs`]: `StopInputs::gather`, the one place that reads files for a
+//!   Stop, with the rules for what it reads (whose loop, when to look at the
+//!   working tree).
+//! - [`plan`]: pure; what to do about messages the user queued meanwhile,
+//!   the stall count, which checks run first and which results are reused.
 //! - [`completion`]: pure; when a loop is complete, the one place that says it.
-//! - [`decide`]: pure; the rules in their order, giving an `Outcome`.
+//! - [`decide`]: pure; the rules in their order, giving an `Outcome`
+//!   ([`decision`] words it with `text`).
 //! - [`text`]: every word the model or the user reads.
 //! - [`apply`]: the one place that writes.
 //!
@@ -30,7 +32,7 @@ use crate::hook_output::HookOutput;
 use crate::paths::LoopPaths;
 use crate::store::StoreError;
 use crate::worktree;
-use decide::StopContext;
+use decide::{Decision, StopContext};
 use inputs::{Gathered, StopInputs};
 use plan::{Jobs, Plan, Ran};
 use std::path::Path;
@@ -57,9 +59,14 @@ pub fn step(paths: &LoopPaths, input: &HookInput, ran: &Ran) -> Result<Step, Sto
     if let Some(jobs) = plan.jobs.take() {
         return Ok(Step::RunChecks(jobs));
     }
-    let decision = decide::decide(&StopContext::new(&inputs, &plan));
+    let decision = decision(&StopContext::new(&inputs, &plan));
     let out = apply::apply(paths, &inputs, &plan, decision)?;
     Ok(Step::Done(apply::answer_queued(paths, out, &plan.queue)))
+}
+
+/// Decide one Stop of a loop this session owns: judge, then word it.
+pub fn decision(cx: &StopContext) -> Decision {
+    text::render(cx, decide::judge(cx))
 }
 
 impl Jobs {

@@ -1,42 +1,19 @@
-//! The plan of one Stop, from its inputs: pure. Who owns the loop, what to do
-//! about messages the user queued meanwhile, when the working tree must be
-//! looked at, how many turns in a row left it unchanged, which checks must
-//! run before deciding (and which results are reused), and the verdict on
-//! completion (see `completion`).
+//! The plan of one Stop, from its inputs: pure. What to do about messages the
+//! user queued meanwhile, how many turns in a row left the tree unchanged,
+//! which checks must run before deciding (and which results are reused),
+//! the verdict on completion (see `completion`), and the state the Stop
+//! leaves. (Who owns the loop and when the tree is looked at decide what is
+//! read: they are `inputs`' rules.)
 
 use super::completion::{self, Completion, JudgedPrd};
-use super::inputs::StopInputs;
+use super::inputs::{StopInputs, queue_action};
 use crate::paths::PrdReadError;
 use crate::prd::Prd;
-use crate::progress::{self, TurnEffect};
-use crate::queue::{self, QueueAction, Queued};
+use crate::progress;
+use crate::queue::{self, QueueAction};
 use crate::state::LoopState;
 use crate::verify::{CheckResult, VerifyLog};
 use std::time::Duration;
-
-/// Is a loop owned by `owner` this session's? An unclaimed loop (the
-/// official setup, or `ralph-setup start` from a terminal) belongs to the
-/// first session whose Stop sees it; a corrupt file that names another
-/// session is that session's to report.
-pub fn owns(owner: &str, session: &str) -> bool {
-    owner.is_empty() || owner == session
-}
-
-/// What this Stop does about the messages the user queued (see `queue`):
-/// those after the newest one an earlier Stop acted on (`queue_seen`).
-pub fn queue_action(state: &LoopState, queued: &[Queued]) -> QueueAction {
-    queue::action(queued, state.queue_seen.as_deref())
-}
-
-/// Must the working tree be looked at (`git status`, 2 to 10 ms)? When a
-/// check may run (results are kept per tree), or when the no-progress
-/// breaker cannot judge the turn from its tools. At start, with no turn yet,
-/// `effect` is `Unknown`: the first Stop may need the tree to compare with.
-pub fn wants_fingerprint(state: &LoopState, prd: Option<&Prd>, effect: TurnEffect) -> bool {
-    let checks_may_run = state.verify.is_some()
-        || prd.is_some_and(|p| p.stories.iter().any(|s| s.passes && s.verify.is_some()));
-    checks_may_run || (state.max_stalls > 0 && effect == TurnEffect::Unknown)
-}
 
 /// Checks run in earlier rounds of this Stop.
 #[derive(Debug, Default)]
@@ -309,22 +286,5 @@ mod tests {
         assert!(reusable_loop_check(&s, &log, None).is_none());
         s.verify = Some("make test".into());
         assert!(reusable_loop_check(&s, &log, Some("f1")).is_none());
-    }
-
-    #[test]
-    fn the_tree_is_looked_at_only_when_needed() {
-        let mut s = crate::state::sample(1, 0, None);
-        assert!(!wants_fingerprint(&s, None, TurnEffect::Edited));
-        assert!(wants_fingerprint(&s, None, TurnEffect::Unknown));
-        s.max_stalls = 0;
-        assert!(!wants_fingerprint(&s, None, TurnEffect::Unknown));
-        assert!(wants_fingerprint(
-            &s,
-            Some(&prd([true, false])),
-            TurnEffect::Edited
-        ));
-        s.verify = Some("make".into());
-        assert!(wants_fingerprint(&s, None, TurnEffect::Edited));
-        assert!(owns("", "me") && owns("me", "me") && !owns("you", "me"));
     }
 }
