@@ -1,7 +1,8 @@
 //! The activity log `.claude/ralph-loop.log.jsonl`: one JSON object per
 //! decision (time, session, iteration, decision, reason code, story, and the
 //! message the user saw). It outlives the loop so `status` can say why the
-//! last loop ended.
+//! last loop ended. Its vocabulary is typed: an [`Action`] and a reason
+//! [`Code`]. Does I/O (appends, and reads the tail).
 
 use serde::{Deserialize, Serialize};
 use std::fs::File;

@@ -1,4 +1,5 @@
-//! The JSON a Claude Code hook receives on stdin, read leniently.
+//! The JSON a Claude Code hook receives on stdin, read leniently. Does I/O
+//! (stdin, with a deadline).
 //!
 //! Unknown fields are normal (the client adds fields between versions) and a
 //! field of the wrong type is treated as absent rather than failing the hook.

@@ -1,11 +1,14 @@
 //! ralph-core: every decision of the Ralph loop as plain types and functions.
 //!
-//! The binaries (`ralph-stop-hook`, `ralph-guard`, `ralph-setup`) read files and
-//! stdin at the edges and call into here; nothing in the decision modules
-//! touches the file system, so the rules are tested without I/O. The modules
-//! that do I/O say so at their top: `store`, `paths`, `transcript`,
-//! `hook_input`, `hook_output` (prints), `activity` and `worktree` (which
-//! spawns git and checks).
+//! The binaries (`ralph-stop-hook`, `ralph-guard`, `ralph-setup`) hold the
+//! lock, run commands and print; the rules are plain functions here, tested
+//! without I/O. The modules that do I/O say so at their top: `paths` (typed
+//! reads of the loop's files), `store` (the lock, atomic writes),
+//! `transcript`, `hook_input`, `hook_output` (prints), `activity`,
+//! `worktree` (spawns git and checks), `control` (cancel, status),
+//! `setup::commands`, `stop::inputs` (gather) and `stop::apply`. The Stop
+//! path is `stop` (gather, plan, decide, apply); docs/architecture.md draws
+//! it and says where each rule lives.
 
 pub mod activity;
 pub mod args;
