@@ -5,6 +5,7 @@
 //! the rotation thresholds.
 
 use crate::edge::{self, Out};
+use ralph_core::activity::Action;
 use ralph_core::paths::LoopPaths;
 use ralph_core::run::events::{Event, parse_line};
 use ralph_core::run::failure::{ChildEnd, StopCause};
@@ -274,7 +275,7 @@ impl Watch<'_> {
                     &self.setup.paths,
                     &self.setup.session,
                     self.iteration,
-                    "wait",
+                    Action::Wait,
                     reason,
                     &format!("ralph run: {said}"),
                 );

@@ -2,9 +2,9 @@
 //! plugin, the run lock, the loop's files, process groups, `--notify`, and
 //! the terminal.
 
-use ralph_core::activity::{self, Entry};
-use ralph_core::control::{ReadState, read_state};
+use ralph_core::activity::{self, Action, Entry};
 use ralph_core::paths::LoopPaths;
+use ralph_core::paths::StateFile;
 use ralph_core::store::{self, LOCK_WAIT, LoopLock};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -170,11 +170,11 @@ pub fn run_lock_holder(root: &Path) -> Option<String> {
 
 /// Whether the loop of `session` is still there (not cancelled, not replaced).
 pub fn loop_is_ours(paths: &LoopPaths, session: &str) -> bool {
-    match read_state(paths) {
-        ReadState::Loop(state, _) => state.session_id == session,
+    match paths.read_state() {
+        StateFile::Loop { state, .. } => state.session_id == session,
         // A corrupt file is the Stop hook's to report.
-        ReadState::Corrupt(_) => true,
-        ReadState::None => false,
+        StateFile::Corrupt { .. } | StateFile::Unreadable(_) => true,
+        StateFile::Missing => false,
     }
 }
 
@@ -184,12 +184,12 @@ pub fn loop_is_ours(paths: &LoopPaths, session: &str) -> bool {
 pub fn end_loop(
     paths: &LoopPaths,
     session: &str,
-    decision: &str,
+    decision: Action,
     reason: &str,
     message: &str,
 ) -> Result<bool, String> {
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT).map_err(|e| e.to_string())?;
-    let ReadState::Loop(state, _) = read_state(paths) else {
+    let StateFile::Loop { state, .. } = paths.read_state() else {
         return Ok(false);
     };
     if state.session_id != session {
@@ -207,7 +207,7 @@ pub fn log(
     paths: &LoopPaths,
     session: &str,
     iteration: u64,
-    decision: &str,
+    decision: Action,
     reason: &str,
     msg: &str,
 ) {

@@ -9,7 +9,8 @@
 
 use crate::child::{self, Ran, Setup};
 use crate::edge::{self, Out, RunLock};
-use ralph_core::control::{ReadState, read_state};
+use ralph_core::activity::Action;
+use ralph_core::paths::StateFile;
 use ralph_core::paths::{LoopPaths, project_root_from_env};
 use ralph_core::run::events::Usage;
 use ralph_core::run::failure::{Pacing, Verdict, classify};
@@ -22,7 +23,7 @@ use ralph_core::run::progress::{self, Style, Summary, Tone};
 use ralph_core::run::rotation::Thresholds;
 use ralph_core::run::tokens::human;
 use ralph_core::state::LoopState;
-use ralph_core::{clock, setup, store, verify};
+use ralph_core::{clock, setup, store};
 use std::io::{IsTerminal, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -234,8 +235,8 @@ impl Run<'_> {
             None => return self.halted(Halt::Cancelled, 0),
         };
         loop {
-            let state = match read_state(&self.paths) {
-                ReadState::Loop(s, _) if s.session_id == self.setup.session => s,
+            let state = match self.paths.read_state() {
+                StateFile::Loop { state: s, .. } if s.session_id == self.setup.session => s,
                 _ => return self.halted(Halt::Cancelled, self.iterations),
             };
             let label = progress::iteration_label(state.iteration, state.max_iterations);
@@ -292,10 +293,10 @@ impl Run<'_> {
     /// The first iteration's prompt: what the in-session loop shows the
     /// model at its start (settings and task, or the first story).
     fn first_prompt(&self) -> Option<String> {
-        match read_state(&self.paths) {
-            ReadState::Loop(state, _) if state.session_id == self.setup.session => {
+        match self.paths.read_state() {
+            StateFile::Loop { state, .. } if state.session_id == self.setup.session => {
                 let prd = self.prd(&state);
-                Some(setup::describe(&state, prd.as_ref()))
+                Some(setup::report::describe(&state, prd.as_ref()))
             }
             _ => None,
         }
@@ -305,22 +306,16 @@ impl Run<'_> {
         state
             .prd_file
             .as_deref()
-            .and_then(|f| store::read_prd(&self.paths.root, f).ok())
+            .and_then(|f| self.paths.read_prd(f).ok())
     }
 
     /// The PRD as the Stop hook judges it: a story whose check failed on
     /// the current tree does not pass, whatever the file says.
     fn judged_prd(&self, state: &LoopState) -> Option<ralph_core::prd::Prd> {
         let prd = self.prd(state)?;
-        if !verify::has_story_checks(&prd) {
-            return Some(prd);
-        }
-        let log = store::read_optional(&self.paths.verify)
-            .ok()
-            .flatten()
-            .map(|t| verify::VerifyLog::parse(&t))
-            .unwrap_or_default();
-        Some(verify::effective_prd(&prd, &log))
+        let log = self.paths.read_verify_log().unwrap_or_default();
+        let judged = ralph_core::stop::completion::JudgedPrd::new(&prd, state, &log);
+        Some(judged.prd.into_owned())
     }
 
     /// The story the loop feeds now, for the iteration's first line.
@@ -405,7 +400,7 @@ impl Run<'_> {
             &self.paths,
             &self.setup.session,
             state.iteration,
-            "retry",
+            Action::Retry,
             "client_error",
             &text,
         );
@@ -448,7 +443,7 @@ impl Run<'_> {
             &self.paths,
             &self.setup.session,
             state.iteration,
-            "wait",
+            Action::Wait,
             reason,
             &text,
         );
@@ -538,8 +533,8 @@ impl Run<'_> {
         if existing.is_none() && ran.rotated.is_none() {
             return;
         }
-        let after = match read_state(&self.paths) {
-            ReadState::Loop(s, _) => s,
+        let after = match self.paths.read_state() {
+            StateFile::Loop { state: s, .. } => s,
             _ => return,
         };
         let notes = RunnerNotes {
@@ -586,7 +581,13 @@ impl Run<'_> {
                     "🛑 ralph run interrupted ({}) at iteration {iteration}: the client was stopped and the loop cancelled.",
                     edge::signal_name(sig)
                 );
-                let _ = edge::end_loop(&self.paths, session, "cancel", "interrupted", &message);
+                let _ = edge::end_loop(
+                    &self.paths,
+                    session,
+                    Action::Cancel,
+                    "interrupted",
+                    &message,
+                );
                 Outcome::Interrupted { message }
             }
             Halt::Cancelled => Outcome::Cancelled {
@@ -594,14 +595,14 @@ impl Run<'_> {
             },
             Halt::Failed(reason, why) => {
                 let message = format!("⚠️ ralph run stopped at iteration {iteration}: {why}");
-                let _ = edge::end_loop(&self.paths, session, "end", reason, &message);
+                let _ = edge::end_loop(&self.paths, session, Action::End, reason, &message);
                 Outcome::Failed { message }
             }
         }
     }
 
     fn cancelled_message(&self, iteration: u64) -> String {
-        if let ReadState::Loop(state, _) = read_state(&self.paths) {
+        if let StateFile::Loop { state, .. } = self.paths.read_state() {
             return format!(
                 "🛑 Session {} took over this project's loop; this run stopped at iteration {iteration}.",
                 state.session_id
@@ -632,7 +633,7 @@ impl Run<'_> {
         let totals = format!(
             "ralph run {}: {} · {} · tokens {} in ({} cached), {} out · exit {}",
             self.run_id,
-            ralph_core::decision::plural(self.iterations, "iteration"),
+            ralph_core::fmt::plural(self.iterations, "iteration"),
             human_duration(self.started.elapsed()),
             human(self.total.input + self.total.cache_read + self.total.cache_creation),
             human(self.total.cache_read),

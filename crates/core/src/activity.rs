@@ -25,6 +25,10 @@ pub enum Action {
     /// A Stop let the turn end so the model could answer a message the user
     /// typed meanwhile; the loop goes on at the next Stop.
     Yield,
+    /// `ralph run` waited (a usage limit, a failing client) before going on.
+    Wait,
+    /// `ralph run` ran an iteration again after the client failed.
+    Retry,
 }
 
 impl Action {
@@ -36,6 +40,8 @@ impl Action {
             Action::Cancel => "cancel",
             Action::Start => "start",
             Action::Yield => "yield",
+            Action::Wait => "wait",
+            Action::Retry => "retry",
         }
     }
 }

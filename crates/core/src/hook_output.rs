@@ -66,9 +66,12 @@ impl HookOutput {
     /// The same answer with `line` added to the user's message (on a line
     /// of its own); `Nothing` becomes `Allow`.
     pub fn with_message_line(self, line: &str) -> HookOutput {
-        let join = |message: String| match message.is_empty() {
-            true => line.to_string(),
-            false => format!("{message}\n{line}"),
+        let join = |message: String| {
+            if message.is_empty() {
+                line.to_string()
+            } else {
+                format!("{message}\n{line}")
+            }
         };
         match self {
             HookOutput::Nothing => HookOutput::allow(line),

@@ -155,8 +155,9 @@ pub fn notify_env(outcome: &Outcome, iterations: u64, run_id: &str) -> Vec<(Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::activity::Action;
 
-    fn entry(decision: &str, reason: &str, message: Option<&str>) -> Entry {
+    fn entry(decision: Action, reason: &str, message: Option<&str>) -> Entry {
         Entry::now("ralph-run-x", 3, decision, reason).with_message(message)
     }
 
@@ -182,33 +183,39 @@ mod tests {
 
     #[test]
     fn log_entries_to_outcomes_and_exit_codes() {
-        let done = after_stop(Some(&entry("end", "complete", Some("✅ complete"))), None);
+        let done = after_stop(
+            Some(&entry(Action::End, "complete", Some("✅ complete"))),
+            None,
+        );
         assert_eq!(
             done,
             AfterStop::Done(Outcome::Complete {
                 message: "✅ complete".into()
             })
         );
-        let AfterStop::Done(prd) =
-            after_stop(Some(&entry("end", "all_stories_pass", None)), Some("m"))
-        else {
+        let AfterStop::Done(prd) = after_stop(
+            Some(&entry(Action::End, "all_stories_pass", None)),
+            Some("m"),
+        ) else {
             panic!()
         };
         assert_eq!(prd.exit_code(), 0);
         assert_eq!(prd.message(), "m");
-        let AfterStop::Done(cap) =
-            after_stop(Some(&entry("end", "max_iterations", Some("🛑 cap"))), None)
-        else {
+        let AfterStop::Done(cap) = after_stop(
+            Some(&entry(Action::End, "max_iterations", Some("🛑 cap"))),
+            None,
+        ) else {
             panic!()
         };
         assert_eq!(cap.exit_code(), 1);
         assert_eq!(cap.name(), "ended");
-        let AfterStop::Done(c) = after_stop(Some(&entry("cancel", "cancelled", None)), None) else {
+        let AfterStop::Done(c) = after_stop(Some(&entry(Action::Cancel, "cancelled", None)), None)
+        else {
             panic!()
         };
         assert_eq!(c.name(), "cancelled");
         assert_eq!(
-            after_stop(Some(&entry("yield", "user_message", None)), None),
+            after_stop(Some(&entry(Action::Yield, "user_message", None)), None),
             AfterStop::Again
         );
         let AfterStop::Done(f) = after_stop(None, Some("ralph: lock busy")) else {

@@ -123,9 +123,10 @@ pub fn resolve_prompt(
 pub fn check_prd(path: &str, text: &str) -> Result<Prd, StartError> {
     let checked = Prd::parse(text).and_then(|prd| {
         prd.validate()?;
-        match prd.stories.is_empty() {
-            true => Err(PrdError::Empty),
-            false => Ok(prd),
+        if prd.stories.is_empty() {
+            Err(PrdError::Empty)
+        } else {
+            Ok(prd)
         }
     });
     checked.map_err(|e| StartError::Prd {

@@ -149,12 +149,12 @@ impl Outcome<'_> {
             Outcome::Prompt {
                 refused: Some(_), ..
             }
-            | Outcome::FinalCheckFailed(_) => Code::VerifyFailed,
-            Outcome::PrdInvalid(_) => Code::PrdInvalid,
-            Outcome::Vanished(_) => Code::StoriesVanished,
-            Outcome::Story {
+            | Outcome::FinalCheckFailed(_)
+            | Outcome::Story {
                 refused: Some(_), ..
             } => Code::VerifyFailed,
+            Outcome::PrdInvalid(_) => Code::PrdInvalid,
+            Outcome::Vanished(_) => Code::StoriesVanished,
             Outcome::Story { standing, .. } if standing.early_promise.is_some() => {
                 Code::PromiseRefused
             }
