@@ -486,3 +486,45 @@ fn queued_status_is_answered_once_and_the_loop_goes_on() {
         "{out:?}"
     );
 }
+
+/// The race behind scenario 19's rare failure, made deterministic: a turn
+/// judged by its tools as an edit must still refresh the breaker's view of
+/// the tree, or the next turn whose transcript lags (judged by the tree)
+/// counts the earlier edit as its own progress.
+#[test]
+fn a_lagging_transcript_after_an_edit_is_still_a_stall() {
+    let p = Project::new("lagging");
+    p.git_init();
+    p.loop_state("\"s1\"", 1, 10, None, "max_stalls: 3\n", "Task");
+    let line = |v: serde_json::Value| v.to_string();
+    let turn = |tool: &str, text: &str| {
+        [
+            line(serde_json::json!({"type":"user","message":{"role":"user","content":"feed"}})),
+            line(
+                serde_json::json!({"type":"assistant","message":{"role":"assistant",
+                "content":[{"type":"tool_use","id":"t","name":tool,"input":{}}]}}),
+            ),
+            line(serde_json::json!({"type":"user","message":{"role":"user",
+                "content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}})),
+            line(
+                serde_json::json!({"type":"assistant","message":{"role":"assistant",
+                "content":[{"type":"text","text":text}]}}),
+            ),
+        ]
+        .join("\n")
+            + "\n"
+    };
+    // A Bash turn: judged by the tree, which becomes the baseline.
+    p.write("transcript.jsonl", turn("Bash", "ran"));
+    assert!(is_block(p.stop("s1", Some("ran")).as_ref()));
+    // An edit, judged by its tools.
+    p.write("edited.txt", "new");
+    p.write("transcript.jsonl", turn("Write", "edited"));
+    assert!(is_block(p.stop("s1", Some("edited")).as_ref()));
+    assert!(p.state().unwrap().contains("stalls: 0\n"));
+    // A talk-only turn the transcript has not caught up with: judged by the
+    // tree, which has not changed since the edit: a stall.
+    assert!(is_block(p.stop("s1", Some("just talking")).as_ref()));
+    let state = p.state().unwrap();
+    assert!(state.contains("stalls: 1\n"), "{state}");
+}

@@ -149,7 +149,12 @@ pub fn queue_action(state: &LoopState, queued: &[Queued]) -> QueueAction {
 pub fn wants_fingerprint(state: &LoopState, prd: Option<&Prd>, effect: TurnEffect) -> bool {
     let checks_may_run = state.verify.is_some()
         || prd.is_some_and(|p| p.stories.iter().any(|s| s.passes && s.verify.is_some()));
-    checks_may_run || (state.max_stalls > 0 && effect == TurnEffect::Unknown)
+    // An edited turn is progress whatever the tree says, but the tree is
+    // still read to keep the breaker's baseline current: skipped, a later
+    // turn whose transcript lags (judged `Unknown`, so by the tree) would be
+    // compared with the tree from before the edit and count it as its own
+    // progress (scenario 19 failed so about one run in five under load).
+    checks_may_run || (state.max_stalls > 0 && effect != TurnEffect::Unchanged)
 }
 
 #[cfg(test)]
@@ -159,10 +164,13 @@ mod tests {
     #[test]
     fn the_tree_is_looked_at_only_when_needed() {
         let mut s = crate::state::sample(1, 0, None);
-        assert!(!wants_fingerprint(&s, None, TurnEffect::Edited));
+        assert!(!wants_fingerprint(&s, None, TurnEffect::Unchanged));
         assert!(wants_fingerprint(&s, None, TurnEffect::Unknown));
+        // The baseline is kept current after an edit.
+        assert!(wants_fingerprint(&s, None, TurnEffect::Edited));
         s.max_stalls = 0;
         assert!(!wants_fingerprint(&s, None, TurnEffect::Unknown));
+        assert!(!wants_fingerprint(&s, None, TurnEffect::Edited));
         let checked = r#"{"stories":[{"id":"A","passes":true,"verify":"check a"}]}"#;
         let prd = Prd::parse(checked).unwrap();
         assert!(wants_fingerprint(&s, Some(&prd), TurnEffect::Edited));
