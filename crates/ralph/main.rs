@@ -5,6 +5,7 @@
 
 mod child;
 mod edge;
+mod prepare;
 mod runner;
 
 use clap::{Args, Parser, Subcommand};

@@ -8,7 +8,9 @@
 //! the entry it logged says why.
 
 use crate::child::{self, Ran, Setup};
-use crate::edge::{self, Out, RunLock};
+use crate::edge::RunLock;
+use crate::edge::{self, Out};
+use crate::prepare::prepare;
 use ralph_core::activity::Action;
 use ralph_core::paths::StateFile;
 use ralph_core::paths::{LoopPaths, project_root_from_env};
@@ -26,7 +28,7 @@ use ralph_core::state::LoopState;
 use ralph_core::{clock, setup, store};
 use std::io::{IsTerminal, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -91,119 +93,6 @@ pub fn run(cfg: &Config) -> ExitCode {
     }
     let outcome = run.iterate(&mut out);
     run.finish(&outcome, &mut out)
-}
-
-struct Prepared {
-    setup: Setup,
-    run_id: String,
-    run_dir: PathBuf,
-    hook_bin: PathBuf,
-    lock: RunLock,
-    summary: String,
-}
-
-/// Everything before the first iteration: binaries, lock, the loop's start.
-fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<Prepared, String> {
-    let setup_bin = edge::find_binary("ralph-setup")
-        .ok_or("ralph-setup not found next to ralph, in $RALPH_BIN_DIR or on PATH")?;
-    let hook_bin = edge::find_binary("ralph-stop-hook")
-        .ok_or("ralph-stop-hook not found next to ralph, in $RALPH_BIN_DIR or on PATH")?;
-    let plugin_root = edge::plugin_root()?;
-    let root = &paths.root;
-    std::fs::create_dir_all(root.join(".claude"))
-        .map_err(|e| format!("cannot create {}/.claude: {e}", root.display()))?;
-    let run_id = new_run_id();
-    let holder = format!(
-        "pid {}, run {run_id}, since {}",
-        std::process::id(),
-        clock::now_rfc3339()
-    );
-    let lock = RunLock::acquire(root, &holder).map_err(|who| {
-        format!(
-            "another `ralph run` is running in {} ({who}); nothing was started. Wait for it, or end it with `ralph cancel`.",
-            root.display()
-        )
-    })?;
-    edge::install_signal_flags().map_err(|e| format!("cannot handle signals: {e}"))?;
-    let session = format!("ralph-run-{run_id}");
-    let run_dir = root.join(edge::RUNS_DIR).join(&run_id);
-    std::fs::create_dir_all(&run_dir)
-        .map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
-    let summary = start_loop(&setup_bin, root, &session, &cfg.start_args).inspect_err(|_| {
-        // Nothing was started: leave no trace of this run.
-        let _ = std::fs::remove_dir(&run_dir);
-        let _ = std::fs::remove_dir(root.join(edge::RUNS_DIR));
-    })?;
-    // A hand-off left by an earlier run is not this run's: kept aside.
-    let old = root.join(HANDOFF_FILE);
-    if old.exists() {
-        let _ = std::fs::rename(&old, run_dir.join("handoff-before.md"));
-    }
-    Ok(Prepared {
-        setup: Setup {
-            claude: cfg.claude.clone(),
-            plugin_root,
-            client_args: cfg.client_args.clone(),
-            paths: paths.clone(),
-            session,
-            thresholds: cfg.thresholds,
-            timeout: cfg.iteration_timeout,
-            style,
-            bin_dir: setup_bin.parent().map(Path::to_path_buf),
-        },
-        run_id,
-        run_dir,
-        hook_bin,
-        lock,
-        summary,
-    })
-}
-
-/// `ralph-setup start --session S ARGS`: the same start as `/ralph-loop`.
-/// Returns its summary (the lines before the task).
-fn start_loop(bin: &Path, root: &Path, session: &str, args: &[String]) -> Result<String, String> {
-    let out = Command::new(bin)
-        .arg("start")
-        .arg("--session")
-        .arg(session)
-        .args(args)
-        .current_dir(root)
-        .env("CLAUDE_PROJECT_DIR", root)
-        .env_remove("CLAUDE_CODE_SESSION_ID")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    if !out.status.success() {
-        let said = text.trim().trim_start_matches("ralph: ").to_string();
-        return Err(if said.is_empty() {
-            format!("the loop could not start ({})", out.status)
-        } else {
-            said
-        });
-    }
-    Ok(text
-        .split("\n\n")
-        .next()
-        .unwrap_or("")
-        .trim_end()
-        .to_string())
-}
-
-/// `20261201-001502-4f2a`: sortable, and unique enough for one project.
-fn new_run_id() -> String {
-    let now = clock::rfc3339(clock::unix_now());
-    let stamp: String = now.chars().filter(char::is_ascii_digit).take(14).collect();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!(
-        "{}-{}-{:04x}",
-        &stamp[..8.min(stamp.len())],
-        &stamp[8.min(stamp.len())..],
-        (nanos ^ std::process::id()) & 0xffff
-    )
 }
 
 struct Run<'a> {
