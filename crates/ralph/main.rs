@@ -138,7 +138,21 @@ struct RunArgs {
 }
 
 fn main() -> ExitCode {
-    match Cli::parse().command {
+    let command = Cli::parse().command;
+    if control::this_process_run_by_agent() {
+        let refused = match &command {
+            Command::Run(_) => Some("ralph run"),
+            Command::Start { .. } => Some("ralph start"),
+            Command::Cancel => Some("ralph cancel"),
+            _ => None,
+        };
+        if let Some(what) = refused {
+            eprintln!("ralph: {}", control::agent_refused(what));
+            println!("ralph: {}", control::agent_refused(what));
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
+    match command {
         Command::Run(args) => match config(*args) {
             Ok(cfg) => runner::run(&cfg),
             Err(e) => usage_error(&e),

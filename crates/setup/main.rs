@@ -60,7 +60,18 @@ enum Command {
 
 fn main() -> ExitCode {
     let paths = || LoopPaths::new(project_root_from_env(None));
-    match Cli::parse().command {
+    let command = Cli::parse().command;
+    // Only the user starts, replaces or ends a loop; the typed commands reach
+    // the hook, and the hook's own input is not the agent's to forge.
+    if control::this_process_run_by_agent() {
+        match &command {
+            Command::Cancel => return fail(&control::agent_refused("ralph-setup cancel")),
+            Command::Start { .. } => return fail(&control::agent_refused("ralph-setup start")),
+            Command::HookPrompt => return ExitCode::SUCCESS,
+            _ => {}
+        }
+    }
+    match command {
         Command::Start { session, args } => {
             let session = session
                 .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok())

@@ -77,6 +77,11 @@ const STDIN_DEADLINE_SECS: u64 = 10;
 
 /// The hook's whole job; `Nothing` lets the session stop silently.
 fn run() -> HookOutput {
+    // Claude Code runs this hook (`AI_AGENT=…_harness`); the agent running it
+    // from Bash with a forged input (a promise, a burned iteration) gets nothing.
+    if ralph_core::control::this_process_run_by_agent() {
+        return HookOutput::Nothing;
+    }
     // The path every turn of every session takes: no state file, nothing to
     // do. Claude Code sets CLAUDE_PROJECT_DIR, so this costs one stat and
     // never waits on stdin.

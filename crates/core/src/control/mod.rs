@@ -105,3 +105,38 @@ pub fn help_text() -> String {
         "Usage: {USAGE}\n\nStarts a Ralph loop: each time Claude tries to end its turn, the Stop hook feeds the task back until the completion promise is printed (only when true), every PRD story passes, or the cap is reached.\n  --max-iterations N         turns in all (0 = unlimited; default 0)\n  --completion-promise TEXT  the loop ends when Claude prints <promise>TEXT</promise> (PRD default: RALPH-COMPLETE)\n  --prd-file PATH            feed the stories of a prd.json one by one, by priority and dependencies\n  --prompt-file PATH         read the prompt from a file (its frontmatter is not part of the prompt)\n  --verify CMD               completion counts only when CMD exits 0 (--verify-timeout SECS, default 300)\n  --max-stalls N             stop after N iterations in a row that change nothing (default 3; 0 = off)\n  --max-story-attempts N     stop when one story is fed N times in a row without passing (default 5)\n  --replace                  take over another session's running loop\n  --                         everything after it is prompt text\nWhile a loop runs: /ralph-status shows it, /cancel-ralph ends it at the next stop, anything else you type reaches Claude at the next stop and the loop goes on; Esc interrupts at once."
     )
 }
+
+/// Was this program run by the agent (its Bash tool, or a skill body, which
+/// the client runs the same way) rather than by a hook or the user? Claude
+/// Code marks the agent's commands `AI_AGENT=…_agent`, its hooks `…_harness`,
+/// and the user's own terminal has neither (measured on 2.1.328:
+/// docs/client-measurements.md). This stops accidents and casual attempts;
+/// an agent that unsets the variable is a documented limit (docs/guard.md).
+pub fn run_by_agent(ai_agent: Option<&str>) -> bool {
+    ai_agent.is_some_and(|v| v.ends_with("_agent"))
+}
+
+/// The same, from this process's environment.
+pub fn this_process_run_by_agent() -> bool {
+    run_by_agent(std::env::var("AI_AGENT").ok().as_deref())
+}
+
+/// The refusal when the agent runs a command that starts, replaces or ends a loop.
+pub fn agent_refused(command: &str) -> String {
+    format!(
+        "`{command}` was run by the agent: only the user starts, replaces or ends a Ralph loop (/ralph-loop, /cancel-ralph in Claude Code, or this command in the user's own terminal). The loop goes on."
+    )
+}
+
+#[cfg(test)]
+mod who_tests {
+    use super::run_by_agent;
+
+    #[test]
+    fn the_agent_is_told_apart_from_hooks_and_the_terminal() {
+        assert!(run_by_agent(Some("claude-code_2-1-328_agent")));
+        assert!(!run_by_agent(Some("claude-code_2-1-328_harness")));
+        assert!(!run_by_agent(None));
+        assert!(!run_by_agent(Some("")));
+    }
+}
