@@ -7,9 +7,21 @@
 //! drops the prompt and shows R to the user. `systemMessage` is shown to the
 //! user either way; nothing at all means "go on as if the hook were not there".
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use std::io::Write;
 use std::panic::UnwindSafe;
+
+/// The fields of a hook's JSON answer.
+#[derive(Serialize)]
+struct Line<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(rename = "systemMessage", skip_serializing_if = "Option::is_none")]
+    system_message: Option<&'a str>,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HookOutput {
@@ -43,23 +55,28 @@ impl HookOutput {
 
     /// The JSON object to print, or `None` to print nothing.
     pub fn to_json(&self) -> Option<Value> {
+        self.line()
+            .map(|line| serde_json::to_value(line).unwrap_or_default())
+    }
+
+    /// The answer as the fields of its JSON line (in the order Claude Code
+    /// documents them), borrowed: printing it copies no text.
+    fn line(&self) -> Option<Line<'_>> {
         match self {
             HookOutput::Nothing => None,
-            HookOutput::Allow { system_message } => {
-                Some(json!({ "systemMessage": system_message }))
-            }
+            HookOutput::Allow { system_message } => Some(Line {
+                decision: None,
+                reason: None,
+                system_message: Some(system_message),
+            }),
             HookOutput::Block {
                 reason,
-                system_message: None,
-            } => Some(json!({ "decision": "block", "reason": reason })),
-            HookOutput::Block {
-                reason,
-                system_message: Some(message),
-            } => Some(json!({
-                "decision": "block",
-                "reason": reason,
-                "systemMessage": message,
-            })),
+                system_message,
+            } => Some(Line {
+                decision: Some("block"),
+                reason: Some(reason),
+                system_message: system_message.as_deref(),
+            }),
         }
     }
 
@@ -86,11 +103,14 @@ impl HookOutput {
         }
     }
 
-    /// Print the answer as one line on stdout (nothing for `Nothing`).
+    /// Print the answer as one line on stdout (nothing for `Nothing`),
+    /// serialized straight into stdout: a hook that just freed a large PRD
+    /// would pay for the allocator's clean-up on a fresh copy (measured).
     pub fn print(&self) {
-        if let Some(out) = self.to_json() {
+        if let Some(line) = self.line() {
             let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{out}");
+            let _ = serde_json::to_writer(&mut stdout, &line);
+            let _ = writeln!(stdout);
             let _ = stdout.flush();
         }
     }

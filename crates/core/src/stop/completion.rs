@@ -21,7 +21,7 @@ use crate::state::LoopState;
 use crate::transcript::Turn;
 use crate::verify::{CheckResult, VerifyLog};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// The PRD as the loop judges it.
 #[derive(Debug, Clone)]
@@ -36,12 +36,17 @@ pub struct JudgedPrd<'a> {
 
 impl<'a> JudgedPrd<'a> {
     pub fn new(prd: &'a Prd, state: &LoopState, log: &VerifyLog) -> JudgedPrd<'a> {
-        let vanished = state
-            .story_ids
-            .iter()
-            .filter(|id| prd.story(id).is_none())
-            .cloned()
-            .collect();
+        // A set, not `prd.story(id)` per id: 200 stories are 40,000
+        // comparisons that way, a tenth of the whole Stop (measured).
+        let vanished = if state.story_ids.is_empty() {
+            Vec::new()
+        } else {
+            let present: HashSet<&str> = prd.stories.iter().map(|s| s.id.as_str()).collect();
+            let gone = state.story_ids.iter();
+            gone.filter(|id| !present.contains(id.as_str()))
+                .cloned()
+                .collect()
+        };
         if !prd.stories.iter().any(|s| s.verify.is_some()) {
             return JudgedPrd {
                 prd: Cow::Borrowed(prd),
