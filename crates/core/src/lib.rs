@@ -1,8 +1,8 @@
 //! ralph-core: every decision of the Ralph loop as plain types and functions.
 //!
-//! The binaries (`ralph-stop-hook`, `ralph-guard`, `ralph-setup`) hold the
-//! lock, run commands and print; the rules are plain functions here, tested
-//! without I/O. The modules that do I/O say so at their top: `paths` (typed
+//! The binaries (`ralph-stop-hook`, `ralph-guard`, `ralph-setup`, `ralph`)
+//! hold the lock, run commands and print; the rules are plain functions
+//! here, tested without I/O. The modules that do I/O say so at their top: `paths` (typed
 //! reads of the loop's files), `store` (the lock, atomic writes),
 //! `transcript`, `hook_input`, `hook_output` (prints), `activity`,
 //! `worktree` (spawns git and checks), `control` (cancel, status),
