@@ -6,6 +6,7 @@
 use super::events::{Event, Usage};
 use super::options::human_duration;
 use super::tokens::human;
+use crate::fmt::one_line;
 use std::time::Duration;
 
 /// Whether to colour: stdout is a terminal and `NO_COLOR` is unset or empty
@@ -51,19 +52,6 @@ impl Style {
         } else {
             text.to_string()
         }
-    }
-}
-
-/// `text` on one line (whitespace collapsed), at most `max` characters.
-pub fn one_line(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        format!(
-            "{}…",
-            flat.chars().take(max.saturating_sub(1)).collect::<String>()
-        )
     }
 }
 
