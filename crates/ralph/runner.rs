@@ -449,13 +449,18 @@ impl Run<'_> {
             .chain(log.stories.iter().map(|(id, r)| (format!("story {id}"), r)))
             .max_by(|a, b| a.1.time.cmp(&b.1.time))?;
         let (who, r) = latest;
+        // The timeout the check ran under, for "timed out after N s".
+        let timeout = match self.paths.read_state() {
+            StateFile::Loop { state, .. } => state.verify_timeout,
+            _ => ralph_core::verify::DEFAULT_TIMEOUT_SECS,
+        };
         Some(format!(
             "{who}: `{}` {} at {}",
             r.command,
             if r.passed() {
                 "passed".to_string()
             } else {
-                format!("FAILED ({})", r.status_text(0))
+                format!("FAILED ({})", r.status_text(timeout))
             },
             r.time
         ))
