@@ -44,11 +44,37 @@ pub struct Redirect {
 }
 
 impl Redirect {
-    /// Whether this redirection writes (or truncates) a file. `>&2` and
-    /// `2>&1` only duplicate descriptors.
+    /// Whether this redirection writes (or truncates) a file: `>`, `>>`,
+    /// `>|`, `&>`, `&>>`, `N>`, `<>`, and `>&FILE` / `N>&FILE` (bash reads
+    /// `>&WORD` as `&>WORD` unless WORD is a descriptor). `>&2`, `2>&1`,
+    /// `>&-` and `2>&1-` only duplicate or close descriptors.
     pub fn writes_file(&self) -> bool {
-        self.op.contains('>') && !self.op.ends_with('&') && !self.target.starts_with('&')
+        if !self.op.contains('>') {
+            return false;
+        }
+        if self.op.ends_with('&') {
+            return !is_descriptor(&self.target);
+        }
+        true
     }
+
+    /// The text of a here-string (`<<< WORD`), which a command reads on stdin.
+    pub fn here_string(&self) -> Option<&str> {
+        self.op.ends_with("<<<").then_some(self.target.as_str())
+    }
+
+    /// `< FILE` (or `0< FILE`): the command reads FILE on stdin.
+    pub fn reads_stdin_from(&self) -> Option<&str> {
+        let fd = self.op.trim_end_matches('<');
+        (self.op.ends_with('<') && !self.op.ends_with("<<") && (fd.is_empty() || fd == "0"))
+            .then_some(self.target.as_str())
+    }
+}
+
+/// `1`, `2`, `-`, `1-`: the target of a descriptor duplication or close.
+fn is_descriptor(target: &str) -> bool {
+    let t = target.strip_suffix('-').unwrap_or(target);
+    t.is_empty() || t.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Unquote one word with shlex; a word shlex cannot read (an unbalanced quote,
@@ -476,6 +502,33 @@ fn read_heredocs(
     i
 }
 
+/// The outermost command substitutions of one (unquoted) word: `$(...)` and
+/// backticks, as (start, end, inner text); arithmetic `$((...))` is not one.
+pub fn substitution_spans(word: &str) -> Vec<(usize, usize, String)> {
+    let b = word.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'$' if b.get(i + 1) == Some(&b'(') && b.get(i + 2) != Some(&b'(') => {
+                let mut subs = Vec::new();
+                let end = skip_paren(word, i + 1, &mut subs, 0);
+                if let Some(inner) = subs.pop() {
+                    out.push((i, end, inner));
+                }
+                i = end;
+            }
+            b'`' => {
+                let end = skip_backtick(word, i);
+                out.push((i, end, backtick_inner(word, i, end)));
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
 /// Is `w` a shell variable assignment (`NAME=value`, `NAME+=value`)?
 pub fn is_assignment(w: &str) -> bool {
     let Some(eq) = w.find('=') else { return false };
@@ -514,6 +567,34 @@ mod tests {
         assert!(s[0].redirects[0].writes_file());
         assert!(!s[0].redirects[1].writes_file());
         assert!(s[0].pipes_out && s[1].piped_in);
+    }
+
+    #[test]
+    fn descriptor_duplication_is_not_a_file_write() {
+        let writes = |src: &str| {
+            split_chain(src)[0]
+                .redirects
+                .iter()
+                .map(Redirect::writes_file)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(writes("echo x >&2 2>&1 >&- 2>&1-"), [false; 4]);
+        assert_eq!(
+            writes("echo x >&out 1>&out &>out &>>out >|out 2>out <>out"),
+            [true; 7]
+        );
+        assert_eq!(writes("echo x >& out"), [true]);
+        assert_eq!(writes("cat < in <<< text"), [false, false]);
+    }
+
+    #[test]
+    fn here_strings_and_stdin_files() {
+        let s = split_chain("bash <<< 'rm x' < script.sh 2< err");
+        let r = &s[0].redirects;
+        assert_eq!(r[0].here_string(), Some("rm x"));
+        assert_eq!(r[1].reads_stdin_from(), Some("script.sh"));
+        assert_eq!(r[2].reads_stdin_from(), None);
+        assert_eq!(r[0].reads_stdin_from(), None);
     }
 
     #[test]
@@ -562,6 +643,16 @@ mod tests {
         assert_eq!(split_chain(&deep).len(), 1);
         let parens = format!("rm {}x{}", "$(".repeat(100_000), ")".repeat(100_000));
         assert_eq!(split_chain(&parens)[0].substitutions.len(), 1);
+    }
+
+    #[test]
+    fn substitution_spans_of_a_word() {
+        let w = "a$(echo x)b`pwd`c$((1+2))";
+        let spans = substitution_spans(w);
+        assert_eq!(spans.len(), 2);
+        assert_eq!(&w[spans[0].0..spans[0].1], "$(echo x)");
+        assert_eq!(spans[0].2, "echo x");
+        assert_eq!(spans[1].2, "pwd");
     }
 
     #[test]
