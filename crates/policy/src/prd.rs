@@ -1,6 +1,11 @@
 //! The PRD stays editable, but never invalid, shorter, or with a story's id
 //! changed: the loop feeds stories by id, and a story that disappears is a
-//! story silently marked as done.
+//! story silently marked as done. The checks recorded at loop start stay as
+//! they were (a story's `verify` changed to `true` would pass without the real
+//! check), and a dependency added mid-loop must name a story and must not
+//! close a cycle (either would stall the loop as a deadlock).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -34,6 +39,192 @@ pub fn judge(current: Option<&str>, new: &str) -> Option<String> {
             Some(other) => format!("the result would change story id {id} to {other}"),
             None => format!("the result would drop story {id}"),
         });
+    }
+    None
+}
+
+/// [`judge`], and then the integrity of the loop's checks and dependencies:
+/// `recorded` maps a story id to the `verify` command recorded at loop start.
+pub fn judge_with_checks(
+    current: Option<&str>,
+    new: &str,
+    recorded: &BTreeMap<String, String>,
+) -> Option<String> {
+    if let Some(why) = judge(current, new) {
+        return Some(why);
+    }
+    // `judge` accepted it, so it parses.
+    let new_json: Value = serde_json::from_str(new).ok()?;
+    let new_stories = stories(&new_json);
+    if let Some(why) = recorded_checks_kept(&new_stories, recorded) {
+        return Some(why);
+    }
+    let old_stories = current
+        .and_then(|c| serde_json::from_str::<Value>(c).ok())
+        .map(|v| stories(&v))
+        .unwrap_or_default();
+    added_dependencies_sound(&old_stories, &new_stories)
+}
+
+/// Each recorded check is still the story's `verify`, and its story is still there.
+pub fn recorded_checks_kept(
+    new_stories: &[StoryView],
+    recorded: &BTreeMap<String, String>,
+) -> Option<String> {
+    for (id, check) in recorded {
+        let Some(story) = new_stories.iter().find(|s| s.id == *id) else {
+            return Some(format!(
+                "the result would delete story {id}, whose check `{check}` was recorded when the loop started"
+            ));
+        };
+        match story.verify.as_deref() {
+            Some(v) if v.trim() == check.trim() => {}
+            Some(v) => {
+                return Some(format!(
+                    "the result would change the `verify` of story {id} from `{check}` (recorded when the loop \
+                     started) to `{v}`; the recorded check is what decides whether the story passes"
+                ));
+            }
+            None => {
+                return Some(format!(
+                    "the result would remove the `verify` of story {id} (`{check}`, recorded when the loop \
+                     started); the recorded check is what decides whether the story passes"
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Every dependency not in `old` names a story of `new`, and none closes a
+/// cycle. A dependency that was already there is not judged again.
+pub fn added_dependencies_sound(old: &[StoryView], new: &[StoryView]) -> Option<String> {
+    let ids: HashSet<&str> = new.iter().map(|s| s.id.as_str()).collect();
+    let mut added = false;
+    for s in new {
+        let before = old.iter().find(|o| o.id == s.id);
+        for d in &s.depends_on {
+            if before.is_some_and(|b| b.depends_on.contains(d)) {
+                continue;
+            }
+            added = true;
+            if !ids.contains(d.as_str()) {
+                return Some(format!(
+                    "story {} would depend on {d}, which is not a story in the file (the loop would stall \
+                     on it as a deadlock)",
+                    s.id
+                ));
+            }
+        }
+    }
+    if !added {
+        return None;
+    }
+    let cycle = find_cycle(new)?;
+    if find_cycle(old).is_some() {
+        // Already there before this edit: not this edit's doing.
+        return None;
+    }
+    Some(format!(
+        "the dependencies would form a cycle ({}), and no story in it could ever run",
+        cycle.join(" -> ")
+    ))
+}
+
+/// The fields of a story the guard judges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoryView {
+    pub id: String,
+    pub verify: Option<String>,
+    pub depends_on: Vec<String>,
+}
+
+/// Stories from `userStories` or `stories`, read as the loop reads them:
+/// trimmed ids (strings or numbers), `dependsOn` / `depends_on` /
+/// `dependencies`, an empty `verify` counted as none.
+pub fn stories(v: &Value) -> Vec<StoryView> {
+    let list = v
+        .get("userStories")
+        .or_else(|| v.get("stories"))
+        .and_then(Value::as_array);
+    let Some(list) = list else { return Vec::new() };
+    list.iter()
+        .map(|s| StoryView {
+            id: id_of(s.get("id")),
+            verify: s
+                .get("verify")
+                .and_then(Value::as_str)
+                .filter(|v| !v.trim().is_empty())
+                .map(str::to_string),
+            depends_on: ["dependsOn", "depends_on", "dependencies"]
+                .iter()
+                .find_map(|k| s.get(*k))
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|d| id_of(Some(d)))
+                        .filter(|d| !d.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+        .collect()
+}
+
+fn id_of(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(id)) => id.trim().to_string(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// A dependency cycle, as the ids along it (the first repeated at the end).
+fn find_cycle(stories: &[StoryView]) -> Option<Vec<String>> {
+    let index: HashMap<&str, usize> = stories
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect();
+    // 0 = unvisited, 1 = on the current path, 2 = done. Iterative, so a
+    // hostile PRD cannot overflow the stack.
+    let mut mark = vec![0u8; stories.len()];
+    for root in 0..stories.len() {
+        if mark[root] != 0 {
+            continue;
+        }
+        let mut path = vec![root];
+        let mut stack = vec![(root, 0usize)];
+        mark[root] = 1;
+        while let Some((node, next)) = stack.pop() {
+            let deps = &stories[node].depends_on;
+            if next >= deps.len() {
+                mark[node] = 2;
+                path.pop();
+                continue;
+            }
+            stack.push((node, next + 1));
+            let Some(&dep) = index.get(deps[next].as_str()) else {
+                continue;
+            };
+            match mark[dep] {
+                0 => {
+                    mark[dep] = 1;
+                    path.push(dep);
+                    stack.push((dep, 0));
+                }
+                1 => {
+                    let from = path.iter().position(|&n| n == dep).unwrap_or(0);
+                    let mut ids: Vec<String> = path[from..]
+                        .iter()
+                        .map(|&n| stories[n].id.clone())
+                        .collect();
+                    ids.push(stories[dep].id.clone());
+                    return Some(ids);
+                }
+                _ => {}
+            }
+        }
     }
     None
 }
@@ -101,6 +292,90 @@ mod tests {
         let old = r#"{"stories":[{"id":1},{"id":2}]}"#;
         assert!(judge(Some(old), r#"{"stories":[{"id":1}]}"#).is_some());
         assert!(judge(Some(old), r#"{"stories":[{"id":1},{"id":2},{"id":3}]}"#).is_none());
+    }
+
+    const CHECKED: &str = r#"{"userStories":[
+        {"id":"US-1","verify":"cargo test a","passes":false},
+        {"id":"US-2","verify":"cargo test b","dependsOn":["US-1"],"passes":false},
+        {"id":"US-3","passes":false}]}"#;
+
+    fn recorded() -> BTreeMap<String, String> {
+        [("US-1", "cargo test a"), ("US-2", "cargo test b")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn recorded_checks_may_not_change() {
+        let r = recorded();
+        let j = |new: &str| judge_with_checks(Some(CHECKED), new, &r);
+        let weakened = CHECKED.replace("cargo test a", "true");
+        assert!(j(&weakened).unwrap().contains("from `cargo test a`"));
+        let removed = CHECKED.replace(r#""verify":"cargo test a","#, "");
+        assert!(
+            j(&removed)
+                .unwrap()
+                .contains("remove the `verify` of story US-1")
+        );
+        let emptied = CHECKED.replace("cargo test a", " ");
+        assert!(j(&emptied).unwrap().contains("remove"));
+        // Marking done, adding a check to a story without one, spacing: fine.
+        assert_eq!(j(&CHECKED.replacen("false", "true", 1)), None);
+        assert_eq!(
+            j(&CHECKED.replace(r#""id":"US-3","#, r#""id":"US-3","verify":"make t","#)),
+            None
+        );
+        assert_eq!(j(&CHECKED.replace("cargo test a", "cargo test a ")), None);
+        // Nothing recorded: nothing to hold to.
+        assert_eq!(
+            judge_with_checks(Some(CHECKED), &weakened, &BTreeMap::new()),
+            None
+        );
+    }
+
+    #[test]
+    fn a_story_with_a_recorded_check_may_not_go() {
+        let one_story = r#"{"userStories":[{"id":"US-2","verify":"cargo test b"}]}"#;
+        let mut r = recorded();
+        r.remove("US-2");
+        // Even from a current file that is unreadable (no drop count to compare).
+        let why = judge_with_checks(Some("{"), one_story, &r).unwrap();
+        assert!(why.contains("delete story US-1"), "{why}");
+    }
+
+    #[test]
+    fn added_dependencies_must_be_sound() {
+        let r = BTreeMap::new();
+        let j = |new: &str| judge_with_checks(Some(CHECKED), new, &r);
+        let dangling = CHECKED.replace(r#""id":"US-3","#, r#""id":"US-3","dependsOn":["US-9"],"#);
+        assert!(j(&dangling).unwrap().contains("US-3 would depend on US-9"));
+        let cycle = CHECKED.replace(r#""id":"US-1","#, r#""id":"US-1","depends_on":["US-2"],"#);
+        let why = j(&cycle).unwrap();
+        assert!(
+            why.contains("US-1 -> US-2 -> US-1") || why.contains("US-2 -> US-1 -> US-2"),
+            "{why}"
+        );
+        let fine = CHECKED.replace(
+            r#""id":"US-3","#,
+            r#""id":"US-3","dependencies":["US-1","US-2"],"#,
+        );
+        assert_eq!(j(&fine), None);
+        // A new story may depend on an existing one, not on a missing one.
+        let added = CHECKED.replace(
+            r#"{"id":"US-3","passes":false}"#,
+            r#"{"id":"US-3","passes":false},{"id":"US-4","dependsOn":["US-3"]}"#,
+        );
+        assert_eq!(j(&added), None);
+    }
+
+    #[test]
+    fn dependencies_already_there_are_not_judged_again() {
+        let broken =
+            r#"{"userStories":[{"id":"A","dependsOn":["Z"]},{"id":"B","dependsOn":["B"]}]}"#;
+        let r = BTreeMap::new();
+        let marked = broken.replacen(r#""id":"A""#, r#""id":"A","passes":true"#, 1);
+        assert_eq!(judge_with_checks(Some(broken), &marked, &r), None);
     }
 
     #[test]
