@@ -226,17 +226,29 @@ fn context(
     .iter()
     .map(PathBuf::from)
     .collect();
-    let prd = read_capped(&paths.state, STATE_LIMIT)
-        .ok()
-        .flatten()
-        .and_then(|s| ralph_policy::prd_file_from_state(&s))
+    let state = read_capped(&paths.state, STATE_LIMIT).ok().flatten();
+    let prd = state
+        .as_deref()
+        .and_then(ralph_policy::prd_file_from_state)
         .unwrap_or_else(|| "prd.json".to_string());
+    ctx.home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    ctx.protected_dirs = data_dir(ctx.home.as_deref())
+        .filter(|d| d.is_dir())
+        .into_iter()
+        .collect();
     if call.tool_name != "Bash" {
         if let Some(lexical) = call.file_target(cwd) {
             ctx.file_real_path = real_path(&lexical).filter(|r| *r != lexical);
+            ctx.file_aliases = hard_link_aliases(&lexical, root, paths, &ctx.loop_files, &prd);
         }
         if matches!(call.tool_name.as_str(), "Write" | "Edit" | "MultiEdit") {
             ctx.prd_current = read_capped(&root.join(&prd), PRD_LIMIT).ok().flatten();
+            ctx.story_checks = state
+                .as_deref()
+                .map(ralph_policy::story_checks_from_state)
+                .unwrap_or_default();
         }
     }
     let prd = PathBuf::from(prd);
@@ -249,6 +261,52 @@ fn context(
         .collect();
     ctx.prd_file = Some(prd);
     ctx
+}
+
+/// The folder where ralph keeps each project's loop outside the project
+/// (`$RALPH_DATA_DIR`, default `~/.claude/ralph`): all of it is the loop's.
+fn data_dir(home: Option<&Path>) -> Option<PathBuf> {
+    match std::env::var_os("RALPH_DATA_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => Some(PathBuf::from(d)),
+        None => home.map(|h| h.join(".claude/ralph")),
+    }
+}
+
+/// The protected files that are `target` under another name: hard links
+/// (same device and inode). Costs one `stat`, and more only when the target
+/// has several links.
+fn hard_link_aliases(
+    target: &Path,
+    root: &Path,
+    paths: &LoopPaths,
+    loop_files: &[PathBuf],
+    prd: &str,
+) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = fs::metadata(target) else {
+        return Vec::new();
+    };
+    if meta.nlink() < 2 || !meta.is_file() {
+        return Vec::new();
+    }
+    let mut candidates: Vec<PathBuf> = loop_files.iter().map(|r| root.join(r)).collect();
+    candidates.push(root.join(prd));
+    for p in [
+        &paths.state,
+        &paths.log,
+        &paths.last_injected,
+        &paths.lock,
+        &paths.verify,
+    ] {
+        if !candidates.contains(p) {
+            candidates.push(p.clone());
+        }
+    }
+    candidates
+        .into_iter()
+        .filter(|c| c != target)
+        .filter(|c| fs::metadata(c).is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino()))
+        .collect()
 }
 
 /// The path with symlinks resolved: the file itself when it exists, else its

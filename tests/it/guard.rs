@@ -24,6 +24,28 @@ const PRD: &str = r#"{
 
 const LOOP_STATE: &str = "---\nactive: true\niteration: 1\nmax_iterations: 10\ncompletion_promise: \"DONE\"\nprd_file: prd.json\n---\nBuild the thing.\n";
 
+/// A PRD whose stories carry checks and a dependency (env word `prd-checks`).
+const PRD_CHECKS: &str = r#"{
+  "project": "demo",
+  "userStories": [
+    { "id": "US-1", "title": "First", "verify": "cargo test a", "passes": false },
+    { "id": "US-2", "title": "Second", "verify": "cargo test b", "dependsOn": ["US-1"], "passes": false },
+    { "id": "US-3", "title": "Third", "passes": false }
+  ]
+}
+"#;
+
+/// The checks recorded at loop start, as the state's frontmatter holds them
+/// (env word `checks`).
+const STORY_CHECKS_LINE: &str =
+    "story_checks: {\"US-1\": \"cargo test a\", \"US-2\": \"cargo test b\"}\n";
+
+/// The guard's `HOME` for a fixture project: a folder beside it, so that
+/// `~` and the default data folder (`~/.claude/ralph`) are outside the project.
+fn home_of(p: &Project) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("{}.home", p.root.display()))
+}
+
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(Path::new(FIXTURES).join(name)).expect("fixture file")
 }
@@ -36,6 +58,7 @@ impl Project {
         for d in ["sub", "src"] {
             std::fs::create_dir_all(p.path(d)).unwrap();
         }
+        std::fs::create_dir_all(home_of(&p)).unwrap();
         p.write("prd.json", PRD);
         p.write("notes.md", "notes\n");
         std::os::unix::fs::symlink(p.path(".claude"), p.path("linkdir")).unwrap();
@@ -55,6 +78,26 @@ impl Project {
                 }
                 "broken-policy" => p.write(".ralph/command-policy", fixture("broken-policy")),
                 "cwd=sub" => p.cwd = p.path("sub"),
+                "prd-checks" => p.write("prd.json", PRD_CHECKS),
+                "checks" => {
+                    let state = LOOP_STATE.replacen(
+                        "prd_file:",
+                        &format!("{STORY_CHECKS_LINE}prd_file:"),
+                        1,
+                    );
+                    p.write(STATE_FILE, state);
+                }
+                // hl.md and hlprd.json: hard links to the state and the PRD.
+                "hardlink" => {
+                    std::fs::hard_link(p.path(STATE_FILE), p.path("hl.md")).unwrap();
+                    std::fs::hard_link(p.path("prd.json"), p.path("hlprd.json")).unwrap();
+                }
+                // The loop's data folder outside the project, with a state in it.
+                "data" => {
+                    let dir = home_of(&p).join(".claude/ralph/loops/h");
+                    std::fs::create_dir_all(&dir).unwrap();
+                    std::fs::write(dir.join("state.md"), LOOP_STATE).unwrap();
+                }
                 "none" => {}
                 other => panic!("unknown env word {other}"),
             }
@@ -90,7 +133,11 @@ fn guard_command() -> Command {
 
 /// Run the guard on `stdin`: (stdout as JSON or None when empty, stderr).
 fn run_guard_bytes(stdin: &[u8]) -> (Option<Value>, String) {
-    let mut child = guard_command().spawn().expect("spawn ralph-guard");
+    run_guard_with(guard_command(), stdin)
+}
+
+fn run_guard_with(mut c: Command, stdin: &[u8]) -> (Option<Value>, String) {
+    let mut child = c.spawn().expect("spawn ralph-guard");
     child.stdin.take().unwrap().write_all(stdin).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(
@@ -111,6 +158,14 @@ fn run_guard_bytes(stdin: &[u8]) -> (Option<Value>, String) {
 /// Run the guard on one input.
 fn run_guard(input: &Value) -> (Option<Value>, String) {
     run_guard_bytes(input.to_string().as_bytes())
+}
+
+/// Run the guard on one input of a fixture project, with its own `HOME`
+/// (so `~` and the default data folder, `~/.claude/ralph`, are its own).
+fn run_guard_in(p: &Project, input: &Value) -> (Option<Value>, String) {
+    let mut c = guard_command();
+    c.env("HOME", home_of(p)).env_remove("RALPH_DATA_DIR");
+    run_guard_with(c, input.to_string().as_bytes())
 }
 
 fn decision(out: Option<&Value>) -> Option<&str> {
@@ -166,7 +221,10 @@ fn parse_cases(text: &str) -> Vec<Case> {
 
 fn tool_call(case: &Case, p: &Project) -> (String, Value) {
     let root = p.root.display().to_string();
-    let rest = case.rest.replace("{ROOT}", &root);
+    let rest = case
+        .rest
+        .replace("{ROOT}", &root)
+        .replace("{HOME}", &home_of(p).display().to_string());
     match case.tool.as_str() {
         "bash" => (
             "Bash".into(),
@@ -211,7 +269,8 @@ fn tool_call(case: &Case, p: &Project) -> (String, Value) {
 fn check(case: &Case) -> Option<String> {
     let p = Project::guard_env(&case.env);
     let (tool, tool_input) = tool_call(case, &p);
-    let (out, stderr) = run_guard(&p.input(&tool, tool_input.clone()));
+    let (out, stderr) = run_guard_in(&p, &p.input(&tool, tool_input.clone()));
+    let _ = std::fs::remove_dir_all(home_of(&p));
     let got = decision(out.as_ref());
     let has_msg = out.as_ref().and_then(|o| o.get("systemMessage")).is_some();
     let ok = match case.expect.as_str() {

@@ -17,6 +17,7 @@ pub mod prd;
 pub mod protect;
 pub mod shell;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -74,6 +75,19 @@ pub struct LoopContext {
     /// For file tools: the target with symlinked folders resolved, when it
     /// differs from the lexical path.
     pub file_real_path: Option<PathBuf>,
+    /// For file tools: protected files (absolute) that are the target itself
+    /// under another name, a hard link (same device and inode).
+    pub file_aliases: Vec<PathBuf>,
+    /// The user's home folder (`~`, `$HOME` in Bash paths), when known.
+    pub home: Option<PathBuf>,
+    /// Folders outside the project whose whole content belongs to the loop
+    /// (its data folder, where the authoritative state lives), absolute; only
+    /// those that exist.
+    pub protected_dirs: Vec<PathBuf>,
+    /// The checks recorded at loop start, story id -> verify command
+    /// (`story_checks:` in the state's frontmatter). A PRD edit may not
+    /// change or drop them.
+    pub story_checks: BTreeMap<String, String>,
     /// The `[wrap]` rows of this policy were already reported to the user.
     pub wrap_reported: bool,
 }
@@ -203,6 +217,13 @@ fn loop_file_reason(display: &str, what: &str) -> String {
     )
 }
 
+fn control_reason(command: &str) -> String {
+    format!(
+        "ralph-guard: `{command}` would end, start or take over the running Ralph loop, and only the user \
+         does that (/ralph:cancel-ralph, or ralph-setup in their own terminal). {END_LOOP_HINT}"
+    )
+}
+
 fn prd_removal_reason(display: &str) -> String {
     format!(
         "ralph-guard: this command would delete, empty or move away {display}, the PRD the Ralph loop feeds \
@@ -229,8 +250,15 @@ fn decide_bash(
             Some(Hit::Loop(d)) => {
                 return Verdict::Deny(loop_file_reason(&d, "this command would change"));
             }
+            Some(Hit::Link(d)) => {
+                return Verdict::Deny(loop_file_reason(
+                    &d,
+                    "this command would make a hard link (a second name the guard does not know) to",
+                ));
+            }
             Some(Hit::Prd(d)) => return Verdict::Deny(prd_removal_reason(&d)),
-            None => {}
+            Some(Hit::Control(c)) => return Verdict::Deny(control_reason(&c)),
+            Some(Hit::Arg(_)) | None => {}
         }
     }
     if let Some(p) = policy
@@ -328,15 +356,19 @@ fn policy_denial(cmd: &str, p: &Policy, policy_path: &str, depth: usize) -> Opti
                 w.extend(policy::without_global_options(&w[0], &args));
                 policy::canonical_words(&w).1
             }
-            protect::Invocation::Script(s) => {
-                if let Some(r) = policy_denial(&s, p, policy_path, depth + 1) {
+            protect::Invocation::Script { text, .. } => {
+                if let Some(r) = policy_denial(&text, p, policy_path, depth + 1) {
                     return Some(r);
                 }
                 Vec::new()
             }
-            // `bash <<EOF ... EOF`: the heredoc is the script.
+            // `bash <<EOF ... EOF`, `bash <<< '...'`: the heredoc is the script.
             protect::Invocation::ShellStdin => {
-                for body in &seg.heredocs {
+                let here_strings = seg
+                    .redirects
+                    .iter()
+                    .filter_map(shell::Redirect::here_string);
+                for body in seg.heredocs.iter().map(String::as_str).chain(here_strings) {
                     if let Some(r) = policy_denial(body, p, policy_path, depth + 1) {
                         return Some(r);
                     }
@@ -386,12 +418,36 @@ fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
     };
     let candidates: Vec<&Path> = std::iter::once(lexical.as_path())
         .chain(ctx.file_real_path.as_deref())
+        .chain(ctx.file_aliases.iter().map(PathBuf::as_path))
         .collect();
     for rel in &ctx.loop_files {
         if candidates.iter().any(|p| is_under_roots(p, rel, ctx)) {
+            let what = if candidates[..candidates.len() - ctx.file_aliases.len()]
+                .iter()
+                .any(|p| is_under_roots(p, rel, ctx))
+            {
+                "this edit would change"
+            } else {
+                "this edit would change (through a hard link)"
+            };
+            return Verdict::Deny(loop_file_reason(&rel.display().to_string(), what));
+        }
+    }
+    for dir in &ctx.protected_dirs {
+        if candidates.iter().any(|p| p.starts_with(dir)) {
             return Verdict::Deny(loop_file_reason(
-                &rel.display().to_string(),
-                "this edit would change",
+                &dir.display().to_string(),
+                "this edit would change a file in",
+            ));
+        }
+    }
+    for alias in &ctx.file_aliases {
+        if !alias.starts_with(&ctx.root)
+            && !ctx.real_root.as_ref().is_some_and(|r| alias.starts_with(r))
+        {
+            return Verdict::Deny(loop_file_reason(
+                &alias.display().to_string(),
+                "this edit would change (through a hard link)",
             ));
         }
     }
@@ -420,7 +476,7 @@ fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
     let Some(new) = new else {
         return Verdict::Allow;
     };
-    match prd::judge(current, &new) {
+    match prd::judge_with_checks(current, &new, &ctx.story_checks) {
         Some(why) => Verdict::Deny(format!(
             "ralph-guard: this change to {} is refused: {why}. The loop feeds stories from it by id: keep it \
              valid JSON with every story and its id, and record progress in fields such as `passes`.",
@@ -458,6 +514,52 @@ pub fn prd_file_from_state(state: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// The checks recorded at loop start: the `story_checks:` frontmatter key,
+/// a JSON object (a YAML flow mapping) of story id -> verify command, e.g.
+/// `story_checks: {"US-1": "cargo test a"}`. Absent, empty or unreadable:
+/// none recorded (nothing is denied for it).
+pub fn story_checks_from_state(state: &str) -> BTreeMap<String, String> {
+    let mut lines = state.lines();
+    if lines.next().map(str::trim) != Some("---") {
+        return BTreeMap::new();
+    }
+    let mut value: Option<String> = None;
+    for line in lines {
+        if line.trim() == "---" {
+            break;
+        }
+        match &mut value {
+            // A flow mapping may be folded over several lines.
+            Some(v) => {
+                if line.starts_with([' ', '\t']) {
+                    v.push(' ');
+                    v.push_str(line.trim());
+                } else {
+                    break;
+                }
+            }
+            None => {
+                if let Some(v) = line.strip_prefix("story_checks:") {
+                    value = Some(v.trim().to_string());
+                }
+            }
+        }
+    }
+    let Some(v) = value else {
+        return BTreeMap::new();
+    };
+    match serde_json::from_str::<Value>(&v) {
+        Ok(Value::Object(m)) => m
+            .into_iter()
+            .filter_map(|(k, v)| match v {
+                Value::String(c) => Some((k, c)),
+                _ => None,
+            })
+            .collect(),
+        _ => BTreeMap::new(),
+    }
 }
 
 #[cfg(test)]
@@ -580,6 +682,48 @@ mod tests {
             reason.contains("line 2") && reason.contains("pnpm here"),
             "{reason}"
         );
+    }
+
+    #[test]
+    fn story_checks_are_read_from_the_frontmatter() {
+        let m = story_checks_from_state(
+            "---\niteration: 1\nstory_checks: {\"US-1\": \"cargo test a\", \"US-2\": \"cargo test b\"}\n---\nx\n",
+        );
+        assert_eq!(m.len(), 2);
+        assert_eq!(m["US-1"], "cargo test a");
+        let folded = story_checks_from_state(
+            "---\nstory_checks: {\"US-1\": \"a\",\n  \"US-2\": \"b\"}\nnext: 1\n---\n",
+        );
+        assert_eq!(folded.len(), 2);
+        for absent in [
+            "---\niteration: 1\n---\n",
+            "---\nstory_checks: null\n---\n",
+            "---\nstory_checks: {broken\n---\n",
+            "no frontmatter",
+            "---\n---\nstory_checks: {\"A\": \"x\"}\n",
+        ] {
+            assert!(story_checks_from_state(absent).is_empty(), "{absent}");
+        }
+    }
+
+    #[test]
+    fn hard_links_and_data_folders_are_denied_to_file_tools() {
+        let mut c = ctx();
+        c.file_aliases = vec![PathBuf::from("/proj/.claude/ralph-loop.local.md")];
+        let w = |c: &LoopContext, p: &str| {
+            decide(
+                &call("Write", json!({"file_path": p, "content": "x"})),
+                &PolicySource::Absent,
+                c,
+            )
+        };
+        assert!(denied(&w(&c, "/proj/notes.md")));
+        c.file_aliases = vec![PathBuf::from("/home/u/.claude/ralph/loops/h/state.md")];
+        assert!(denied(&w(&c, "/proj/notes.md")));
+        c.file_aliases.clear();
+        c.protected_dirs = vec![PathBuf::from("/home/u/.claude/ralph")];
+        assert!(denied(&w(&c, "/home/u/.claude/ralph/loops/h/state.md")));
+        assert!(!denied(&w(&c, "/home/u/.claude/settings.json")));
     }
 
     #[test]

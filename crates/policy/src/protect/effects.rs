@@ -4,7 +4,7 @@
 //! *from* a protected file stay allowed.
 
 use super::Kind;
-use super::wrappers::base;
+use super::wrappers::{long_name, long_with_value, short_cluster};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Effect {
@@ -29,11 +29,29 @@ pub(super) struct FindEffect {
     pub(super) starts: Vec<String>,
     pub(super) names: Vec<(String, bool)>,
     pub(super) paths: Vec<String>,
+    pub(super) delete: bool,
+    pub(super) execs: Vec<FindExec>,
+    /// `-fprint FILE` and the like write FILE.
+    pub(super) writes: Vec<String>,
 }
 
-/// Split arguments into operands and option values. `short` lists the short
-/// options taking a value, `long` the long ones (given as `--name`).
-fn operands(args: &[String], short: &str, long: &[&str]) -> (Vec<String>, Vec<(String, String)>) {
+/// One `-exec` command of `find`, with `{}` where the found file goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct FindExec {
+    pub(super) words: Vec<String>,
+    /// `-execdir`/`-okdir`: it runs in the found file's folder.
+    pub(super) in_found_dir: bool,
+}
+
+/// Split arguments into operands and option values, GNU style (options may
+/// follow operands; `--` ends them). `short` lists the short options taking a
+/// value, `long` the long ones (given as `--name`; a unique abbreviation
+/// counts). A cluster of short options (`-sfb`) is read letter by letter.
+pub(super) fn operands(
+    args: &[String],
+    short: &str,
+    long: &[&str],
+) -> (Vec<String>, Vec<(String, String)>) {
     let mut ops = Vec::new();
     let mut opts = Vec::new();
     let mut i = 0;
@@ -46,30 +64,18 @@ fn operands(args: &[String], short: &str, long: &[&str]) -> (Vec<String>, Vec<(S
             only_operands = true;
         } else if let Some(l) = a.strip_prefix("--") {
             if let Some((k, v)) = l.split_once('=') {
-                opts.push((format!("--{k}"), v.to_string()));
-            } else if long.contains(&a.as_str()) {
-                opts.push((a.clone(), args.get(i + 1).cloned().unwrap_or_default()));
+                opts.push((long_name(&format!("--{k}"), long), v.to_string()));
+            } else if let Some(name) = long_with_value(a, long) {
+                opts.push((
+                    name.to_string(),
+                    args.get(i + 1).cloned().unwrap_or_default(),
+                ));
                 i += 1;
             } else {
                 opts.push((a.clone(), String::new()));
             }
         } else {
-            for (k, ch) in a[1..].char_indices() {
-                if short.contains(ch) {
-                    let rest = &a[1 + k + ch.len_utf8()..];
-                    if rest.is_empty() {
-                        opts.push((
-                            format!("-{ch}"),
-                            args.get(i + 1).cloned().unwrap_or_default(),
-                        ));
-                        i += 1;
-                    } else {
-                        opts.push((format!("-{ch}"), rest.to_string()));
-                    }
-                    break;
-                }
-                opts.push((format!("-{ch}"), String::new()));
-            }
+            i += short_cluster(&a[1..], args.get(i + 1), short, &mut opts);
         }
         i += 1;
     }
@@ -86,34 +92,107 @@ fn has_opt(opts: &[(String, String)], names: &[&str]) -> bool {
     opts.iter().any(|(k, _)| names.contains(&k.as_str()))
 }
 
-/// `mv`/`cp`/`ln`/`install` targets: destination and sources.
-fn copy_like(args: &[String], ln: bool) -> (Option<String>, Vec<String>) {
-    let (ops, opts) = operands(
-        args,
-        "tSmogb",
-        &[
-            "--target-directory",
-            "--suffix",
-            "--mode",
-            "--owner",
-            "--group",
-        ],
-    );
-    if let Some(t) = opt(&opts, &["-t", "--target-directory"]) {
-        return (Some(t.to_string()), ops);
-    }
-    match ops.split_last() {
-        Some((only, [])) if ln => (Some(".".to_string()), vec![only.clone()]),
-        Some((_, [])) | None => (None, Vec::new()),
-        Some((dest, sources)) => (Some(dest.clone()), sources.to_vec()),
+/// The options of `mv`, `cp`, `ln`, `install` and `rsync` that take a value.
+/// `-b` / `--backup[=CONTROL]` takes none (its value only ever comes after `=`).
+fn copy_spec(name: &str) -> (&'static str, &'static [&'static str]) {
+    match name {
+        "install" => (
+            "Stmog",
+            &[
+                "--suffix",
+                "--target-directory",
+                "--mode",
+                "--owner",
+                "--group",
+                "--strip-program",
+            ],
+        ),
+        "cp" => (
+            "St",
+            &[
+                "--suffix",
+                "--target-directory",
+                "--no-preserve",
+                "--sparse",
+            ],
+        ),
+        "rsync" => ("efBMT@", RSYNC_LONG),
+        _ => ("St", &["--suffix", "--target-directory"]),
     }
 }
 
-/// Programs that, fed their operands by `xargs`, remove or write them.
-pub(super) const DESTRUCTIVE: &[&str] = &[
-    "rm", "unlink", "rmdir", "shred", "srm", "mv", "truncate", "tee", "cp", "install", "ln",
-    "chmod", "chown", "chgrp", "dd",
+const RSYNC_LONG: &[&str] = &[
+    "--exclude",
+    "--include",
+    "--filter",
+    "--rsh",
+    "--temp-dir",
+    "--compare-dest",
+    "--copy-dest",
+    "--link-dest",
+    "--partial-dir",
+    "--backup-dir",
+    "--suffix",
+    "--exclude-from",
+    "--include-from",
+    "--files-from",
+    "--chmod",
+    "--chown",
+    "--usermap",
+    "--groupmap",
+    "--log-file",
+    "--log-file-format",
+    "--out-format",
+    "--password-file",
+    "--max-size",
+    "--min-size",
+    "--max-delete",
+    "--timeout",
+    "--contimeout",
+    "--port",
+    "--bwlimit",
+    "--block-size",
+    "--modify-window",
+    "--rsync-path",
+    "--remote-option",
+    "--sockopts",
+    "--iconv",
+    "--checksum-choice",
+    "--compress-choice",
+    "--compress-level",
+    "--skip-compress",
+    "--write-batch",
+    "--only-write-batch",
+    "--read-batch",
+    "--info",
+    "--debug",
 ];
+
+/// `mv`/`cp`/`ln`/`install`/`rsync`: destination, sources, and the options.
+fn copy_like(name: &str, args: &[String]) -> CopyArgs {
+    let (short, long) = copy_spec(name);
+    let (ops, opts) = operands(args, short, long);
+    let (dest, sources) = if let Some(t) = opt(&opts, &["-t", "--target-directory"]) {
+        (Some(t.to_string()), ops)
+    } else {
+        match ops.split_last() {
+            Some((only, [])) if name == "ln" => (Some(".".to_string()), vec![only.clone()]),
+            Some((_, [])) | None => (None, Vec::new()),
+            Some((dest, sources)) => (Some(dest.clone()), sources.to_vec()),
+        }
+    };
+    CopyArgs {
+        dest,
+        sources,
+        opts,
+    }
+}
+
+struct CopyArgs {
+    dest: Option<String>,
+    sources: Vec<String>,
+    opts: Vec<(String, String)>,
+}
 
 /// `kind` applied to each of `paths`.
 fn on(kind: Kind, paths: Vec<String>) -> Vec<Effect> {
@@ -123,10 +202,10 @@ fn on(kind: Kind, paths: Vec<String>) -> Vec<Effect> {
 /// What one program, run with these arguments, does to the paths it names.
 pub(super) fn effects(name: &str, args: &[String]) -> Vec<Effect> {
     match name {
-        "rm" | "unlink" | "rmdir" | "srm" => on(Kind::Remove, operands(args, "", &[]).0),
+        "rm" | "unlink" | "rmdir" | "srm" | "rimraf" => on(Kind::Remove, operands(args, "", &[]).0),
         "shred" => on(
             Kind::Remove,
-            operands(args, "ns", &["--iterations", "--size"]).0,
+            operands(args, "ns", &["--iterations", "--size", "--random-source"]).0,
         ),
         "truncate" => on(
             Kind::Remove,
@@ -134,14 +213,24 @@ pub(super) fn effects(name: &str, args: &[String]) -> Vec<Effect> {
         ),
         "tee" => on(Kind::Write, operands(args, "", &[]).0),
         "mv" => {
-            let (dest, sources) = copy_like(args, false);
-            let mut out = on(Kind::Remove, sources.clone());
-            if let Some(dest) = dest {
-                out.push(Effect::Into { dest, sources });
+            let c = copy_like(name, args);
+            let mut out = on(Kind::Remove, c.sources.clone());
+            if let Some(dest) = c.dest {
+                out.push(Effect::Into {
+                    dest,
+                    sources: c.sources,
+                });
             }
             out
         }
         "cp" | "install" | "ln" | "rsync" => copy_effects(name, args),
+        // `link FILE1 FILE2`: a hard link, like `ln` without options.
+        "link" => {
+            let ops = operands(args, "", &[]).0;
+            let mut out = on(Kind::HardLink, ops.iter().take(1).cloned().collect());
+            out.extend(ops.get(1).map(|d| Effect::On(Kind::Onto, d.clone())));
+            out
+        }
         "sed" => on(Kind::Write, sed_files(args)),
         "awk" | "gawk" => on(Kind::Write, awk_inplace_files(args)),
         // Script-driven editors (there is no terminal for an interactive one):
@@ -161,36 +250,88 @@ pub(super) fn effects(name: &str, args: &[String]) -> Vec<Effect> {
                 .map(str::to_string)
                 .collect(),
         ),
-        "chmod" | "chown" | "chgrp" => {
-            let (ops, opts) = operands(args, "", &[]);
+        "chmod" => on(Kind::Write, chmod_files(args)),
+        "chown" | "chgrp" => {
+            let (ops, opts) = operands(args, "", &["--reference", "--from"]);
             let skip = usize::from(!has_opt(&opts, &["--reference"]));
             on(Kind::Write, ops.into_iter().skip(skip).collect())
         }
         "sort" => on(Kind::Write, sort_output(args)),
         "curl" | "wget" => on(Kind::Write, downloads(name, args)),
-        "find" => find_effect(args, false)
-            .map(Effect::Find)
-            .into_iter()
-            .collect(),
+        "find" => {
+            let f = find_effect(args);
+            let mut out = on(Kind::Write, f.writes.clone());
+            if f.delete || !f.execs.is_empty() {
+                out.push(Effect::Find(f));
+            }
+            out
+        }
         "git" => git_effects(args),
         "cd" | "pushd" => vec![Effect::Cd(operands(args, "", &[]).0.into_iter().next())],
         _ => Vec::new(),
     }
 }
 
-/// `cp`, `install`, `ln` and `rsync`: onto (or into) their destination.
+/// `cp`, `install`, `ln` and `rsync`: onto (or into) their destination; a
+/// hard link (`ln` without `-s`, `cp -l`) gives its sources a second name.
 fn copy_effects(name: &str, args: &[String]) -> Vec<Effect> {
     if name == "install" && args.iter().any(|a| a == "-d" || a == "--directory") {
         return Vec::new();
     }
-    match copy_like(args, name == "ln") {
+    let c = copy_like(name, args);
+    let hard = match name {
+        "ln" => !has_opt(&c.opts, &["-s", "--symbolic"]),
+        "cp" => has_opt(&c.opts, &["-l", "--link"]),
+        _ => false,
+    };
+    let mut out = if hard {
+        on(Kind::HardLink, c.sources.clone())
+    } else {
+        Vec::new()
+    };
+    match c.dest {
         // `rsync --delete src/ dest/` empties dest of what src lacks.
-        (Some(dest), _) if name == "rsync" && args.iter().any(|a| a.starts_with("--del")) => {
-            vec![Effect::On(Kind::Remove, dest)]
+        Some(dest) if name == "rsync" && c.opts.iter().any(|(k, _)| k.starts_with("--del")) => {
+            out.push(Effect::On(Kind::Remove, dest));
         }
-        (Some(dest), sources) => vec![Effect::Into { dest, sources }],
-        _ => Vec::new(),
+        Some(dest) => out.push(Effect::Into {
+            dest,
+            sources: c.sources,
+        }),
+        None => {}
     }
+    out
+}
+
+/// The files `chmod` changes. Its mode may look like an option (`-w`,
+/// `-rwx`, `-x+r`): GNU chmod reads a word starting with `-` and a mode
+/// letter as the mode, not as options.
+fn chmod_files(args: &[String]) -> Vec<String> {
+    let mut mode_seen = false;
+    let mut files = Vec::new();
+    let mut only_operands = false;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if only_operands || !a.starts_with('-') || a == "-" {
+            if mode_seen {
+                files.push(a.to_string());
+            } else {
+                mode_seen = true;
+            }
+        } else if a == "--" {
+            only_operands = true;
+        } else if let Some(l) = a.strip_prefix("--") {
+            if l.starts_with("reference") {
+                mode_seen = true;
+                i += usize::from(!l.contains('='));
+            }
+        } else if !mode_seen && a[1..].starts_with(|c: char| "rwxXstugoa,+=-01234567".contains(c)) {
+            mode_seen = true;
+        }
+        i += 1;
+    }
+    files
 }
 
 /// `sort -o FILE`.
@@ -350,9 +491,10 @@ fn perl_files(args: &[String]) -> Vec<String> {
     in_place_files(in_place, script_given, ops)
 }
 
-/// What `find ARGS` removes itself (`-delete`, `-exec rm`), or, with
-/// `listed_for_removal`, what it lists for a removing `xargs` to act on.
-pub(super) fn find_effect(args: &[String], listed_for_removal: bool) -> Option<FindEffect> {
+/// What `find ARGS` lists, deletes and runs: its starting points and the
+/// name and path tests that select files, `-delete`, and each `-exec` /
+/// `-execdir` / `-ok` / `-okdir` command (up to its `;` or `+`).
+pub(super) fn find_effect(args: &[String]) -> FindEffect {
     let mut i = 0;
     while i < args.len() && matches!(args[i].as_str(), "-H" | "-L" | "-P") {
         i += 1;
@@ -366,76 +508,154 @@ pub(super) fn find_effect(args: &[String], listed_for_removal: bool) -> Option<F
         starts.push(".".to_string());
     }
     let expr = &args[i..];
-    let mut destructive = false;
-    let mut names = Vec::new();
-    let mut paths = Vec::new();
-    for (k, a) in expr.iter().enumerate() {
+    let mut f = FindEffect {
+        starts,
+        names: Vec::new(),
+        paths: Vec::new(),
+        delete: false,
+        execs: Vec::new(),
+        writes: Vec::new(),
+    };
+    let mut k = 0;
+    while k < expr.len() {
         let next = expr.get(k + 1).cloned().unwrap_or_default();
-        match a.as_str() {
-            "-delete" => destructive = true,
-            "-exec" | "-execdir" | "-ok" | "-okdir" => {
-                let cmd = base(&next);
-                let rest = &expr[(k + 2).min(expr.len())..];
-                if matches!(
-                    cmd,
-                    "rm" | "unlink" | "shred" | "mv" | "truncate" | "rmdir" | "srm" | "chmod"
-                ) || (cmd == "sed"
-                    && rest
-                        .iter()
-                        .any(|x| x.starts_with("-i") || x.starts_with("--in-place")))
-                {
-                    destructive = true;
-                }
+        match expr[k].as_str() {
+            "-delete" => f.delete = true,
+            exec @ ("-exec" | "-execdir" | "-ok" | "-okdir") => {
+                let end = expr[k + 1..]
+                    .iter()
+                    .position(|w| w == ";" || w == "+")
+                    .map_or(expr.len(), |p| k + 1 + p);
+                f.execs.push(FindExec {
+                    words: expr[k + 1..end].to_vec(),
+                    in_found_dir: exec.ends_with("dir"),
+                });
+                k = end;
             }
-            "-name" => names.push((next, false)),
-            "-iname" => names.push((next.to_lowercase(), true)),
-            "-path" | "-wholename" | "-ipath" | "-iwholename" => paths.push(next),
+            "-name" => f.names.push((next, false)),
+            "-iname" => f.names.push((next.to_lowercase(), true)),
+            "-path" | "-wholename" | "-ipath" | "-iwholename" => f.paths.push(next),
+            "-fprint" | "-fprint0" | "-fls" | "-fprintf" => f.writes.push(next),
             _ => {}
         }
+        k += 1;
     }
-    (destructive || listed_for_removal).then_some(FindEffect {
-        starts,
-        names,
-        paths,
-    })
+    f
 }
 
+/// `git [-C DIR]... [-c K=V] SUBCOMMAND ARGS`: what the subcommand does to
+/// the paths it names, relative to the `-C` folders.
+///
+/// Only explicit paths count. `git stash` (any form), `git reset --hard` and
+/// `git clean` of the whole tree (no path, `.` at the root, `:/`) are allowed
+/// while a loop runs: the loop's state lives outside the project tree and its
+/// mirror is restored at the next Stop (docs/guard.md, "git").
 fn git_effects(args: &[String]) -> Vec<Effect> {
     let mut i = 0;
+    let mut dir: Option<String> = None;
     while i < args.len() && args[i].starts_with('-') {
-        i += if matches!(args[i].as_str(), "-C" | "-c") {
-            2
-        } else {
-            1
-        };
+        match args[i].as_str() {
+            "-C" => {
+                let d = args.get(i + 1).cloned().unwrap_or_default();
+                dir = Some(match dir {
+                    Some(prev) if !d.starts_with('/') => format!("{prev}/{d}"),
+                    _ => d,
+                });
+                i += 2;
+            }
+            "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix"
+            | "--config-env" => i += 2,
+            _ => i += 1,
+        }
     }
     let Some(sub) = args.get(i) else {
         return Vec::new();
     };
     let rest = &args[(i + 1).min(args.len())..];
-    match sub.as_str() {
+    let out = match sub.as_str() {
         "rm" => {
-            let (ops, opts) = operands(rest, "", &[]);
+            let (ops, opts) = operands(rest, "", &["--pathspec-from-file"]);
             if has_opt(&opts, &["--cached"]) {
                 return Vec::new();
             }
-            on(Kind::Remove, ops)
+            on(Kind::Remove, pathspecs(ops))
         }
         "mv" => effects("mv", rest),
         "checkout" | "restore" => on(
             Kind::WriteBelowRoot,
-            operands(rest, "bBsU", &["--source", "--conflict"]).0,
+            pathspecs(
+                operands(
+                    rest,
+                    "bBsU",
+                    &["--source", "--conflict", "--pathspec-from-file"],
+                )
+                .0,
+            ),
         ),
         "clean" => git_clean(rest),
         "stash" => git_stash(rest),
         _ => Vec::new(),
+    };
+    match dir {
+        Some(d) => out.into_iter().map(|e| under_dir(e, &d)).collect(),
+        None => out,
     }
 }
 
-/// `git clean`: removes untracked files under its paths, except what `-e` keeps.
+/// Pathspecs as paths: `:/x` is relative to the top of the tree (the guard
+/// reads it as the project root); exclusions (`:!x`, `:^x`, `:(exclude)x`)
+/// name nothing taken; other magic is dropped.
+fn pathspecs(ops: Vec<String>) -> Vec<String> {
+    ops.into_iter()
+        .filter_map(|p| {
+            if let Some(top) = p.strip_prefix(":/") {
+                return Some(format!("${{CLAUDE_PROJECT_DIR}}/{top}"));
+            }
+            if p.starts_with(":!") || p.starts_with(":^") || p.starts_with(":(exclude") {
+                return None;
+            }
+            if let Some(rest) = p.strip_prefix(":(")
+                && let Some((magic, path)) = rest.split_once(')')
+            {
+                return Some(if magic.split(',').any(|m| m == "top") {
+                    format!("${{CLAUDE_PROJECT_DIR}}/{path}")
+                } else {
+                    path.to_string()
+                });
+            }
+            Some(p)
+        })
+        .collect()
+}
+
+/// A path of a `git -C DIR` command, as seen from the shell's folder.
+fn under_dir(e: Effect, dir: &str) -> Effect {
+    let join = |p: String| {
+        if p.starts_with('/') || p.starts_with('$') || p.starts_with('~') {
+            p
+        } else {
+            format!("{dir}/{p}")
+        }
+    };
+    match e {
+        Effect::On(k, p) => Effect::On(k, join(p)),
+        Effect::Into { dest, sources } => Effect::Into {
+            dest: join(dest),
+            sources: sources.into_iter().map(join).collect(),
+        },
+        Effect::Clean { paths, excludes } => Effect::Clean {
+            paths: paths.into_iter().map(join).collect(),
+            excludes,
+        },
+        other => other,
+    }
+}
+
+/// `git clean PATH...`: removes untracked files under each path, except what
+/// `-e` keeps. Without a path it is the whole tree, which is allowed.
 fn git_clean(rest: &[String]) -> Vec<Effect> {
-    let (ops, opts) = operands(rest, "e", &["--exclude"]);
-    if has_opt(&opts, &["-n", "--dry-run"]) {
+    let (ops, opts) = operands(rest, "e", &["--exclude", "--pathspec-from-file"]);
+    if has_opt(&opts, &["-n", "--dry-run"]) || ops.is_empty() {
         return Vec::new();
     }
     let excludes = opts
@@ -443,33 +663,30 @@ fn git_clean(rest: &[String]) -> Vec<Effect> {
         .filter(|(k, _)| k == "-e" || k == "--exclude")
         .map(|(_, v)| v.clone())
         .collect();
-    let paths = if ops.is_empty() {
-        vec![".".to_string()]
-    } else {
-        ops
-    };
-    vec![Effect::Clean { paths, excludes }]
+    vec![Effect::Clean {
+        paths: pathspecs(ops),
+        excludes,
+    }]
 }
 
-/// `git stash -u` takes untracked files away (the loop files among them).
+/// `git stash push -u -- PATH...` takes the untracked files under the paths
+/// away. Without `-u`/`-a` (the loop files are untracked) or without a path,
+/// nothing is judged.
 fn git_stash(rest: &[String]) -> Vec<Effect> {
-    let (ops, opts) = operands(rest, "m", &["--message"]);
+    let (ops, opts) = operands(rest, "m", &["--message", "--pathspec-from-file"]);
     let untracked = has_opt(&opts, &["-u", "-a", "--include-untracked", "--all"]);
-    let reads_only = matches!(
-        ops.first().map(String::as_str),
-        Some("list" | "show" | "apply" | "pop" | "drop" | "branch" | "clear" | "create" | "store")
-    );
-    if !untracked || reads_only {
+    let mut ops = ops.into_iter();
+    let paths: Vec<String> = match ops.as_slice().first().map(String::as_str) {
+        Some("push") => ops.skip(1).collect(),
+        // `save` takes a message, the others no pathspec.
+        Some(
+            "save" | "list" | "show" | "apply" | "pop" | "drop" | "branch" | "clear" | "create"
+            | "store",
+        ) => Vec::new(),
+        _ => ops.by_ref().collect(),
+    };
+    if !untracked {
         return Vec::new();
     }
-    // `git stash push -u -- src`: only the pathspecs are stashed away.
-    let paths: Vec<String> = ops
-        .into_iter()
-        .filter(|o| o != "push" && o != "save")
-        .collect();
-    if paths.is_empty() {
-        vec![Effect::On(Kind::Remove, ".".to_string())]
-    } else {
-        on(Kind::Remove, paths)
-    }
+    on(Kind::RemoveBelowRoot, pathspecs(paths))
 }

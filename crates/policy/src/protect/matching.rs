@@ -1,13 +1,18 @@
 //! Matching against the protected paths: whether a word a command removes,
-//! writes or copies onto reaches a loop file (or the PRD), read as a path
-//! relative to the command's folder, through globs, braces, `$PWD`, a
-//! folder above the file, and names known only at run time.
+//! writes or copies onto reaches a loop file (or the PRD, or the loop's data
+//! folder), read as a path relative to the command's folder, through globs,
+//! braces, the values the guard knows (`$PWD`, `$CLAUDE_PROJECT_DIR`, `~`,
+//! `$HOME`, `$(pwd)`, `/proc/self/cwd`) and a folder above the file.
+//!
+//! A path whose value depends on anything else (`$TMPDIR/x`, `"$OUT"/*`, a
+//! relative path after `cd "$X"`) is not assumed to point into the project:
+//! it is not judged.
 
 use std::path::{Component, Path, PathBuf};
 
 use super::effects::FindEffect;
 use super::wrappers::base;
-use super::{Hit, Kind, MAX_DEPTH};
+use super::{ARG, Hit, Kind, MAX_DEPTH};
 use crate::LoopContext;
 use crate::{glob, shell};
 
@@ -56,10 +61,24 @@ impl<'a> Checker<'a> {
                 targets.push(Target {
                     abs: root.join(rel),
                     is_prd: false,
+                    is_dir: false,
                     display: rel.display().to_string(),
                     exists: exists(rel),
                 });
             }
+        }
+        for dir in &ctx.protected_dirs {
+            let display = match ctx.home.as_deref().and_then(|h| dir.strip_prefix(h).ok()) {
+                Some(rel) => format!("~/{}", rel.display()),
+                None => dir.display().to_string(),
+            };
+            targets.push(Target {
+                abs: dir.clone(),
+                is_prd: false,
+                is_dir: true,
+                display,
+                exists: true,
+            });
         }
         let loop_count = targets.len();
         if let Some(prd) = &ctx.prd_file {
@@ -67,6 +86,7 @@ impl<'a> Checker<'a> {
                 targets.push(Target {
                     abs: root.join(prd),
                     is_prd: true,
+                    is_dir: false,
                     display: prd.display().to_string(),
                     exists: exists(prd),
                 });
@@ -90,13 +110,15 @@ impl<'a> Checker<'a> {
     }
 }
 
-/// One protected file. A file that does not exist is still guarded against
-/// being created under its name, but removing the folder it would live in
-/// (or a glob that could only match existing files) does not reach it.
+/// One protected file, or folder (the loop's data folder, all of whose
+/// content is protected). A file that does not exist is still guarded
+/// against being created under its name, but removing the folder it would
+/// live in (or a glob that could only match existing files) does not reach it.
 #[derive(Clone)]
 struct Target {
     abs: PathBuf,
     is_prd: bool,
+    is_dir: bool,
     display: String,
     exists: bool,
 }
@@ -109,16 +131,70 @@ fn hit(is_prd: bool, display: &str) -> Hit {
     }
 }
 
-/// Expand the variables whose value the guard knows.
+/// Expand the values the guard knows: `$PWD` and `$(pwd)` (the command's
+/// folder), `$CLAUDE_PROJECT_DIR` and `$(git rev-parse --show-toplevel)` (the
+/// root), `~` and `$HOME`, and `/proc/self/cwd` (the folder of the process
+/// that opens the path: the command's).
 pub(super) fn expand_known(word: &str, cwd: Option<&Path>, ctx: &Checker) -> String {
     let mut w = word.to_string();
     if let Some(cwd) = cwd {
         let c = cwd.display().to_string();
-        w = w.replace("${PWD}", &c).replace("$PWD", &c);
+        for k in [
+            "${PWD}",
+            "$PWD",
+            "$(pwd)",
+            "$(pwd -P)",
+            "$(pwd -L)",
+            "`pwd`",
+            "~+",
+        ] {
+            if w.contains(k) && (k != "~+" || w == "~+" || w.starts_with("~+/")) {
+                w = w.replace(k, &c);
+            }
+        }
+        for p in [
+            "/proc/self/cwd",
+            "/proc/thread-self/cwd",
+            "/proc/$$/cwd",
+            "/proc/${$}/cwd",
+            "/proc/$BASHPID/cwd",
+            "/proc/${BASHPID}/cwd",
+        ] {
+            if let Some(rest) = w.strip_prefix(p)
+                && (rest.is_empty() || rest.starts_with('/'))
+            {
+                w = format!("{c}{rest}");
+                break;
+            }
+        }
     }
     let r = ctx.root.display().to_string();
-    w.replace("${CLAUDE_PROJECT_DIR}", &r)
-        .replace("$CLAUDE_PROJECT_DIR", &r)
+    for k in [
+        "${CLAUDE_PROJECT_DIR}",
+        "$CLAUDE_PROJECT_DIR",
+        "$(git rev-parse --show-toplevel)",
+    ] {
+        w = w.replace(k, &r);
+    }
+    // Another process's folder: the client's, whose folder is the project.
+    if let Some(rest) = w.strip_prefix("/proc/")
+        && let Some((pid, tail)) = rest.split_once("/cwd")
+        && (tail.is_empty() || tail.starts_with('/'))
+        && (pid.bytes().all(|b| b.is_ascii_digit()) || pid == "$PPID" || pid == "${PPID}")
+    {
+        w = format!("{r}{tail}");
+    }
+    if let Some(rest) = w.strip_prefix("/proc/self/root/") {
+        w = format!("/{rest}");
+    }
+    if let Some(home) = ctx.home.as_deref() {
+        let h = home.display().to_string();
+        if w == "~" || w.starts_with("~/") {
+            w = format!("{h}{}", &w[1..]);
+        }
+        w = w.replace("${HOME}", &h).replace("$HOME", &h);
+    }
+    w
 }
 
 /// Does `kind` applied to `word` reach a protected file?
@@ -135,6 +211,10 @@ pub(super) fn classify_except(
     skip: &dyn Fn(&Path) -> bool,
     depth: usize,
 ) -> Option<Hit> {
+    // The operand `find -exec` or `xargs` hands over (see protect::ARG).
+    if word.contains(ARG) {
+        return Some(Hit::Arg(kind));
+    }
     // `rm $(ls .claude/*)`: the operands are computed from what the inner
     // command names, so judge those names as operands too.
     if depth < MAX_DEPTH && (word.contains("$(") || word.contains('`')) {
@@ -150,14 +230,12 @@ pub(super) fn classify_except(
             }
         }
     }
-    let with_prd = kind == Kind::Remove;
+    let with_prd = matches!(kind, Kind::Remove | Kind::RemoveBelowRoot);
     let word = expand_known(word, cwd, ctx);
     for cand in glob::expand_braces(&word) {
-        let dynamic = cand.contains('$') || cand.contains('`') || cand.starts_with('~');
-        if dynamic || (cwd.is_none() && !cand.starts_with('/')) {
-            if let Some(h) = by_name(&cand, kind, ctx, skip) {
-                return Some(h);
-            }
+        // A value known only at run time is not assumed to be in the project.
+        let unknown = cand.contains('$') || cand.contains('`') || cand.starts_with('~');
+        if unknown || (cwd.is_none() && !cand.starts_with('/')) {
             continue;
         }
         let base_dir = cwd.unwrap_or(Path::new("/"));
@@ -167,9 +245,10 @@ pub(super) fn classify_except(
                 continue;
             }
             let reaches = if glob::has_glob(&cand) {
-                t.exists && glob_reaches(&path, &t.abs, kind, ctx)
+                t.exists && glob_reaches(&path, t, kind, ctx)
             } else {
                 path == t.abs
+                    || (t.is_dir && path.starts_with(&t.abs))
                     || (t.exists && t.abs.starts_with(&path) && ancestor_counts(&path, kind, ctx))
             };
             if reaches {
@@ -180,71 +259,36 @@ pub(super) fn classify_except(
     None
 }
 
-/// A path known only at run time (`$X/f`, `~/f`, or relative to an unknown
-/// folder): judged by its last component's name, against each protected
-/// file's name and, unless only the file itself counts, the folders above it.
-fn by_name(cand: &str, kind: Kind, ctx: &Checker, skip: &dyn Fn(&Path) -> bool) -> Option<Hit> {
-    let trimmed = cand.trim_end_matches('/');
-    let last = (if trimmed.is_empty() { cand } else { trimmed })
-        .rsplit('/')
-        .next()
-        .unwrap_or(trimmed);
-    for t in ctx.all(kind == Kind::Remove) {
-        if skip(&t.abs) {
-            continue;
-        }
-        let mut names = vec![
-            t.abs
-                .file_name()
-                .map(|n| n.to_string_lossy().to_string())
-                .unwrap_or_default(),
-        ];
-        if kind != Kind::Onto && t.exists {
-            for root in &ctx.roots {
-                if let Ok(rel) = t.abs.strip_prefix(root) {
-                    let comps: Vec<_> = rel.components().collect();
-                    for c in comps.iter().take(comps.len().saturating_sub(1)) {
-                        names.push(c.as_os_str().to_string_lossy().to_string());
-                    }
-                }
-            }
-        }
-        if names.iter().any(|n| {
-            !n.is_empty() && (n == last || (glob::has_glob(last) && glob::match_component(last, n)))
-        }) {
-            return Some(hit(t.is_prd, &t.display));
-        }
-    }
-    None
-}
-
 fn ancestor_counts(path: &Path, kind: Kind, ctx: &Checker) -> bool {
     match kind {
-        Kind::Remove | Kind::Write => true,
+        Kind::Remove | Kind::Write | Kind::HardLink => true,
         Kind::Onto => false,
         // A folder strictly inside the project (`git checkout .claude`), not
         // the project itself (`git checkout .`), under either spelling of the root.
-        Kind::WriteBelowRoot => ctx.roots.iter().any(|r| path != r && path.starts_with(r)),
+        Kind::WriteBelowRoot | Kind::RemoveBelowRoot => {
+            ctx.roots.iter().any(|r| path != r && path.starts_with(r))
+        }
     }
 }
 
-/// Does the glob `pattern` (absolute, normalised) match `target` or, for a
-/// removal, a folder above it?
-fn glob_reaches(pattern: &Path, target: &Path, kind: Kind, ctx: &Checker) -> bool {
+/// Does the glob `pattern` (absolute, normalised) match the target, a file
+/// inside a protected folder, or (when the kind allows) a folder above it?
+fn glob_reaches(pattern: &Path, t: &Target, kind: Kind, ctx: &Checker) -> bool {
     let pc: Vec<String> = pattern
         .components()
         .map(|c| c.as_os_str().to_string_lossy().to_string())
         .collect();
-    let tc: Vec<String> = target
+    let tc: Vec<String> = t
+        .abs
         .components()
         .map(|c| c.as_os_str().to_string_lossy().to_string())
         .collect();
     let ancestors_ok = match kind {
-        Kind::Remove | Kind::Write => true,
+        Kind::Remove | Kind::Write | Kind::HardLink => true,
         Kind::Onto => false,
-        Kind::WriteBelowRoot => pc.len() > ctx.root.components().count(),
+        Kind::WriteBelowRoot | Kind::RemoveBelowRoot => pc.len() > ctx.root.components().count(),
     };
-    if pc.len() > tc.len() || (pc.len() < tc.len() && !ancestors_ok) {
+    if (pc.len() > tc.len() && !t.is_dir) || (pc.len() < tc.len() && !ancestors_ok) {
         return false;
     }
     pc.iter()
@@ -252,35 +296,43 @@ fn glob_reaches(pattern: &Path, target: &Path, kind: Kind, ctx: &Checker) -> boo
         .all(|(p, t)| p == t || glob::match_component(p, t))
 }
 
-/// Does `find START... -delete` (or `-exec rm`) reach a protected file?
-pub(super) fn classify_find(f: &FindEffect, cwd: Option<&Path>, ctx: &Checker) -> Option<Hit> {
+/// Does `find START...` acting on what it finds (`-delete`, `-exec rm`, a
+/// removing `xargs`) with `kind` reach a protected file?
+pub(super) fn classify_find(
+    f: &FindEffect,
+    kind: Kind,
+    cwd: Option<&Path>,
+    ctx: &Checker,
+) -> Option<Hit> {
+    let with_prd = matches!(kind, Kind::Remove | Kind::RemoveBelowRoot);
+    let Some(cwd) = cwd else {
+        return f
+            .starts
+            .iter()
+            .find_map(|s| classify(s, Kind::Remove, None, ctx));
+    };
     for start in &f.starts {
-        if classify(start, Kind::Remove, cwd, ctx).is_none() {
+        if classify(start, Kind::Remove, Some(cwd), ctx).is_none() {
             continue;
         }
-        let Some(cwd) = cwd else {
-            return classify(start, Kind::Remove, None, ctx);
-        };
         let s = normalize(&cwd.join(expand_known(start, Some(cwd), ctx)));
         // find only meets files that exist.
-        for Target {
-            abs,
-            is_prd,
-            display,
-            exists,
-        } in ctx.all(true)
-        {
-            if !exists {
+        for t in ctx.all(with_prd) {
+            if !t.exists {
                 continue;
             }
-            let Ok(rel) = abs.strip_prefix(&s) else {
+            // Inside a protected folder, every file found is protected.
+            if t.is_dir && s.starts_with(&t.abs) {
+                return Some(hit(t.is_prd, &t.display));
+            }
+            let Ok(rel) = t.abs.strip_prefix(&s) else {
                 if glob::has_glob(start) {
-                    return Some(hit(*is_prd, display));
+                    return Some(hit(t.is_prd, &t.display));
                 }
                 continue;
             };
             if f.names.is_empty() && f.paths.is_empty() {
-                return Some(hit(*is_prd, display));
+                return Some(hit(t.is_prd, &t.display));
             }
             let comps: Vec<String> = rel
                 .components()
@@ -297,8 +349,8 @@ pub(super) fn classify_find(f: &FindEffect, cwd: Option<&Path>, ctx: &Checker) -
             });
             let printed = format!("{}/{}", start.trim_end_matches('/'), rel.display());
             let path_hit = f.paths.iter().any(|pat| glob::fnmatch(pat, &printed));
-            if name_hit || path_hit {
-                return Some(hit(*is_prd, display));
+            if name_hit || path_hit || t.is_dir {
+                return Some(hit(t.is_prd, &t.display));
             }
         }
     }
@@ -312,13 +364,13 @@ pub(super) fn classify_into(
     ctx: &Checker,
 ) -> Option<Hit> {
     // Onto the file itself (the PRD may be replaced: only its removal is guarded).
-    if let Some(h @ Hit::Loop(_)) = classify(dest, Kind::Onto, cwd, ctx) {
+    if let Some(h @ (Hit::Loop(_) | Hit::Arg(_))) = classify(dest, Kind::Onto, cwd, ctx) {
         return Some(h);
     }
     // Into a folder, where `folder/basename(source)` lands on (or over) a loop file.
     for s in sources {
         let name = base(s.trim_end_matches('/'));
-        if name.is_empty() || name == "." || name == ".." {
+        if name.is_empty() || name == "." || name == ".." || name.contains(ARG) {
             continue;
         }
         let landed = format!("{}/{}", dest.trim_end_matches('/'), name);

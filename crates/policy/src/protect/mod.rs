@@ -9,30 +9,42 @@
 //! protected paths ([`matching`]). Reading (`cat`, `grep`, `head`, `cp`
 //! *from*) is never judged, so a benign look-alike stays allowed.
 
+mod control;
 mod effects;
 mod matching;
+mod scope;
 mod wrappers;
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use crate::LoopContext;
-use crate::glob;
 use crate::shell::{self, Segment};
-use effects::{DESTRUCTIVE, Effect, effects, find_effect};
+use effects::{Effect, effects, find_effect};
 pub use matching::normalize;
 use matching::{Checker, classify, classify_except, classify_find, classify_into, excluded};
-pub use wrappers::{Invocation, unwrap};
+use scope::Scope;
+use wrappers::is_shell;
+pub use wrappers::{Invocation, Unwrapped, unwrap, unwrap_full};
 
 /// How deep `sh -c "eval \"...\""` nesting is followed.
 const MAX_DEPTH: usize = 8;
+
+/// Stands for the operand `find -exec` (`{}`) or `xargs` hands a command:
+/// a command is checked with it in place, and a hit on it ([`Hit::Arg`])
+/// says the command removes or writes its operands, so what `find` finds or
+/// what is piped into `xargs` is judged instead.
+const ARG: &str = "__ralph_guard_operand__";
 
 /// What a command does to a path it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Deletes, moves away or empties it (`rm`, `mv` source, `truncate`,
-    /// `find -delete`, `git clean`). Naming a folder holding a file counts.
+    /// `find -delete`). Naming a folder holding a file counts.
     Remove,
+    /// Like `Remove`, but naming the project root itself does not count
+    /// (`git clean -fdx .`, `git stash -u -- :/` take the whole tree, which
+    /// is allowed; `git clean -fd .claude` is not).
+    RemoveBelowRoot,
     /// Replaces or alters its content (`>`, `tee`, `sed -i`, `dd of=`).
     Write,
     /// Like `Write`, but naming the project root itself does not count
@@ -41,49 +53,112 @@ pub enum Kind {
     /// Replaces exactly this path; a folder above does not count (`cp x
     /// .claude/` puts a new file beside the loop files, it does not touch them).
     Onto,
+    /// Gives it a second name (`ln FILE other`, `cp -l`): the file tools
+    /// could then change it through the other name.
+    HardLink,
 }
 
 /// Which protected file a command reaches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Hit {
-    /// A loop file (state, log, lock, last-injected, policy), relative display path.
+    /// A loop file (state, log, lock, last-injected, verify, policy) or the
+    /// loop's data folder, relative display path.
     Loop(String),
+    /// A hard link made to a loop file.
+    Link(String),
     /// The PRD, about to be deleted or moved away.
     Prd(String),
+    /// One of ralph's own commands that ends, starts or takes over a loop.
+    Control(String),
+    /// The command acts on its operands this way (internal: see [`ARG`];
+    /// never returned by [`check_bash`]).
+    Arg(Kind),
+}
+
+/// Gathers the hits of several checks: a real hit stops the checking, an
+/// [`Hit::Arg`] is kept (the strongest) while looking on.
+#[derive(Default)]
+struct Found(Option<Hit>);
+
+impl Found {
+    /// Record `h`; true when it is a real hit.
+    fn add(&mut self, h: Option<Hit>) -> bool {
+        match h {
+            None => false,
+            Some(Hit::Arg(k)) => {
+                if !matches!(self.0, Some(Hit::Arg(Kind::Remove))) {
+                    self.0 = Some(Hit::Arg(k));
+                }
+                false
+            }
+            Some(real) => {
+                self.0 = Some(real);
+                true
+            }
+        }
+    }
 }
 
 /// Why a Bash command is denied, if it is.
 pub fn check_bash(command: &str, ctx: &LoopContext) -> Option<Hit> {
     let ck = Checker::new(ctx);
-    let mut cwd = Some(ctx.cwd.clone());
-    check_script(command, &ck, &mut cwd, 0)
+    let mut scope = Scope::new(Some(ctx.cwd.clone()));
+    match check_script(command, &ck, &mut scope, 0) {
+        Some(Hit::Arg(_)) => None,
+        h => h,
+    }
 }
 
-/// Each simple command of `command` in turn; a `cd` moves `cwd` for the
-/// commands after it.
-fn check_script(
-    command: &str,
-    ctx: &Checker,
-    cwd: &mut Option<PathBuf>,
-    depth: usize,
-) -> Option<Hit> {
+/// Each simple command of `command` in turn; a `cd` or an assignment holds
+/// for the commands after it.
+fn check_script(command: &str, ctx: &Checker, scope: &mut Scope, depth: usize) -> Option<Hit> {
     if depth > MAX_DEPTH {
         return None;
     }
     let segments = shell::split_chain(command);
+    let mut found = Found::default();
     for (idx, seg) in segments.iter().enumerate() {
-        if let Some(h) = check_segment(seg, idx, &segments, ctx, cwd, depth) {
-            return Some(h);
+        if found.add(check_segment(seg, idx, &segments, ctx, scope, depth)) {
+            break;
         }
     }
-    None
+    found.0
 }
 
 /// A script run from within a command (a substitution, `sh -c`, a heredoc
-/// fed to a shell): it starts in the current folder, and a `cd` inside it
-/// does not move the commands after it.
-fn check_nested(script: &str, ctx: &Checker, cwd: Option<&Path>, depth: usize) -> Option<Hit> {
-    check_script(script, ctx, &mut cwd.map(Path::to_path_buf), depth + 1)
+/// fed to a shell): it starts in `cwd`, and a `cd` or an assignment inside
+/// it does not reach the commands after it.
+fn check_nested(
+    script: &str,
+    ctx: &Checker,
+    scope: &Scope,
+    cwd: Option<&Path>,
+    positional: Option<&[String]>,
+    depth: usize,
+) -> Option<Hit> {
+    let mut inner = scope.nested(cwd.map(Path::to_path_buf), positional);
+    check_script(script, ctx, &mut inner, depth + 1)
+}
+
+/// The folder a wrapped program runs in (`env -C DIR`, `sudo -D DIR`).
+fn run_dir(here: Option<&Path>, chdir: &[String]) -> Option<PathBuf> {
+    chdir
+        .iter()
+        .try_fold(here.map(Path::to_path_buf), |dir, d| {
+            Some(next_cwd(dir.as_deref(), Some(d)))
+        })
+        .flatten()
+}
+
+/// One simple command being checked: `idx` is its place in `all`, the chain
+/// it belongs to; `u` is how it runs.
+struct At<'a> {
+    seg: &'a Segment,
+    idx: usize,
+    all: &'a [Segment],
+    u: &'a Unwrapped,
+    ctx: &'a Checker<'a>,
+    depth: usize,
 }
 
 /// One simple command: `idx` is its place in `all`, the chain it belongs to.
@@ -92,98 +167,226 @@ fn check_segment(
     idx: usize,
     all: &[Segment],
     ctx: &Checker,
-    cwd: &mut Option<PathBuf>,
+    scope: &mut Scope,
     depth: usize,
 ) -> Option<Hit> {
+    let mut found = Found::default();
     for sub in &seg.substitutions {
-        if let Some(h) = check_nested(sub, ctx, cwd.as_deref(), depth) {
-            return Some(h);
+        if found.add(check_nested(
+            sub,
+            ctx,
+            scope,
+            scope.cwd.as_deref(),
+            None,
+            depth,
+        )) {
+            return found.0;
         }
     }
-    if let Some(h) = check_redirects(seg, cwd.as_deref(), ctx) {
-        return Some(h);
+    let words = scope.expand_words(seg);
+    if found.add(check_redirects(seg, words.is_empty(), ctx, scope)) {
+        return found.0;
     }
-    match unwrap(&expanded_words(seg)) {
+    let u = unwrap_full(&words);
+    let here = scope.cwd.clone();
+    let dir = if u.chdir.is_empty() {
+        here.clone()
+    } else {
+        run_dir(here.as_deref(), &u.chdir)
+    };
+    for w in &u.writes {
+        if found.add(classify(w, Kind::Write, dir.as_deref(), ctx)) {
+            return found.0;
+        }
+    }
+    let at = At {
+        seg,
+        idx,
+        all,
+        u: &u,
+        ctx,
+        depth,
+    };
+    let h = match &u.invocation {
         Invocation::Nothing => None,
-        Invocation::Script(s) => check_nested(&s, ctx, cwd.as_deref(), depth),
-        Invocation::ShellStdin => check_shell_stdin(seg, idx, all, ctx, cwd.as_deref(), depth),
+        Invocation::Script {
+            text,
+            args,
+            via_xargs,
+        } => check_script_run(&at, text, args, *via_xargs, scope, dir.as_deref()),
+        Invocation::ShellStdin => check_shell_stdin(&at, scope, dir.as_deref()),
         Invocation::Exec {
             name,
             args,
             via_xargs,
         } => {
-            if name.contains('$') || name.contains('`') {
-                return check_dynamic_program(seg, &args, ctx, cwd.as_deref(), depth);
+            let mut cwd = dir.clone();
+            let h = check_exec(&at, name, args, *via_xargs, scope, &mut cwd);
+            // `cd DIR` moves the commands after it (not `env -C D cd X`).
+            if u.chdir.is_empty() {
+                scope.cwd = cwd;
             }
-            if via_xargs && DESTRUCTIVE.contains(&name.as_str()) && seg.piped_in && idx > 0 {
-                // Operands arrive on stdin: judge what the feeding command names.
-                if let Some(h) = check_xargs_feeder(&all[idx - 1], cwd.as_deref(), ctx) {
-                    return Some(h);
-                }
-            }
-            check_effects(&name, &args, ctx, cwd)
+            h
         }
+    };
+    if found.add(h) {
+        return found.0;
     }
+    scope.record(&words, seg);
+    found.0
 }
 
 /// Files the command's own redirections write.
-fn check_redirects(seg: &Segment, here: Option<&Path>, ctx: &Checker) -> Option<Hit> {
+fn check_redirects(seg: &Segment, no_words: bool, ctx: &Checker, scope: &Scope) -> Option<Hit> {
     // `> prd.json` alone empties it: that counts as removing it.
-    let kind = if seg.words.is_empty() {
-        Kind::Remove
-    } else {
-        Kind::Write
-    };
+    let kind = if no_words { Kind::Remove } else { Kind::Write };
     seg.redirects
         .iter()
         .filter(|r| r.writes_file())
-        .find_map(|r| classify(&r.target, kind, here, ctx))
+        .flat_map(|r| scope.expand(&r.target))
+        .find_map(|t| classify(&t, kind, scope.cwd.as_deref(), ctx))
 }
 
-/// The words with brace expansion done: it makes several arguments of one
-/// unquoted word (`mv FILE{,.bak}` is `mv FILE FILE.bak`).
-fn expanded_words(seg: &Segment) -> Cow<'_, [String]> {
-    if !seg.raw_words.iter().any(|r| r.contains('{')) {
-        return Cow::Borrowed(&seg.words);
-    }
-    Cow::Owned(
-        seg.raw_words
-            .iter()
-            .zip(&seg.words)
-            .flat_map(|(raw, w)| {
-                if raw.contains(['\'', '"', '\\']) {
-                    vec![w.clone()]
-                } else {
-                    glob::expand_braces(w)
-                }
-            })
-            .collect(),
-    )
-}
-
-/// A shell reading its script from stdin: a heredoc, or the text echoed
-/// into it (`echo "rm x" | sh`).
-fn check_shell_stdin(
-    seg: &Segment,
-    idx: usize,
-    all: &[Segment],
-    ctx: &Checker,
-    cwd: Option<&Path>,
-    depth: usize,
+/// A script given as a string (`sh -c S ARGS`, `eval`, `flock -c`, ...).
+/// Run by `xargs`, its operands come from what is piped in.
+fn check_script_run(
+    at: &At,
+    text: &str,
+    args: &[String],
+    via_xargs: bool,
+    scope: &Scope,
+    dir: Option<&Path>,
 ) -> Option<Hit> {
-    for body in &seg.heredocs {
-        if let Some(h) = check_nested(body, ctx, cwd, depth) {
-            return Some(h);
+    let positional = (!args.is_empty() || via_xargs).then_some(args);
+    let mut inner = scope.nested(dir.map(Path::to_path_buf), positional);
+    let text = if via_xargs {
+        inner.fill_positional(ARG);
+        match &at.u.xargs_repl {
+            Some(r) if !r.is_empty() => text.replace(r.as_str(), ARG),
+            _ => text.to_string(),
+        }
+    } else {
+        text.to_string()
+    };
+    match check_script(&text, at.ctx, &mut inner, at.depth + 1) {
+        Some(Hit::Arg(kind)) if via_xargs => xargs_input(at, kind, scope),
+        h => h,
+    }
+}
+
+/// What a removing (or writing) `xargs` acts on: the command piped into it.
+fn xargs_input(at: &At, kind: Kind, scope: &Scope) -> Option<Hit> {
+    if at.u.xargs_from_file || !at.seg.piped_in || at.idx == 0 {
+        return None;
+    }
+    let (ctx, feeder) = (at.ctx, &at.all[at.idx - 1]);
+    let here = scope.cwd.as_deref();
+    let words = scope.expand_words(feeder);
+    if let Invocation::Exec { name, args, .. } = unwrap(&words)
+        && name == "find"
+    {
+        // `find . -name '*.bak' | xargs rm`: what find lists, with its filters.
+        return classify_find(&find_effect(&args), kind, here, ctx);
+    }
+    if let Some(text) = scope.produced_text(&words, feeder) {
+        return text
+            .split_whitespace()
+            .find_map(|w| classify(w, kind, here, ctx));
+    }
+    words
+        .iter()
+        .skip(1)
+        .find_map(|w| classify(w, kind, here, ctx))
+}
+
+/// A shell reading its script from stdin: a heredoc, a here-string, a
+/// script this command wrote (`sh < s.sh`), or the text a command visibly
+/// prints into it (`echo "rm x" | sh`, `printf`, `cat <<EOF | sh`).
+fn check_shell_stdin(at: &At, scope: &Scope, dir: Option<&Path>) -> Option<Hit> {
+    let seg = at.seg;
+    let mut found = Found::default();
+    let mut texts: Vec<String> = seg.heredocs.clone();
+    for r in &seg.redirects {
+        if let Some(h) = r.here_string() {
+            texts.push(h.to_string());
+        }
+        if let Some(t) = r.reads_stdin_from().and_then(|f| scope.script_named(f)) {
+            texts.push(t.to_string());
         }
     }
-    if seg.piped_in
-        && idx > 0
-        && let Invocation::Exec { name, args, .. } = unwrap(&all[idx - 1].words)
-        && (name == "echo" || name == "printf")
-    {
-        return check_nested(&args.join(" "), ctx, cwd, depth);
+    if seg.piped_in && at.idx > 0 {
+        let feeder = &at.all[at.idx - 1];
+        texts.extend(scope.produced_text(&scope.expand_words(feeder), feeder));
     }
-    None
+    for t in &texts {
+        if found.add(check_nested(t, at.ctx, scope, dir, None, at.depth)) {
+            break;
+        }
+    }
+    found.0
+}
+
+/// A program run with these arguments (its wrappers peeled off).
+fn check_exec(
+    at: &At,
+    name: &str,
+    args: &[String],
+    via_xargs: bool,
+    scope: &Scope,
+    cwd: &mut Option<PathBuf>,
+) -> Option<Hit> {
+    let (ctx, depth) = (at.ctx, at.depth);
+    let program = name.rsplit('/').next().unwrap_or(name);
+    if let Some(c) = control::loop_control(program, args) {
+        return Some(Hit::Control(c));
+    }
+    if name.contains('$') || name.contains('`') {
+        return check_dynamic_program(at.seg, args, ctx, scope, cwd.as_deref(), depth);
+    }
+    let mut found = Found::default();
+    if via_xargs && at.seg.piped_in {
+        // What the program does to the operands xargs appends (or puts in
+        // place of `-I R`).
+        let mut w = vec![name.to_string()];
+        match &at.u.xargs_repl {
+            Some(r) if !r.is_empty() => {
+                w.extend(args.iter().map(|a| a.replace(r.as_str(), ARG)));
+            }
+            _ => {
+                w.extend(args.iter().cloned());
+                w.push(ARG.to_string());
+            }
+        }
+        let h = match check_nested(&shell::join(&w), ctx, scope, cwd.as_deref(), None, depth) {
+            Some(Hit::Arg(kind)) => xargs_input(at, kind, scope),
+            h => h,
+        };
+        if found.add(h) {
+            return found.0;
+        }
+    }
+    // A script this command wrote, run by a shell, `.`/`source`, or by path.
+    let script = if is_shell(name) || name == "." || name == "source" {
+        args.iter()
+            .position(|a| !a.starts_with('-'))
+            .and_then(|i| scope.script_named(&args[i]).map(|t| (t, &args[i..])))
+    } else {
+        scope.script_named(name).map(|t| (t, args))
+    };
+    if let Some((text, positional)) = script
+        && found.add(check_nested(
+            text,
+            ctx,
+            scope,
+            cwd.as_deref(),
+            Some(positional),
+            depth,
+        ))
+    {
+        return found.0;
+    }
+    found.add(check_effects(name, args, ctx, scope, cwd, depth));
+    found.0
 }
 
 /// A program chosen at run time (`$(echo rm) FILE`).
@@ -191,20 +394,17 @@ fn check_dynamic_program(
     seg: &Segment,
     args: &[String],
     ctx: &Checker,
+    scope: &Scope,
     cwd: Option<&Path>,
     depth: usize,
 ) -> Option<Hit> {
-    // When the name is echoed, the echoed text plus the arguments is the
-    // command that runs.
+    // When the name is printed by a command in sight, that text plus the
+    // arguments is the command that runs.
     for sub in &seg.substitutions {
         for inner in shell::split_chain(sub) {
-            if let Invocation::Exec {
-                name: n, args: a, ..
-            } = unwrap(&inner.words)
-                && (n == "echo" || n == "printf")
-            {
-                let script = format!("{} {}", a.join(" "), shell::join(args));
-                if let Some(h) = check_nested(&script, ctx, cwd, depth) {
+            if let Some(text) = scope.produced_text(&inner.words, &inner) {
+                let script = format!("{} {}", text.trim_end(), shell::join(args));
+                if let Some(h) = check_nested(&script, ctx, scope, cwd, None, depth) {
                     return Some(h);
                 }
             }
@@ -215,51 +415,67 @@ fn check_dynamic_program(
         .find_map(|a| classify(a, Kind::Remove, cwd, ctx))
 }
 
-/// What the command piped into a removing `xargs` names.
-fn check_xargs_feeder(feeder: &Segment, here: Option<&Path>, ctx: &Checker) -> Option<Hit> {
-    match unwrap(&feeder.words) {
-        // `find . -name '*.bak' | xargs rm`: what find lists, with its filters.
-        Invocation::Exec {
-            name: f, args: fa, ..
-        } if f == "find" => find_effect(&fa, true).and_then(|fe| classify_find(&fe, here, ctx)),
-        _ => feeder
-            .words
-            .iter()
-            .skip(1)
-            .find_map(|w| classify(w, Kind::Remove, here, ctx)),
-    }
-}
-
 /// The program's own effects, by the per-program table; a `cd` moves `cwd`.
 fn check_effects(
     name: &str,
     args: &[String],
     ctx: &Checker,
+    scope: &Scope,
     cwd: &mut Option<PathBuf>,
+    depth: usize,
 ) -> Option<Hit> {
     let here = cwd.clone();
     let here = here.as_deref();
+    let mut found = Found::default();
     for e in effects(name, args) {
         let h = match &e {
+            Effect::On(Kind::HardLink, w) => match classify(w, Kind::HardLink, here, ctx) {
+                Some(Hit::Loop(d)) => Some(Hit::Link(d)),
+                h => h,
+            },
             Effect::On(kind, w) => classify(w, *kind, here, ctx),
             Effect::Into { dest, sources } => classify_into(dest, sources, here, ctx),
-            Effect::Find(f) => classify_find(f, here, ctx),
+            Effect::Find(f) => check_find(f, ctx, scope, here, depth),
             Effect::Clean { paths, excludes } => {
                 let skip = |abs: &Path| excluded(abs, excludes, ctx);
                 paths
                     .iter()
-                    .find_map(|p| classify_except(p, Kind::Remove, here, ctx, &skip, 0))
+                    .find_map(|p| classify_except(p, Kind::RemoveBelowRoot, here, ctx, &skip, 0))
             }
             Effect::Cd(dir) => {
                 *cwd = next_cwd(here, dir.as_deref());
                 None
             }
         };
-        if h.is_some() {
-            return h;
+        if found.add(h) {
+            return found.0;
         }
     }
-    None
+    found.0
+}
+
+/// `find` with `-delete` or `-exec`: each command it runs is checked with
+/// the found file in place of `{}`; if one removes or writes it (or
+/// `-delete`), what find finds is judged.
+fn check_find(
+    f: &effects::FindEffect,
+    ctx: &Checker,
+    scope: &Scope,
+    here: Option<&Path>,
+    depth: usize,
+) -> Option<Hit> {
+    let mut kind = f.delete.then_some(Kind::Remove);
+    for exec in &f.execs {
+        let words: Vec<String> = exec.words.iter().map(|w| w.replace("{}", ARG)).collect();
+        // `-execdir` runs in the found file's folder, unknown here.
+        let dir = if exec.in_found_dir { None } else { here };
+        match check_nested(&shell::join(&words), ctx, scope, dir, None, depth) {
+            Some(Hit::Arg(k)) if kind != Some(Kind::Remove) => kind = Some(k),
+            Some(Hit::Arg(_)) | None => {}
+            Some(h) => return Some(h),
+        }
+    }
+    kind.and_then(|k| classify_find(f, k, here, ctx))
 }
 
 /// Where `cd DIR` leads, when that is known before run time.

@@ -1,7 +1,12 @@
 //! Unwrapping: the prefixes that only change *how* a program runs (`sudo`,
-//! `env`, `command`, `xargs`, `nohup`, `timeout`, ...) are peeled off to find
-//! the program really run; `sh -c`, `eval` and `env -S` hand back the string
-//! they run as a script of its own.
+//! `env`, `command`, `xargs`, `nohup`, `timeout`, `flock`, ...) are peeled off
+//! to find the program really run; `sh -c`, `eval`, `env -S`, `flock -c`,
+//! `script -c`, `su -c` and `watch` hand back the string they run as a script
+//! of its own.
+//!
+//! Each wrapper's options are read by its own table (which short and long
+//! options take a value, how many operands come before the command), the
+//! way its getopt does: a wrapper stops reading options at its first operand.
 
 use crate::shell;
 
@@ -13,11 +18,34 @@ pub enum Invocation {
         args: Vec<String>,
         via_xargs: bool,
     },
-    /// A string run as a script: `sh -c S`, `eval ARGS`, `env -S S`.
-    Script(String),
-    /// A shell reading its script from stdin (a pipe or a heredoc).
+    /// A string run as a script: `sh -c S [ARG0 ARGS...]`, `eval ARGS`,
+    /// `env -S S`, `flock F -c S`, `script -c S`, `su -c S`, `watch S`.
+    /// `args` are the script's `$0`, `$1`, ...
+    Script {
+        text: String,
+        args: Vec<String>,
+        via_xargs: bool,
+    },
+    /// A shell reading its script from stdin (a pipe, a heredoc, a
+    /// here-string, `< FILE`).
     ShellStdin,
     Nothing,
+}
+
+/// An invocation with what its wrappers do besides running it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unwrapped {
+    pub invocation: Invocation,
+    /// Folders the program is run in (`env -C DIR`, `sudo -D DIR`), in order,
+    /// each relative to the one before.
+    pub chdir: Vec<String>,
+    /// Files a wrapper writes itself (`script`'s typescript, `time -o`,
+    /// `strace -o`).
+    pub writes: Vec<String>,
+    /// `xargs -I R` / `-i`: the text each input line replaces.
+    pub xargs_repl: Option<String>,
+    /// `xargs -a FILE`: the operands come from a file, not from stdin.
+    pub xargs_from_file: bool,
 }
 
 /// A program's or file's own name (`/bin/rm` -> `rm`). A word computed at
@@ -30,11 +58,111 @@ pub(super) fn base(w: &str) -> &str {
     w.rsplit('/').next().unwrap_or(w)
 }
 
-fn is_shell(name: &str) -> bool {
+pub(super) fn is_shell(name: &str) -> bool {
     matches!(
         name,
-        "sh" | "bash" | "zsh" | "dash" | "ksh" | "ash" | "mksh"
+        "sh" | "bash" | "zsh" | "dash" | "ksh" | "ash" | "mksh" | "yash" | "posh"
     )
+}
+
+/// Which options of a wrapper take a value: short letters, long names
+/// (given as `--name`; a unique abbreviation counts, as getopt_long allows).
+struct Spec {
+    short: &'static str,
+    long: &'static [&'static str],
+}
+
+const NO_OPTS: Spec = Spec {
+    short: "",
+    long: &[],
+};
+
+/// Options read up to the first operand: (index of that operand, options as
+/// (name, value)). `--` ends the options; `-` alone is an operand.
+fn wrapper_opts(words: &[String], mut i: usize, spec: &Spec) -> (usize, Vec<(String, String)>) {
+    let mut opts = Vec::new();
+    while i < words.len() {
+        let a = words[i].as_str();
+        if a == "--" {
+            return (i + 1, opts);
+        }
+        if !a.starts_with('-') || a == "-" {
+            break;
+        }
+        if let Some(l) = a.strip_prefix("--") {
+            if let Some((k, v)) = l.split_once('=') {
+                opts.push((long_name(&format!("--{k}"), spec.long), v.to_string()));
+            } else if let Some(name) = long_with_value(a, spec.long) {
+                opts.push((
+                    name.to_string(),
+                    words.get(i + 1).cloned().unwrap_or_default(),
+                ));
+                i += 1;
+            } else {
+                opts.push((a.to_string(), String::new()));
+            }
+        } else {
+            i += short_cluster(&a[1..], words.get(i + 1), spec.short, &mut opts);
+        }
+        i += 1;
+    }
+    (i, opts)
+}
+
+/// Read one cluster of short options (`-vk5`, `-sfb`): each letter is an
+/// option; the first one taking a value takes the rest of the cluster, or the
+/// next word. Returns how many extra words were used (0 or 1).
+pub(super) fn short_cluster(
+    cluster: &str,
+    next: Option<&String>,
+    with_value: &str,
+    opts: &mut Vec<(String, String)>,
+) -> usize {
+    for (k, ch) in cluster.char_indices() {
+        if with_value.contains(ch) {
+            let rest = &cluster[k + ch.len_utf8()..];
+            if rest.is_empty() {
+                opts.push((format!("-{ch}"), next.cloned().unwrap_or_default()));
+                return 1;
+            }
+            opts.push((format!("-{ch}"), rest.to_string()));
+            return 0;
+        }
+        opts.push((format!("-{ch}"), String::new()));
+    }
+    0
+}
+
+/// The long option `a` (`--name`, no `=`) when it takes a value: exactly one
+/// of `long`, or a unique abbreviation of one (`--target` for
+/// `--target-directory`).
+pub(super) fn long_with_value<'a>(a: &str, long: &[&'a str]) -> Option<&'a str> {
+    if let Some(exact) = long.iter().find(|l| **l == a) {
+        return Some(exact);
+    }
+    if a.len() < 4 {
+        return None;
+    }
+    let mut found = long.iter().filter(|l| l.starts_with(a));
+    match (found.next(), found.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
+    }
+}
+
+/// The full name of a long option given with `=` (abbreviations expanded).
+pub(super) fn long_name(a: &str, long: &[&str]) -> String {
+    long_with_value(a, long).unwrap_or(a).to_string()
+}
+
+fn opt_value<'a>(opts: &'a [(String, String)], names: &[&str]) -> Option<&'a str> {
+    opts.iter()
+        .find(|(k, _)| names.contains(&k.as_str()))
+        .map(|(_, v)| v.as_str())
+}
+
+fn has(opts: &[(String, String)], names: &[&str]) -> bool {
+    opts.iter().any(|(k, _)| names.contains(&k.as_str()))
 }
 
 /// What one word of the prefix does to the scan.
@@ -47,6 +175,18 @@ enum Step {
 
 /// Peel off assignments and wrappers to find the program really run.
 pub fn unwrap(words: &[String]) -> Invocation {
+    unwrap_full(words).invocation
+}
+
+/// [`unwrap`], with the folders, files and `xargs` settings the wrappers add.
+pub fn unwrap_full(words: &[String]) -> Unwrapped {
+    let mut u = Unwrapped {
+        invocation: Invocation::Nothing,
+        chdir: Vec::new(),
+        writes: Vec::new(),
+        xargs_repl: None,
+        xargs_from_file: false,
+    };
     let mut i = 0;
     let mut via_xargs = false;
     while i < words.len() {
@@ -57,35 +197,169 @@ pub fn unwrap(words: &[String]) -> Invocation {
         }
         let name = base(w);
         via_xargs |= name == "xargs";
-        match peel(words, i, name, via_xargs) {
+        match peel(words, i, name, via_xargs, &mut u) {
             Step::Next(next) => i = next,
-            Step::Done(invocation) => return invocation,
+            Step::Done(invocation) => {
+                u.invocation = invocation;
+                return u;
+            }
         }
     }
-    Invocation::Nothing
+    u
 }
 
 /// The word at `i`, whose own name is `name`: a wrapper to step over, or the
 /// program itself.
-fn peel(words: &[String], i: usize, name: &str, via_xargs: bool) -> Step {
+fn peel(words: &[String], i: usize, name: &str, via_xargs: bool, u: &mut Unwrapped) -> Step {
     let next = i + 1;
+    let opts = |spec: &Spec| wrapper_opts(words, next, spec);
     match name {
         "{" | "}" | "!" | "then" | "do" | "else" | "elif" | "if" | "while" | "until"
-        | "busybox" => Step::Next(next),
-        "time" | "nohup" | "builtin" | "setsid" | "chronic" | "unbuffer" => {
-            Step::Next(skip_options(words, next, "", false))
+        | "busybox" | "nohup" | "builtin" | "chronic" | "unbuffer" | "caffeinate" => {
+            Step::Next(opts(&NO_OPTS).0)
         }
-        "exec" => Step::Next(skip_options(words, next, "a", false)),
-        "sudo" | "doas" => Step::Next(skip_options(words, next, "ugCDhprtUT", true)),
-        "nice" | "ionice" | "stdbuf" | "watch" => {
-            Step::Next(skip_options(words, next, "nciIoeskw", false))
+        "setsid" => Step::Next(opts(&NO_OPTS).0),
+        // bash's `time -p`, GNU time's `-o FILE` (which it writes) and `-f FMT`.
+        "time" => {
+            let (at, o) = opts(&Spec {
+                short: "of",
+                long: &["--output", "--format"],
+            });
+            u.writes
+                .extend(opt_value(&o, &["-o", "--output"]).map(str::to_string));
+            Step::Next(at)
         }
-        // `timeout 5 cmd`, `flock FILE cmd`: one positional before the command.
-        "timeout" | "flock" => Step::Next(skip_options(words, next, "nciIoeskw", false) + 1),
-        "xargs" => Step::Next(skip_options(words, next, "IinLPdEsa", false)),
+        "strace" => {
+            let (at, o) = opts(&Spec {
+                short: "abeEIoOpPsSuX",
+                long: &[
+                    "--output", "--attach", "--user", "--env", "--trace", "--signal",
+                ],
+            });
+            u.writes
+                .extend(opt_value(&o, &["-o", "--output"]).map(str::to_string));
+            Step::Next(at)
+        }
+        "exec" => Step::Next(
+            opts(&Spec {
+                short: "a",
+                long: &[],
+            })
+            .0,
+        ),
+        "sudo" => {
+            let (at, o) = opts(&Spec {
+                short: "ugCDhprtUT",
+                long: &[
+                    "--user",
+                    "--group",
+                    "--chdir",
+                    "--close-from",
+                    "--host",
+                    "--prompt",
+                    "--role",
+                    "--type",
+                    "--other-user",
+                    "--command-timeout",
+                ],
+            });
+            u.chdir
+                .extend(opt_value(&o, &["-D", "--chdir"]).map(str::to_string));
+            Step::Next(at)
+        }
+        "doas" => Step::Next(
+            opts(&Spec {
+                short: "uC",
+                long: &[],
+            })
+            .0,
+        ),
+        "nice" => Step::Next(
+            opts(&Spec {
+                short: "n",
+                long: &["--adjustment"],
+            })
+            .0,
+        ),
+        "stdbuf" => Step::Next(
+            opts(&Spec {
+                short: "ioe",
+                long: &["--input", "--output", "--error"],
+            })
+            .0,
+        ),
+        "ionice" => {
+            let (at, o) = opts(&Spec {
+                short: "cnpPu",
+                long: &["--class", "--classdata", "--pid", "--pgid", "--uid"],
+            });
+            // `ionice -p PID` changes a running process: no command.
+            if has(&o, &["-p", "-P", "-u", "--pid", "--pgid", "--uid"]) {
+                return Step::Done(Invocation::Nothing);
+            }
+            Step::Next(at)
+        }
+        "chrt" => {
+            let (at, o) = opts(&Spec {
+                short: "TPD",
+                long: &["--sched-runtime", "--sched-period", "--sched-deadline"],
+            });
+            if has(&o, &["-p", "--pid", "-m", "--max"]) {
+                return Step::Done(Invocation::Nothing);
+            }
+            // `chrt [options] PRIORITY command`.
+            Step::Next(at + 1)
+        }
+        "taskset" => {
+            let (at, o) = opts(&NO_OPTS);
+            if has(&o, &["-p", "--pid"]) {
+                return Step::Done(Invocation::Nothing);
+            }
+            // `taskset [options] MASK command`.
+            Step::Next(at + 1)
+        }
+        // `timeout [options] DURATION command`.
+        "timeout" | "gtimeout" => Step::Next(
+            opts(&Spec {
+                short: "sk",
+                long: &["--signal", "--kill-after"],
+            })
+            .0 + 1,
+        ),
+        "flock" => flock(words, next),
+        "script" => script(words, next, u),
+        "watch" => watch(words, next),
+        "su" => su(words, next),
+        "trap" => match words.get(next) {
+            Some(s) if !s.starts_with('-') => Step::Done(Invocation::Script {
+                text: s.clone(),
+                args: Vec::new(),
+                via_xargs,
+            }),
+            _ => Step::Done(Invocation::Nothing),
+        },
+        "npx" => {
+            let (at, o) = opts(&Spec {
+                short: "pc",
+                long: &["--package", "--call"],
+            });
+            match opt_value(&o, &["-c", "--call"]) {
+                Some(text) => Step::Done(Invocation::Script {
+                    text: text.to_string(),
+                    args: Vec::new(),
+                    via_xargs,
+                }),
+                None => Step::Next(at),
+            }
+        }
+        "xargs" => xargs(words, next, u),
         "command" => command_options(words, next),
-        "env" => env_options(words, next),
-        "eval" => Step::Done(Invocation::Script(words[next..].join(" "))),
+        "env" => env_options(words, next, via_xargs, u),
+        "eval" => Step::Done(Invocation::Script {
+            text: words[next..].join(" "),
+            args: Vec::new(),
+            via_xargs,
+        }),
         _ if is_shell(name) => Step::Done(shell_invocation(words, i, name, via_xargs)),
         _ => Step::Done(exec(name, &words[next..], via_xargs)),
     }
@@ -99,23 +373,176 @@ fn exec(name: &str, args: &[String], via_xargs: bool) -> Invocation {
     }
 }
 
-/// Skip the option words from `i` on. A short option whose letter is in
-/// `with_value` takes the next word as its value; with `dashdash_ends`, a
-/// `--` is the last option word.
-fn skip_options(words: &[String], mut i: usize, with_value: &str, dashdash_ends: bool) -> usize {
-    while i < words.len() && words[i].starts_with('-') {
-        let a = words[i].as_str();
-        if dashdash_ends && a == "--" {
-            return i + 1;
-        }
-        let takes_arg = a.len() == 2 && with_value.contains(&a[1..]);
-        i += if takes_arg { 2 } else { 1 };
+/// `flock [options] FILE command...`, `flock [options] FILE -c STRING`,
+/// `flock [options] FD` (no command).
+fn flock(words: &[String], next: usize) -> Step {
+    let (file, _) = wrapper_opts(
+        words,
+        next,
+        &Spec {
+            short: "wE",
+            long: &["--timeout", "--wait", "--conflict-exit-code"],
+        },
+    );
+    let cmd = file + 1;
+    match words.get(cmd).map(String::as_str) {
+        None => Step::Done(Invocation::Nothing),
+        Some("-c" | "--command") => match words.get(cmd + 1) {
+            Some(text) => Step::Done(Invocation::Script {
+                text: text.clone(),
+                args: Vec::new(),
+                via_xargs: false,
+            }),
+            None => Step::Done(Invocation::Nothing),
+        },
+        Some(_) => Step::Next(cmd),
     }
-    i
+}
+
+/// `script [options] [FILE]`: runs `-c STRING` (else an interactive shell)
+/// and writes FILE (default `typescript`) and the `-O`/`-B`/`-I`/`-T` logs.
+fn script(words: &[String], next: usize, u: &mut Unwrapped) -> Step {
+    const LONG: &[&str] = &[
+        "--command",
+        "--echo",
+        "--log-in",
+        "--log-out",
+        "--log-io",
+        "--log-timing",
+        "--logging-format",
+        "--output-limit",
+    ];
+    // util-linux script permutes its arguments: options may follow FILE.
+    let (ops, o) = super::effects::operands(&words[next..], "cEIOBTmo", LONG);
+    u.writes.push(
+        ops.first()
+            .cloned()
+            .unwrap_or_else(|| "typescript".to_string()),
+    );
+    u.writes.extend(
+        o.iter()
+            .filter(|(k, _)| {
+                matches!(
+                    k.as_str(),
+                    "-I" | "-O"
+                        | "-B"
+                        | "-T"
+                        | "--log-in"
+                        | "--log-out"
+                        | "--log-io"
+                        | "--log-timing"
+                )
+            })
+            .map(|(_, v)| v.clone()),
+    );
+    match opt_value(&o, &["-c", "--command"]) {
+        Some(text) => Step::Done(Invocation::Script {
+            text: text.to_string(),
+            args: Vec::new(),
+            via_xargs: false,
+        }),
+        None => Step::Done(Invocation::Nothing),
+    }
+}
+
+/// `watch [options] COMMAND...` joins its words and runs them with `sh -c`
+/// (with `-x`, runs them directly).
+fn watch(words: &[String], next: usize) -> Step {
+    let (at, o) = wrapper_opts(
+        words,
+        next,
+        &Spec {
+            short: "nq",
+            long: &["--interval", "--equexit"],
+        },
+    );
+    if at >= words.len() {
+        return Step::Done(Invocation::Nothing);
+    }
+    if has(&o, &["-x", "--exec"]) {
+        return Step::Next(at);
+    }
+    Step::Done(Invocation::Script {
+        text: words[at..].join(" "),
+        args: Vec::new(),
+        via_xargs: false,
+    })
+}
+
+/// `su [options] [USER] -c STRING`: options may follow the user.
+fn su(words: &[String], next: usize) -> Step {
+    let (_, o) = super::effects::operands(
+        &words[next..],
+        "cgGsw",
+        &[
+            "--command",
+            "--group",
+            "--supp-group",
+            "--shell",
+            "--whitelist-environment",
+        ],
+    );
+    match opt_value(&o, &["-c", "--command"]) {
+        Some(text) => Step::Done(Invocation::Script {
+            text: text.to_string(),
+            args: Vec::new(),
+            via_xargs: false,
+        }),
+        None => Step::Done(Invocation::Nothing),
+    }
+}
+
+/// `xargs [options] COMMAND...`; `-I R` / `-i[R]` / `--replace[=R]` put each
+/// input line where R is; `-a FILE` reads the lines from FILE.
+fn xargs(words: &[String], mut i: usize, u: &mut Unwrapped) -> Step {
+    const LONG: &[&str] = &[
+        "--arg-file",
+        "--delimiter",
+        "--max-args",
+        "--max-procs",
+        "--max-chars",
+        "--process-slot-var",
+    ];
+    while i < words.len() {
+        let a = words[i].as_str();
+        if a == "--" {
+            return Step::Next(i + 1);
+        }
+        if !a.starts_with('-') || a == "-" {
+            break;
+        }
+        if let Some(l) = a.strip_prefix("--") {
+            let (k, v) = l.split_once('=').unwrap_or((l, ""));
+            let k = format!("--{k}");
+            if k == "--replace" {
+                u.xargs_repl = Some(if v.is_empty() { "{}" } else { v }.to_string());
+            } else if k == "--arg-file" || long_with_value(&k, &["--arg-file"]).is_some() {
+                u.xargs_from_file = true;
+            }
+            if !l.contains('=') && long_with_value(a, LONG).is_some() {
+                i += 1;
+            }
+        } else if let Some(r) = a.strip_prefix("-i") {
+            // `-i` takes its value only when attached.
+            u.xargs_repl = Some(if r.is_empty() { "{}" } else { r }.to_string());
+        } else {
+            let mut o = Vec::new();
+            i += short_cluster(&a[1..], words.get(i + 1), "IEdLnPsa", &mut o);
+            if let Some(r) = opt_value(&o, &["-I"]) {
+                u.xargs_repl = Some(r.to_string());
+            }
+            u.xargs_from_file |= has(&o, &["-a"]);
+        }
+        i += 1;
+    }
+    Step::Next(i)
 }
 
 fn command_options(words: &[String], mut i: usize) -> Step {
     while i < words.len() && words[i].starts_with('-') {
+        if words[i] == "--" {
+            return Step::Next(i + 1);
+        }
         // `command -v rm` only prints where rm is.
         if words[i].contains('v') || words[i].contains('V') {
             return Step::Done(Invocation::Nothing);
@@ -125,40 +552,241 @@ fn command_options(words: &[String], mut i: usize) -> Step {
     Step::Next(i)
 }
 
-fn env_options(words: &[String], mut i: usize) -> Step {
+/// `env [-i] [-u NAME] [-C DIR] [-S STRING] [NAME=VALUE]... [COMMAND...]`.
+fn env_options(words: &[String], mut i: usize, via_xargs: bool, u: &mut Unwrapped) -> Step {
+    const LONG: &[&str] = &["--unset", "--chdir", "--split-string"];
     while i < words.len() {
         let a = words[i].as_str();
-        if a == "-S" || a == "--split-string" {
-            return Step::Done(Invocation::Script(words[i + 1..].join(" ")));
-        } else if let Some(s) = a.strip_prefix("--split-string=") {
-            return Step::Done(Invocation::Script(s.to_string()));
-        } else if a == "-u" || a == "-C" || a == "--unset" || a == "--chdir" {
-            i += 2;
-        } else if a.starts_with('-') || shell::is_assignment(a) {
+        if a == "--" {
             i += 1;
-        } else {
+            while i < words.len() && shell::is_assignment(&words[i]) {
+                i += 1;
+            }
             break;
         }
+        if shell::is_assignment(a) {
+            i += 1;
+            continue;
+        }
+        if !a.starts_with('-') || a == "-" {
+            break;
+        }
+        let mut o = Vec::new();
+        if let Some(l) = a.strip_prefix("--") {
+            if let Some((k, v)) = l.split_once('=') {
+                o.push((long_name(&format!("--{k}"), LONG), v.to_string()));
+            } else if let Some(name) = long_with_value(a, LONG) {
+                o.push((
+                    name.to_string(),
+                    words.get(i + 1).cloned().unwrap_or_default(),
+                ));
+                i += 1;
+            }
+        } else {
+            i += short_cluster(&a[1..], words.get(i + 1), "uCS", &mut o);
+        }
+        if let Some(text) = opt_value(&o, &["-S", "--split-string"]) {
+            // The string is split into words, then the rest follows it.
+            let mut text = text.to_string();
+            for w in &words[i + 1..] {
+                text.push(' ');
+                text.push_str(&shell::join(std::slice::from_ref(w)));
+            }
+            return Step::Done(Invocation::Script {
+                text,
+                args: Vec::new(),
+                via_xargs,
+            });
+        }
+        u.chdir
+            .extend(opt_value(&o, &["-C", "--chdir"]).map(str::to_string));
+        i += 1;
     }
     Step::Next(i)
 }
 
-/// `sh -c S` runs S; `sh` alone (or `sh -s`) reads its script from stdin.
+/// `sh -c S [ARG0 ARGS...]` runs S (the first operand, wherever `-c` is in
+/// the options); `sh`, `sh -s [ARGS]` read their script from stdin;
+/// `sh FILE` runs a file.
 fn shell_invocation(words: &[String], i: usize, name: &str, via_xargs: bool) -> Invocation {
     let mut j = i + 1;
-    while j < words.len() && words[j].starts_with('-') && words[j] != "-" {
+    let mut command = false;
+    let mut stdin = false;
+    while j < words.len() {
         let a = words[j].as_str();
-        if !a.starts_with("--") && a[1..].contains('c') {
-            return match words.get(j + 1) {
-                Some(s) => Invocation::Script(s.clone()),
-                None => Invocation::Nothing,
-            };
+        if a == "--" || a == "-" {
+            j += 1;
+            break;
         }
-        j += if a == "-o" || a == "-O" { 2 } else { 1 };
+        let Some(flags) = a.strip_prefix('-').or_else(|| a.strip_prefix('+')) else {
+            break;
+        };
+        if flags.is_empty() {
+            break;
+        }
+        if a.starts_with("--") {
+            j += if matches!(a, "--rcfile" | "--init-file") {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        command |= flags.contains('c');
+        stdin |= flags.contains('s');
+        // `-o OPTION`, `-O SHOPT` take the next word.
+        j += if flags.ends_with('o') || flags.ends_with('O') {
+            2
+        } else {
+            1
+        };
     }
-    if j >= words.len() {
+    if command {
+        return match words.get(j) {
+            Some(s) => Invocation::Script {
+                text: s.clone(),
+                args: words[j + 1..].to_vec(),
+                via_xargs,
+            },
+            None => Invocation::Nothing,
+        };
+    }
+    if stdin || j >= words.len() {
         return Invocation::ShellStdin;
     }
-    // `bash script.sh`: the script's content is out of sight.
-    exec(name, &words[i + 1..], via_xargs)
+    // `bash script.sh`: run a file; its content is known only when this
+    // command wrote it.
+    exec(name, &words[j..], via_xargs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(s: &str) -> Vec<String> {
+        shlex::split(s).unwrap()
+    }
+
+    fn name_args(s: &str) -> (String, Vec<String>) {
+        match unwrap(&w(s)) {
+            Invocation::Exec { name, args, .. } => (name, args),
+            other => panic!("{s}: {other:?}"),
+        }
+    }
+
+    fn script_of(s: &str) -> (String, Vec<String>) {
+        match unwrap(&w(s)) {
+            Invocation::Script { text, args, .. } => (text, args),
+            other => panic!("{s}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn wrappers_with_their_own_options() {
+        for s in [
+            "timeout 5 rm x",
+            "timeout -s KILL 5 rm x",
+            "timeout --signal KILL -k 2 5s rm x",
+            "timeout --signal=KILL 5 rm x",
+            "nice rm x",
+            "nice -n 5 rm x",
+            "nice -10 rm x",
+            "nice --adjustment 3 rm x",
+            "nohup rm x",
+            "setsid -f rm x",
+            "time -p rm x",
+            "time -f %e -o t.txt rm x",
+            "stdbuf -o L -eL rm x",
+            "ionice -c 3 -n7 rm x",
+            "chrt -f 10 rm x",
+            "chrt --sched-runtime 5 -d 0 rm x",
+            "taskset 0x3 rm x",
+            "taskset -c 0,1 rm x",
+            "flock /tmp/l rm x",
+            "flock -w 5 -x /tmp/l rm x",
+            "sudo -u root -- rm x",
+            "env -i -u HOME FOO=1 rm x",
+            "env -C /tmp rm x",
+            "env --chdir=/tmp -- FOO=1 rm x",
+            "xargs -n1 -I{} rm x",
+            "watch -x rm x",
+            "strace -f -o log rm x",
+            "nice timeout 5 nohup env X=1 rm x",
+        ] {
+            assert_eq!(name_args(s), ("rm".into(), vec!["x".to_string()]), "{s}");
+        }
+    }
+
+    #[test]
+    fn scripts_handed_over_by_wrappers() {
+        assert_eq!(script_of("sh -c 'rm x'").0, "rm x");
+        assert_eq!(script_of("bash -ec 'rm x'").0, "rm x");
+        assert_eq!(script_of("bash -c -x 'rm x'").0, "rm x");
+        assert_eq!(
+            script_of("sh -c 'rm \"$1\"' _ f"),
+            ("rm \"$1\"".into(), vec!["_".into(), "f".into()])
+        );
+        assert_eq!(script_of("flock /tmp/l -c 'rm x'").0, "rm x");
+        assert_eq!(script_of("flock -n /tmp/l --command 'rm x'").0, "rm x");
+        assert_eq!(script_of("script -q -c 'rm x' /dev/null").0, "rm x");
+        assert_eq!(script_of("watch -n 1 rm x").0, "rm x");
+        assert_eq!(script_of("su -c 'rm x' root").0, "rm x");
+        assert_eq!(script_of("env -S 'rm x'").0, "rm x");
+        assert_eq!(script_of("eval rm x").0, "rm x");
+        assert_eq!(script_of("trap 'rm x' EXIT").0, "rm x");
+        assert_eq!(script_of("npx -c 'rm x'").0, "rm x");
+    }
+
+    #[test]
+    fn shells_on_stdin_and_files() {
+        assert_eq!(unwrap(&w("bash")), Invocation::ShellStdin);
+        assert_eq!(unwrap(&w("sh -s -- a b")), Invocation::ShellStdin);
+        assert_eq!(unwrap(&w("bash -x -o pipefail")), Invocation::ShellStdin);
+        assert_eq!(
+            name_args("bash -x run.sh a"),
+            ("bash".into(), w("run.sh a"))
+        );
+    }
+
+    #[test]
+    fn no_command_forms() {
+        for s in [
+            "ionice -p 42",
+            "chrt -p 42",
+            "taskset -p 3 42",
+            "flock 9",
+            "command -v rm",
+            "script -q log",
+            "timeout 5",
+        ] {
+            assert_eq!(unwrap(&w(s)), Invocation::Nothing, "{s}");
+        }
+    }
+
+    #[test]
+    fn wrapper_side_effects() {
+        let u = unwrap_full(&w("env -C sub sudo -D deeper rm x"));
+        assert_eq!(u.chdir, ["sub", "deeper"]);
+        let u = unwrap_full(&w("script -c 'ls' -O out.log t.txt"));
+        assert_eq!(u.writes, ["t.txt", "out.log"]);
+        let u = unwrap_full(&w("time -o t.txt ls"));
+        assert_eq!(u.writes, ["t.txt"]);
+        let u = unwrap_full(&w("xargs -I % mv % /tmp"));
+        assert_eq!(u.xargs_repl.as_deref(), Some("%"));
+        let u = unwrap_full(&w("xargs -i rm {}"));
+        assert_eq!(u.xargs_repl.as_deref(), Some("{}"));
+        assert!(unwrap_full(&w("xargs -a list rm")).xargs_from_file);
+    }
+
+    #[test]
+    fn long_option_abbreviations() {
+        let long = ["--target-directory", "--suffix"];
+        assert_eq!(
+            long_with_value("--target", &long),
+            Some("--target-directory")
+        );
+        assert_eq!(long_with_value("--suf", &long), Some("--suffix"));
+        assert_eq!(long_with_value("--s", &long), None, "too short to tell");
+        assert_eq!(long_with_value("--backup", &long), None);
+    }
 }
