@@ -526,3 +526,26 @@ fn fifos_in_place_of_files_do_not_hang_the_guard() {
     let msg = v["systemMessage"].as_str().unwrap_or_default();
     assert!(msg.contains("not a regular file"), "{msg}");
 }
+
+#[test]
+fn the_data_folder_follows_ralph_data_dir() {
+    let p = Project::guard_env("loop");
+    let data = home_of(&p).join("elsewhere");
+    std::fs::create_dir_all(data.join("loops/h")).unwrap();
+    let run = |cmd: &str| {
+        let mut c = guard_command();
+        c.env("HOME", home_of(&p)).env("RALPH_DATA_DIR", &data);
+        let input = p.input("Bash", json!({ "command": cmd }));
+        run_guard_with(c, input.to_string().as_bytes()).0
+    };
+    let rm_data = format!("rm -rf {}", data.display());
+    assert_eq!(decision(run(&rm_data).as_ref()), Some("deny"));
+    assert_eq!(
+        decision(run(&format!("echo x > {}/loops/h/state.md", data.display())).as_ref()),
+        Some("deny")
+    );
+    // The default folder is not the loop's when the variable names another.
+    std::fs::create_dir_all(home_of(&p).join(".claude/ralph")).unwrap();
+    assert_eq!(decision(run("rm -rf ~/.claude/ralph").as_ref()), None);
+    let _ = std::fs::remove_dir_all(home_of(&p));
+}
