@@ -207,12 +207,19 @@ fn context(
         real_root: fs::canonicalize(root).ok().filter(|r| r != root),
         cwd: cwd.to_path_buf(),
         loop_active,
+        // Where core keeps the authoritative state: while it is in the tree,
+        // whole-tree `git stash -u` and `git clean` would take it away (once
+        // it lives outside, issue 17, the tree holds only a mirror).
+        state_in_tree: paths.state.starts_with(root),
         wrap_reported: wrap_already_reported(root, policy),
         ..LoopContext::default()
     };
     if !loop_active {
         return ctx;
     }
+    ctx.home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
     // The verify results too: a forged one would pass the loop's checks.
     ctx.loop_files = [
         STATE_FILE,
@@ -231,15 +238,13 @@ fn context(
         .as_deref()
         .and_then(ralph_policy::prd_file_from_state)
         .unwrap_or_else(|| "prd.json".to_string());
-    ctx.home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from);
+
     ctx.protected_dirs = data_dir(ctx.home.as_deref())
         .filter(|d| d.is_dir())
         .into_iter()
         .collect();
     if call.tool_name != "Bash" {
-        if let Some(lexical) = call.file_target(cwd) {
+        if let Some(lexical) = call.file_target(cwd, ctx.home.as_deref()) {
             ctx.file_real_path = real_path(&lexical).filter(|r| *r != lexical);
             ctx.file_aliases = hard_link_aliases(&lexical, root, paths, &ctx.loop_files, &prd);
         }

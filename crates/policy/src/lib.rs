@@ -39,15 +39,20 @@ pub struct ToolCall {
 impl ToolCall {
     /// The file a file tool (Write, Edit, MultiEdit, NotebookEdit) acts on,
     /// as absolute and lexically normalised: a relative path is relative to
-    /// `cwd`, the hook's.
-    pub fn file_target(&self, cwd: &Path) -> Option<PathBuf> {
+    /// `cwd`, the hook's; `~/` is the home folder, as the client reads it.
+    pub fn file_target(&self, cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
         let key = if self.tool_name == "NotebookEdit" {
             "notebook_path"
         } else {
             "file_path"
         };
         let raw = self.tool_input.get(key).and_then(Value::as_str)?;
-        Some(protect::normalize(&cwd.join(raw)))
+        let path = match (raw.strip_prefix("~/"), home) {
+            (Some(rest), Some(h)) => h.join(rest),
+            _ if raw == "~" && home.is_some() => home.map(Path::to_path_buf)?,
+            _ => cwd.join(raw),
+        };
+        Some(protect::normalize(&path))
     }
 }
 
@@ -62,6 +67,11 @@ pub struct LoopContext {
     pub cwd: PathBuf,
     /// The state file exists: built-in protection applies.
     pub loop_active: bool,
+    /// The loop's authoritative state lives inside the project tree (the
+    /// layout before issue 17). Then `git stash -u` and `git clean` of the
+    /// whole tree would take it away, and are denied; once it lives outside,
+    /// they are allowed (the mirror in the tree is restored at the next Stop).
+    pub state_in_tree: bool,
     /// Loop-owned files, relative to the root.
     pub loop_files: Vec<PathBuf>,
     /// Which of `loop_files` and the PRD do not exist (relative). They stay
@@ -413,7 +423,7 @@ fn is_under_roots(path: &Path, rel: &Path, ctx: &LoopContext) -> bool {
 }
 
 fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
-    let Some(lexical) = call.file_target(&ctx.cwd) else {
+    let Some(lexical) = call.file_target(&ctx.cwd, ctx.home.as_deref()) else {
         return Verdict::Allow;
     };
     let candidates: Vec<&Path> = std::iter::once(lexical.as_path())
@@ -620,6 +630,17 @@ mod tests {
             !denied(&w(".claude/ralph-loop.local.md")),
             "that is /proj/sub/.claude/..."
         );
+        let mut c = ctx();
+        c.home = Some(PathBuf::from("/"));
+        let d = decide(
+            &call(
+                "Write",
+                json!({"file_path": "~/proj/.claude/ralph-loop.local.md", "content": "x"}),
+            ),
+            &PolicySource::Absent,
+            &c,
+        );
+        assert!(denied(&d), "~ is the home folder");
     }
 
     #[test]
@@ -682,6 +703,52 @@ mod tests {
             reason.contains("line 2") && reason.contains("pnpm here"),
             "{reason}"
         );
+    }
+
+    #[test]
+    fn whole_tree_git_is_allowed_once_the_state_lives_outside() {
+        let mut c = ctx();
+        c.cwd = PathBuf::from("/proj");
+        let bash = |c: &LoopContext, cmd: &str| {
+            decide(
+                &call("Bash", json!({ "command": cmd })),
+                &PolicySource::Absent,
+                c,
+            )
+        };
+        let whole_tree = [
+            "git stash -u",
+            "git stash --include-untracked",
+            "git stash push -a -m wip",
+            "git clean -fdx",
+            "git -C . clean -fdx",
+            "git clean -fdx ':/'",
+            "git clean -fdx .",
+            "git reset --hard && git clean -fdx",
+            "git stash push -u -- .",
+        ];
+        let named = [
+            "git clean -fdx .claude",
+            "git clean -fx ':/.claude'",
+            "git -C .claude clean -fdx",
+            "git stash push -u -- .claude",
+            "git checkout -- .claude/ralph-loop.local.md",
+        ];
+        c.state_in_tree = false;
+        for cmd in whole_tree {
+            assert!(!denied(&bash(&c, cmd)), "{cmd}");
+        }
+        for cmd in named {
+            assert!(denied(&bash(&c, cmd)), "{cmd}");
+        }
+        c.state_in_tree = true;
+        for cmd in whole_tree.iter().chain(&named) {
+            assert!(denied(&bash(&c, cmd)), "{cmd}");
+        }
+        // From a subfolder, `git clean` takes that folder only; `stash` the tree.
+        c.cwd = PathBuf::from("/proj/sub");
+        assert!(!denied(&bash(&c, "git clean -fdx")));
+        assert!(denied(&bash(&c, "git stash -u")));
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub(super) enum Effect {
         paths: Vec<String>,
         excludes: Vec<String>,
     },
+
     Cd(Option<String>),
 }
 
@@ -546,10 +547,11 @@ pub(super) fn find_effect(args: &[String]) -> FindEffect {
 /// `git [-C DIR]... [-c K=V] SUBCOMMAND ARGS`: what the subcommand does to
 /// the paths it names, relative to the `-C` folders.
 ///
-/// Only explicit paths count. `git stash` (any form), `git reset --hard` and
+/// Explicit paths count. `git stash` (any form), `git reset --hard` and
 /// `git clean` of the whole tree (no path, `.` at the root, `:/`) are allowed
-/// while a loop runs: the loop's state lives outside the project tree and its
-/// mirror is restored at the next Stop (docs/guard.md, "git").
+/// while a loop runs once its state lives outside the project tree (its
+/// mirror is restored at the next Stop); while the state is in the tree, the
+/// forms that take untracked files away are judged (docs/guard.md, "git").
 fn git_effects(args: &[String]) -> Vec<Effect> {
     let mut i = 0;
     let mut dir: Option<String> = None;
@@ -652,10 +654,10 @@ fn under_dir(e: Effect, dir: &str) -> Effect {
 }
 
 /// `git clean PATH...`: removes untracked files under each path, except what
-/// `-e` keeps. Without a path it is the whole tree, which is allowed.
+/// `-e` keeps. Without a path it is the whole tree.
 fn git_clean(rest: &[String]) -> Vec<Effect> {
     let (ops, opts) = operands(rest, "e", &["--exclude", "--pathspec-from-file"]);
-    if has_opt(&opts, &["-n", "--dry-run"]) || ops.is_empty() {
+    if has_opt(&opts, &["-n", "--dry-run"]) {
         return Vec::new();
     }
     let excludes = opts
@@ -663,15 +665,18 @@ fn git_clean(rest: &[String]) -> Vec<Effect> {
         .filter(|(k, _)| k == "-e" || k == "--exclude")
         .map(|(_, v)| v.clone())
         .collect();
-    vec![Effect::Clean {
-        paths: pathspecs(ops),
-        excludes,
-    }]
+    // Without a path: the command's folder (the whole tree from the root).
+    let paths = if ops.is_empty() {
+        vec![".".to_string()]
+    } else {
+        pathspecs(ops)
+    };
+    vec![Effect::Clean { paths, excludes }]
 }
 
 /// `git stash push -u -- PATH...` takes the untracked files under the paths
-/// away. Without `-u`/`-a` (the loop files are untracked) or without a path,
-/// nothing is judged.
+/// away (without a path, the whole tree's). Without `-u`/`-a` nothing is
+/// judged: the loop files are untracked.
 fn git_stash(rest: &[String]) -> Vec<Effect> {
     let (ops, opts) = operands(rest, "m", &["--message", "--pathspec-from-file"]);
     let untracked = has_opt(&opts, &["-u", "-a", "--include-untracked", "--all"]);
@@ -687,6 +692,13 @@ fn git_stash(rest: &[String]) -> Vec<Effect> {
     };
     if !untracked {
         return Vec::new();
+    }
+    // Without a path: the whole tree, wherever the command runs.
+    if paths.is_empty() {
+        return vec![Effect::On(
+            Kind::RemoveBelowRoot,
+            "${CLAUDE_PROJECT_DIR}".to_string(),
+        )];
     }
     on(Kind::RemoveBelowRoot, pathspecs(paths))
 }

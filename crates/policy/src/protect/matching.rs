@@ -265,6 +265,8 @@ fn ancestor_counts(path: &Path, kind: Kind, ctx: &Checker) -> bool {
         Kind::Onto => false,
         // A folder strictly inside the project (`git checkout .claude`), not
         // the project itself (`git checkout .`), under either spelling of the root.
+        // While the state lives in the tree, the whole tree counts too.
+        Kind::RemoveBelowRoot if ctx.state_in_tree => true,
         Kind::WriteBelowRoot | Kind::RemoveBelowRoot => {
             ctx.roots.iter().any(|r| path != r && path.starts_with(r))
         }
@@ -286,6 +288,7 @@ fn glob_reaches(pattern: &Path, t: &Target, kind: Kind, ctx: &Checker) -> bool {
     let ancestors_ok = match kind {
         Kind::Remove | Kind::Write | Kind::HardLink => true,
         Kind::Onto => false,
+        Kind::RemoveBelowRoot if ctx.state_in_tree => true,
         Kind::WriteBelowRoot | Kind::RemoveBelowRoot => pc.len() > ctx.root.components().count(),
     };
     if (pc.len() > tc.len() && !t.is_dir) || (pc.len() < tc.len() && !ancestors_ok) {

@@ -43,7 +43,8 @@ pub enum Kind {
     Remove,
     /// Like `Remove`, but naming the project root itself does not count
     /// (`git clean -fdx .`, `git stash -u -- :/` take the whole tree, which
-    /// is allowed; `git clean -fd .claude` is not).
+    /// is allowed once the state lives outside it; `git clean -fd .claude`
+    /// is not).
     RemoveBelowRoot,
     /// Replaces or alters its content (`>`, `tee`, `sed -i`, `dd of=`).
     Write,
@@ -102,7 +103,7 @@ impl Found {
 /// Why a Bash command is denied, if it is.
 pub fn check_bash(command: &str, ctx: &LoopContext) -> Option<Hit> {
     let ck = Checker::new(ctx);
-    let mut scope = Scope::new(Some(ctx.cwd.clone()));
+    let mut scope = Scope::new(Some(ctx.cwd.clone())).with_places(&ctx.root, ctx.home.as_deref());
     match check_script(command, &ck, &mut scope, 0) {
         Some(Hit::Arg(_)) => None,
         h => h,
@@ -276,11 +277,29 @@ fn check_script_run(
 
 /// What a removing (or writing) `xargs` acts on: the command piped into it.
 fn xargs_input(at: &At, kind: Kind, scope: &Scope) -> Option<Hit> {
-    if at.u.xargs_from_file || !at.seg.piped_in || at.idx == 0 {
+    let (ctx, here) = (at.ctx, scope.cwd.as_deref());
+    if at.u.xargs_from_file {
         return None;
     }
-    let (ctx, feeder) = (at.ctx, &at.all[at.idx - 1]);
-    let here = scope.cwd.as_deref();
+    // Fed by its own here-string or heredoc.
+    let own: String = at
+        .seg
+        .redirects
+        .iter()
+        .filter_map(|r| r.here_string())
+        .chain(at.seg.heredocs.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if !own.is_empty() {
+        return own
+            .split(|c: char| c.is_whitespace() || c == '\0')
+            .filter(|w| !w.is_empty())
+            .find_map(|w| classify(w, kind, here, ctx));
+    }
+    if !at.seg.piped_in || at.idx == 0 {
+        return None;
+    }
+    let feeder = &at.all[at.idx - 1];
     let words = scope.expand_words(feeder);
     if let Invocation::Exec { name, args, .. } = unwrap(&words)
         && name == "find"
@@ -288,15 +307,15 @@ fn xargs_input(at: &At, kind: Kind, scope: &Scope) -> Option<Hit> {
         // `find . -name '*.bak' | xargs rm`: what find lists, with its filters.
         return classify_find(&find_effect(&args), kind, here, ctx);
     }
-    if let Some(text) = scope.produced_text(&words, feeder) {
-        return text
-            .split_whitespace()
-            .find_map(|w| classify(w, kind, here, ctx));
-    }
-    words
-        .iter()
-        .skip(1)
-        .find_map(|w| classify(w, kind, here, ctx))
+    // The text it prints when that is in sight (split as xargs does, also
+    // on NUL for -0), and its own words in any case (`ls .claude | xargs rm`).
+    let printed = scope.produced_text(&words, feeder).unwrap_or_default();
+    printed
+        .split(|c: char| c.is_whitespace() || c == '\0')
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .chain(words.iter().skip(1).cloned())
+        .find_map(|w| classify(&w, kind, here, ctx))
 }
 
 /// A shell reading its script from stdin: a heredoc, a here-string, a
@@ -344,7 +363,10 @@ fn check_exec(
         return check_dynamic_program(at.seg, args, ctx, scope, cwd.as_deref(), depth);
     }
     let mut found = Found::default();
-    if via_xargs && at.seg.piped_in {
+    let fed = at.seg.piped_in
+        || !at.seg.heredocs.is_empty()
+        || at.seg.redirects.iter().any(|r| r.here_string().is_some());
+    if via_xargs && fed {
         // What the program does to the operands xargs appends (or puts in
         // place of `-I R`).
         let mut w = vec![name.to_string()];
@@ -365,17 +387,42 @@ fn check_exec(
             return found.0;
         }
     }
-    // A script this command wrote, run by a shell, `.`/`source`, or by path.
-    let script = if is_shell(name) || name == "." || name == "source" {
-        args.iter()
-            .position(|a| !a.starts_with('-'))
-            .and_then(|i| scope.script_named(&args[i]).map(|t| (t, &args[i..])))
+    // A script this command wrote, run by a shell, `.`/`source`, or by path;
+    // a shell's stdin (`source /dev/stdin`); the output of `<(...)`.
+    let runs_file = is_shell(name) || name == "." || name == "source";
+    let operand = args.iter().position(|a| !a.starts_with('-'));
+    if runs_file && let Some(i) = operand {
+        let file = args[i].as_str();
+        if matches!(file, "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
+            && found.add(check_shell_stdin(at, scope, cwd.as_deref()))
+        {
+            return found.0;
+        }
+        if let Some(text) = scope.process_substitution_text(file)
+            && found.add(check_nested(
+                &text,
+                ctx,
+                scope,
+                cwd.as_deref(),
+                Some(&args[i..]),
+                depth,
+            ))
+        {
+            return found.0;
+        }
+    }
+    let script = if runs_file {
+        operand.and_then(|i| {
+            scope
+                .script_named(&args[i])
+                .map(|t| (t.to_string(), &args[i..]))
+        })
     } else {
-        scope.script_named(name).map(|t| (t, args))
+        scope.script_named(name).map(|t| (t.to_string(), args))
     };
     if let Some((text, positional)) = script
         && found.add(check_nested(
-            text,
+            &text,
             ctx,
             scope,
             cwd.as_deref(),

@@ -7,7 +7,7 @@
 //! reads it on stdin.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::effects::operands;
 use super::wrappers::{Invocation, unwrap};
@@ -25,6 +25,9 @@ const MAX_TEXT: usize = 1 << 20;
 pub(super) struct Scope {
     /// The command's folder; None once it is known only at run time.
     pub(super) cwd: Option<PathBuf>,
+    /// `$CLAUDE_PROJECT_DIR` and `$HOME`, as the guard knows them.
+    root: Option<String>,
+    home: Option<String>,
     /// Variables with known values (several for a `for` list or `$@`).
     vars: HashMap<String, Vec<String>>,
     /// Scripts written by this command: (file name, text).
@@ -36,6 +39,27 @@ impl Scope {
         Scope {
             cwd,
             ..Scope::default()
+        }
+    }
+
+    /// Also knows `$CLAUDE_PROJECT_DIR` and `$HOME`.
+    pub(super) fn with_places(mut self, root: &Path, home: Option<&Path>) -> Scope {
+        self.root = Some(root.display().to_string());
+        self.home = home.map(|h| h.display().to_string());
+        self
+    }
+
+    /// The value(s) of a variable, when known: assigned earlier in the
+    /// command, or `$PWD`, `$CLAUDE_PROJECT_DIR`, `$HOME`.
+    fn lookup(&self, name: &str) -> Option<Vec<String>> {
+        if let Some(v) = self.vars.get(name) {
+            return Some(v.clone());
+        }
+        match name {
+            "PWD" => self.cwd.as_ref().map(|c| vec![c.display().to_string()]),
+            "CLAUDE_PROJECT_DIR" => self.root.clone().map(|r| vec![r]),
+            "HOME" => self.home.clone().map(|h| vec![h]),
+            _ => None,
         }
     }
 
@@ -90,22 +114,26 @@ impl Scope {
     pub(super) fn expand(&self, word: &str) -> Vec<String> {
         let folded = self.fold_substitutions(word);
         let word = folded.as_deref().unwrap_or(word);
-        if !word.contains('$') || self.vars.is_empty() {
+        if !word.contains('$') {
             return vec![word.to_string()];
         }
         let mut outs = vec![String::new()];
         let mut i = 0;
         while i < word.len() {
             if word.as_bytes()[i] == b'$'
-                && let Some((name, end)) = var_ref(word, i)
-                && let Some(vals) = self.vars.get(name)
+                && let Some(r) = var_ref(word, i)
+                && let Some(vals) = self.lookup(r.name)
+                && let Some(vals) = vals
+                    .iter()
+                    .map(|v| apply_op(v, r.op))
+                    .collect::<Option<Vec<_>>>()
             {
                 outs = outs
                     .iter()
                     .flat_map(|o| vals.iter().map(move |v| format!("{o}{v}")))
                     .take(MAX_VALUES)
                     .collect();
-                i = end;
+                i = r.end;
                 continue;
             }
             let ch = word[i..].chars().next().unwrap_or('$');
@@ -166,10 +194,46 @@ impl Scope {
                 let all = self.vars.get("@").cloned().unwrap_or_default();
                 self.set(&words[1], all);
             }
-            "unset" | "read" | "mapfile" | "readarray" => {
+            // `read [-r] NAME <<< TEXT`: the text is known; read from
+            // anything else, the variable is not.
+            "read" => {
+                let names: Vec<&String> =
+                    words[1..].iter().filter(|w| !w.starts_with('-')).collect();
+                let text = seg.redirects.iter().find_map(|r| r.here_string());
+                for (k, name) in names.iter().enumerate() {
+                    let value = text.map(|t| {
+                        let mut parts = t.trim().splitn(names.len(), char::is_whitespace);
+                        parts.nth(k).unwrap_or("").trim().to_string()
+                    });
+                    match value {
+                        Some(v) => self.set(name, vec![v]),
+                        None => {
+                            self.vars.remove(name.as_str());
+                        }
+                    }
+                }
+            }
+            "unset" | "mapfile" | "readarray" => {
                 for w in &words[1..] {
                     self.vars.remove(w.as_str());
                 }
+            }
+            // `printf -v NAME FORMAT ARGS` assigns what it would print.
+            "printf" if words.get(1).is_some_and(|w| w == "-v") && words.len() > 3 => {
+                let text = printf_text(&words[3..]).unwrap_or_default();
+                self.set(&words[2], vec![text]);
+            }
+            // `set -- ARGS` (or `set ARGS`) replaces the positional parameters.
+            "set" if words.len() > 1 && (words[1] == "--" || !words[1].starts_with(['-', '+'])) => {
+                let start = if words[1] == "--" { 2 } else { 1 };
+                let mut args = vec![
+                    self.vars
+                        .get("0")
+                        .and_then(|v| v.first().cloned())
+                        .unwrap_or_default(),
+                ];
+                args.extend(words[start..].iter().cloned());
+                *self = self.nested(self.cwd.clone(), Some(&args));
             }
             "export" | "declare" | "typeset" | "local" | "readonly" => {
                 self.assign(&words[1..]);
@@ -223,6 +287,7 @@ impl Scope {
             return None;
         };
         match name.as_str() {
+            "true" | "false" | ":" => Some(String::new()),
             "echo" => Some(echo_text(&args)),
             "printf" => printf_text(&args),
             "cat" => {
@@ -247,6 +312,18 @@ impl Scope {
     }
 }
 
+impl Scope {
+    /// The text `<(COMMAND)` (a word, unquoted) visibly prints, when it does.
+    pub(super) fn process_substitution_text(&self, word: &str) -> Option<String> {
+        let inner = word.strip_prefix("<(")?.strip_suffix(')')?;
+        shell::split_chain(inner)
+            .iter()
+            .map(|seg| self.produced_text(&self.expand_words(seg), seg))
+            .collect::<Option<Vec<_>>>()
+            .map(|t| t.concat())
+    }
+}
+
 fn is_positional(k: &str) -> bool {
     k == "@" || k == "*" || k.bytes().all(|b| b.is_ascii_digit())
 }
@@ -258,10 +335,18 @@ fn file_name(path: &str) -> &str {
         .unwrap_or(path)
 }
 
-/// A variable reference at `i` (a `$`): its name and the index after it.
-/// `$NAME`, `${NAME}`, `$1`, `$@`, `$*`, and `${NAME:-default}` (the value
-/// when known).
-fn var_ref(word: &str, i: usize) -> Option<(&str, usize)> {
+/// A variable reference: `$NAME`, `${NAME}`, `$1`, `$@`, `$*`, or
+/// `${NAME<op><arg>}` for the operations in [`apply_op`].
+struct VarRef<'a> {
+    name: &'a str,
+    /// The index after the reference.
+    end: usize,
+    /// The operation and its argument, e.g. (`%`, `/`) for `${PWD%/}`.
+    op: Option<(&'a str, &'a str)>,
+}
+
+/// The variable reference at `i` (a `$`), if it is one.
+fn var_ref(word: &str, i: usize) -> Option<VarRef<'_>> {
     let rest = &word[i + 1..];
     if let Some(inner) = rest.strip_prefix('{') {
         let close = inner.find('}')?;
@@ -270,20 +355,67 @@ fn var_ref(word: &str, i: usize) -> Option<(&str, usize)> {
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '@' || c == '*'))
             .unwrap_or(body.len());
         let (name, tail) = body.split_at(name_len);
-        let plain = tail.is_empty() || [":-", "-", ":=", "="].iter().any(|op| tail.starts_with(op));
-        return (plain && !name.is_empty()).then_some((name, i + 2 + close + 1));
+        if name.is_empty() {
+            return None;
+        }
+        let op = if tail.is_empty() {
+            None
+        } else {
+            let op = ["%%", "##", ":-", ":=", "%", "#", "-", "="]
+                .into_iter()
+                .find(|op| tail.starts_with(op))?;
+            Some((op, &tail[op.len()..]))
+        };
+        return Some(VarRef {
+            name,
+            end: i + 2 + close + 1,
+            op,
+        });
     }
     let first = rest.chars().next()?;
-    if first.is_ascii_digit() || first == '@' || first == '*' {
-        return Some((&rest[..1], i + 2));
-    }
-    if !(first.is_ascii_alphabetic() || first == '_') {
+    let len = if first.is_ascii_digit() || first == '@' || first == '*' {
+        1
+    } else if first.is_ascii_alphabetic() || first == '_' {
+        rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len())
+    } else {
+        return None;
+    };
+    Some(VarRef {
+        name: &rest[..len],
+        end: i + 1 + len,
+        op: None,
+    })
+}
+
+/// A parameter operation on a known value: a default (`:-`, `-`, `:=`, `=`)
+/// or the removal of a matching suffix (`%`, `%%`) or prefix (`#`, `##`).
+fn apply_op(value: &str, op: Option<(&str, &str)>) -> Option<String> {
+    let Some((op, arg)) = op else {
+        return Some(value.to_string());
+    };
+    if arg.contains('$') || arg.contains('`') {
         return None;
     }
-    let len = rest
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(rest.len());
-    Some((&rest[..len], i + 1 + len))
+    let ends: Vec<usize> = value
+        .char_indices()
+        .map(|(k, _)| k)
+        .chain([value.len()])
+        .collect();
+    let suffix = |k: &usize| glob::fnmatch(arg, &value[*k..]);
+    let prefix = |k: &usize| glob::fnmatch(arg, &value[..*k]);
+    let cut_end = |k: Option<&usize>| k.map_or(value, |k| &value[..*k]).to_string();
+    let cut_start = |k: Option<&usize>| k.map_or(value, |k| &value[*k..]).to_string();
+    Some(match op {
+        ":-" | ":=" if value.is_empty() => arg.to_string(),
+        ":-" | ":=" | "-" | "=" => value.to_string(),
+        // The shortest matching suffix starts last.
+        "%" => cut_end(ends.iter().rev().find(|k| suffix(k))),
+        "%%" => cut_end(ends.iter().find(|k| suffix(k))),
+        "#" => cut_start(ends.iter().find(|k| prefix(k))),
+        "##" => cut_start(ends.iter().rev().find(|k| prefix(k))),
+        _ => return None,
+    })
 }
 
 /// What `echo ARGS` prints, with backslash escapes read as `echo -e` (and
@@ -350,8 +482,28 @@ pub(super) fn printf_text(args: &[String]) -> Option<String> {
     Some(out)
 }
 
+/// Backslash escapes as `echo -e` and `printf` read them: `\n`, `\t`, `\\`,
+/// `\0` (a NUL, which `xargs -0` splits on); others are kept as written.
 fn unescape(s: &str) -> String {
-    s.replace("\\n", "\n").replace("\\t", "\t")
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('0') => out.push('\0'),
+            Some('\\') | None => out.push('\\'),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -372,13 +524,58 @@ mod tests {
         assert_eq!(sc.expand("${f:-y}"), [".claude/x"]);
         assert_eq!(sc.expand("$D/$f"), ["a b/.claude/x"]);
         assert_eq!(sc.expand("$TMPDIR/$f"), ["$TMPDIR/.claude/x"]);
-        assert_eq!(sc.expand("${f%x}"), ["${f%x}"], "modifiers are not applied");
+        assert_eq!(sc.expand("${f%/x}"), [".claude"]);
+        assert_eq!(sc.expand("${f#*/}"), ["x"]);
+        assert_eq!(
+            sc.expand("${f/x/y}"),
+            ["${f/x/y}"],
+            "other operations are not applied"
+        );
         let s = seg("for g in a b{1,2}");
         sc.record(&sc.expand_words(&s), &s);
         assert_eq!(sc.expand("rm-$g"), ["rm-a", "rm-b1", "rm-b2"]);
         let s = seg("f=$(mktemp)");
         sc.record(&sc.expand_words(&s), &s);
         assert_eq!(sc.expand("$f"), ["$f"], "a value known at run time only");
+    }
+
+    #[test]
+    fn known_places_and_parameter_operations() {
+        let sc = Scope::new(Some(PathBuf::from("/p/sub")))
+            .with_places(Path::new("/p"), Some(Path::new("/h")));
+        assert_eq!(sc.expand("${PWD%/}/x"), ["/p/sub/x"]);
+        assert_eq!(sc.expand("${PWD%/*}/x"), ["/p/x"]);
+        assert_eq!(sc.expand("${PWD%%/*}x"), ["x"]);
+        assert_eq!(sc.expand("${PWD##*/}"), ["sub"]);
+        assert_eq!(sc.expand("${PWD#/}"), ["p/sub"]);
+        assert_eq!(sc.expand("$HOME/${CLAUDE_PROJECT_DIR:-/x}"), ["/h//p"]);
+        assert_eq!(sc.expand("${TMPDIR:-/tmp}/x"), ["${TMPDIR:-/tmp}/x"]);
+        assert_eq!(apply_op("", Some((":-", "d"))).as_deref(), Some("d"));
+    }
+
+    #[test]
+    fn values_set_by_builtins() {
+        let mut sc = Scope::new(None);
+        for cmd in [
+            "printf -v t '%s/x' .claude",
+            "read -r a b <<< 'one two three'",
+            "set -- p1 p2",
+        ] {
+            let s = seg(cmd);
+            sc.record(&sc.expand_words(&s), &s);
+        }
+        assert_eq!(sc.expand("$t"), [".claude/x"]);
+        assert_eq!(sc.expand("$a|$b"), ["one|two three"]);
+        assert_eq!(sc.expand("$1 $2"), ["p1 p2"]);
+        assert_eq!(sc.expand("x$(true)"), ["x"]);
+        let s = seg("read f");
+        sc.record(&s.words, &s);
+        assert_eq!(sc.expand("$f"), ["$f"]);
+        assert_eq!(
+            sc.process_substitution_text("<(echo rm x)").as_deref(),
+            Some("rm x\n")
+        );
+        assert_eq!(sc.process_substitution_text("<(ls)"), None);
     }
 
     #[test]
@@ -404,6 +601,7 @@ mod tests {
     fn visible_text() {
         assert_eq!(echo_text(&["-e".into(), "a\\nb".into()]), "a\nb\n");
         assert_eq!(echo_text(&["-x".into()]), "-x\n");
+        assert_eq!(unescape("a\\0b\\\\n\\q"), "a\0b\\n\\q");
         let p = |a: &[&str]| printf_text(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert_eq!(p(&["%s\\n", "rm a", "rm b"]).unwrap(), "rm a\nrm b\n");
         assert_eq!(p(&["rm %s", "x"]).unwrap(), "rm x");
