@@ -489,8 +489,11 @@ fn hostile_input_is_answered_quickly_without_a_crash() {
     ] {
         let start = Instant::now();
         let (out, _) = run_guard(&p.input("Bash", json!({ "command": cmd })));
+        // The property: answered before Claude Code gives up on the hook
+        // (hooks/hooks.json gives the guard 30 s). This is a debug build on a
+        // shared 2-core machine: 10 s was missed at load 8 (12.1 s).
         assert!(
-            start.elapsed() < Duration::from_secs(10),
+            start.elapsed() < Duration::from_secs(25),
             "took {:?}",
             start.elapsed()
         );
