@@ -7,6 +7,10 @@
 //!
 //! The binary is `$RALPH_GUARD_BIN`, else `$CARGO_TARGET_DIR/release/ralph-guard`,
 //! else `target/release/ralph-guard` at the workspace root.
+//!
+//! To compare two builds on a busy machine, set `RALPH_GUARD_BIN_B` to the
+//! other one: each scenario then runs both binaries, taking turns run by run,
+//! so that load from elsewhere falls on both alike (rows marked [A] and [B]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -175,30 +179,30 @@ fn main() -> Result<(), String> {
 
     // The scenarios take turns, run by run, so that load from elsewhere on
     // the machine falls on all of them alike; /bin/true is the spawn floor.
-    let scenarios: Vec<(&str, PathBuf, String, Option<f64>, bool)> = vec![
+    let scenarios: Vec<(String, PathBuf, String, Option<f64>, bool)> = vec![
         (
-            "baseline: spawn /bin/true",
+            "baseline: spawn /bin/true".to_string(),
             PathBuf::from("/bin/true"),
             String::new(),
             None,
             false,
         ),
         (
-            "(a) no loop, no policy",
+            "(a) no loop, no policy".to_string(),
             bin.clone(),
             input(&none.0, "cargo test 2>&1 | tail -20"),
             Some(1.0),
             false,
         ),
         (
-            "(b) 100-rule policy, long chained command",
+            "(b) 100-rule policy, long chained command".to_string(),
             bin.clone(),
             input(&with_policy.0, &chain),
             Some(1.5),
             true,
         ),
         (
-            "(c) as (b), loop active (built-in protection too)",
+            "(c) as (b), loop active (built-in protection too)".to_string(),
             bin.clone(),
             input(&loop_policy.0, &chain),
             None,
@@ -209,6 +213,29 @@ fn main() -> Result<(), String> {
         "(b)/(c): {} bytes, 24 commands chained; one is rewritten",
         chain.len()
     );
+    let scenarios = match std::env::var_os("RALPH_GUARD_BIN_B") {
+        Some(b) => {
+            let b = PathBuf::from(b);
+            println!("[A] = {}, [B] = {}", bin.display(), b.display());
+            let mut ab: Vec<(String, PathBuf, String, Option<f64>, bool)> = Vec::new();
+            for (label, bin_a, stdin, target, rewrites) in scenarios {
+                if bin_a == bin {
+                    ab.push((
+                        format!("{label} [A]"),
+                        bin_a,
+                        stdin.clone(),
+                        target,
+                        rewrites,
+                    ));
+                    ab.push((format!("{label} [B]"), b.clone(), stdin, target, rewrites));
+                } else {
+                    ab.push((label, bin_a, stdin, target, rewrites));
+                }
+            }
+            ab
+        }
+        None => scenarios,
+    };
     let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); scenarios.len()];
     for _ in 0..runs {
         for (i, (label, b, stdin, _, rewrites)) in scenarios.iter().enumerate() {

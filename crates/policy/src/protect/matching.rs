@@ -136,6 +136,10 @@ fn hit(is_prd: bool, display: &str) -> Hit {
 /// root), `~` and `$HOME`, and `/proc/self/cwd` (the folder of the process
 /// that opens the path: the command's).
 pub(super) fn expand_known(word: &str, cwd: Option<&Path>, ctx: &Checker) -> String {
+    // Most words name nothing to expand: no allocation per key for them.
+    if !word.contains(['$', '`', '~']) && !word.starts_with("/proc/") {
+        return word.to_string();
+    }
     let mut w = word.to_string();
     if let Some(cwd) = cwd {
         let c = cwd.display().to_string();
