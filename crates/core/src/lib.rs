@@ -13,6 +13,7 @@
 pub mod activity;
 pub mod args;
 pub mod blocker;
+pub mod budget;
 pub mod clock;
 pub mod control;
 pub mod fmt;
@@ -20,6 +21,7 @@ pub mod frontmatter;
 pub mod hook_input;
 pub mod hook_output;
 pub mod paths;
+pub mod pause;
 pub mod prd;
 pub mod progress;
 pub mod promise;

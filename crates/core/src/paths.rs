@@ -65,6 +65,9 @@ impl LoopPaths {
 }
 
 /// The state file, as read.
+// Held once per hook call and matched at once: boxing the loop would only
+// add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum StateFile {
     /// No loop.

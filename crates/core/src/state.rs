@@ -5,7 +5,9 @@
 //! writes keep its keys and layout. Updates edit single frontmatter lines
 //! (`frontmatter::set_field`) so unknown keys, comments and the body survive.
 
+use crate::budget::{Budgets, Usd};
 use crate::frontmatter;
+use crate::pause::{Pause, PauseReason};
 use serde_yaml_ng::Value;
 use thiserror::Error;
 
@@ -46,6 +48,13 @@ pub struct LoopState {
     /// The last Stop let the turn end so the model could answer the user's
     /// queued message: the next Stop goes on without counting a stall.
     pub yielded: bool,
+    /// The turn the last Stop answered (see `stop::inputs::turn_key`): a
+    /// second Stop for the same turn is answered again without advancing.
+    pub turn_key: Option<String>,
+    /// Paused on an API error until the next prompt or Stop (see `pause`).
+    pub paused: Option<Pause>,
+    /// Token, runtime and cost budgets, and what was spent.
+    pub budgets: Budgets,
     /// The prompt body, verbatim.
     pub prompt: String,
 }
@@ -147,6 +156,9 @@ impl LoopState {
             last_fingerprint: f.get("last_fingerprint").and_then(scalar_text),
             queue_seen: f.get("queue_seen").and_then(scalar_text),
             yielded: f.flag("yielded")?,
+            turn_key: f.get("turn_key").and_then(scalar_text),
+            paused: f.pause(),
+            budgets: f.budgets()?,
             prompt: Some(split.body.to_string())
                 .filter(|p| !p.trim().is_empty())
                 .ok_or(StateError::EmptyPrompt)?,
@@ -194,9 +206,48 @@ impl LoopState {
         if self.yielded {
             out.push_str("yielded: true\n");
         }
+        for (key, value) in self.optional_lines() {
+            out.push_str(&format!("{key}: {value}\n"));
+        }
         out.push_str("---\n\n");
         out.push_str(&self.prompt);
         out
+    }
+
+    /// The optional lines that follow the official plugin's keys, as
+    /// `(key, value)`, written only when set.
+    fn optional_lines(&self) -> Vec<(&'static str, String)> {
+        let mut lines = Vec::new();
+        if let Some(k) = &self.turn_key {
+            lines.push(("turn_key", quote(k)));
+        }
+        if let Some(p) = &self.paused {
+            lines.push(("paused", quote(p.reason.as_str())));
+            lines.push(("paused_at", quote(&p.at)));
+            if let Some(r) = &p.resets_at {
+                lines.push(("resets_at", quote(r)));
+            }
+        }
+        let b = &self.budgets;
+        if let Some(m) = &b.model {
+            lines.push(("model", quote(m)));
+        }
+        if let Some(n) = b.max_tokens {
+            lines.push(("max_tokens", n.to_string()));
+        }
+        if let Some(n) = b.max_runtime_secs {
+            lines.push(("max_runtime_secs", n.to_string()));
+        }
+        if let Some(usd) = b.max_cost {
+            lines.push(("max_cost_usd", quote(&usd.exact())));
+        }
+        if b.counts_tokens() || b.tokens > 0 {
+            lines.push(("tokens_used", b.tokens.to_string()));
+        }
+        if b.max_cost.is_some() || b.cost > Usd(0) {
+            lines.push(("cost_usd", quote(&b.cost.exact())));
+        }
+        lines
     }
 
     /// "3/30" or "3 (no cap)".
@@ -232,6 +283,14 @@ pub fn updated_text(text: &str, new: &LoopState) -> String {
     if new.yielded || text.contains("\nyielded:") {
         edits.push(("yielded", new.yielded.to_string()));
     }
+    if new.paused.is_none() && text.contains("\npaused:") {
+        edits.push(("paused", "null".into()));
+        edits.push(("paused_at", "null".into()));
+        if text.contains("\nresets_at:") {
+            edits.push(("resets_at", "null".into()));
+        }
+    }
+    edits.extend(new.optional_lines());
     let edited = edits.iter().try_fold(text.to_string(), |t, (key, value)| {
         frontmatter::set_field(&t, key, value)
     });
@@ -268,6 +327,9 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         last_fingerprint: None,
         queue_seen: None,
         yielded: false,
+        turn_key: None,
+        paused: None,
+        budgets: Budgets::default(),
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
     }
 }
@@ -352,6 +414,48 @@ impl Fields {
             .transpose()
     }
 
+    /// `paused` with `paused_at` and `resets_at`; absent when not paused.
+    fn pause(&self) -> Option<Pause> {
+        let reason = self.get("paused").and_then(scalar_text)?;
+        let text = |k: &str| self.get(k).and_then(scalar_text);
+        Some(Pause {
+            reason: PauseReason::parse(Some(&reason)),
+            at: text("paused_at").unwrap_or_default(),
+            resets_at: text("resets_at"),
+        })
+    }
+
+    fn budgets(&self) -> Result<Budgets, StateError> {
+        let any = |_: u64| true;
+        let usd = |field: &'static str| -> Result<Option<Usd>, StateError> {
+            self.get(field)
+                .map(|v| {
+                    scalar_text(v)
+                        .and_then(|t| Usd::parse(&t))
+                        .ok_or_else(|| bad(field, "must be an amount of dollars like \"5.00\"", v))
+                })
+                .transpose()
+        };
+        Ok(Budgets {
+            max_tokens: self.number(
+                "max_tokens",
+                "must be a whole number of tokens above 0",
+                |n| n > 0,
+            )?,
+            tokens: self
+                .number("tokens_used", "must be a whole number", any)?
+                .unwrap_or(0),
+            max_runtime_secs: self.number(
+                "max_runtime_secs",
+                "must be a whole number of seconds above 0",
+                |n| n > 0,
+            )?,
+            max_cost: usd("max_cost_usd")?,
+            cost: usd("cost_usd")?.unwrap_or_default(),
+            model: self.get("model").and_then(scalar_text),
+        })
+    }
+
     fn story_ids(&self) -> Result<Vec<String>, StateError> {
         match self.get("story_ids") {
             None => Ok(Vec::new()),
@@ -400,104 +504,5 @@ fn one_line(e: &impl std::fmt::Display) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const OFFICIAL: &str = "---\nactive: true\niteration: 1\nsession_id: \nmax_iterations: 0\ncompletion_promise: \"DONE\"\nstarted_at: \"2026-01-01T00:00:00Z\"\n---\n\nBuild it\n";
-
-    #[test]
-    fn reads_official_plugin_file() {
-        let s = LoopState::parse(OFFICIAL).unwrap();
-        assert!(s.active);
-        assert_eq!(s.iteration, 1);
-        assert_eq!(s.session_id, "");
-        assert_eq!(s.max_iterations, 0);
-        assert_eq!(s.completion_promise.as_deref(), Some("DONE"));
-        assert_eq!(s.prompt, "Build it\n");
-    }
-
-    #[test]
-    fn round_trips_awkward_prompt_and_promise() {
-        let state = LoopState {
-            active: true,
-            iteration: 1,
-            session_id: "abc".into(),
-            max_iterations: 5,
-            completion_promise: Some("ALL \"DONE\": yes # no".into()),
-            started_at: Some("2026-11-29T00:00:00Z".into()),
-            prd_file: Some("prd.json".into()),
-            story_ids: vec!["US-1".into(), "a, b".into()],
-            max_story_attempts: 5,
-            verify: Some("cargo test -- --quiet".into()),
-            verify_timeout: 60,
-            max_stalls: 3,
-            stalls: 1,
-            last_fingerprint: Some("abc".into()),
-            queue_seen: None,
-            yielded: false,
-            prompt: "say \"hi\" `id` $(touch x) $HOME\n---\niteration: 99\n\n".into(),
-        };
-        let text = state.render();
-        assert_eq!(LoopState::parse(&text).unwrap(), state);
-        let next = LoopState {
-            iteration: 2,
-            ..state.clone()
-        };
-        let bumped = updated_text(&text, &next);
-        assert_eq!(LoopState::parse(&bumped).unwrap(), next);
-    }
-
-    #[test]
-    fn corrupt_fields_are_named() {
-        let e = LoopState::parse("---\niteration: abc\n---\n\nx").unwrap_err();
-        assert_eq!(e.field(), "iteration");
-        assert!(e.to_string().contains("abc"), "{e}");
-        let e = LoopState::parse("---\nmax_iterations: 1\n---\n\nx").unwrap_err();
-        assert_eq!(e, StateError::Missing { field: "iteration" });
-        let e = LoopState::parse("---\niteration: 1\n---\n\n  \n").unwrap_err();
-        assert_eq!(e, StateError::EmptyPrompt);
-        let e = LoopState::parse("---\niteration: [1\n---\n\nx").unwrap_err();
-        assert_eq!(e.field(), "frontmatter");
-        let e = LoopState::parse("---\niteration: -1\n---\n\nx").unwrap_err();
-        assert_eq!(e.field(), "iteration");
-    }
-
-    #[test]
-    fn update_keeps_unknown_lines_but_never_edits_inside_a_scalar() {
-        let text = "---\n# mine\niteration: 1\ncustom: x\n---\n\niteration: 1\n";
-        let state = LoopState::parse(text).unwrap();
-        let next = LoopState {
-            iteration: 2,
-            ..state
-        };
-        let out = updated_text(text, &next);
-        assert!(
-            out.starts_with("---\n# mine\niteration: 2\ncustom: x\n"),
-            "{out}"
-        );
-        assert!(out.ends_with("\n---\n\niteration: 1\n"));
-
-        // Found by the fuzzer: `iteration:` inside a multi-line quoted scalar.
-        let tricky = "---\nsession_id: \"a\niteration: 1\n\"\niteration: 1\nmax_iterations: 3\n---\n\nBuild it\n";
-        let state = LoopState::parse(tricky).unwrap();
-        let next = LoopState {
-            iteration: 2,
-            ..state.clone()
-        };
-        let out = updated_text(tricky, &next);
-        assert_eq!(LoopState::parse(&out).unwrap(), next);
-        assert_eq!(next.session_id, state.session_id);
-    }
-
-    #[test]
-    fn null_promise_forms() {
-        for fm in [
-            "completion_promise: null",
-            "completion_promise: \"null\"",
-            "",
-        ] {
-            let s = LoopState::parse(&format!("---\niteration: 1\n{fm}\n---\n\nx")).unwrap();
-            assert_eq!(s.completion_promise, None, "{fm}");
-        }
-    }
-}
+#[path = "state_tests.rs"]
+mod tests;

@@ -182,6 +182,9 @@ pub fn new_state(
         last_fingerprint: None,
         queue_seen: None,
         yielded: false,
+        turn_key: None,
+        paused: None,
+        budgets: crate::budget::Budgets::default(),
         prompt,
     }
 }
