@@ -14,11 +14,12 @@ use std::path::{Path, PathBuf};
 
 use ralph_core::hook_input::{HookInput, InputError};
 use ralph_core::paths::{
-    LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, POLICY_FILE, POLICY_FILE_ALT, STATE_FILE,
-    VERIFY_FILE, project_root_from_env,
+    HANDOVER_FILE, LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, POLICY_FILE,
+    POLICY_FILE_ALT, STATE_FILE, TURN_TOOLS_FILE, VERIFY_FILE, project_root_from_env,
 };
 use ralph_core::store::{self, StoreError};
-use ralph_policy::{LoopContext, Policy, PolicyError, PolicySource, ToolCall, decide};
+use ralph_core::turn_tools;
+use ralph_policy::{LoopContext, Policy, PolicyError, PolicySource, ToolCall, Verdict, decide};
 use serde_json::Value;
 
 /// Remembers that this policy's `[wrap]` rows were reported, so the user is
@@ -99,6 +100,15 @@ fn run() -> Option<Value> {
     };
     let ctx = context(&call, &root, &paths, &cwd, loop_active, &policy);
     let decision = decide(&call, &policy, &ctx);
+    if loop_active && !matches!(decision.verdict, Verdict::Deny(_)) {
+        // The no-progress breaker's record of this turn's tools (see
+        // ralph_core::turn_tools); a failure only leaves the Stop to judge
+        // the turn from the transcript and the tree.
+        let session = input.session_id.as_deref().unwrap_or("");
+        if let Err(e) = turn_tools::record(&paths.turn_tools, session, &call.tool_name) {
+            eprintln!("ralph-guard: {e}");
+        }
+    }
     if decision.wrap_notice_given {
         remember_wrap_notice(&root, &policy);
     }
@@ -227,6 +237,8 @@ fn context(
         LOG_FILE,
         LOCK_FILE,
         VERIFY_FILE,
+        TURN_TOOLS_FILE,
+        HANDOVER_FILE,
         POLICY_FILE,
         POLICY_FILE_ALT,
     ]

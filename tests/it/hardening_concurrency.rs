@@ -154,6 +154,9 @@ fn start_races_stop_hooks() {
             SESSION,
             "--max-iterations",
             "0",
+            // Turns without tool calls: not about the breaker.
+            "--max-stalls",
+            "0",
             "--",
             PROMPT,
         ],
@@ -190,8 +193,19 @@ fn start_races_stop_hooks() {
 fn restart_races_stop_hooks() {
     let p = Project::with_claude_dir("conc-restart");
     p.write(STATE_FILE, state_text(7, 0));
-    let (start, outcomes) =
-        setup_among_stop_hooks(&p, 20, &["start", "--session", SESSION, "--", PROMPT]);
+    let (start, outcomes) = setup_among_stop_hooks(
+        &p,
+        20,
+        &[
+            "start",
+            "--session",
+            SESSION,
+            "--max-stalls",
+            "0",
+            "--",
+            PROMPT,
+        ],
+    );
     assert_eq!(start.code, Some(0), "start: {start:?}");
     for o in &outcomes {
         o.assert_fail_open("stop hook racing a restart");

@@ -8,6 +8,7 @@
 
 mod support;
 
+mod continuity;
 mod guard;
 mod hardening_concurrency;
 mod hardening_corpus;

@@ -9,7 +9,9 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-pub use ralph_core::paths::{LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, STATE_FILE, VERIFY_FILE};
+pub use ralph_core::paths::{
+    LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, STATE_FILE, TURN_TOOLS_FILE, VERIFY_FILE,
+};
 
 pub const STOP: &str = env!("CARGO_BIN_EXE_ralph-stop-hook");
 pub const SETUP: &str = env!("CARGO_BIN_EXE_ralph-setup");
@@ -190,6 +192,18 @@ impl Project {
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),
         )
+    }
+
+    /// The guard let `session` call `tool` this turn: the line it appends to
+    /// the turn's tool record (see `ralph_core::turn_tools`).
+    pub fn guard_saw(&self, session: &str, tool: &str) {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.path(TURN_TOOLS_FILE))
+            .expect("turn tools record");
+        writeln!(f, "{session}\t{tool}").expect("append");
     }
 
     /// Make the project a real git repository (for fingerprints).

@@ -116,6 +116,7 @@ fn stalled_loop_stops_at_n() {
     p.write(".gitignore", ".claude/\n");
     start(&p, "x --max-stalls 2");
     // Iteration 1 changes a file: progress.
+    p.guard_saw("s1", "Write");
     p.write("a.txt", "1");
     assert!(is_block(p.stop("s1", Some("x")).as_ref()));
     // Two unchanged iterations in a row stop the loop.
@@ -148,6 +149,7 @@ fn editing_an_already_modified_file_counts_as_progress() {
     p.write(".gitignore", ".claude/\n");
     start(&p, "x --max-stalls 1");
     for i in 0..3 {
+        p.guard_saw("s1", "Bash");
         p.write("a.txt", "x".repeat(i + 1));
         assert!(
             is_block(p.stop("s1", Some("x")).as_ref()),
@@ -189,6 +191,7 @@ fn a_turn_that_called_a_file_tool_is_progress_without_asking_git() {
     p.write("transcript.jsonl", &(edit_turn.join("\n") + "\n"));
     // The tree never changes, but each turn edited: no stall.
     for _ in 0..3 {
+        p.guard_saw("s1", "Edit");
         assert!(is_block(p.stop("s1", Some("edited")).as_ref()));
     }
     let talk_turn = [

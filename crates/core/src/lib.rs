@@ -33,5 +33,6 @@ pub mod state;
 pub mod stop;
 pub mod store;
 pub mod transcript;
+pub mod turn_tools;
 pub mod verify;
 pub mod worktree;

@@ -15,6 +15,7 @@ use crate::prd::{Prd, PrdError};
 use crate::reinject::Injected;
 use crate::state::{LoopState, StateError};
 use crate::store::{self, StoreError};
+use crate::turn_tools;
 use crate::verify::VerifyLog;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -30,6 +31,10 @@ pub const LAST_INJECTED_FILE: &str = ".claude/ralph-loop.last-injected";
 pub const LOCK_FILE: &str = ".claude/ralph-loop.lock";
 /// Results of verify commands, with the tree they ran on.
 pub const VERIFY_FILE: &str = ".claude/ralph-loop.verify.json";
+/// The tools each turn called, recorded by the guard (see `turn_tools`).
+pub const TURN_TOOLS_FILE: &str = ".claude/ralph-loop.turn-tools";
+/// `SESSION UNIX_TIME PID`: the owner's session ended with `/clear` (see `continuity`).
+pub const HANDOVER_FILE: &str = ".claude/ralph-loop.handover";
 /// A blocker the agent writes when it cannot go on (frontmatter `story_id:`).
 pub const BLOCKER_FILE: &str = ".ralph-blocker.md";
 /// Optional command policy for the guard (lockstride's format).
@@ -47,6 +52,8 @@ pub struct LoopPaths {
     pub lock: PathBuf,
     pub blocker: PathBuf,
     pub verify: PathBuf,
+    pub turn_tools: PathBuf,
+    pub handover: PathBuf,
 }
 
 impl LoopPaths {
@@ -59,6 +66,8 @@ impl LoopPaths {
             lock: root.join(LOCK_FILE),
             blocker: root.join(BLOCKER_FILE),
             verify: root.join(VERIFY_FILE),
+            turn_tools: root.join(TURN_TOOLS_FILE),
+            handover: root.join(HANDOVER_FILE),
             root,
         }
     }
@@ -138,6 +147,18 @@ impl LoopPaths {
     /// The re-injection counter, if it is there and readable.
     pub fn read_last_injected(&self) -> Option<Injected> {
         read_hint(&self.last_injected).and_then(|t| Injected::parse(&t))
+    }
+
+    /// The files that live only as long as the loop (not the log, nor the
+    /// check results, which `status` still shows after it).
+    pub fn sidecars(&self) -> [&Path; 3] {
+        [&self.last_injected, &self.turn_tools, &self.handover]
+    }
+
+    /// The tools `session` called this turn, as the guard recorded them;
+    /// `None` when nothing was recorded (see `turn_tools`).
+    pub fn read_turn_tools(&self, session: &str) -> Option<Vec<String>> {
+        turn_tools::read(&self.turn_tools).map(|t| turn_tools::tools_of(&t, session))
     }
 
     /// A file the user named, relative to the project root (or absolute).

@@ -28,7 +28,9 @@ pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
         StateFile::Unreadable(e) => cancel_corrupt(paths, &e)?,
         StateFile::Corrupt { error, .. } => cancel_corrupt(paths, &error)?,
     };
-    let _ = store::remove_if_present(&paths.last_injected);
+    for file in paths.sidecars() {
+        let _ = store::remove_if_present(file);
+    }
     Ok(message)
 }
 

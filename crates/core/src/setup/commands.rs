@@ -14,6 +14,7 @@ use crate::progress::TurnEffect;
 use crate::state::LoopState;
 use crate::stop::inputs::wants_fingerprint;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
+use crate::turn_tools;
 use crate::worktree;
 
 /// Start a loop for `session` ("" from a terminal: the first session to
@@ -98,6 +99,9 @@ fn write_new_loop(
 ) -> Result<(), StoreError> {
     store::atomic_write(&paths.state, state.render().as_bytes())?;
     store::remove_if_present(&paths.verify)?;
+    store::remove_if_present(&paths.handover)?;
+    // Recording starts with the loop: from now on the guard notes each turn's tools.
+    turn_tools::start(&paths.turn_tools)?;
     match rules::first_injection(prd) {
         Some(inj) => store::atomic_write(&paths.last_injected, inj.render().as_bytes())?,
         None => {

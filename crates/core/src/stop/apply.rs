@@ -16,6 +16,7 @@ use crate::paths::LoopPaths;
 use crate::queue::QueueAction;
 use crate::state::{self, LoopState};
 use crate::store::{self, StoreError};
+use crate::turn_tools;
 
 /// Write what the decision changes; the hook's answer.
 pub fn apply(
@@ -45,6 +46,7 @@ pub fn apply(
             // Save before blocking: a block whose increment was not saved could
             // loop past the cap forever.
             save(paths, inputs, &plan.state_after(inputs, iteration))?;
+            next_turn(paths, &mut message);
             if let Some(injected) = injected
                 && let Err(e) =
                     store::overwrite_hint(&paths.last_injected, injected.render().as_bytes())
@@ -58,6 +60,7 @@ pub fn apply(
         }
         Next::Pause => {
             save(paths, inputs, &plan.state_paused(inputs))?;
+            next_turn(paths, &mut message);
             (
                 Entry::now(session, state.iteration, Action::Yield, code),
                 None,
@@ -109,11 +112,24 @@ fn save(paths: &LoopPaths, inputs: &StopInputs, next: &LoopState) -> Result<(), 
     store::atomic_write(&paths.state, updated.as_bytes())
 }
 
-/// The loop is over: its state and counter go (the log stays).
+/// The next turn's tools are recorded afresh (see `turn_tools`).
+fn next_turn(paths: &LoopPaths, message: &mut String) {
+    if let Err(e) = turn_tools::reset(&paths.turn_tools) {
+        message.push_str(&format!(" (the turn's tool record was not reset: {e})"));
+    }
+}
+
+/// The loop is over: its state and sidecars go (the log stays).
 fn remove_loop(paths: &LoopPaths) -> Result<(), StoreError> {
     store::remove_if_present(&paths.state)?;
-    let _ = store::remove_if_present(&paths.last_injected);
+    remove_sidecars(paths);
     Ok(())
+}
+
+fn remove_sidecars(paths: &LoopPaths) {
+    for file in paths.sidecars() {
+        let _ = store::remove_if_present(file);
+    }
 }
 
 /// A corrupt state file: stop the loop, keep the file aside, say which field.
@@ -123,7 +139,7 @@ pub fn corrupt(
     corrupt: &Corrupt,
 ) -> Result<HookOutput, StoreError> {
     let kept = store::move_aside(&paths.state, clock::unix_now())?;
-    let _ = store::remove_if_present(&paths.last_injected);
+    remove_sidecars(paths);
     let kept = fmt::relative(&paths.root, &kept);
     let message = text::corrupt(corrupt.iteration, &corrupt.why, &kept);
     let code = Code::Corrupt.as_str();

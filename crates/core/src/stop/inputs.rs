@@ -97,7 +97,8 @@ impl StopInputs {
             .as_deref()
             .filter(|p| !p.is_empty())
             .and_then(|p| transcript::last_turn(p.as_ref(), transcript::DEFAULT_MAX_BYTES).ok());
-        let effect = progress::turn_effect(turn.as_ref(), last_message);
+        let recorded = paths.read_turn_tools(&state.session_id);
+        let effect = progress::turn_effect(recorded.as_deref(), turn.as_ref(), last_message);
         let queued = turn.as_ref().map(|t| queue::pending(&t.queue));
         let queued = queued.unwrap_or_default();
         let prd = state.prd_file.as_deref().map(|file| paths.read_prd(file));
