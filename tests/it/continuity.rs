@@ -95,3 +95,75 @@ fn a_bash_turn_asks_the_tree_and_no_record_falls_back_to_the_transcript() {
     assert!(is_block(p.stop("s1", Some("edited")).as_ref()));
     assert_eq!(stalls(&p), "stalls: 0");
 }
+
+/// The Stop hook with the input the client sends, fields added by `extra`.
+fn stop(p: &Project, session: &str, said: &str, extra: Value) -> Option<Value> {
+    let mut input = json!({"session_id": session, "transcript_path": p.path("transcript.jsonl"),
+        "cwd": p.root, "prompt_id": "p-1", "permission_mode": "bypassPermissions",
+        "effort": {"level": "medium"}, "hook_event_name": "Stop", "stop_hook_active": true,
+        "last_assistant_message": said, "background_tasks": [], "session_crons": []});
+    if let (Some(obj), Value::Object(more)) = (input.as_object_mut(), extra) {
+        obj.extend(more);
+    }
+    run_json(STOP, &[], &p.root, &input.to_string())
+}
+
+fn iteration(p: &Project) -> String {
+    let state = p.state().expect("a running loop");
+    let line = state.lines().find(|l| l.starts_with("iteration:"));
+    line.unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_stop_delivered_twice_for_one_turn_counts_once() {
+    let p = Project::new("duplicate");
+    p.loop_state("\"s1\"", 1, 10, Some("DONE"), "max_stalls: 0\n", "Task");
+    // An older client: no transcript, the turn is known by its words.
+    let old_client = || json!({"transcript_path": null});
+    let first = stop(&p, "s1", "Working on it.", old_client());
+    assert_eq!(iteration(&p), "iteration: 2");
+    // The same Stop again (a second copy of the hook, a retry): the same
+    // answer, nothing advanced.
+    let again = stop(&p, "s1", "Working on it.", old_client());
+    assert_eq!(reason(again.as_ref()), reason(first.as_ref()));
+    assert!(reason(first.as_ref()).contains("iteration 2/10"));
+    assert!(message(again.as_ref()).contains("answered again, not counted"));
+    assert_eq!(iteration(&p), "iteration: 2");
+    let log = p.log();
+    assert_eq!(log.last().unwrap()["decision"], "repeat");
+    assert_eq!(log.last().unwrap()["reason"], "duplicate_stop");
+    // The next turn says other words: it counts.
+    assert!(is_block(
+        stop(&p, "s1", "More work.", old_client()).as_ref()
+    ));
+    assert_eq!(iteration(&p), "iteration: 3");
+}
+
+#[test]
+fn two_turns_with_the_same_words_are_told_apart_by_their_transcript_lines() {
+    let p = Project::new("same-words");
+    p.loop_state("\"s1\"", 1, 10, None, "max_stalls: 0\n", "Task");
+    let said = "Done.";
+    let turn = |uuid: &str| {
+        [
+            json!({"type":"user","message":{"role":"user","content":"feed"}}),
+            json!({"type":"assistant","uuid":uuid,"message":{"id":uuid,"role":"assistant",
+                "content":[{"type":"text","text":said}]}}),
+        ]
+        .iter()
+        .map(|l| l.to_string() + "\n")
+        .collect::<String>()
+    };
+    p.write("transcript.jsonl", turn("u1"));
+    assert!(is_block(stop(&p, "s1", said, json!({})).as_ref()));
+    p.write("transcript.jsonl", turn("u2"));
+    assert!(is_block(stop(&p, "s1", said, json!({})).as_ref()));
+    assert_eq!(iteration(&p), "iteration: 3", "two turns, two iterations");
+    // The second turn's Stop delivered again: not counted.
+    assert!(is_block(stop(&p, "s1", said, json!({})).as_ref()));
+    assert_eq!(iteration(&p), "iteration: 3");
+    // A new user prompt is another turn, whatever it says.
+    let other = json!({"prompt_id": "p-2"});
+    assert!(is_block(stop(&p, "s1", said, other).as_ref()));
+    assert_eq!(iteration(&p), "iteration: 4");
+}

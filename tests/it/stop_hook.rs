@@ -203,11 +203,14 @@ fn concurrent_stops_never_lose_an_increment() {
     p.loop_state("\"s1\"", 1, 0, None, "", PROMPT);
     let root = p.root.clone();
     let handles: Vec<_> = (0..16)
-        .map(|_| {
+        .map(|i| {
             let root = root.clone();
             std::thread::spawn(move || {
+                // Sixteen turns, each its own words (the same words twice
+                // with no transcript would be one turn delivered twice).
+                let said = format!("turn {i}");
                 let input =
-                    serde_json::json!({"session_id":"s1","cwd":root,"last_assistant_message":"x"});
+                    serde_json::json!({"session_id":"s1","cwd":root,"last_assistant_message":said});
                 run_json(STOP, &[], &root, &input.to_string())
             })
         })

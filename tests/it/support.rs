@@ -288,11 +288,13 @@ pub fn state_text(iteration: u64, max_iterations: u64) -> String {
     )
 }
 
-/// A Stop hook input for `SESSION` in `root`.
+/// A Stop hook input for `SESSION` in `root`. Its transcript is not there
+/// (not written yet), so nothing tells one turn from the next and every
+/// such Stop counts as a new turn (see `ralph_core::stop::inputs::turn_key`).
 pub fn stop_input(root: &Path, said: &str) -> Vec<u8> {
     serde_json::json!({
         "session_id": SESSION,
-        "transcript_path": "",
+        "transcript_path": root.join("no-transcript-yet.jsonl"),
         "cwd": root,
         "prompt_id": "p-1",
         "permission_mode": "default",

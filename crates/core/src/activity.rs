@@ -29,6 +29,14 @@ pub enum Action {
     Wait,
     /// `ralph run` ran an iteration again after the client failed.
     Retry,
+    /// A second Stop for a turn already answered: answered again, nothing advanced.
+    Repeat,
+    /// A turn ended on an API error (`StopFailure`): the loop waits.
+    Pause,
+    /// The next prompt or Stop after a pause: the loop goes on.
+    Resume,
+    /// `/clear` gave the owner's terminal a new session id, which took the loop over.
+    Rebind,
 }
 
 impl Action {
@@ -42,6 +50,10 @@ impl Action {
             Action::Yield => "yield",
             Action::Wait => "wait",
             Action::Retry => "retry",
+            Action::Repeat => "repeat",
+            Action::Pause => "pause",
+            Action::Resume => "resume",
+            Action::Rebind => "rebind",
         }
     }
 }
@@ -74,6 +86,14 @@ pub enum Code {
     Corrupt,
     /// A Stop let the turn end for a message the user typed meanwhile.
     UserMessage,
+    /// `--max-tokens`, `--max-runtime`, `--max-cost`: a budget is spent.
+    TokenBudget,
+    RuntimeBudget,
+    CostBudget,
+    /// The Stop repeated one already answered (same turn key).
+    DuplicateStop,
+    /// The owner's session was cleared (`/clear`) and its successor took the loop.
+    Cleared,
 }
 
 impl Code {
@@ -95,6 +115,11 @@ impl Code {
             Code::Stalled => "stalled",
             Code::Corrupt => "corrupt",
             Code::UserMessage => "user_message",
+            Code::TokenBudget => "token_budget",
+            Code::RuntimeBudget => "runtime_budget",
+            Code::CostBudget => "cost_budget",
+            Code::DuplicateStop => "duplicate_stop",
+            Code::Cleared => "clear",
         }
     }
 }

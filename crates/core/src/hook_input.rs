@@ -26,6 +26,17 @@ pub struct HookInput {
     /// PreToolUse.
     pub tool_name: Option<String>,
     pub tool_input: Option<Value>,
+    /// The user prompt the turn answers (the same for every Stop of a loop
+    /// started by that prompt).
+    pub prompt_id: Option<String>,
+    /// SessionStart: `startup`, `resume`, `clear` or `compact`.
+    pub source: Option<String>,
+    /// SessionEnd: `clear`, `logout`, `prompt_input_exit`, `other`, ...
+    pub reason: Option<String>,
+    /// StopFailure: the client's error code (`rate_limit`, `server_error`, ...).
+    pub error: Option<String>,
+    /// StopFailure: more about the error, when the client gives it.
+    pub error_details: Option<Value>,
 }
 
 #[derive(Debug, Error)]
@@ -58,8 +69,13 @@ impl HookInput {
             last_assistant_message: text("last_assistant_message"),
             prompt: text("prompt"),
             tool_name: text("tool_name"),
+            prompt_id: text("prompt_id"),
+            source: text("source"),
+            reason: text("reason"),
+            error: text("error"),
             stop_hook_active: matches!(map.get("stop_hook_active"), Some(Value::Bool(true))),
             tool_input: map.remove("tool_input"),
+            error_details: map.remove("error_details").filter(|v| !v.is_null()),
         })
     }
 
@@ -120,6 +136,29 @@ mod tests {
         assert_eq!(input.session(), "s1");
         assert!(input.stop_hook_active);
         assert_eq!(input.last_assistant_message.as_deref(), Some("Reply"));
+    }
+
+    #[test]
+    fn reads_the_lifecycle_events_as_measured() {
+        let failure = r#"{"session_id":"s","transcript_path":"t","cwd":"/p","prompt_id":"p1",
+            "hook_event_name":"StopFailure","error":"rate_limit",
+            "last_assistant_message":"API Error: Request rejected (429)"}"#;
+        let input = HookInput::read(failure.as_bytes()).unwrap();
+        assert_eq!(input.error.as_deref(), Some("rate_limit"));
+        assert_eq!(input.prompt_id.as_deref(), Some("p1"));
+        assert_eq!(input.error_details, None);
+        let start =
+            r#"{"session_id":"n","cwd":"/p","hook_event_name":"SessionStart","source":"clear"}"#;
+        assert_eq!(
+            HookInput::read(start.as_bytes()).unwrap().source.as_deref(),
+            Some("clear")
+        );
+        let end =
+            r#"{"session_id":"o","cwd":"/p","hook_event_name":"SessionEnd","reason":"clear"}"#;
+        assert_eq!(
+            HookInput::read(end.as_bytes()).unwrap().reason.as_deref(),
+            Some("clear")
+        );
     }
 
     #[test]

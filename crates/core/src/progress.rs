@@ -123,7 +123,7 @@ mod tests {
             last_text: Some(last_text.into()),
             tools: tools.iter().map(|t| t.to_string()).collect(),
             complete: true,
-            queue: Vec::new(),
+            ..Turn::default()
         }
     }
 

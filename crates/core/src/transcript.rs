@@ -8,7 +8,9 @@
 //! so the file is read backwards in blocks and never whole, at most
 //! `max_bytes` from the end, and each line is assembled once.
 
+use crate::budget::MessageUsage;
 use crate::queue::QueueOp;
+use crate::run::events::Usage;
 use memchr::{memmem, memrchr};
 use serde_json::Value;
 use std::fs::File;
@@ -34,6 +36,11 @@ pub struct Turn {
     /// oldest first: those of this turn, and those written between the last
     /// turn's end and this turn's start (typed while a Stop hook ran).
     pub queue: Vec<QueueOp>,
+    /// The `uuid` of the turn's last assistant line (identifies the turn).
+    pub last_uuid: Option<String>,
+    /// The usage of each assistant message of the turn, oldest first, one
+    /// entry per `message.id` (a message spans several lines).
+    pub usage: Vec<MessageUsage>,
 }
 
 /// The text blocks the assistant wrote in the last turn (see [`last_turn`]).
@@ -100,6 +107,9 @@ struct Walk {
     texts: Vec<String>,
     tools: Vec<String>,
     queue: Vec<QueueOp>,
+    last_uuid: Option<String>,
+    /// Latest first; one entry per message id.
+    usage: Vec<MessageUsage>,
     /// The turn's start was passed: only queue operations are still collected.
     started: bool,
 }
@@ -112,9 +122,20 @@ impl Walk {
             Line::Other => {}
             // Past the turn's start, any message line is the turn before.
             _ if self.started => return true,
-            Line::Assistant { text, tools } => {
+            Line::Assistant {
+                text,
+                tools,
+                uuid,
+                usage,
+            } => {
                 self.texts.extend(text);
                 self.tools.extend(tools.into_iter().rev());
+                if self.last_uuid.is_none() {
+                    self.last_uuid = uuid;
+                }
+                if let Some(u) = usage {
+                    self.add_usage(u);
+                }
             }
             Line::TurnStart => self.started = true,
             Line::ToolResult => {}
@@ -122,9 +143,27 @@ impl Walk {
         false
     }
 
+    /// A message's lines repeat its usage, the later ones more final:
+    /// each count is the largest any of its lines reported.
+    fn add_usage(&mut self, m: MessageUsage) {
+        match self.usage.iter_mut().find(|seen| seen.id == m.id) {
+            None => self.usage.push(m),
+            Some(seen) => {
+                let (a, b) = (&mut seen.usage, m.usage);
+                a.input = a.input.max(b.input);
+                a.output = a.output.max(b.output);
+                a.cache_read = a.cache_read.max(b.cache_read);
+                a.cache_creation = a.cache_creation.max(b.cache_creation);
+                seen.model = seen.model.take().or(m.model);
+            }
+        }
+    }
+
     fn into_turn(self, complete: bool) -> Turn {
         let mut turn = turn(self.texts, self.tools, complete);
         turn.queue = self.queue.into_iter().rev().collect();
+        turn.last_uuid = self.last_uuid;
+        turn.usage = self.usage.into_iter().rev().collect();
         turn
     }
 }
@@ -137,7 +176,7 @@ fn turn(mut texts: Vec<String>, mut tools: Vec<String>, complete: bool) -> Turn 
         text: (!texts.is_empty()).then(|| texts.join("\n")),
         tools,
         complete,
-        queue: Vec::new(),
+        ..Turn::default()
     }
 }
 
@@ -146,6 +185,9 @@ enum Line {
         text: Option<String>,
         /// Tool names in the line's order, reversed (we walk backwards).
         tools: Vec<String>,
+        uuid: Option<String>,
+        /// The message's usage, when the line reports one with an id.
+        usage: Option<MessageUsage>,
     },
     TurnStart,
     /// A user line that only returns tool results.
@@ -189,12 +231,25 @@ fn classify(line: &[u8]) -> Line {
             Line::Assistant {
                 text: (!text.is_empty()).then(|| text.join("\n")),
                 tools,
+                uuid: v.get("uuid").and_then(Value::as_str).map(str::to_string),
+                usage: message_usage(&v),
             }
         }
         Some("user") if is_prompt(content) => Line::TurnStart,
         Some("user") => Line::ToolResult,
         _ => Line::Other,
     }
+}
+
+/// `message.usage` with `message.id` and `message.model`.
+fn message_usage(line: &Value) -> Option<MessageUsage> {
+    let message = line.get("message")?;
+    let text = |k: &str| message.get(k).and_then(Value::as_str).map(str::to_string);
+    Some(MessageUsage {
+        id: text("id")?,
+        model: text("model"),
+        usage: Usage::from_json(message.get("usage")?),
+    })
 }
 
 /// A user line is a turn start when it carries text typed or fed (a string,
@@ -336,6 +391,37 @@ mod tests {
         assert_eq!(texts, ["/cancel-ralph", "a question"]);
         assert_eq!(turn.text.as_deref(), Some("working"));
         assert!(turn.complete);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn one_usage_per_message_and_the_last_uuid() {
+        let line = |uuid: &str, id: &str, block: serde_json::Value, out: u64| {
+            serde_json::json!({"type":"assistant","uuid":uuid,"message":{"id":id,
+                "model":"claude-opus-5-5","role":"assistant","content":[block],
+                "usage":{"input_tokens":100,"output_tokens":out,"cache_read_input_tokens":5}}})
+            .to_string()
+        };
+        let text = |t: &str| serde_json::json!({"type":"text","text":t});
+        let tool = serde_json::json!({"type":"tool_use","id":"t","name":"Bash","input":{}});
+        let lines = [
+            prompt("old"),
+            line("u0", "m0", text("an older turn"), 9),
+            prompt("feed"),
+            // One message written as two lines, the later one more final.
+            line("u1", "m1", text("working"), 1),
+            line("u2", "m1", tool, 30),
+            tool_result(),
+            line("u3", "m2", text("done"), 7),
+        ];
+        let path = write(&lines, 2);
+        let turn = last_turn(&path, DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(turn.last_uuid.as_deref(), Some("u3"));
+        let ids: Vec<_> = turn.usage.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["m1", "m2"]);
+        assert_eq!(turn.usage[0].usage.output, 30);
+        assert_eq!(turn.usage[0].usage.cache_read, 5);
+        assert_eq!(turn.usage[1].model.as_deref(), Some("claude-opus-5-5"));
         std::fs::remove_file(path).unwrap();
     }
 

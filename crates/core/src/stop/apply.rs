@@ -35,8 +35,17 @@ pub fn apply(
         let claim = Entry::now(session, state.iteration, Action::Claim, CLAIMED);
         let _ = log(paths, claim);
     }
-    let code = decision.code.as_str();
     let mut message = decision.system_message;
+    // A loop paused on an API error goes on (the state saved below has no pause).
+    if let Some(pause) = &state.paused {
+        let reason = pause.reason.as_str();
+        let _ = log(
+            paths,
+            Entry::now(session, state.iteration, Action::Resume, reason),
+        );
+        message = text::resumed(pause, &message);
+    }
+    let code = decision.code.as_str();
     let (entry, reason) = match decision.next {
         Next::Feed {
             iteration,
@@ -88,6 +97,27 @@ pub fn apply(
             system_message: Some(message),
         },
         None => HookOutput::allow(message),
+    })
+}
+
+/// A duplicate Stop: the answer `again` (the last one, judged again),
+/// logged as a repeat; nothing else is written. After a yield the turn ends
+/// again (the user's message is still the next turn).
+pub fn repeat(
+    paths: &LoopPaths,
+    inputs: &StopInputs,
+    again: Decision,
+) -> Result<HookOutput, StoreError> {
+    let state = &inputs.state;
+    let code = Code::DuplicateStop.as_str();
+    let entry = Entry::now(&inputs.session, state.iteration, Action::Repeat, code);
+    let _ = log(paths, entry);
+    Ok(match again.next {
+        Next::Feed { reason, .. } if !state.yielded => HookOutput::Block {
+            reason,
+            system_message: Some(text::repeated(&again.system_message)),
+        },
+        _ => HookOutput::Nothing,
     })
 }
 

@@ -7,10 +7,11 @@
 //!    answered with the decision) lets the turn end without advancing it;
 //!    then a cancelled state (`active: false`) ends the loop;
 //! 2. plain mode: completion (see `completion`), then a blocker, then the
-//!    cap, then the no-progress breaker; else the prompt is fed again;
+//!    cap, then the budgets (tokens, cost, runtime), then the no-progress
+//!    breaker; else the prompt is fed again;
 //! 3. PRD mode: an unreadable PRD is fed back for repair (the cap still
 //!    applies); a blocker halts unless its story passes; then completion,
-//!    the cap, the breaker; then the next runnable story is fed, or the
+//!    the cap, the budgets, the breaker; then the next runnable story is fed, or the
 //!    vanished stories, or the loop halts on a dependency deadlock;
 //! 4. whatever is fed again and again (a story, a repair) stops the loop
 //!    after `max_story_attempts` feeds in a row.
@@ -20,6 +21,7 @@ use super::inputs::StopInputs;
 use super::plan::Plan;
 use crate::activity::Code;
 use crate::blocker::Blocker;
+use crate::budget::{Budget, Budgets};
 use crate::paths::PrdReadError;
 use crate::prd::Story;
 use crate::promise;
@@ -43,6 +45,10 @@ pub struct StopContext<'a> {
     pub queue: &'a QueueAction,
     /// Iterations in a row, this one included, that left the tree unchanged.
     pub stalls: u32,
+    /// The budgets with this turn's spending added.
+    pub budgets: &'a Budgets,
+    /// Seconds since the loop started, when known.
+    pub elapsed_secs: Option<u64>,
 }
 
 impl<'a> StopContext<'a> {
@@ -56,6 +62,8 @@ impl<'a> StopContext<'a> {
             completion: &plan.completion,
             queue: &plan.queue,
             stalls: plan.stalls,
+            budgets: &plan.budgets,
+            elapsed_secs: plan.elapsed_secs,
         }
     }
 }
@@ -111,6 +119,8 @@ pub enum Outcome<'a> {
         total: usize,
     },
     MaxIterations,
+    /// A token, runtime or cost budget is spent.
+    BudgetSpent(Budget),
     Stalled,
     Blocked(&'a Blocker),
     /// Each failing story with the dependencies it waits on.
@@ -141,6 +151,9 @@ impl Outcome<'_> {
             Outcome::Complete => Code::Complete,
             Outcome::AllStoriesPass { .. } => Code::AllStoriesPass,
             Outcome::MaxIterations => Code::MaxIterations,
+            Outcome::BudgetSpent(Budget::Tokens) => Code::TokenBudget,
+            Outcome::BudgetSpent(Budget::Runtime) => Code::RuntimeBudget,
+            Outcome::BudgetSpent(Budget::Cost) => Code::CostBudget,
             Outcome::Stalled => Code::Stalled,
             Outcome::Blocked(_) => Code::Blocked,
             Outcome::Deadlock(_) => Code::Deadlock,
@@ -171,6 +184,7 @@ impl Outcome<'_> {
                 | Outcome::Complete
                 | Outcome::AllStoriesPass { .. }
                 | Outcome::MaxIterations
+                | Outcome::BudgetSpent(_)
                 | Outcome::Stalled
                 | Outcome::Blocked(_)
                 | Outcome::Deadlock(_)
@@ -363,13 +377,15 @@ fn feed<'a>(
     }
 }
 
-/// The cap first: when both apply on the same turn, the user's own limit is
-/// the reason to give. Then the no-progress breaker.
+/// The cap first: when several apply on the same turn, the user's own limit
+/// is the reason to give. Then the budgets, then the no-progress breaker.
 fn limit_reached<'a>(cx: &StopContext) -> Option<Outcome<'a>> {
     let state = cx.state;
-    cap_reached(state).or_else(|| {
-        (state.max_stalls > 0 && cx.stalls >= state.max_stalls).then_some(Outcome::Stalled)
-    })
+    cap_reached(state)
+        .or_else(|| cx.budgets.spent(cx.elapsed_secs).map(Outcome::BudgetSpent))
+        .or_else(|| {
+            (state.max_stalls > 0 && cx.stalls >= state.max_stalls).then_some(Outcome::Stalled)
+        })
 }
 
 fn cap_reached<'a>(state: &LoopState) -> Option<Outcome<'a>> {

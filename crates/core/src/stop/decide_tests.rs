@@ -16,6 +16,7 @@ struct Case {
     loop_check: Option<CheckResult>,
     queue: QueueAction,
     stalls: u32,
+    elapsed_secs: Option<u64>,
 }
 
 impl Case {
@@ -30,6 +31,7 @@ impl Case {
             loop_check: None,
             queue: QueueAction::None,
             stalls: 0,
+            elapsed_secs: None,
         }
     }
 
@@ -57,6 +59,8 @@ impl Case {
             completion: &completion,
             queue: &self.queue,
             stalls: self.stalls,
+            budgets: &self.state.budgets,
+            elapsed_secs: self.elapsed_secs,
         })
     }
 }
@@ -404,4 +408,49 @@ fn what_the_user_queued_comes_first() {
         help: false,
     };
     assert_eq!(queued(answer).decide().code, Code::Complete);
+}
+
+#[test]
+fn budgets_end_the_loop_after_the_cap_and_before_the_breaker() {
+    let mut s = state(3, 10, Some("DONE"));
+    s.budgets.max_tokens = Some(1_000);
+    s.budgets.tokens = 1_200;
+    s.max_stalls = 2;
+    let mut case = Case::new(s.clone(), Some("working"));
+    case.stalls = 2;
+    let d = case.decide();
+    assert_eq!(ended(&d), 3);
+    assert_eq!(d.code, crate::activity::Code::TokenBudget);
+    assert!(
+        d.system_message
+            .contains("the token budget is spent (1,200 of 1,000 tokens)"),
+        "{}",
+        d.system_message
+    );
+    assert!(d.system_message.contains("--max-tokens"));
+    // A true promise on the last turn still completes.
+    let done = Case::new(s.clone(), Some("<promise>DONE</promise>")).decide();
+    assert_eq!(done.code, crate::activity::Code::Complete);
+    // The cap is named first when both apply.
+    let capped = Case::new(state(10, 10, None), Some("x"));
+    let mut over = capped.state.clone();
+    over.budgets = s.budgets.clone();
+    assert_eq!(
+        Case::new(over, Some("x")).decide().code,
+        crate::activity::Code::MaxIterations
+    );
+    // Time: 91 minutes of 90.
+    let mut timed = state(2, 0, None);
+    timed.budgets.max_runtime_secs = Some(5_400);
+    let mut case = Case::new(timed, Some("x"));
+    case.elapsed_secs = Some(5_460);
+    let d = case.decide();
+    assert_eq!(d.code, crate::activity::Code::RuntimeBudget);
+    assert!(
+        d.system_message.contains("(1 h 31 min of 1 h 30 min)"),
+        "{}",
+        d.system_message
+    );
+    case.elapsed_secs = Some(60);
+    assert!(matches!(case.decide().next, Next::Feed { .. }));
 }

@@ -6,6 +6,7 @@
 
 use super::completion;
 use crate::blocker::Blocker;
+use crate::budget::MessageUsage;
 use crate::frontmatter;
 use crate::hook_input::HookInput;
 use crate::paths::{LoopPaths, PrdReadError, StateFile};
@@ -15,7 +16,7 @@ use crate::queue::{self, QueueAction, Queued};
 use crate::reinject::Injected;
 use crate::state::LoopState;
 use crate::store::StoreError;
-use crate::transcript;
+use crate::transcript::{self, Turn};
 use crate::verify::VerifyLog;
 use crate::worktree;
 
@@ -59,6 +60,12 @@ pub struct StopInputs {
     pub fingerprint: Option<String>,
     /// Messages the user typed meanwhile, still waiting in the client's queue.
     pub queued: Vec<Queued>,
+    /// Which turn this Stop is about (see [`turn_key`]).
+    pub turn_key: Option<String>,
+    /// The usage of the turn's assistant messages, as the transcript has them.
+    pub usage: Vec<MessageUsage>,
+    /// Unix time of the Stop.
+    pub now: u64,
 }
 
 impl StopInputs {
@@ -111,8 +118,21 @@ impl StopInputs {
         } else {
             None
         };
+        let has_transcript = input
+            .transcript_path
+            .as_deref()
+            .is_some_and(|p| !p.is_empty());
+        let turn_key = turn_key(
+            input.prompt_id.as_deref(),
+            has_transcript,
+            turn.as_ref(),
+            last_message,
+        );
         Ok(Gathered::Loop(Box::new(StopInputs {
             session: session.to_string(),
+            turn_key,
+            usage: turn.as_ref().map(|t| t.usage.clone()).unwrap_or_default(),
+            now: crate::clock::unix_now(),
             said: completion::said_this_turn(&state, last_message, turn.as_ref()),
             text,
             state,
@@ -141,6 +161,47 @@ pub fn owns(owner: &str, session: &str) -> bool {
 /// those after the newest one an earlier Stop acted on (`queue_seen`).
 pub fn queue_action(state: &LoopState, queued: &[Queued]) -> QueueAction {
     queue::action(queued, state.queue_seen.as_deref())
+}
+
+/// Which turn a Stop is about, so that a Stop delivered twice for one turn
+/// counts once: the user prompt it answers (`prompt_id`, the same for every
+/// Stop of a loop) with the `uuid` of the turn's last assistant line, when
+/// the transcript has caught up with the turn (its last words are the
+/// `last_assistant_message`), and those words. Without a transcript at all
+/// (`has_transcript` false: an older client), the prompt and the words.
+///
+/// `None` when the turn cannot be told apart from the one before (a
+/// transcript that lags, or nothing to go on): such a Stop always counts.
+/// Keying by the words alone while the transcript lags would take a turn
+/// that repeats the last one's words for a duplicate.
+pub fn turn_key(
+    prompt_id: Option<&str>,
+    has_transcript: bool,
+    turn: Option<&Turn>,
+    last_message: Option<&str>,
+) -> Option<String> {
+    let (uuid, words) = if has_transcript {
+        let turn = turn?;
+        let fresh = match last_message {
+            Some(m) => turn
+                .last_text
+                .as_deref()
+                .is_some_and(|t| t.trim() == m.trim()),
+            None => turn.complete,
+        };
+        let words = last_message.or(turn.last_text.as_deref()).unwrap_or("");
+        (turn.last_uuid.as_deref().filter(|_| fresh)?, words)
+    } else {
+        ("", last_message?)
+    };
+    let parts = [prompt_id.unwrap_or(""), uuid, words];
+    let hash = parts.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, part| {
+        let h = part
+            .bytes()
+            .fold(h, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        (h ^ 0xff).wrapping_mul(0x0100_0000_01b3)
+    });
+    Some(format!("{hash:016x}"))
 }
 
 /// Must the working tree be looked at (`git status`, 2 to 10 ms)? When a
@@ -178,5 +239,35 @@ mod tests {
         s.verify = Some("make".into());
         assert!(wants_fingerprint(&s, None, TurnEffect::Edited));
         assert!(owns("", "me") && owns("me", "me") && !owns("you", "me"));
+    }
+
+    #[test]
+    fn a_turn_is_known_by_its_prompt_last_line_and_words() {
+        let turn = |uuid: &str, text: &str| Turn {
+            last_uuid: Some(uuid.into()),
+            last_text: Some(text.into()),
+            complete: true,
+            ..Turn::default()
+        };
+        let key = |p, t: &Turn, m| turn_key(Some(p), true, Some(t), m);
+        let first = key("p", &turn("u1", "Done."), Some("Done."));
+        assert!(first.is_some());
+        // The same Stop delivered twice.
+        assert_eq!(first, key("p", &turn("u1", "Done."), Some("Done.")));
+        // The next turn says the same words: its own line.
+        assert_ne!(first, key("p", &turn("u2", "Done."), Some("Done.")));
+        // Another prompt.
+        assert_ne!(first, key("q", &turn("u1", "Done."), Some("Done.")));
+        // A transcript that lags (still the previous turn's line) or is
+        // missing tells nothing: the Stop counts.
+        assert_eq!(key("p", &turn("u1", "older"), Some("Done.")), None);
+        assert_eq!(turn_key(Some("p"), true, None, Some("Done.")), None);
+        // No transcript at all (an older client): the words.
+        let plain = |m| turn_key(Some("p"), false, None, m);
+        assert_eq!(plain(Some("a")), plain(Some("a")));
+        assert_ne!(plain(Some("a")), plain(Some("b")));
+        assert_eq!(plain(None), None);
+        // Without the client's words, a transcript read to the turn's start.
+        assert!(key("p", &turn("u1", "x"), None).is_some());
     }
 }

@@ -15,6 +15,9 @@
 //! - [`text`]: every word the model or the user reads.
 //! - [`apply`]: the one place that writes.
 //!
+//! A Stop delivered twice for one turn (the same `inputs::turn_key`) is
+//! answered again without advancing anything.
+//!
 //! [`step`] runs one pass under the loop lock. When the plan has checks to
 //! run, the pass stops there: the binary releases the lock (a cancel must
 //! not wait for a test suite), runs them, and calls `step` again, which
@@ -30,8 +33,11 @@ pub mod text;
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
 use crate::paths::LoopPaths;
+use crate::queue::QueueAction;
+use crate::state::LoopState;
 use crate::store::StoreError;
 use crate::worktree;
+use completion::Completion;
 use decide::{Decision, StopContext};
 use inputs::{Gathered, StopInputs};
 use plan::{Jobs, Plan, Ran};
@@ -56,6 +62,10 @@ pub fn step(paths: &LoopPaths, input: &HookInput, ran: &Ran) -> Result<Step, Sto
         Gathered::Loop(inputs) => inputs,
     };
     let mut plan = Plan::new(&inputs, ran);
+    if plan.duplicate {
+        let again = repeat_decision(&inputs, &plan);
+        return apply::repeat(paths, &inputs, again).map(Step::Done);
+    }
     if let Some(jobs) = plan.jobs.take() {
         return Ok(Step::RunChecks(jobs));
     }
@@ -67,6 +77,25 @@ pub fn step(paths: &LoopPaths, input: &HookInput, ran: &Ran) -> Result<Step, Sto
 /// Decide one Stop of a loop this session owns: judge, then word it.
 pub fn decision(cx: &StopContext) -> Decision {
     text::render(cx, decide::judge(cx))
+}
+
+/// A second Stop for the turn the last Stop answered: that answer, judged
+/// again from the loop as it was before it advanced (its iteration, stall
+/// count and budgets as saved), with no check run and nothing claimed.
+fn repeat_decision(inputs: &StopInputs, plan: &Plan) -> Decision {
+    let state = &inputs.state;
+    let rewound = LoopState {
+        iteration: state.iteration.saturating_sub(1).max(1),
+        ..state.clone()
+    };
+    decision(&StopContext {
+        state: &rewound,
+        completion: &Completion::NotClaimed,
+        queue: &QueueAction::None,
+        stalls: state.stalls,
+        budgets: &state.budgets,
+        ..StopContext::new(inputs, plan)
+    })
 }
 
 impl Jobs {

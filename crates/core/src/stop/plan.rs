@@ -7,6 +7,8 @@
 
 use super::completion::{self, Completion, JudgedPrd};
 use super::inputs::{StopInputs, queue_action};
+use crate::budget::Budgets;
+use crate::clock;
 use crate::paths::PrdReadError;
 use crate::prd::Prd;
 use crate::progress;
@@ -63,13 +65,25 @@ pub struct Plan<'a> {
     pub completion: Completion,
     /// Checks to run first; the Stop is decided once they have run.
     pub jobs: Option<Jobs>,
+    /// A second Stop for the turn the last Stop answered (the same
+    /// `turn_key`): it is answered again and nothing advances.
+    pub duplicate: bool,
+    /// The budgets with this turn's tokens and cost added.
+    pub budgets: Budgets,
+    /// Seconds since the loop started (`None` when its start is not known).
+    pub elapsed_secs: Option<u64>,
 }
 
 impl<'a> Plan<'a> {
     pub fn new(inputs: &'a StopInputs, ran: &Ran) -> Plan<'a> {
         let state = &inputs.state;
         let fingerprint = inputs.fingerprint.as_deref();
-        let queue = queue_action(state, &inputs.queued);
+        let duplicate = inputs.turn_key.is_some() && inputs.turn_key == state.turn_key;
+        let queue = if duplicate {
+            QueueAction::None
+        } else {
+            queue_action(state, &inputs.queued)
+        };
         let queue_seen = match queue {
             QueueAction::None => state.queue_seen.clone(),
             _ => queue::newest(&inputs.queued).map(str::to_string),
@@ -96,8 +110,10 @@ impl<'a> Plan<'a> {
             .prd
             .as_ref()
             .map(|read| read.as_ref().map(|prd| JudgedPrd::new(prd, state, &log)));
-        // A queued cancel or message is acted on at once: no check runs.
-        let story_jobs = match (&inputs.prd, ran.stories_done || queue.preempts()) {
+        // A queued cancel or message is acted on at once, a duplicate Stop
+        // is answered again: no check runs.
+        let no_checks = ran.stories_done || queue.preempts() || duplicate;
+        let story_jobs = match (&inputs.prd, no_checks) {
             (Some(Ok(p)), false) => stories_to_check(p, &log, fingerprint),
             _ => Vec::new(),
         };
@@ -114,7 +130,7 @@ impl<'a> Plan<'a> {
             .verify
             .clone()
             .filter(|_| claimed && loop_check.is_none() && story_jobs.is_empty())
-            .filter(|_| !queue.preempts());
+            .filter(|_| !queue.preempts() && !duplicate);
         let jobs = (!story_jobs.is_empty() || loop_verify.is_some()).then(|| Jobs {
             stories: story_jobs,
             loop_verify,
@@ -132,6 +148,13 @@ impl<'a> Plan<'a> {
             prd,
             completion,
             jobs,
+            duplicate,
+            budgets: state.budgets.after_turn(&inputs.usage),
+            elapsed_secs: state
+                .started_at
+                .as_deref()
+                .and_then(clock::parse_rfc3339)
+                .map(|start| inputs.now.saturating_sub(start)),
         }
     }
 }
@@ -165,6 +188,9 @@ impl Plan<'_> {
             },
             queue_seen: self.queue_seen.clone(),
             yielded: true,
+            turn_key: inputs.turn_key.clone().or_else(|| state.turn_key.clone()),
+            paused: None,
+            budgets: self.budgets.clone(),
             ..state.clone()
         }
     }
