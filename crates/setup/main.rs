@@ -81,7 +81,7 @@ fn main() -> ExitCode {
                     println!("{}", control::help_text());
                     ExitCode::SUCCESS
                 }
-                Ok(a) => match start(&paths(), &a, &session) {
+                Ok(a) => match start(&paths(), &a, &session, None) {
                     Ok(started) => {
                         print!("{}{}", started.summary, started.task);
                         ExitCode::SUCCESS
@@ -160,7 +160,12 @@ fn hook_prompt() -> HookOutput {
     };
     match args::parse_command_line(raw).map_err(StartError::from) {
         Ok(a) if a.help => HookOutput::block(control::help_text()),
-        Ok(a) => match start(&paths, &a, input.session()) {
+        Ok(a) => match start(
+            &paths,
+            &a,
+            input.session(),
+            input.transcript_path.as_deref(),
+        ) {
             Ok(started) => HookOutput::allow(started.summary.trim_end()),
             Err(e) => HookOutput::block(format!("ralph: {e}")),
         },
@@ -168,14 +173,24 @@ fn hook_prompt() -> HookOutput {
     }
 }
 
-/// Start a loop, with the policy's `[gates] full` row as the default check.
-fn start(paths: &LoopPaths, a: &StartArgs, session: &str) -> Result<Started, StartError> {
+/// Start a loop, with the policy's `[gates] full` row as the default check
+/// and, for a cost budget, the session's model (from its transcript).
+fn start(
+    paths: &LoopPaths,
+    a: &StartArgs,
+    session: &str,
+    transcript: Option<&str>,
+) -> Result<Started, StartError> {
     let gate = if a.verify.is_none() {
         policy_full_gate(&paths.root)
     } else {
         None
     };
-    commands::start(paths, a, session, gate)
+    let model = a.max_cost.and_then(|_| {
+        let transcript = transcript.filter(|t| !t.is_empty()).map(Path::new);
+        commands::session_model(transcript, &paths.root)
+    });
+    commands::start(paths, a, session, gate, model.as_deref())
 }
 
 /// The `full` gate of the project's command policy, if any.

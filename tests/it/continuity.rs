@@ -167,3 +167,110 @@ fn two_turns_with_the_same_words_are_told_apart_by_their_transcript_lines() {
     assert!(is_block(stop(&p, "s1", said, other).as_ref()));
     assert_eq!(iteration(&p), "iteration: 4");
 }
+
+/// An assistant line of `message` with its usage, as the client writes it.
+fn usage_line(uuid: &str, message: &str, text: &str, input: u64, output: u64) -> String {
+    json!({"type":"assistant","uuid":uuid,"message":{"id":message,"model":"claude-opus-5-5",
+        "role":"assistant","content":[{"type":"text","text":text}],
+        "usage":{"input_tokens":input,"output_tokens":output,
+            "cache_creation_input_tokens":0,"cache_read_input_tokens":0}}})
+    .to_string()
+        + "\n"
+}
+
+#[test]
+fn a_token_budget_counts_each_message_once_and_ends_the_loop() {
+    let p = Project::new("tokens");
+    let (code, out) = p.setup(&["start", "--session", "s1", "Work", "--max-tokens", "1000"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("Budget: the loop stops after 1000 tokens (--max-tokens)."),
+        "{out}"
+    );
+    let feed = json!({"type":"user","message":{"role":"user","content":"feed"}}).to_string() + "\n";
+    // One message written as two lines (same id): counted once, 400 tokens.
+    let turn1 = feed.clone()
+        + &usage_line("u1", "m1", "part one", 300, 100)
+        + &usage_line("u2", "m1", "Working.", 300, 100);
+    p.write("transcript.jsonl", &turn1);
+    assert!(is_block(stop(&p, "s1", "Working.", json!({})).as_ref()));
+    assert!(p.state().unwrap().contains("\ntokens_used: 400\n"));
+    let turn2 = feed + &usage_line("u3", "m2", "More.", 500, 150);
+    p.write("transcript.jsonl", &turn2);
+    let out = stop(&p, "s1", "More.", json!({}));
+    assert!(!is_block(out.as_ref()), "spent: 1050 of 1000");
+    let msg = message(out.as_ref());
+    assert!(
+        msg.contains("the token budget is spent (1,050 of 1,000 tokens)"),
+        "{msg}"
+    );
+    assert!(msg.contains("--max-tokens"), "{msg}");
+    assert_eq!(p.log().last().unwrap()["reason"], "token_budget");
+}
+
+/// `ralph-setup hook-prompt` with a HOME of its own and no ANTHROPIC_MODEL,
+/// so that nothing of this machine's settings names a model.
+fn prompt_hook(p: &Project, input: &Value) -> Option<Value> {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(SETUP)
+        .arg("hook-prompt")
+        .current_dir(&p.root)
+        .env("CLAUDE_PROJECT_DIR", &p.root)
+        .env("HOME", p.path("home"))
+        .env_remove("ANTHROPIC_MODEL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    { stdin }.write_all(input.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    (!text.trim().is_empty()).then(|| serde_json::from_str(text.trim()).unwrap())
+}
+
+#[test]
+fn a_cost_budget_needs_a_model_with_a_price() {
+    let p = Project::new("cost");
+    let input = |transcript: bool| {
+        let mut v = json!({"session_id": "s1", "cwd": p.root, "hook_event_name": "UserPromptSubmit",
+            "prompt": "/ralph-loop Work --max-cost 5"});
+        if transcript {
+            v["transcript_path"] = json!(p.path("transcript.jsonl"));
+        }
+        v
+    };
+    let refused = prompt_hook(&p, &input(false));
+    let why = reason(refused.as_ref());
+    assert!(
+        why.starts_with("ralph: --max-cost needs the price of the model"),
+        "{why}"
+    );
+    assert!(!why.contains('\n'), "one line: {why}");
+    assert!(p.state().is_none(), "no loop started");
+    // The session's model, from its transcript: one the table does not know.
+    let transcript = usage_line("u1", "m1", "hi", 1, 1).replace("claude-opus-5-5", "claude-foo-1");
+    p.write("transcript.jsonl", &transcript);
+    let refused = prompt_hook(&p, &input(true));
+    let why = reason(refused.as_ref());
+    assert!(
+        why.contains("no price for the model `claude-foo-1`"),
+        "{why}"
+    );
+    // A priced one: the loop starts and says at which prices.
+    p.write("transcript.jsonl", usage_line("u1", "m1", "hi", 1, 1));
+    let started = prompt_hook(&p, &input(true));
+    let msg = message(started.as_ref());
+    assert!(
+        msg.contains("$5.00 (--max-cost, at claude-opus-5-5's prices as of 2026-12-01)"),
+        "{msg}"
+    );
+    let state = p.state().unwrap();
+    assert!(state.contains("\nmax_cost_usd: \"5.000000\"\n"), "{state}");
+    assert!(state.contains("\nmodel: \"claude-opus-5-5\"\n"), "{state}");
+    // Or the project's `model` setting, when the session has not replied yet.
+    std::fs::remove_file(p.path(STATE_FILE)).unwrap();
+    p.write(".claude/settings.json", r#"{"model":"claude-sonnet-4-5"}"#);
+    let started = prompt_hook(&p, &input(false));
+    assert!(message(started.as_ref()).contains("at claude-sonnet-4-5's prices"));
+}

@@ -7,6 +7,8 @@
 //! error rather than silently becoming prompt words, and ` -- ` ends the
 //! options so the rest is prompt text verbatim.
 
+use crate::budget::Usd;
+use crate::run::options::{parse_duration, parse_tokens};
 use thiserror::Error;
 
 /// The options of a loop start, as given.
@@ -22,19 +24,29 @@ pub struct StartArgs {
     pub verify: Option<String>,
     pub verify_timeout: Option<u64>,
     pub max_stalls: Option<u32>,
+    /// Budgets: tokens, seconds of wall time, dollars.
+    pub max_tokens: Option<u64>,
+    pub max_runtime_secs: Option<u64>,
+    pub max_cost: Option<Usd>,
     /// Replace another session's live loop.
     pub replace: bool,
     pub help: bool,
 }
 
-pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--replace]";
+pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--replace]";
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ArgsError {
     #[error(
-        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --replace. To use `{0}` as prompt text, put it after ` -- `"
+        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --replace. To use `{0}` as prompt text, put it after ` -- `"
     )]
     UnknownFlag(String),
+    #[error("`{flag}` takes {what}, not `{value}`")]
+    BadValue {
+        flag: &'static str,
+        value: String,
+        what: &'static str,
+    },
     #[error("`{0}` needs a value, e.g. {0} {1}")]
     MissingValue(&'static str, &'static str),
     #[error("`{flag}` takes a whole number in base 10{hint}, not `{value}`")]
@@ -57,6 +69,9 @@ enum Flag {
     Verify,
     VerifyTimeout,
     MaxStalls,
+    MaxTokens,
+    MaxRuntime,
+    MaxCost,
     Replace,
     Help,
 }
@@ -72,6 +87,9 @@ impl Flag {
             "--verify" => Flag::Verify,
             "--verify-timeout" => Flag::VerifyTimeout,
             "--max-stalls" => Flag::MaxStalls,
+            "--max-tokens" => Flag::MaxTokens,
+            "--max-runtime" => Flag::MaxRuntime,
+            "--max-cost" => Flag::MaxCost,
             "--replace" => Flag::Replace,
             "--help" | "-h" => Flag::Help,
             _ => return None,
@@ -88,6 +106,9 @@ impl Flag {
             Flag::Verify => "--verify",
             Flag::VerifyTimeout => "--verify-timeout",
             Flag::MaxStalls => "--max-stalls",
+            Flag::MaxTokens => "--max-tokens",
+            Flag::MaxRuntime => "--max-runtime",
+            Flag::MaxCost => "--max-cost",
             Flag::Replace => "--replace",
             Flag::Help => "--help",
         }
@@ -103,6 +124,9 @@ impl Flag {
             Flag::Verify => "\"cargo test\"",
             Flag::VerifyTimeout => "300",
             Flag::MaxStalls => "3",
+            Flag::MaxTokens => "2000000",
+            Flag::MaxRuntime => "4h",
+            Flag::MaxCost => "25",
             Flag::Replace | Flag::Help => "",
         }
     }
@@ -160,6 +184,7 @@ impl StartArgs {
                 let n = number(flag, &value, " (0 = never stop for lack of progress)")?;
                 self.max_stalls = Some(u32::try_from(n).unwrap_or(u32::MAX));
             }
+            Flag::MaxTokens | Flag::MaxRuntime | Flag::MaxCost => self.set_budget(flag, value)?,
             Flag::CompletionPromise => {
                 repeated(self.completion_promise.is_some())?;
                 self.completion_promise = Some(value);
@@ -174,6 +199,48 @@ impl StartArgs {
             }
             Flag::Replace => self.replace = true,
             Flag::Help => self.help = true,
+        }
+        Ok(())
+    }
+}
+
+impl StartArgs {
+    /// `--max-tokens 2000000` (or `2M`, `500k`), `--max-runtime 90m`,
+    /// `--max-cost 25` (dollars): each above zero, each given once.
+    fn set_budget(&mut self, flag: Flag, value: String) -> Result<(), ArgsError> {
+        let bad = |what| ArgsError::BadValue {
+            flag: flag.name(),
+            value: value.clone(),
+            what,
+        };
+        let given = match flag {
+            Flag::MaxTokens => self.max_tokens.is_some(),
+            Flag::MaxRuntime => self.max_runtime_secs.is_some(),
+            _ => self.max_cost.is_some(),
+        };
+        if given {
+            return Err(ArgsError::Repeated(flag.name()));
+        }
+        match flag {
+            Flag::MaxTokens => {
+                let n = parse_tokens(&value).ok().filter(|n| *n > 0);
+                self.max_tokens =
+                    Some(n.ok_or_else(|| bad("a token count above 0, e.g. 2000000, 500k or 2M"))?);
+            }
+            Flag::MaxRuntime => {
+                let d = parse_duration(&value)
+                    .ok()
+                    .map(|d| d.as_secs())
+                    .filter(|s| *s > 0);
+                self.max_runtime_secs =
+                    Some(d.ok_or_else(|| bad("a duration, e.g. 90m, 4h or 1h30m"))?);
+            }
+            _ => {
+                let usd = Usd::parse(&value).filter(|u| u.0 > 0);
+                self.max_cost = Some(
+                    usd.ok_or_else(|| bad("an amount of US dollars above 0, e.g. 25 or 2.50"))?,
+                );
+            }
         }
         Ok(())
     }
@@ -399,6 +466,27 @@ fn join_pieces(pieces: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn budgets() {
+        let a =
+            parse_command_line("go --max-tokens 2M --max-runtime=1h30m --max-cost $2.50").unwrap();
+        assert_eq!(a.prompt, "go");
+        assert_eq!(a.max_tokens, Some(2_000_000));
+        assert_eq!(a.max_runtime_secs, Some(5_400));
+        assert_eq!(a.max_cost, Some(Usd(2_500_000)));
+        for bad in [
+            "--max-tokens 0",
+            "--max-runtime soon",
+            "--max-cost -1",
+            "--max-cost 0",
+        ] {
+            let e = parse_command_line(&format!("go {bad}")).unwrap_err();
+            assert!(matches!(e, ArgsError::BadValue { .. }), "{bad}: {e}");
+        }
+        let e = parse_command_line("go --max-cost 1 --max-cost 2").unwrap_err();
+        assert_eq!(e, ArgsError::Repeated("--max-cost"));
+    }
 
     #[test]
     fn prompt_is_kept_byte_for_byte() {

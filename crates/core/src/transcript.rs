@@ -48,6 +48,29 @@ pub fn last_turn_text(path: &Path, max_bytes: u64) -> io::Result<Option<String>>
     Ok(last_turn(path, max_bytes)?.text)
 }
 
+/// The model of the transcript's latest assistant message (`message.model`),
+/// looking at most at its last `max_bytes`.
+pub fn last_model(path: &Path, max_bytes: u64) -> Option<String> {
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(max_bytes)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    tail.split(|b| *b == b'\n')
+        .rev()
+        .filter(|l| memmem::find(l, br#""type":"assistant""#).is_some())
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+        .filter(|v| v.get("isSidechain").and_then(Value::as_bool) != Some(true))
+        .find_map(|v| {
+            let model = v.pointer("/message/model")?.as_str()?;
+            (!model.is_empty() && !model.starts_with('<')).then(|| model.to_string())
+        })
+}
+
 /// The last turn of the transcript at `path`, reading at most `max_bytes` from its end.
 pub fn last_turn(path: &Path, max_bytes: u64) -> io::Result<Turn> {
     // stat before open: opening a FIFO for reading blocks until a writer comes.
@@ -423,6 +446,27 @@ mod tests {
         assert_eq!(turn.usage[0].usage.cache_read, 5);
         assert_eq!(turn.usage[1].model.as_deref(), Some("claude-opus-5-5"));
         std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn the_latest_model_named() {
+        let said = |model: &str| {
+            serde_json::json!({"type":"assistant","message":{"model":model,"content":[]}})
+                .to_string()
+        };
+        let lines = [
+            prompt("p"),
+            said("claude-opus-5-5"),
+            said("claude-sonnet-4-5"),
+            prompt("q"),
+        ];
+        let path = write(&lines, 1);
+        assert_eq!(
+            last_model(&path, 1 << 20).as_deref(),
+            Some("claude-sonnet-4-5")
+        );
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(last_model(&path, 1 << 20), None);
     }
 
     #[test]

@@ -3,11 +3,15 @@
 //! text. Pure.
 
 use crate::activity::Entry;
+use crate::budget::{Budget, Budgets, PRICES_DATE};
+use crate::clock;
 use crate::paths::PrdReadError;
 use crate::prd::Prd;
+use crate::run::options::human_duration;
 use crate::state::LoopState;
 use crate::verify::{CheckResult, DEFAULT_TIMEOUT_SECS, VerifyLog};
 use serde::Serialize;
+use std::time::Duration;
 
 /// `ralph-setup status`, as data (printed as text or JSON).
 #[derive(Debug, Clone, Serialize)]
@@ -39,6 +43,31 @@ pub struct Status {
     /// Seconds a check may take (for the wording of a timeout).
     #[serde(skip)]
     pub verify_timeout: u64,
+    /// Paused on an API error: why, since when, until when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused: Option<PauseStatus>,
+    /// Each budget the loop has: what was spent of what.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<BudgetStatus>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PauseStatus {
+    pub reason: String,
+    pub since: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resets_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetStatus {
+    /// `tokens`, `runtime_secs` or `cost_usd`.
+    pub budget: &'static str,
+    pub spent: String,
+    pub limit: String,
+    /// "12,345 of 200,000 tokens".
+    #[serde(skip)]
+    pub text: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -92,6 +121,19 @@ impl Status {
         checks: Option<VerifyLog>,
         last: Option<Entry>,
     ) -> Status {
+        Status::at(project, state, corrupt, prd, checks, last, None)
+    }
+
+    /// [`Status::new`] at Unix time `now` (for the runtime budget).
+    pub fn at(
+        project: String,
+        state: Option<&LoopState>,
+        corrupt: Option<String>,
+        prd: Option<&Result<Prd, PrdReadError>>,
+        checks: Option<VerifyLog>,
+        last: Option<Entry>,
+        now: Option<u64>,
+    ) -> Status {
         let prd_file = state.and_then(|s| s.prd_file.clone());
         Status {
             active: state.is_some_and(|s| s.active),
@@ -109,6 +151,12 @@ impl Status {
             verify: state.and_then(|s| s.verify.clone()),
             checks,
             verify_timeout: state.map_or(DEFAULT_TIMEOUT_SECS, |s| s.verify_timeout),
+            paused: state.and_then(|s| s.paused.as_ref()).map(|p| PauseStatus {
+                reason: p.reason.as_str().to_string(),
+                since: p.at.clone(),
+                resets_at: p.resets_at.clone(),
+            }),
+            budgets: state.map(|s| budgets(s, now)).unwrap_or_default(),
         }
     }
 
@@ -170,6 +218,22 @@ impl Status {
         if let Some(t) = &self.started_at {
             out.push_str(&format!("  started:   {t}\n"));
         }
+        if let Some(p) = &self.paused {
+            let resets = p
+                .resets_at
+                .as_deref()
+                .map(|r| format!("; the limit resets at {r}"));
+            out.push_str(&format!(
+                "  paused:    since {} on {}{} (API error); the next prompt or stop resumes it\n",
+                p.since,
+                p.reason,
+                resets.unwrap_or_default()
+            ));
+        }
+        if !self.budgets.is_empty() {
+            let each: Vec<&str> = self.budgets.iter().map(|b| b.text.as_str()).collect();
+            out.push_str(&format!("  budget:    {}\n", each.join(" · ")));
+        }
         if let Some(p) = &self.prd {
             match &p.error {
                 Some(e) => out.push_str(&format!("  prd:       {}: unreadable: {e}\n", p.file)),
@@ -194,5 +258,117 @@ impl Status {
             "  check:     {who}: `{}` {outcome} at {}\n",
             r.command, r.time
         )
+    }
+}
+
+/// Each budget of `state`, spent of limit.
+fn budgets(state: &LoopState, now: Option<u64>) -> Vec<BudgetStatus> {
+    let b = &state.budgets;
+    let elapsed = state
+        .started_at
+        .as_deref()
+        .and_then(clock::parse_rfc3339)
+        .zip(now)
+        .map(|(start, now)| now.saturating_sub(start));
+    let mut out = Vec::new();
+    if let Some(max) = b.max_tokens {
+        let (spent, limit) = (b.tokens.to_string(), max.to_string());
+        out.push(("tokens", spent, limit, Budget::Tokens));
+    }
+    if let Some(max) = b.max_cost {
+        out.push(("cost_usd", b.cost.exact(), max.exact(), Budget::Cost));
+    }
+    if let Some(max) = b.max_runtime_secs {
+        let spent = elapsed.map(|e| e.to_string()).unwrap_or_default();
+        out.push(("runtime_secs", spent, max.to_string(), Budget::Runtime));
+    }
+    out.into_iter()
+        .map(|(budget, spent, limit, which)| BudgetStatus {
+            budget,
+            spent,
+            limit,
+            text: spent_of(which, b, elapsed),
+        })
+        .collect()
+}
+
+/// "token budget", as the user reads it.
+pub fn budget_name(budget: Budget) -> &'static str {
+    match budget {
+        Budget::Tokens => "token budget",
+        Budget::Runtime => "runtime budget",
+        Budget::Cost => "cost budget",
+    }
+}
+
+/// "12,345 of 10,000 tokens", "1 h 31 min of 1 h 30 min", "$5.02 of $5.00".
+pub fn spent_of(budget: Budget, b: &Budgets, elapsed_secs: Option<u64>) -> String {
+    match budget {
+        Budget::Tokens => format!(
+            "{} of {} tokens",
+            thousands(b.tokens),
+            thousands(b.max_tokens.unwrap_or(0))
+        ),
+        Budget::Runtime => format!(
+            "{} of {}",
+            human_duration(Duration::from_secs(elapsed_secs.unwrap_or(0))),
+            human_duration(Duration::from_secs(b.max_runtime_secs.unwrap_or(0)))
+        ),
+        Budget::Cost => format!(
+            "{} of {}, at the prices of {PRICES_DATE}",
+            b.cost,
+            b.max_cost.unwrap_or_default()
+        ),
+    }
+}
+
+/// `12,345`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::Usd;
+    use crate::pause::{Pause, PauseReason};
+
+    #[test]
+    fn a_paused_loop_with_budgets() {
+        let mut s = crate::state::sample(3, 10, None);
+        s.started_at = Some("2026-12-01T00:00:00Z".into());
+        s.paused = Some(Pause {
+            reason: PauseReason::RateLimit,
+            at: "2026-12-01T01:00:00Z".into(),
+            resets_at: None,
+        });
+        s.budgets.max_tokens = Some(200_000);
+        s.budgets.tokens = 12_345;
+        s.budgets.max_cost = Some(Usd(5_000_000));
+        s.budgets.cost = Usd(420_000);
+        s.budgets.max_runtime_secs = Some(4 * 3600);
+        let now = crate::clock::parse_rfc3339("2026-12-01T01:30:00Z");
+        let status = Status::at("/p".into(), Some(&s), None, None, None, None, now);
+        let text = status.to_text();
+        assert!(
+            text.contains("  paused:    since 2026-12-01T01:00:00Z on rate_limit (API error); the next prompt or stop resumes it\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  budget:    12,345 of 200,000 tokens · $0.42 of $5.00, at the prices of 2026-12-01 · 1 h 30 min of 4 h 00 min\n"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&status).unwrap();
+        assert_eq!(json["budgets"][0]["spent"], "12345");
+        assert_eq!(json["budgets"][2]["spent"], "5400");
+        assert_eq!(json["paused"]["reason"], "rate_limit");
     }
 }

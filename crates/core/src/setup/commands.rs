@@ -14,17 +14,22 @@ use crate::progress::TurnEffect;
 use crate::state::LoopState;
 use crate::stop::inputs::wants_fingerprint;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
+use crate::transcript;
 use crate::turn_tools;
 use crate::worktree;
+use std::path::{Path, PathBuf};
 
 /// Start a loop for `session` ("" from a terminal: the first session to
-/// stop claims it). `gate` is the command policy's `[gates] full` row.
+/// stop claims it). `gate` is the command policy's `[gates] full` row;
+/// `model` the model the session uses, when known (see [`session_model`]).
 pub fn start(
     paths: &LoopPaths,
     args: &StartArgs,
     session: &str,
     gate: Option<Gate>,
+    model: Option<&str>,
 ) -> Result<Started, StartError> {
+    let cost_model = rules::cost_model(args, model)?;
     let prompt_file_text = match &args.prompt_file {
         Some(file) => {
             Some(
@@ -54,6 +59,7 @@ pub fn start(
     let gate = rules::gate_used(args, gate.as_ref());
     let now = clock::now_rfc3339();
     let mut state = rules::new_state(args, prompt, prd.as_ref(), gate, session, &now);
+    state.budgets = rules::budgets(args, cost_model);
     // The first Stop compares the tree with this one.
     if wants_fingerprint(&state, prd.as_ref(), TurnEffect::Unknown) {
         state.last_fingerprint = worktree::fingerprint(&paths.root);
@@ -72,6 +78,31 @@ pub fn start(
     Ok(Started {
         summary: report.summary(),
         task: report::task(&state, prd.as_ref()),
+    })
+}
+
+/// The model a session uses, as far as can be told before the loop runs:
+/// the latest reply in its transcript, else `ANTHROPIC_MODEL`, else the
+/// `model` setting of the project (`.claude/settings.local.json`,
+/// `.claude/settings.json`) or the user (`~/.claude/settings.json`).
+/// Hooks are not told the model (measured, Claude Code 2.1.328).
+pub fn session_model(transcript: Option<&Path>, root: &Path) -> Option<String> {
+    if let Some(m) = transcript.and_then(|t| transcript::last_model(t, 1 << 20)) {
+        return Some(m);
+    }
+    if let Some(m) = std::env::var("ANTHROPIC_MODEL")
+        .ok()
+        .filter(|m| !m.is_empty())
+    {
+        return Some(m);
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let user = home.map(|h| h.join(".claude/settings.json"));
+    let project = [".claude/settings.local.json", ".claude/settings.json"].map(|f| root.join(f));
+    project.into_iter().chain(user).find_map(|file| {
+        let text = store::read_optional(&file).ok()??;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        Some(v.get("model")?.as_str()?.to_string()).filter(|m| !m.is_empty())
     })
 }
 

@@ -52,6 +52,18 @@ pub enum StartError {
         iteration: u64,
         age: String,
     },
+    #[error(
+        "--max-cost needs the price of the model this session uses, and which model that is is not known yet (no reply in this session, no ANTHROPIC_MODEL, no `model` setting); use --max-tokens N instead, or start the loop after a first exchange"
+    )]
+    CostModelUnknown,
+    #[error(
+        "--max-cost: ralph has no price for the model `{model}` (its table of {date} knows {known}); use --max-tokens N instead"
+    )]
+    CostModelUnpriced {
+        model: String,
+        date: &'static str,
+        known: String,
+    },
     /// The loop's files could not be locked, read or written.
     #[error("{0}")]
     Store(#[from] StoreError),

@@ -4,12 +4,15 @@
 use super::Gate;
 use super::rules::Prior;
 use crate::blocker::Blocker;
+use crate::budget::{Budgets, PRICES_DATE};
 use crate::fmt::{duration, one_line, plural, short_session};
 use crate::paths::STATE_FILE;
 use crate::prd::Prd;
+use crate::run::options::human_duration;
 use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
 use crate::stop::text::story_prompt;
 use std::path::Path;
+use std::time::Duration;
 
 /// What a start tells the user: where and for whom it started, what it
 /// replaced, warnings, and the settings.
@@ -84,16 +87,45 @@ pub fn prior_note(prior: &Prior) -> Option<String> {
     })
 }
 
-/// Warnings to print with a start (e.g. a loop with no way to end but cancel).
+/// Warnings to print with a start (e.g. a loop with no way to end but
+/// cancel). A budget bounds a loop as a cap does.
 pub fn warnings(state: &LoopState) -> Vec<String> {
     let mut out = Vec::new();
-    if state.max_iterations == 0 {
+    if state.max_iterations == 0 && !state.budgets.any() {
+        let budget =
+            " Or give it a budget: --max-tokens 2000000, --max-runtime 4h or --max-cost 25.";
         out.push(match &state.completion_promise {
-            Some(_) => "⚠️ No iteration cap (--max-iterations 0): only the promise or /ralph:cancel-ralph ends this loop. Consider --max-iterations 30.".to_string(),
-            None => "⚠️ No iteration cap and no completion promise: this loop runs until you type /ralph:cancel-ralph. Consider --max-iterations 30.".to_string(),
+            Some(_) => format!("⚠️ No iteration cap (--max-iterations 0): only the promise or /ralph:cancel-ralph ends this loop. Consider --max-iterations 30.{budget}"),
+            None => format!("⚠️ No iteration cap and no completion promise: this loop runs until you type /ralph:cancel-ralph. Consider --max-iterations 30.{budget}"),
         });
     }
     out
+}
+
+/// The loop's budgets, one line ("" when it has none): what the user is
+/// shown at start, and the model is reminded of.
+pub fn budget_line(b: &Budgets) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = b.max_tokens {
+        parts.push(format!("{n} tokens (--max-tokens)"));
+    }
+    if let Some(secs) = b.max_runtime_secs {
+        parts.push(format!(
+            "{} of wall time (--max-runtime)",
+            human_duration(Duration::from_secs(secs))
+        ));
+    }
+    if let Some(usd) = b.max_cost {
+        let model = b.model.as_deref().unwrap_or("?");
+        parts.push(format!(
+            "{usd} (--max-cost, at {model}'s prices as of {PRICES_DATE})"
+        ));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("Budget: the loop stops after {}.\n", parts.join(", "))
+    }
 }
 
 /// What the loop will do, for the user and for the model's first turn.
@@ -132,6 +164,7 @@ pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
             state.verify_timeout
         ));
     }
+    out.push_str(&budget_line(&state.budgets));
     if state.max_stalls > 0 {
         out.push_str(&format!(
             "No-progress breaker: the loop stops after {} in a row that leave the working tree unchanged (git repositories).\n",
@@ -216,10 +249,18 @@ mod tests {
     }
 
     #[test]
-    fn unlimited_loops_warn() {
+    fn unlimited_loops_warn_unless_a_budget_bounds_them() {
         let args = parse_command_line("x --max-iterations 0").unwrap();
-        let s = new_state(&args, "x".into(), None, None, "", "t");
-        assert_eq!(warnings(&s).len(), 1);
+        let mut s = new_state(&args, "x".into(), None, None, "", "t");
+        let w = warnings(&s);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("Consider --max-iterations 30. Or give it a budget: --max-tokens"));
+        s.budgets.max_runtime_secs = Some(14_400);
+        assert!(warnings(&s).is_empty());
+        assert_eq!(
+            budget_line(&s.budgets),
+            "Budget: the loop stops after 4 h 00 min of wall time (--max-runtime).\n"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use super::{Gate, StartError};
 use crate::args::StartArgs;
+use crate::budget::{self, Budgets};
 use crate::fmt::{duration, short_session};
 use crate::frontmatter;
 use crate::paths::PrdReadError;
@@ -141,6 +142,34 @@ pub fn gate_used<'g>(args: &StartArgs, gate: Option<&'g Gate>) -> Option<&'g Gat
     gate.filter(|_| args.verify.is_none())
 }
 
+/// The model a cost budget is priced at: the session's `model`, which must
+/// be known and in the price table. `None` without `--max-cost`.
+pub fn cost_model(args: &StartArgs, model: Option<&str>) -> Result<Option<String>, StartError> {
+    if args.max_cost.is_none() {
+        return Ok(None);
+    }
+    let model = model.ok_or(StartError::CostModelUnknown)?;
+    match budget::price(model) {
+        Some(_) => Ok(Some(model.to_string())),
+        None => Err(StartError::CostModelUnpriced {
+            model: model.to_string(),
+            date: budget::PRICES_DATE,
+            known: budget::priced_models(),
+        }),
+    }
+}
+
+/// The budgets of a new loop, nothing spent yet.
+pub fn budgets(args: &StartArgs, cost_model: Option<String>) -> Budgets {
+    Budgets {
+        max_tokens: args.max_tokens,
+        max_runtime_secs: args.max_runtime_secs,
+        max_cost: args.max_cost,
+        model: cost_model,
+        ..Budgets::default()
+    }
+}
+
 /// The state of a new loop.
 pub fn new_state(
     args: &StartArgs,
@@ -184,7 +213,7 @@ pub fn new_state(
         yielded: false,
         turn_key: None,
         paused: None,
-        budgets: crate::budget::Budgets::default(),
+        budgets: Budgets::default(),
         prompt,
     }
 }
@@ -279,6 +308,28 @@ pub(crate) mod tests {
             empty.to_string(),
             "p: it has no stories. Fix the PRD, then start again"
         );
+    }
+
+    #[test]
+    fn a_cost_budget_needs_a_priced_model() {
+        let plain = parse_command_line("x").unwrap();
+        assert_eq!(cost_model(&plain, None).unwrap(), None);
+        let cost = parse_command_line("x --max-cost 5").unwrap();
+        assert!(matches!(
+            cost_model(&cost, None),
+            Err(StartError::CostModelUnknown)
+        ));
+        let e = cost_model(&cost, Some("claude-foo-1")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("no price for the model `claude-foo-1`"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains('\n'), "one line");
+        let m = cost_model(&cost, Some("claude-sonnet-4-5-20250929")).unwrap();
+        let b = budgets(&cost, m);
+        assert_eq!(b.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
+        assert!(b.counts_tokens() && b.any());
     }
 
     #[test]

@@ -6,17 +6,14 @@ use super::completion::Refusal;
 use super::decide::{Decision, Judgement, Next, Outcome, Standing, StopContext};
 use crate::activity::Code;
 use crate::blocker::Blocker;
-use crate::budget::{Budget, Budgets, PRICES_DATE};
-use crate::control;
+use crate::control::{self, status};
 use crate::fmt::plural;
 use crate::paths::STATE_FILE;
 use crate::pause::Pause;
 use crate::prd::Story;
 use crate::reinject::Injected;
-use crate::run::options::human_duration;
 use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
 use crate::verify::CheckResult;
-use std::time::Duration;
 
 /// Shown when the Stop hook panics.
 pub const INTERNAL_ERROR: &str = "ralph: the Stop hook hit an internal error (a bug: please report it); this stop is allowed and the loop state was left as it was.";
@@ -131,8 +128,8 @@ fn ending(cx: &StopContext, outcome: &Outcome) -> String {
         Outcome::MaxIterations => cap_reached(state),
         Outcome::BudgetSpent(budget) => format!(
             "🛑 Ralph loop stopped after {after}: the {} is spent ({}). Start again with a larger {} to go on.",
-            budget_name(*budget),
-            spent_of(*budget, cx.budgets, cx.elapsed_secs),
+            status::budget_name(*budget),
+            status::spent_of(*budget, cx.budgets, cx.elapsed_secs),
             budget.flag()
         ),
         Outcome::Stalled => format!(
@@ -411,49 +408,6 @@ fn refusal_status(state: &LoopState, refusal: &Refusal) -> String {
         .as_ref()
         .map(|c| c.status_text(state.verify_timeout))
         .unwrap_or_else(|| "not run".into())
-}
-
-/// "token budget", as the user reads it.
-pub fn budget_name(budget: Budget) -> &'static str {
-    match budget {
-        Budget::Tokens => "token budget",
-        Budget::Runtime => "runtime budget",
-        Budget::Cost => "cost budget",
-    }
-}
-
-/// "12,345 of 10,000 tokens", "1 h 31 min of 1 h 30 min", "$5.02 of $5.00".
-pub fn spent_of(budget: Budget, b: &Budgets, elapsed_secs: Option<u64>) -> String {
-    match budget {
-        Budget::Tokens => format!(
-            "{} of {} tokens",
-            thousands(b.tokens),
-            thousands(b.max_tokens.unwrap_or(0))
-        ),
-        Budget::Runtime => format!(
-            "{} of {}",
-            human_duration(Duration::from_secs(elapsed_secs.unwrap_or(0))),
-            human_duration(Duration::from_secs(b.max_runtime_secs.unwrap_or(0)))
-        ),
-        Budget::Cost => format!(
-            "{} of {}, at the prices of {PRICES_DATE}",
-            b.cost,
-            b.max_cost.unwrap_or_default()
-        ),
-    }
-}
-
-/// `12,345`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn cap_reached(state: &LoopState) -> String {
