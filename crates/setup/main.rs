@@ -12,6 +12,7 @@
 
 use clap::{Parser, Subcommand};
 use ralph_core::args::{self, StartArgs};
+use ralph_core::continuity;
 use ralph_core::control;
 use ralph_core::hook_input::HookInput;
 use ralph_core::hook_output::{HookOutput, fail_open};
@@ -46,6 +47,8 @@ enum Command {
     },
     /// UserPromptSubmit hook: start a loop from `/ralph:ralph-loop ...` typed by the user
     HookPrompt,
+    /// SessionStart, SessionEnd and StopFailure hook: remind after a compaction or resume, hand a loop over across /clear, pause on an API error
+    HookEvent,
     /// Print what the current loop will do (used by the /ralph:ralph-loop command)
     Show,
     /// Cancel the loop of this project
@@ -67,7 +70,7 @@ fn main() -> ExitCode {
         match &command {
             Command::Cancel => return fail(&control::agent_refused("ralph-setup cancel")),
             Command::Start { .. } => return fail(&control::agent_refused("ralph-setup start")),
-            Command::HookPrompt => return ExitCode::SUCCESS,
+            Command::HookPrompt | Command::HookEvent => return ExitCode::SUCCESS,
             _ => {}
         }
     }
@@ -97,6 +100,14 @@ fn main() -> ExitCode {
             fail_open(
                 "ralph: the prompt hook hit an internal error (a bug: please report it); your prompt went on unchanged.",
                 hook_prompt,
+            )
+            .print();
+            ExitCode::SUCCESS
+        }
+        Command::HookEvent => {
+            fail_open(
+                "ralph: a session hook hit an internal error (a bug: please report it); the session goes on.",
+                hook_event,
             )
             .print();
             ExitCode::SUCCESS
@@ -131,6 +142,26 @@ fn fail(e: &dyn std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// SessionStart, SessionEnd and StopFailure: every session's start and end
+/// passes here, so without a loop in the project it leaves after one stat,
+/// before reading its input.
+fn hook_event() -> HookOutput {
+    if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty())
+        && !LoopPaths::new(dir).state.exists()
+    {
+        return HookOutput::Nothing;
+    }
+    let Ok(input) = HookInput::read_stdin_with_deadline(10) else {
+        return HookOutput::Nothing;
+    };
+    let paths = LoopPaths::new(project_root_from_env(input.cwd.as_deref()));
+    let pid = std::env::var("CLAUDE_PID")
+        .ok()
+        .and_then(|p| p.parse().ok());
+    continuity::on_event(&paths, &input, pid)
+        .unwrap_or_else(|e| HookOutput::allow(format!("ralph: {e}")))
+}
+
 /// UserPromptSubmit: every prompt of every session passes here, so anything
 /// that is not one of ralph's commands leaves at once, printing nothing.
 fn hook_prompt() -> HookOutput {
@@ -156,7 +187,12 @@ fn hook_prompt() -> HookOutput {
         return HookOutput::block(text.trim_end());
     }
     let Some(raw) = args::loop_command_args(prompt) else {
-        return HookOutput::Nothing;
+        // Any other prompt of the owner's session resumes a paused loop.
+        return match continuity::resume_on_prompt(&paths, input.session()) {
+            Ok(Some(message)) => HookOutput::allow(message),
+            Ok(None) => HookOutput::Nothing,
+            Err(e) => HookOutput::allow(format!("ralph: {e}")),
+        };
     };
     match args::parse_command_line(raw).map_err(StartError::from) {
         Ok(a) if a.help => HookOutput::block(control::help_text()),

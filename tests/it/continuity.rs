@@ -223,7 +223,8 @@ fn prompt_hook(p: &Project, input: &Value) -> Option<Value> {
         .spawn()
         .unwrap();
     let stdin = child.stdin.take().unwrap();
-    { stdin }.write_all(input.to_string().as_bytes()).unwrap();
+    // A hook may leave without reading its input (no loop): a broken pipe is normal.
+    let _ = { stdin }.write_all(input.to_string().as_bytes());
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     (!text.trim().is_empty()).then(|| serde_json::from_str(text.trim()).unwrap())
@@ -273,4 +274,193 @@ fn a_cost_budget_needs_a_model_with_a_price() {
     p.write(".claude/settings.json", r#"{"model":"claude-sonnet-4-5"}"#);
     let started = prompt_hook(&p, &input(false));
     assert!(message(started.as_ref()).contains("at claude-sonnet-4-5's prices"));
+}
+
+/// `ralph-setup hook-event` with `input`, in a client whose process id is `pid`.
+fn event(p: &Project, input: Value, pid: Option<u32>) -> Option<Value> {
+    use std::io::Write as _;
+    let mut cmd = std::process::Command::new(SETUP);
+    cmd.arg("hook-event")
+        .current_dir(&p.root)
+        .env("CLAUDE_PROJECT_DIR", &p.root)
+        .env_remove("CLAUDE_PID")
+        .env_remove("AI_AGENT")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    if let Some(pid) = pid {
+        cmd.env("CLAUDE_PID", pid.to_string());
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    // A hook may leave without reading its input (no loop): a broken pipe is normal.
+    let _ = { stdin }.write_all(input.to_string().as_bytes());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    (!text.trim().is_empty()).then(|| serde_json::from_str(text.trim()).unwrap())
+}
+
+/// `SessionStart` as the client sends it (2.1.328).
+fn session_start(p: &Project, session: &str, source: &str) -> Value {
+    json!({"session_id": session, "transcript_path": p.path(&format!("{session}.jsonl")),
+        "cwd": p.root, "hook_event_name": "SessionStart", "source": source})
+}
+
+/// `SessionEnd` as the client sends it.
+fn session_end(p: &Project, session: &str, reason: &str) -> Value {
+    json!({"session_id": session, "transcript_path": p.path(&format!("{session}.jsonl")),
+        "cwd": p.root, "prompt_id": "p-1", "hook_event_name": "SessionEnd", "reason": reason})
+}
+
+fn context(out: Option<&Value>) -> String {
+    let v = out.expect("a SessionStart answer");
+    assert_eq!(
+        v["hookSpecificOutput"]["hookEventName"], "SessionStart",
+        "{v}"
+    );
+    v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn after_a_compaction_or_resume_the_owner_is_reminded_of_its_loop() {
+    let p = Project::new("remind");
+    assert_eq!(
+        event(&p, session_start(&p, "s1", "compact"), None),
+        None,
+        "no loop"
+    );
+    p.loop_state("\"s1\"", 3, 10, Some("DONE"), "", "Fix the parser.\n");
+    for source in ["compact", "resume"] {
+        let text = context(event(&p, session_start(&p, "s1", source), None).as_ref());
+        for part in [
+            "at iteration 3/10",
+            "<promise>DONE</promise>",
+            "Rules:",
+            "Fix the parser.",
+        ] {
+            assert!(text.contains(part), "{source}: {part}: {text}");
+        }
+    }
+    // A fresh start, another session (a fork of the owner's), a cancelled loop: nothing.
+    assert_eq!(event(&p, session_start(&p, "s1", "startup"), None), None);
+    assert_eq!(event(&p, session_start(&p, "fork", "resume"), None), None);
+    let before = p.state();
+    assert_eq!(
+        stop(&p, "fork", "forked words", json!({})),
+        None,
+        "a fork never drives it"
+    );
+    assert_eq!(p.state(), before);
+    p.loop_state("\"s1\"", 3, 10, Some("DONE"), "active: false\n", "x");
+    assert_eq!(event(&p, session_start(&p, "s1", "compact"), None), None);
+}
+
+#[test]
+fn clear_hands_the_loop_to_the_next_session_of_the_same_client() {
+    let p = Project::new("clear");
+    p.loop_state("\"old\"", 2, 10, None, "", "Keep going.\n");
+    // Another session's /clear hands nothing over.
+    assert_eq!(event(&p, session_end(&p, "other", "clear"), Some(42)), None);
+    assert!(p.read(".claude/ralph-loop.handover").is_none());
+    // The owner's /clear, then the new session of the same client.
+    assert_eq!(event(&p, session_end(&p, "old", "clear"), Some(42)), None);
+    assert!(
+        p.read(".claude/ralph-loop.handover")
+            .unwrap()
+            .starts_with("old ")
+    );
+    // A session of another client process cannot take it.
+    assert_eq!(
+        event(&p, session_start(&p, "thief", "clear"), Some(99)),
+        None
+    );
+    let out = event(&p, session_start(&p, "new", "clear"), Some(42));
+    let text = context(out.as_ref());
+    assert!(text.contains("the conversation was cleared and this session took the loop over"));
+    assert!(text.contains("Keep going."), "{text}");
+    assert!(
+        out.unwrap()["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("took over the loop")
+    );
+    assert!(p.state().unwrap().contains("session_id: \"new\"\n"));
+    assert!(p.read(".claude/ralph-loop.handover").is_none(), "used once");
+    let last = p.log().last().cloned().unwrap();
+    assert_eq!(
+        (last["decision"].as_str(), last["reason"].as_str()),
+        (Some("rebind"), Some("clear"))
+    );
+    // The new session drives the loop; the old one no longer does.
+    assert!(is_block(stop(&p, "new", "working", json!({})).as_ref()));
+    assert_eq!(stop(&p, "old", "late words", json!({})), None);
+    // Any other end, or a clear long after the hand-over, takes nothing.
+    assert_eq!(event(&p, session_end(&p, "new", "other"), Some(42)), None);
+    assert!(p.read(".claude/ralph-loop.handover").is_none());
+    p.write(".claude/ralph-loop.handover", "new 1000 42\n");
+    assert_eq!(
+        event(&p, session_start(&p, "later", "clear"), Some(42)),
+        None,
+        "stale"
+    );
+    assert!(p.state().unwrap().contains("session_id: \"new\"\n"));
+}
+
+#[test]
+fn an_api_error_pauses_the_loop_and_the_next_prompt_resumes_it() {
+    let p = Project::new("pause");
+    p.loop_state("\"s1\"", 2, 10, None, "", "Task\n");
+    // As measured: StopFailure instead of Stop, no reset time with an API key.
+    let failure = json!({"session_id": "s1", "transcript_path": p.path("t.jsonl"), "cwd": p.root,
+        "prompt_id": "p-1", "hook_event_name": "StopFailure", "error": "rate_limit",
+        "last_assistant_message": "API Error: Request rejected (429) · rate limited"});
+    let out = event(&p, failure.clone(), None);
+    let msg = out.unwrap()["systemMessage"].as_str().unwrap().to_string();
+    assert!(
+        msg.contains("paused at iteration 2/10") && msg.contains("rate_limit"),
+        "{msg}"
+    );
+    let state = p.state().unwrap();
+    assert!(state.contains("\npaused: \"rate_limit\"\n"), "{state}");
+    assert!(
+        state.contains("iteration: 2\n"),
+        "not an iteration: {state}"
+    );
+    let (_, status) = p.setup(&["status"]);
+    assert!(status.contains("paused:    since "), "{status}");
+    // Another session's failure does not touch it.
+    let other = json!({"session_id": "s2", "cwd": p.root, "hook_event_name": "StopFailure", "error": "server_error"});
+    assert_eq!(event(&p, other, None), None);
+    // The next prompt of the owner resumes it.
+    let resumed = p.prompt("s1", "go on");
+    assert!(message(resumed.as_ref()).contains("resumed (it was paused on rate_limit"));
+    assert!(p.state().unwrap().contains("\npaused: null\n"));
+    let log = p.log();
+    let decisions: Vec<_> = log
+        .iter()
+        .map(|e| e["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["pause", "resume"]);
+    // Paused again, with a reset time; this time the next Stop resumes it.
+    let mut limited = failure;
+    limited["error_details"] = json!({"resets_at": "2026-12-01T05:00:00Z"});
+    event(&p, limited, None);
+    assert!(
+        p.state()
+            .unwrap()
+            .contains("\nresets_at: \"2026-12-01T05:00:00Z\"\n")
+    );
+    let out = stop(&p, "s1", "back at work", json!({}));
+    assert!(
+        message(out.as_ref()).starts_with("▶ Ralph loop resumed"),
+        "{out:?}"
+    );
+    assert!(
+        p.state().unwrap().contains("iteration: 3\n"),
+        "one iteration: the turn after the pause"
+    );
+    assert_eq!(p.log()[3]["decision"], "resume");
 }

@@ -6,6 +6,8 @@
 //! session going with R as the next user turn; for a UserPromptSubmit hook it
 //! drops the prompt and shows R to the user. `systemMessage` is shown to the
 //! user either way; nothing at all means "go on as if the hook were not there".
+//! A SessionStart hook adds text to the model's context with
+//! `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":T}}`.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -21,6 +23,16 @@ struct Line<'a> {
     reason: Option<&'a str>,
     #[serde(rename = "systemMessage", skip_serializing_if = "Option::is_none")]
     system_message: Option<&'a str>,
+    #[serde(rename = "hookSpecificOutput", skip_serializing_if = "Option::is_none")]
+    specific: Option<Specific<'a>>,
+}
+
+#[derive(Serialize)]
+struct Specific<'a> {
+    #[serde(rename = "hookEventName")]
+    event: &'static str,
+    #[serde(rename = "additionalContext")]
+    context: &'a str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +45,13 @@ pub enum HookOutput {
     /// or the prompt is not sent (the reason is shown to the user).
     Block {
         reason: String,
+        system_message: Option<String>,
+    },
+    /// Add `context` to what the model reads (a SessionStart hook's
+    /// `additionalContext`), and show the user a message if any.
+    Context {
+        event: &'static str,
+        context: String,
         system_message: Option<String>,
     },
 }
@@ -68,6 +87,7 @@ impl HookOutput {
                 decision: None,
                 reason: None,
                 system_message: Some(system_message),
+                specific: None,
             }),
             HookOutput::Block {
                 reason,
@@ -76,6 +96,17 @@ impl HookOutput {
                 decision: Some("block"),
                 reason: Some(reason),
                 system_message: system_message.as_deref(),
+                specific: None,
+            }),
+            HookOutput::Context {
+                event,
+                context,
+                system_message,
+            } => Some(Line {
+                decision: None,
+                reason: None,
+                system_message: system_message.as_deref(),
+                specific: Some(Specific { event, context }),
             }),
         }
     }
@@ -98,6 +129,15 @@ impl HookOutput {
                 system_message,
             } => HookOutput::Block {
                 reason,
+                system_message: Some(join(system_message.unwrap_or_default())),
+            },
+            HookOutput::Context {
+                event,
+                context,
+                system_message,
+            } => HookOutput::Context {
+                event,
+                context,
                 system_message: Some(join(system_message.unwrap_or_default())),
             },
         }
@@ -144,6 +184,19 @@ mod tests {
         assert_eq!(
             both.to_json().unwrap().to_string(),
             r#"{"decision":"block","reason":"r","systemMessage":"m"}"#
+        );
+    }
+
+    #[test]
+    fn session_start_context() {
+        let out = HookOutput::Context {
+            event: "SessionStart",
+            context: "c".into(),
+            system_message: None,
+        };
+        assert_eq!(
+            out.to_json().unwrap().to_string(),
+            r#"{"hookSpecificOutput":{"additionalContext":"c","hookEventName":"SessionStart"}}"#
         );
     }
 

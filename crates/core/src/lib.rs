@@ -15,6 +15,7 @@ pub mod args;
 pub mod blocker;
 pub mod budget;
 pub mod clock;
+pub mod continuity;
 pub mod control;
 pub mod fmt;
 pub mod frontmatter;

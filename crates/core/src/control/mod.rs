@@ -11,6 +11,7 @@ use crate::args::USAGE;
 use crate::clock;
 use crate::fmt::{self, short_session};
 use crate::paths::{LoopPaths, StateFile};
+use crate::pause::Pause;
 use crate::state::LoopState;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use status::Status;
@@ -51,6 +52,37 @@ pub fn cancelled(state: &LoopState, typed: Option<&str>) -> String {
             short_session(&state.session_id)
         ),
     }
+}
+
+/// A turn ended on an API error and the loop waits (StopFailure).
+pub fn paused(state: &LoopState, pause: &Pause) -> String {
+    let resets = match &pause.resets_at {
+        Some(r) => format!(" (the limit resets at {r})"),
+        None => String::new(),
+    };
+    format!(
+        "⏸ Ralph loop paused at iteration {}: the turn ended on an API error ({}){resets}. Not counted as an iteration; it goes on at your next prompt (or /ralph:cancel-ralph ends it).",
+        state.iteration_label(state.iteration),
+        pause.reason.as_str()
+    )
+}
+
+/// The loop goes on after a pause.
+pub fn resumed(pause: &Pause) -> String {
+    format!(
+        "▶ Ralph loop resumed (it was paused on {} since {}).",
+        pause.reason.as_str(),
+        pause.at
+    )
+}
+
+/// After `/clear`, the new session took the loop over from the old one.
+pub fn rebound(old: &str, new: &str) -> String {
+    format!(
+        "🔁 Ralph loop: this session ({}) took over the loop of the session you cleared ({}).",
+        short_session(new),
+        short_session(old)
+    )
 }
 
 /// A state file that cannot be used is cancelled by keeping it aside.

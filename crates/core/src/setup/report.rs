@@ -5,6 +5,7 @@ use super::Gate;
 use super::rules::Prior;
 use crate::blocker::Blocker;
 use crate::budget::{Budgets, PRICES_DATE};
+use crate::continuity::rules::Source;
 use crate::fmt::{duration, one_line, plural, short_session};
 use crate::paths::STATE_FILE;
 use crate::prd::Prd;
@@ -205,6 +206,25 @@ pub fn task(state: &LoopState, prd: Option<&Prd>) -> String {
     out
 }
 
+/// What a session that may have lost track of its loop is told at its start
+/// (after a compaction, a resume, or a `/clear` that handed it the loop):
+/// that it is in a loop, the iteration, the settings (how to finish, the
+/// cap, budgets, checks), the rules, and the task or current story.
+pub fn reminder(state: &LoopState, prd: Option<&Prd>, source: Source) -> String {
+    let why = match source {
+        Source::Compact => "the conversation was compacted",
+        Source::Resume => "this session was resumed",
+        Source::Clear => "the conversation was cleared and this session took the loop over",
+        Source::Startup | Source::Other => "this session started",
+    };
+    format!(
+        "[Ralph loop reminder: {why}.] You are working in a Ralph loop, at iteration {}. Each time you end your turn, the Stop hook gives you the task again, until it is really done.\n{}Rules: work on the task below; never edit, move or delete the loop's files (.claude/ralph-loop.*) or fake progress; print the completion promise only when it is completely true, never to leave the loop; the user ends the loop with /ralph:cancel-ralph.\n{}",
+        state.iteration_label(state.iteration),
+        settings(state, prd),
+        task(state, prd).trim_start()
+    )
+}
+
 /// `show` with a loop running: the loop, as the model should start on it.
 pub fn show(state: &LoopState, prd: Option<&Prd>) -> String {
     format!(
@@ -239,6 +259,32 @@ mod tests {
         let text = describe(&s, Some(&prd));
         assert!(text.contains("First story: A First"), "{text}");
         assert!(text.contains("at most 9"));
+    }
+
+    #[test]
+    fn the_reminder_has_the_task_iteration_how_to_finish_and_the_rules() {
+        let args =
+            parse_command_line("Fix the parser --max-iterations 9 --completion-promise DONE")
+                .unwrap();
+        let mut s = new_state(&args, "Fix the parser".into(), None, None, "s", "t");
+        s.iteration = 4;
+        let text = reminder(&s, None, Source::Compact);
+        assert!(
+            text.starts_with("[Ralph loop reminder: the conversation was compacted.]"),
+            "{text}"
+        );
+        for part in [
+            "at iteration 4/9",
+            "print <promise>DONE</promise> only when",
+            "Rules: ",
+            "/ralph:cancel-ralph",
+            "Task:\nFix the parser",
+        ] {
+            assert!(text.contains(part), "{part}: {text}");
+        }
+        let (prd_state, prd) = crate::setup::rules::tests::prd_loop();
+        let text = reminder(&prd_state, Some(&prd), Source::Resume);
+        assert!(text.contains("# Ralph loop: story A of prd.json"), "{text}");
     }
 
     #[test]

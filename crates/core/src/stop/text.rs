@@ -59,11 +59,7 @@ pub fn repeated(message: &str) -> String {
 
 /// The loop goes on after a pause on an API error.
 pub fn resumed(pause: &Pause, message: &str) -> String {
-    format!(
-        "▶ Ralph loop resumed (it was paused on {} since {}).\n{message}",
-        pause.reason.as_str(),
-        pause.at
-    )
+    format!("{}\n{message}", control::resumed(pause))
 }
 
 /// Word a judgement.

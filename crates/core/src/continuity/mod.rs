@@ -1,0 +1,202 @@
+//! A loop across its session's life, in the hooks around the turns
+//! (`ralph-setup hook-event`): `SessionStart` reminds the model of the loop
+//! after a compaction, a resume, or a `/clear` whose session took the loop
+//! over; `SessionEnd` records the owner's `/clear`; `StopFailure` pauses the
+//! loop on an API error, and the next prompt (or Stop) resumes it. Does I/O:
+//! reads the loop, and writes under the loop lock.
+//!
+//! - [`rules`]: pure; which session starts remind, who may take a loop over.
+
+pub mod rules;
+
+use crate::activity::{self, Action, Code, Entry};
+use crate::clock;
+use crate::control;
+use crate::hook_input::HookInput;
+use crate::hook_output::HookOutput;
+use crate::paths::{LoopPaths, StateFile};
+use crate::pause::{self, Pause, PauseReason};
+use crate::setup::report;
+use crate::state::{self, LoopState};
+use crate::stop::inputs::owns;
+use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
+use rules::{Handover, Source};
+
+/// One lifecycle hook: what the client sent, and the client's process id
+/// (`CLAUDE_PID` in the hook's environment), when known.
+pub fn on_event(
+    paths: &LoopPaths,
+    input: &HookInput,
+    pid: Option<u32>,
+) -> Result<HookOutput, StoreError> {
+    match input.hook_event_name.as_deref() {
+        Some("SessionStart") => session_start(paths, input, pid),
+        Some("SessionEnd") => session_end(paths, input, pid),
+        Some("StopFailure") => stop_failure(paths, input),
+        _ => Ok(HookOutput::Nothing),
+    }
+}
+
+/// After a compaction or a resume of the owner's session, or a `/clear`
+/// that handed the loop over: the loop's summary for the model.
+fn session_start(
+    paths: &LoopPaths,
+    input: &HookInput,
+    pid: Option<u32>,
+) -> Result<HookOutput, StoreError> {
+    let source = Source::parse(input.source.as_deref());
+    let session = input.session();
+    if !source.reminds() || !paths.state.exists() {
+        return Ok(HookOutput::Nothing);
+    }
+    let (state, note) = if source == Source::Clear {
+        match rebind(paths, session, pid)? {
+            Some((state, old)) => (state, Some(control::rebound(&old, session))),
+            None => return Ok(HookOutput::Nothing),
+        }
+    } else {
+        match paths.read_state() {
+            StateFile::Loop { state, .. } if owns(&state.session_id, session) => (state, None),
+            _ => return Ok(HookOutput::Nothing),
+        }
+    };
+    if !state.active {
+        return Ok(HookOutput::Nothing);
+    }
+    let prd = state
+        .prd_file
+        .as_deref()
+        .and_then(|f| paths.read_prd(f).ok());
+    Ok(HookOutput::Context {
+        event: "SessionStart",
+        context: report::reminder(&state, prd.as_ref(), source),
+        system_message: note,
+    })
+}
+
+/// The session after the owner's `/clear` takes the loop over, when the
+/// hand-over allows it (see `rules::may_rebind`): the loop as it is now
+/// and the session that owned it.
+fn rebind(
+    paths: &LoopPaths,
+    session: &str,
+    pid: Option<u32>,
+) -> Result<Option<(LoopState, String)>, StoreError> {
+    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
+    let Some(handover) = store::read_optional(&paths.handover)?.and_then(|t| Handover::parse(&t))
+    else {
+        return Ok(None);
+    };
+    let StateFile::Loop { text, state } = paths.read_state() else {
+        return Ok(None);
+    };
+    let now = clock::unix_now();
+    if session.is_empty() || !rules::may_rebind(&handover, &state.session_id, now, pid) {
+        return Ok(None);
+    }
+    let old = state.session_id.clone();
+    let next = LoopState {
+        session_id: session.to_string(),
+        ..state
+    };
+    store::atomic_write(&paths.state, state::updated_text(&text, &next).as_bytes())?;
+    store::remove_if_present(&paths.handover)?;
+    let entry = Entry::now(
+        session,
+        next.iteration,
+        Action::Rebind,
+        Code::Cleared.as_str(),
+    );
+    let _ = activity::append(
+        &paths.log,
+        &entry.with_message(Some(&format!("from {old}"))),
+    );
+    Ok(Some((next, old)))
+}
+
+/// The owner's session ends with `/clear`: note the hand-over for the
+/// session the client starts next.
+fn session_end(
+    paths: &LoopPaths,
+    input: &HookInput,
+    pid: Option<u32>,
+) -> Result<HookOutput, StoreError> {
+    let session = input.session();
+    if input.reason.as_deref() != Some("clear") || session.is_empty() || !paths.state.exists() {
+        return Ok(HookOutput::Nothing);
+    }
+    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
+    match paths.read_state() {
+        StateFile::Loop { state, .. } if state.active && state.session_id == session => {
+            let handover = Handover {
+                session: session.to_string(),
+                at: clock::unix_now(),
+                pid,
+            };
+            store::atomic_write(&paths.handover, handover.render().as_bytes())?;
+        }
+        _ => {}
+    }
+    Ok(HookOutput::Nothing)
+}
+
+/// A turn of the owner's session ended on an API error: the loop is paused
+/// (not an iteration, not a stall) until the next prompt or Stop.
+fn stop_failure(paths: &LoopPaths, input: &HookInput) -> Result<HookOutput, StoreError> {
+    if !paths.state.exists() {
+        return Ok(HookOutput::Nothing);
+    }
+    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
+    let StateFile::Loop { text, state } = paths.read_state() else {
+        return Ok(HookOutput::Nothing);
+    };
+    if !state.active || !owns(&state.session_id, input.session()) {
+        return Ok(HookOutput::Nothing);
+    }
+    let pause = Pause {
+        reason: PauseReason::parse(input.error.as_deref()),
+        at: clock::now_rfc3339(),
+        resets_at: pause::reset_time(input.error_details.as_ref()),
+    };
+    let next = LoopState {
+        paused: Some(pause.clone()),
+        ..state
+    };
+    store::atomic_write(&paths.state, state::updated_text(&text, &next).as_bytes())?;
+    let reason = pause.reason.as_str();
+    let entry = Entry::now(&next.session_id, next.iteration, Action::Pause, reason);
+    let message = control::paused(&next, &pause);
+    let _ = activity::append(&paths.log, &entry.with_message(Some(&message)));
+    Ok(HookOutput::allow(message))
+}
+
+/// A prompt of the owner's session while the loop is paused: it goes on.
+/// The message for the user, when it resumed.
+pub fn resume_on_prompt(paths: &LoopPaths, session: &str) -> Result<Option<String>, StoreError> {
+    if !paths.state.exists() {
+        return Ok(None);
+    }
+    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
+    let StateFile::Loop { text, state } = paths.read_state() else {
+        return Ok(None);
+    };
+    let Some(pause) = state.paused.clone() else {
+        return Ok(None);
+    };
+    if !owns(&state.session_id, session) {
+        return Ok(None);
+    }
+    let next = LoopState {
+        paused: None,
+        ..state
+    };
+    store::atomic_write(&paths.state, state::updated_text(&text, &next).as_bytes())?;
+    let entry = Entry::now(
+        session,
+        next.iteration,
+        Action::Resume,
+        pause.reason.as_str(),
+    );
+    let _ = activity::append(&paths.log, &entry);
+    Ok(Some(control::resumed(&pause)))
+}
