@@ -175,6 +175,10 @@ pub struct Budgets {
     pub cost: Usd,
     /// The model the cost is priced as when a message names no known one.
     pub model: Option<String>,
+    /// The last message whose usage was counted (`message.id`): the next
+    /// Stop also counts the messages written after it that the transcript
+    /// had not caught up with then.
+    pub usage_seen: Option<String>,
 }
 
 /// Which budget.
@@ -212,6 +216,9 @@ impl Budgets {
         let mut next = self.clone();
         if !self.counts_tokens() {
             return next;
+        }
+        if let Some(last) = messages.last() {
+            next.usage_seen = Some(last.id.clone());
         }
         for m in messages {
             next.tokens = next.tokens.saturating_add(tokens(&m.usage));
@@ -305,6 +312,7 @@ mod tests {
         ];
         let after = b.after_turn(&turn);
         assert_eq!(after.tokens, 557);
+        assert_eq!(after.usage_seen.as_deref(), Some("m2"));
         // 540 at the loop's model + 900 + 1500 + 15 at sonnet's.
         assert_eq!(after.cost, Usd(540 + 2_415));
         assert_eq!(after.spent(None), Some(Budget::Cost));

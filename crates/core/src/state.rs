@@ -247,6 +247,9 @@ impl LoopState {
         if b.max_cost.is_some() || b.cost > Usd(0) {
             lines.push(("cost_usd", quote(&b.cost.exact())));
         }
+        if let Some(id) = &b.usage_seen {
+            lines.push(("usage_seen", quote(id)));
+        }
         lines
     }
 
@@ -453,6 +456,7 @@ impl Fields {
             max_cost: usd("max_cost_usd")?,
             cost: usd("cost_usd")?.unwrap_or_default(),
             model: self.get("model").and_then(scalar_text),
+            usage_seen: self.get("usage_seen").and_then(scalar_text),
         })
     }
 

@@ -46,6 +46,7 @@ fn round_trips_awkward_prompt_and_promise() {
             max_cost: Some(Usd(2_500_000)),
             cost: Usd(1234),
             model: Some("claude-opus-5-5".into()),
+            usage_seen: Some("msg_1".into()),
         },
         prompt: "say \"hi\" `id` $(touch x) $HOME\n---\niteration: 99\n\n".into(),
     };

@@ -73,6 +73,13 @@ pub fn last_model(path: &Path, max_bytes: u64) -> Option<String> {
 
 /// The last turn of the transcript at `path`, reading at most `max_bytes` from its end.
 pub fn last_turn(path: &Path, max_bytes: u64) -> io::Result<Turn> {
+    last_turn_after(path, max_bytes, None)
+}
+
+/// [`last_turn`], with the usage of the turn before's messages written after
+/// the message `counted` (the last one whose usage was counted): a message
+/// the transcript had not caught up with at the last Stop is counted now.
+pub fn last_turn_after(path: &Path, max_bytes: u64, counted: Option<&str>) -> io::Result<Turn> {
     // stat before open: opening a FIFO for reading blocks until a writer comes.
     if !std::fs::metadata(path)?.is_file() {
         return Err(io::Error::new(
@@ -87,7 +94,10 @@ pub fn last_turn(path: &Path, max_bytes: u64) -> io::Result<Turn> {
     // The later pieces of a line cut by a block boundary, latest first.
     let mut pending: Vec<Vec<u8>> = Vec::new();
     let mut line_buf: Vec<u8> = Vec::new();
-    let mut walk = Walk::default();
+    let mut walk = Walk {
+        counted: counted.map(str::to_string),
+        ..Walk::default()
+    };
 
     while end > floor {
         let start = end.saturating_sub(BLOCK).max(floor);
@@ -133,6 +143,12 @@ struct Walk {
     last_uuid: Option<String>,
     /// Latest first; one entry per message id.
     usage: Vec<MessageUsage>,
+    /// The last message whose usage was counted at an earlier Stop.
+    counted: Option<String>,
+    /// The turn before's messages after `counted`, latest first.
+    uncounted: Vec<MessageUsage>,
+    /// Past the turn's start, a line of the turn before was seen.
+    in_previous: bool,
     /// The turn's start was passed: only queue operations are still collected.
     started: bool,
 }
@@ -140,11 +156,13 @@ struct Walk {
 impl Walk {
     /// Take the line before the ones seen; `true` when the walk is over.
     fn take(&mut self, line: &[u8]) -> bool {
-        match classify(line) {
+        let line = classify(line);
+        if self.started {
+            return self.take_before_start(line);
+        }
+        match line {
             Line::Queue(op) => self.queue.push(op),
-            Line::Other => {}
-            // Past the turn's start, any message line is the turn before.
-            _ if self.started => return true,
+            Line::Other | Line::ToolResult => {}
             Line::Assistant {
                 text,
                 tools,
@@ -157,37 +175,59 @@ impl Walk {
                     self.last_uuid = uuid;
                 }
                 if let Some(u) = usage {
-                    self.add_usage(u);
+                    add_usage(&mut self.usage, u);
                 }
             }
             Line::TurnStart => self.started = true,
-            Line::ToolResult => {}
         }
         false
     }
 
-    /// A message's lines repeat its usage, the later ones more final:
-    /// each count is the largest any of its lines reported.
-    fn add_usage(&mut self, m: MessageUsage) {
-        match self.usage.iter_mut().find(|seen| seen.id == m.id) {
-            None => self.usage.push(m),
-            Some(seen) => {
-                let (a, b) = (&mut seen.usage, m.usage);
-                a.input = a.input.max(b.input);
-                a.output = a.output.max(b.output);
-                a.cache_read = a.cache_read.max(b.cache_read);
-                a.cache_creation = a.cache_creation.max(b.cache_creation);
-                seen.model = seen.model.take().or(m.model);
+    /// Past the turn's start: the queue operations written since the turn
+    /// before ended, then, when usage is counted, that turn's messages after
+    /// the last one counted. `true` when the walk is over.
+    fn take_before_start(&mut self, line: Line) -> bool {
+        match line {
+            Line::Queue(op) if !self.in_previous => self.queue.push(op),
+            Line::Queue(_) | Line::Other => {}
+            Line::TurnStart => return true,
+            Line::ToolResult => self.in_previous = true,
+            Line::Assistant { usage, .. } => {
+                self.in_previous = true;
+                match usage {
+                    Some(u) if self.counted.as_ref().is_some_and(|c| *c != u.id) => {
+                        add_usage(&mut self.uncounted, u);
+                    }
+                    _ => return true,
+                }
             }
         }
+        self.in_previous && self.counted.is_none()
     }
 
     fn into_turn(self, complete: bool) -> Turn {
         let mut turn = turn(self.texts, self.tools, complete);
         turn.queue = self.queue.into_iter().rev().collect();
         turn.last_uuid = self.last_uuid;
-        turn.usage = self.usage.into_iter().rev().collect();
+        let messages = self.usage.into_iter().chain(self.uncounted);
+        turn.usage = messages.rev().collect();
         turn
+    }
+}
+
+/// A message's lines repeat its usage, the later ones more final: each
+/// count is the largest any of its lines reported.
+fn add_usage(seen: &mut Vec<MessageUsage>, m: MessageUsage) {
+    match seen.iter_mut().find(|s| s.id == m.id) {
+        None => seen.push(m),
+        Some(s) => {
+            let (a, b) = (&mut s.usage, m.usage);
+            a.input = a.input.max(b.input);
+            a.output = a.output.max(b.output);
+            a.cache_read = a.cache_read.max(b.cache_read);
+            a.cache_creation = a.cache_creation.max(b.cache_creation);
+            s.model = s.model.take().or(m.model);
+        }
     }
 }
 
@@ -445,6 +485,14 @@ mod tests {
         assert_eq!(turn.usage[0].usage.output, 30);
         assert_eq!(turn.usage[0].usage.cache_read, 5);
         assert_eq!(turn.usage[1].model.as_deref(), Some("claude-opus-5-5"));
+        // The last Stop counted up to an older message (m-1): m0, which the
+        // transcript had not caught up with then, counts now.
+        let caught_up = last_turn_after(&path, DEFAULT_MAX_BYTES, Some("m-1")).unwrap();
+        let ids: Vec<_> = caught_up.usage.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["m0", "m1", "m2"]);
+        let counted = last_turn_after(&path, DEFAULT_MAX_BYTES, Some("m0")).unwrap();
+        assert_eq!(counted.usage.len(), 2, "m0 was counted at its own Stop");
+        assert_eq!(counted.queue, turn.queue);
         std::fs::remove_file(path).unwrap();
     }
 

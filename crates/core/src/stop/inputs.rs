@@ -103,7 +103,10 @@ impl StopInputs {
             .transcript_path
             .as_deref()
             .filter(|p| !p.is_empty())
-            .and_then(|p| transcript::last_turn(p.as_ref(), transcript::DEFAULT_MAX_BYTES).ok());
+            .and_then(|p| {
+                let counted = state.budgets.usage_seen.as_deref();
+                transcript::last_turn_after(p.as_ref(), transcript::DEFAULT_MAX_BYTES, counted).ok()
+            });
         let recorded = paths.read_turn_tools(&state.session_id);
         let effect = progress::turn_effect(recorded.as_deref(), turn.as_ref(), last_message);
         let queued = turn.as_ref().map(|t| queue::pending(&t.queue));
