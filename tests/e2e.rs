@@ -79,6 +79,10 @@ struct Run {
     /// Extra client arguments (e.g. `--output-format stream-json --verbose`).
     #[serde(default)]
     args: Vec<String>,
+    /// Extra environment for the client and its hooks (e.g.
+    /// `CLAUDE_CODE_MAX_RETRIES: "0"`, so an API error ends the turn at once).
+    #[serde(default)]
+    env: BTreeMap<String, String>,
     /// Run `claude ARGS` as given, in the checkout, with no prompt and no model.
     #[serde(default)]
     raw: bool,
@@ -322,9 +326,23 @@ impl Sandbox {
         for (k, v) in &self.vars {
             s = s.replace(&format!("{{var.{k}}}"), v);
         }
+        if s.contains("{loop_session}") {
+            s = s.replace("{loop_session}", &self.loop_session());
+        }
         s.replace("{project}", &self.project.to_string_lossy())
             .replace("{home}", &self.home.to_string_lossy())
             .replace("{checkout}", CHECKOUT)
+    }
+
+    /// The session that owns the project's loop now (its state's
+    /// `session_id`), for `--resume {loop_session}`.
+    fn loop_session(&self) -> String {
+        let state = fs::read_to_string(self.project.join(STATE_FILE)).unwrap_or_default();
+        state
+            .lines()
+            .find_map(|l| l.strip_prefix("session_id:"))
+            .map(|v| v.trim().trim_matches('"').to_string())
+            .unwrap_or_default()
     }
 
     fn subst_value(&self, v: Value) -> Value {
@@ -527,6 +545,7 @@ fn start_run(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) -> Resul
     let script = script_for(run, sandbox);
     let model = FakeModel::start(script).map_err(|e| format!("{label}: fake model: {e}"))?;
     let mut cmd = client_command(claude, sandbox, model.port());
+    cmd.envs(&run.env);
     let args: Vec<String> = run.args.iter().map(|a| sandbox.subst(a)).collect();
     if run.raw {
         cmd.current_dir(CHECKOUT).args(&args);
@@ -635,7 +654,8 @@ fn run_interactive(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) ->
         CHECKOUT.to_string(),
         "--dangerously-skip-permissions".to_string(),
     ]);
-    let env = client_env(sandbox, model.port(), tui::API_KEY);
+    let mut env = client_env(sandbox, model.port(), tui::API_KEY);
+    env.extend(run.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     let name = format!(
         "{}-{index}",
         sandbox

@@ -474,14 +474,22 @@ fn a_message_the_transcript_had_not_caught_up_with_is_counted_at_the_next_stop()
     let tool = usage_line("u1", "m1", "looking", 1000, 10);
     // Stop 1: the transcript has the turn's first message, not its last.
     p.write("transcript.jsonl", feed.clone() + &tool);
-    assert!(is_block(stop(&p, "s1", "Done looking.", json!({})).as_ref()));
+    assert!(is_block(
+        stop(&p, "s1", "Done looking.", json!({})).as_ref()
+    ));
     assert!(p.state().unwrap().contains("\ntokens_used: 1010\n"));
     // Stop 2: the late message, Stop 1's feed, and turn 2.
     let late = usage_line("u2", "m2", "Done looking.", 2000, 20);
     let turn2 = usage_line("u3", "m3", "Next.", 3000, 30);
-    p.write("transcript.jsonl", feed.clone() + &tool + &late + &feed + &turn2);
+    p.write(
+        "transcript.jsonl",
+        feed.clone() + &tool + &late + &feed + &turn2,
+    );
     assert!(is_block(stop(&p, "s1", "Next.", json!({})).as_ref()));
     let state = p.state().unwrap();
-    assert!(state.contains("\ntokens_used: 6060\n"), "1010 + 2020 + 3030: {state}");
+    assert!(
+        state.contains("\ntokens_used: 6060\n"),
+        "1010 + 2020 + 3030: {state}"
+    );
     assert!(state.contains("\nusage_seen: \"m3\"\n"), "{state}");
 }

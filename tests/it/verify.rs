@@ -201,6 +201,8 @@ fn a_turn_that_called_a_file_tool_is_progress_without_asking_git() {
     p.write("transcript.jsonl", &(talk_turn.join("\n") + "\n"));
     // Edits reset the count; two talking turns on an unchanged tree stop the loop.
     assert!(is_block(p.stop("s1", Some("just talking")).as_ref()));
-    let out = p.stop("s1", Some("just talking"));
+    // (Other words: the same words on the same transcript would be the same
+    // Stop delivered twice.)
+    let out = p.stop("s1", Some("still just talking"));
     assert_eq!(p.log().last().unwrap()["reason"], "stalled", "{out:?}");
 }

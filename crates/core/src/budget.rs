@@ -223,7 +223,8 @@ impl Budgets {
         for m in messages {
             next.tokens = next.tokens.saturating_add(tokens(&m.usage));
             let model = m.model.as_deref().filter(|m| price(m).is_some());
-            if let Some(p) = model.or(self.model.as_deref()).and_then(price) {
+            let priced = model.or(self.model.as_deref()).and_then(price);
+            if let Some(p) = priced.filter(|_| self.max_cost.is_some()) {
                 next.cost = Usd(next.cost.0.saturating_add(cost(&m.usage, &p).0));
             }
         }

@@ -36,7 +36,8 @@ pub struct Turn {
     /// oldest first: those of this turn, and those written between the last
     /// turn's end and this turn's start (typed while a Stop hook ran).
     pub queue: Vec<QueueOp>,
-    /// The `uuid` of the turn's last assistant line (identifies the turn).
+    /// The `uuid` of the transcript's last assistant line, this turn's or,
+    /// when none of this turn's is written yet, the turn before's.
     pub last_uuid: Option<String>,
     /// The usage of each assistant message of the turn, oldest first, one
     /// entry per `message.id` (a message spans several lines).
@@ -76,10 +77,21 @@ pub fn last_turn(path: &Path, max_bytes: u64) -> io::Result<Turn> {
     last_turn_after(path, max_bytes, None)
 }
 
-/// [`last_turn`], with the usage of the turn before's messages written after
-/// the message `counted` (the last one whose usage was counted): a message
-/// the transcript had not caught up with at the last Stop is counted now.
-pub fn last_turn_after(path: &Path, max_bytes: u64, counted: Option<&str>) -> io::Result<Turn> {
+/// What the Stops before counted: the turn before's messages written after
+/// `.0` (the last message counted; `None`: the whole turn before) are counted
+/// with this turn's.
+#[derive(Debug, Clone, Copy)]
+pub struct CountedThrough<'a>(pub Option<&'a str>);
+
+/// [`last_turn`], with the usage of the turn before's messages not counted
+/// yet (`counted`): the client writes a turn's last message to the
+/// transcript some 30 to 40 ms after its Stop hook starts (measured, 2.1.328),
+/// so a Stop rarely sees it and the next Stop counts it.
+pub fn last_turn_after(
+    path: &Path,
+    max_bytes: u64,
+    counted: Option<CountedThrough>,
+) -> io::Result<Turn> {
     // stat before open: opening a FIFO for reading blocks until a writer comes.
     if !std::fs::metadata(path)?.is_file() {
         return Err(io::Error::new(
@@ -95,7 +107,8 @@ pub fn last_turn_after(path: &Path, max_bytes: u64, counted: Option<&str>) -> io
     let mut pending: Vec<Vec<u8>> = Vec::new();
     let mut line_buf: Vec<u8> = Vec::new();
     let mut walk = Walk {
-        counted: counted.map(str::to_string),
+        look_back: counted.is_some(),
+        counted: counted.and_then(|c| c.0).map(str::to_string),
         ..Walk::default()
     };
 
@@ -143,6 +156,8 @@ struct Walk {
     last_uuid: Option<String>,
     /// Latest first; one entry per message id.
     usage: Vec<MessageUsage>,
+    /// Count the turn before's messages after `counted`.
+    look_back: bool,
     /// The last message whose usage was counted at an earlier Stop.
     counted: Option<String>,
     /// The turn before's messages after `counted`, latest first.
@@ -192,17 +207,20 @@ impl Walk {
             Line::Queue(_) | Line::Other => {}
             Line::TurnStart => return true,
             Line::ToolResult => self.in_previous = true,
-            Line::Assistant { usage, .. } => {
+            Line::Assistant { usage, uuid, .. } => {
                 self.in_previous = true;
+                if self.last_uuid.is_none() {
+                    self.last_uuid = uuid;
+                }
                 match usage {
-                    Some(u) if self.counted.as_ref().is_some_and(|c| *c != u.id) => {
+                    Some(u) if self.look_back && self.counted.as_ref() != Some(&u.id) => {
                         add_usage(&mut self.uncounted, u);
                     }
                     _ => return true,
                 }
             }
         }
-        self.in_previous && self.counted.is_none()
+        self.in_previous && !self.look_back
     }
 
     fn into_turn(self, complete: bool) -> Turn {
@@ -487,12 +505,27 @@ mod tests {
         assert_eq!(turn.usage[1].model.as_deref(), Some("claude-opus-5-5"));
         // The last Stop counted up to an older message (m-1): m0, which the
         // transcript had not caught up with then, counts now.
-        let caught_up = last_turn_after(&path, DEFAULT_MAX_BYTES, Some("m-1")).unwrap();
+        let through = |id| Some(CountedThrough(id));
+        let caught_up = last_turn_after(&path, DEFAULT_MAX_BYTES, through(Some("m-1"))).unwrap();
         let ids: Vec<_> = caught_up.usage.iter().map(|m| m.id.as_str()).collect();
         assert_eq!(ids, ["m0", "m1", "m2"]);
-        let counted = last_turn_after(&path, DEFAULT_MAX_BYTES, Some("m0")).unwrap();
+        let nothing_yet = last_turn_after(&path, DEFAULT_MAX_BYTES, through(None)).unwrap();
+        assert_eq!(nothing_yet.usage.len(), 3, "the whole turn before");
+        let counted = last_turn_after(&path, DEFAULT_MAX_BYTES, through(Some("m0"))).unwrap();
         assert_eq!(counted.usage.len(), 2, "m0 was counted at its own Stop");
         assert_eq!(counted.queue, turn.queue);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn the_last_line_of_the_turn_before_while_this_turns_lag() {
+        let said = serde_json::json!({"type":"assistant","uuid":"a1",
+            "message":{"id":"m1","content":[{"type":"text","text":"before"}]}});
+        let lines = [prompt("p"), said.to_string(), prompt("feed")];
+        let path = write(&lines, 4);
+        let turn = last_turn(&path, DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(turn.last_uuid.as_deref(), Some("a1"));
+        assert_eq!(turn.text, None);
         std::fs::remove_file(path).unwrap();
     }
 

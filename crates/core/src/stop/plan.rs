@@ -78,7 +78,10 @@ impl<'a> Plan<'a> {
     pub fn new(inputs: &'a StopInputs, ran: &Ran) -> Plan<'a> {
         let state = &inputs.state;
         let fingerprint = inputs.fingerprint.as_deref();
-        let duplicate = inputs.turn_key.is_some() && inputs.turn_key == state.turn_key;
+        // The same turn again: the same key, and no tool called since (the
+        // Stop it repeats emptied the guard's record).
+        let duplicate =
+            inputs.turn_key.is_some() && inputs.turn_key == state.turn_key && !inputs.called_tools;
         let queue = if duplicate {
             QueueAction::None
         } else {
