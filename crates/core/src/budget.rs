@@ -181,6 +181,12 @@ pub struct Budgets {
     pub usage_seen: Option<String>,
 }
 
+/// Seconds from `started_at` (RFC 3339, the state's) to Unix time `now`.
+pub fn elapsed_secs(started_at: Option<&str>, now: u64) -> Option<u64> {
+    let start = crate::clock::parse_rfc3339(started_at?)?;
+    Some(now.saturating_sub(start))
+}
+
 /// Which budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Budget {

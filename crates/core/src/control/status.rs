@@ -4,7 +4,6 @@
 
 use crate::activity::Entry;
 use crate::budget::{Budget, Budgets, PRICES_DATE};
-use crate::clock;
 use crate::paths::PrdReadError;
 use crate::prd::Prd;
 use crate::run::options::human_duration;
@@ -264,12 +263,7 @@ impl Status {
 /// Each budget of `state`, spent of limit.
 fn budgets(state: &LoopState, now: Option<u64>) -> Vec<BudgetStatus> {
     let b = &state.budgets;
-    let elapsed = state
-        .started_at
-        .as_deref()
-        .and_then(clock::parse_rfc3339)
-        .zip(now)
-        .map(|(start, now)| now.saturating_sub(start));
+    let elapsed = now.and_then(|now| crate::budget::elapsed_secs(state.started_at.as_deref(), now));
     let mut out = Vec::new();
     if let Some(max) = b.max_tokens {
         let (spent, limit) = (b.tokens.to_string(), max.to_string());

@@ -7,8 +7,7 @@
 
 use super::completion::{self, Completion, JudgedPrd};
 use super::inputs::{StopInputs, queue_action};
-use crate::budget::Budgets;
-use crate::clock;
+use crate::budget::{self, Budgets};
 use crate::paths::PrdReadError;
 use crate::prd::Prd;
 use crate::progress;
@@ -78,10 +77,7 @@ impl<'a> Plan<'a> {
     pub fn new(inputs: &'a StopInputs, ran: &Ran) -> Plan<'a> {
         let state = &inputs.state;
         let fingerprint = inputs.fingerprint.as_deref();
-        // The same turn again: the same key, and no tool called since (the
-        // Stop it repeats emptied the guard's record).
-        let duplicate =
-            inputs.turn_key.is_some() && inputs.turn_key == state.turn_key && !inputs.called_tools;
+        let duplicate = is_duplicate(inputs);
         let queue = if duplicate {
             QueueAction::None
         } else {
@@ -153,13 +149,16 @@ impl<'a> Plan<'a> {
             jobs,
             duplicate,
             budgets: state.budgets.after_turn(&inputs.usage),
-            elapsed_secs: state
-                .started_at
-                .as_deref()
-                .and_then(clock::parse_rfc3339)
-                .map(|start| inputs.now.saturating_sub(start)),
+            elapsed_secs: budget::elapsed_secs(state.started_at.as_deref(), inputs.now),
         }
     }
+}
+
+/// The turn the last Stop answered, again: the same key, and no tool
+/// called since (the Stop it repeats emptied the guard's record).
+fn is_duplicate(inputs: &StopInputs) -> bool {
+    let key = inputs.turn_key.as_ref();
+    key.is_some() && key == inputs.state.turn_key.as_ref() && !inputs.called_tools
 }
 
 impl Plan<'_> {
