@@ -283,7 +283,7 @@ fn prd_stories_in_dependency_and_priority_order_then_complete() {
         "{out:?}"
     );
     assert!(p.state().is_none());
-    assert!(!p.path(LAST_INJECTED_FILE).exists());
+    assert!(!p.loop_paths().last_injected.exists());
 }
 
 #[test]
@@ -361,9 +361,11 @@ fn prd_reinjection_escalates_then_stops() {
 fn prd_reinjection_message_escalates() {
     let p = Project::new("escalate");
     prd_loop(&p, 2, PRD);
-    p.write(LAST_INJECTED_FILE, "US-001 2\n");
+    let counter = p.loop_paths().last_injected;
+    std::fs::create_dir_all(counter.parent().unwrap()).unwrap();
+    std::fs::write(&counter, "US-001 2\n").unwrap();
     assert!(reason(p.stop("s1", None).as_ref()).contains("attempt 3 of 5"));
-    assert_eq!(p.read(LAST_INJECTED_FILE).unwrap(), "US-001 3\n");
+    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "US-001 3\n");
 }
 
 #[test]

@@ -29,6 +29,8 @@ pub enum Action {
     Wait,
     /// `ralph run` ran an iteration again after the client failed.
     Retry,
+    /// The project's copy of the state had been edited or deleted; restored.
+    Tamper,
 }
 
 impl Action {
@@ -42,6 +44,7 @@ impl Action {
             Action::Yield => "yield",
             Action::Wait => "wait",
             Action::Retry => "retry",
+            Action::Tamper => "tamper",
         }
     }
 }

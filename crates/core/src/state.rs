@@ -7,6 +7,7 @@
 
 use crate::frontmatter;
 use serde_yaml_ng::Value;
+use std::collections::BTreeMap;
 use thiserror::Error;
 
 /// A parsed, valid loop state.
@@ -28,6 +29,10 @@ pub struct LoopState {
     /// PRD mode: the story ids present at start (a story that vanishes later
     /// counts as failing).
     pub story_ids: Vec<String>,
+    /// PRD mode: each story's `verify` command as first seen (at start, or
+    /// when the story first appears), story id -> command. The recorded
+    /// check is what runs: an edit of the PRD cannot weaken it.
+    pub story_checks: BTreeMap<String, String>,
     /// How many times in a row one story may be fed before the loop stops.
     pub max_story_attempts: u32,
     /// Run when completion is claimed; the loop completes only if it exits 0.
@@ -121,6 +126,7 @@ impl LoopState {
                 .text("prd_file", "must be a path")?
                 .filter(|s| !s.is_empty()),
             story_ids: f.story_ids()?,
+            story_checks: f.story_checks()?,
             max_story_attempts: f
                 .small(
                     "max_story_attempts",
@@ -172,6 +178,12 @@ impl LoopState {
             out.push_str(&format!("prd_file: {}\n", quote(p)));
             let ids: Vec<String> = self.story_ids.iter().map(|s| quote(s)).collect();
             out.push_str(&format!("story_ids: [{}]\n", ids.join(", ")));
+            if !self.story_checks.is_empty() {
+                out.push_str(&format!(
+                    "story_checks: {}\n",
+                    checks_text(&self.story_checks)
+                ));
+            }
         }
         if self.max_story_attempts != DEFAULT_MAX_STORY_ATTEMPTS {
             out.push_str(&format!(
@@ -228,6 +240,9 @@ pub fn updated_text(text: &str, new: &LoopState) -> String {
     if let Some(q) = &new.queue_seen {
         edits.push(("queue_seen", quote(q)));
     }
+    if !new.story_checks.is_empty() {
+        edits.push(("story_checks", checks_text(&new.story_checks)));
+    }
     // Written once set, so that clearing it edits the line.
     if new.yielded || text.contains("\nyielded:") {
         edits.push(("yielded", new.yielded.to_string()));
@@ -260,6 +275,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         started_at: None,
         prd_file: None,
         story_ids: vec![],
+        story_checks: BTreeMap::new(),
         max_story_attempts: DEFAULT_MAX_STORY_ATTEMPTS,
         verify: None,
         verify_timeout: 300,
@@ -270,6 +286,12 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         yielded: false,
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
     }
+}
+
+/// Recorded checks as one line: a JSON object, which is a YAML flow mapping
+/// (and what the guard reads back, `ralph_policy::story_checks_from_state`).
+fn checks_text(checks: &BTreeMap<String, String>) -> String {
+    serde_json::to_string(checks).unwrap_or_else(|_| "{}".to_string())
 }
 
 /// A string as a YAML double-quoted scalar.
@@ -352,6 +374,21 @@ impl Fields {
             .transpose()
     }
 
+    fn story_checks(&self) -> Result<BTreeMap<String, String>, StateError> {
+        let problem = "must map story ids to commands, like {\"US-001\": \"cargo test\"}";
+        match self.get("story_checks") {
+            None => Ok(BTreeMap::new()),
+            Some(Value::Mapping(m)) => m
+                .iter()
+                .map(|(k, v)| match (scalar_text(k), scalar_text(v)) {
+                    (Some(k), Some(v)) => Ok((k, v)),
+                    _ => Err(bad("story_checks", problem, v)),
+                })
+                .collect(),
+            Some(v) => Err(bad("story_checks", problem, v)),
+        }
+    }
+
     fn story_ids(&self) -> Result<Vec<String>, StateError> {
         match self.get("story_ids") {
             None => Ok(Vec::new()),
@@ -427,6 +464,11 @@ mod tests {
             started_at: Some("2026-11-29T00:00:00Z".into()),
             prd_file: Some("prd.json".into()),
             story_ids: vec!["US-1".into(), "a, b".into()],
+            story_checks: [
+                ("US-1".to_string(), "test \"$X\" # {x}: y".to_string()),
+                ("a, b".to_string(), "make".to_string()),
+            ]
+            .into(),
             max_story_attempts: 5,
             verify: Some("cargo test -- --quiet".into()),
             verify_timeout: 60,

@@ -21,7 +21,7 @@ pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
     let message = match paths.read_state() {
         StateFile::Missing => return Ok(nothing_to_cancel(paths)),
         StateFile::Loop { state, .. } => {
-            store::remove_if_present(&paths.state)?;
+            paths.remove_state()?;
             let _ = activity::append(&paths.log, &cancel_entry(&state, None));
             cancelled(&state, None)
         }
@@ -53,7 +53,7 @@ pub fn cancelled(state: &LoopState, typed: Option<&str>) -> String {
 
 /// A state file that cannot be used is cancelled by keeping it aside.
 fn cancel_corrupt(paths: &LoopPaths, why: &dyn std::fmt::Display) -> Result<String, StoreError> {
-    let kept = store::move_aside(&paths.state, clock::unix_now())?;
+    let kept = paths.move_state_aside(clock::unix_now())?;
     Ok(format!(
         "🛑 Cancelled the Ralph loop; its state file was corrupt ({why}) and was kept as {}.",
         fmt::relative(&paths.root, &kept)
@@ -94,7 +94,9 @@ pub fn status(paths: &LoopPaths) -> Status {
         StateFile::Loop { state, .. } => {
             let prd = state.prd_file.as_deref().map(|f| paths.read_prd(f));
             let checks = paths.read_verify_log();
-            Status::new(project, Some(&state), None, prd.as_ref(), checks, last)
+            let mut status = Status::new(project, Some(&state), None, prd.as_ref(), checks, last);
+            status.state_file = Some(paths.state.display().to_string());
+            status
         }
     }
 }

@@ -14,6 +14,9 @@ use serde::Serialize;
 pub struct Status {
     pub active: bool,
     pub project: String,
+    /// Where the loop's authoritative state is kept (outside the project).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corrupt: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -96,6 +99,7 @@ impl Status {
         Status {
             active: state.is_some_and(|s| s.active),
             project,
+            state_file: None,
             corrupt,
             session_id: state.map(|s| s.session_id.clone()),
             iteration: state.map(|s| s.iteration),
@@ -169,6 +173,9 @@ impl Status {
         ));
         if let Some(t) = &self.started_at {
             out.push_str(&format!("  started:   {t}\n"));
+        }
+        if let Some(f) = &self.state_file {
+            out.push_str(&format!("  state:     {f}\n"));
         }
         if let Some(p) = &self.prd {
             match &p.error {

@@ -165,6 +165,10 @@ impl Plan<'_> {
             },
             queue_seen: self.queue_seen.clone(),
             yielded: true,
+            story_checks: match &inputs.prd {
+                Some(Ok(prd)) => prd.checks_to_record(&state.story_checks),
+                _ => state.story_checks.clone(),
+            },
             ..state.clone()
         }
     }

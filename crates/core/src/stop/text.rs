@@ -8,7 +8,7 @@ use crate::activity::Code;
 use crate::blocker::Blocker;
 use crate::control;
 use crate::fmt::plural;
-use crate::paths::STATE_FILE;
+use crate::paths::{Mirror, STATE_FILE};
 use crate::prd::Story;
 use crate::reinject::Injected;
 use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
@@ -40,6 +40,21 @@ pub fn paused(e: &dyn std::fmt::Display) -> String {
 }
 
 /// A corrupt state file, kept aside as `kept`.
+/// Told to the model when the project's copy of the loop's state was changed
+/// (by the agent, as far as ralph can tell): it was put back.
+pub fn tampered(mirror: Mirror) -> String {
+    let what = match mirror {
+        Mirror::Missing => "was deleted",
+        Mirror::Unsafe => {
+            "was replaced by a link or a special file (ralph never writes through one: a plain copy took its place)"
+        }
+        Mirror::Differs | Mirror::Same => "was edited",
+    };
+    format!(
+        "⚠️ {STATE_FILE} {what}. It is only a copy: the loop's state is kept outside the project and the copy has been restored. Only the user ends a loop (/cancel-ralph); the loop goes on."
+    )
+}
+
 pub fn corrupt(iteration: u64, why: &str, kept: &str) -> String {
     let at = if iteration > 0 {
         format!(" at iteration {iteration}")
