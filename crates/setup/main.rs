@@ -50,6 +50,8 @@ enum Command {
     Show,
     /// Cancel the loop of this project
     Cancel,
+    /// Resume the loop of this project after it paused for you (a blocker)
+    Resume,
     /// Show the loop's state, PRD progress and last decision
     Status {
         /// Print JSON instead of text
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
     if control::this_process_run_by_agent() {
         match &command {
             Command::Cancel => return fail(&control::agent_refused("ralph-setup cancel")),
+            Command::Resume => return fail(&control::agent_refused("ralph-setup resume")),
             Command::Start { .. } => return fail(&control::agent_refused("ralph-setup start")),
             Command::HookPrompt => return ExitCode::SUCCESS,
             _ => {}
@@ -112,6 +115,13 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(&e),
         },
+        Command::Resume => match control::resume(&paths()) {
+            Ok(resumed) => {
+                println!("{}", resumed.message());
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
         Command::Status { json } => {
             let status = control::status(&paths());
             if json {
@@ -150,6 +160,13 @@ fn hook_prompt() -> HookOutput {
         Typed::Status => Some(control::status(&paths).to_text()),
         Typed::Cancel => Some(control::cancel(&paths).unwrap_or_else(|e| format!("ralph: {e}"))),
         Typed::Help => Some(control::help_text()),
+        // The prompt goes on when the loop was resumed: the model's turn is
+        // the loop's next iteration (the skill tells it to carry on).
+        Typed::Resume => match control::resume(&paths) {
+            Ok(control::Resumed::Yes(text)) => return HookOutput::allow(text),
+            Ok(control::Resumed::No(text)) => Some(text),
+            Err(e) => Some(format!("ralph: {e}")),
+        },
         Typed::Other => None,
     };
     if let Some(text) = answer {

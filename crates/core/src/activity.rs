@@ -25,6 +25,11 @@ pub enum Action {
     /// A Stop let the turn end so the model could answer a message the user
     /// typed meanwhile; the loop goes on at the next Stop.
     Yield,
+    /// A Stop found the loop paused for the user (a blocker), and let the
+    /// session stop; the loop stays until the user resumes or cancels it.
+    Pause,
+    /// The user resumed a paused loop.
+    Resume,
     /// `ralph run` waited (a usage limit, a failing client) before going on.
     Wait,
     /// `ralph run` ran an iteration again after the client failed.
@@ -42,6 +47,8 @@ impl Action {
             Action::Cancel => "cancel",
             Action::Start => "start",
             Action::Yield => "yield",
+            Action::Pause => "pause",
+            Action::Resume => "resume",
             Action::Wait => "wait",
             Action::Retry => "retry",
             Action::Tamper => "tamper",

@@ -51,6 +51,9 @@ pub struct LoopState {
     /// The last Stop let the turn end so the model could answer the user's
     /// queued message: the next Stop goes on without counting a stall.
     pub yielded: bool,
+    /// The loop waits for the user (a blocker named a failing story): each
+    /// Stop lets the session stop until the user resumes it. Why, in words.
+    pub paused: Option<String>,
     /// The prompt body, verbatim.
     pub prompt: String,
 }
@@ -153,6 +156,10 @@ impl LoopState {
             last_fingerprint: f.get("last_fingerprint").and_then(scalar_text),
             queue_seen: f.get("queue_seen").and_then(scalar_text),
             yielded: f.flag("yielded")?,
+            paused: f
+                .get("paused")
+                .and_then(scalar_text)
+                .filter(|s| !s.is_empty()),
             prompt: Some(split.body.to_string())
                 .filter(|p| !p.trim().is_empty())
                 .ok_or(StateError::EmptyPrompt)?,
@@ -206,6 +213,9 @@ impl LoopState {
         if self.yielded {
             out.push_str("yielded: true\n");
         }
+        if let Some(why) = &self.paused {
+            out.push_str(&format!("paused: {}\n", quote(why)));
+        }
         out.push_str("---\n\n");
         out.push_str(&self.prompt);
         out
@@ -242,6 +252,11 @@ pub fn updated_text(text: &str, new: &LoopState) -> String {
     }
     if !new.story_checks.is_empty() {
         edits.push(("story_checks", checks_text(&new.story_checks)));
+    }
+    match &new.paused {
+        Some(why) => edits.push(("paused", quote(why))),
+        None if text.contains("\npaused:") => edits.push(("paused", "null".into())),
+        None => {}
     }
     // Written once set, so that clearing it edits the line.
     if new.yielded || text.contains("\nyielded:") {
@@ -284,6 +299,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         last_fingerprint: None,
         queue_seen: None,
         yielded: false,
+        paused: None,
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
     }
 }
@@ -477,6 +493,7 @@ mod tests {
             last_fingerprint: Some("abc".into()),
             queue_seen: None,
             yielded: false,
+            paused: Some("story US-1 needs a human: \"key\" # x".into()),
             prompt: "say \"hi\" `id` $(touch x) $HOME\n---\niteration: 99\n\n".into(),
         };
         let text = state.render();

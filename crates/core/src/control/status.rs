@@ -19,6 +19,9 @@ pub struct Status {
     pub state_file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corrupt: Option<String>,
+    /// The loop waits for the user (a blocker): why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -101,6 +104,7 @@ impl Status {
             project,
             state_file: None,
             corrupt,
+            paused: state.and_then(|s| s.paused.clone()),
             session_id: state.map(|s| s.session_id.clone()),
             iteration: state.map(|s| s.iteration),
             max_iterations: state.map(|s| s.max_iterations),
@@ -154,13 +158,22 @@ impl Status {
     }
 
     fn loop_lines(&self, out: &mut String) {
-        let state = if self.active { "active" } else { "cancelled" };
+        let state = match (self.active, &self.paused) {
+            (false, _) => "cancelled",
+            (true, Some(_)) => "paused",
+            (true, None) => "active",
+        };
         out.push_str(&format!("Ralph loop {state} in {}\n", self.project));
         let session = match self.session_id.as_deref().unwrap_or("") {
             "" => "(not claimed yet: the next session to stop claims it)",
             s => s,
         };
         out.push_str(&format!("  session:   {session}\n"));
+        if let Some(why) = &self.paused {
+            out.push_str(&format!(
+                "  paused:    {why} (/ralph-resume goes on, /cancel-ralph ends it)\n"
+            ));
+        }
         let it = self.iteration.unwrap_or(0);
         match self.max_iterations {
             Some(m) if m > 0 => out.push_str(&format!("  iteration: {it}/{m}\n")),

@@ -36,7 +36,10 @@ pub fn apply(
     }
     let code = decision.code.as_str();
     let mut message = decision.system_message;
-    let goes_on = matches!(decision.next, Next::Feed { .. } | Next::Pause);
+    let goes_on = matches!(
+        decision.next,
+        Next::Feed { .. } | Next::Pause | Next::Hold { .. }
+    );
     let tamper = (goes_on && inputs.mirror.tampered()).then(|| text::tampered(inputs.mirror));
     if let Some(notice) = &tamper {
         let entry = Entry::now(session, state.iteration, Action::Tamper, code);
@@ -72,6 +75,17 @@ pub fn apply(
             save(paths, inputs, &plan.state_paused(inputs))?;
             (
                 Entry::now(session, state.iteration, Action::Yield, code),
+                None,
+            )
+        }
+        Next::Hold { why } => {
+            let held = LoopState {
+                paused: Some(why),
+                ..plan.state_after(inputs, state.iteration)
+            };
+            save(paths, inputs, &held)?;
+            (
+                Entry::now(session, state.iteration, Action::Pause, code),
                 None,
             )
         }
