@@ -321,7 +321,7 @@ fn prd_blocker_pauses_until_the_user_resumes() {
         "{msg}"
     );
     assert!(
-        p.state().unwrap().contains("\npaused: "),
+        p.state().unwrap().contains("\nblocked: "),
         "the loop stays, paused"
     );
     assert_eq!(p.log().last().unwrap()["decision"], "pause");
@@ -339,7 +339,7 @@ fn prd_blocker_pauses_until_the_user_resumes() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(p.state().unwrap().contains("\npaused: "));
+    assert!(p.state().unwrap().contains("\nblocked: "));
 
     // The user types /ralph-resume: the prompt goes on, the blocker is gone.
     let out = p.prompt("s1", "/ralph-resume");
@@ -350,7 +350,7 @@ fn prd_blocker_pauses_until_the_user_resumes() {
     assert!(message(out.as_ref()).contains("Resumed"), "{out:?}");
     assert!(!p.path(".ralph-blocker.md").exists());
     assert!(
-        !p.state().unwrap().contains("\npaused: \""),
+        !p.state().unwrap().contains("\nblocked: \""),
         "{:?}",
         p.state()
     );

@@ -51,9 +51,9 @@ pub struct LoopState {
     /// The last Stop let the turn end so the model could answer the user's
     /// queued message: the next Stop goes on without counting a stall.
     pub yielded: bool,
-    /// The loop waits for the user (a blocker named a failing story): each
+    /// The loop waits for a human (a blocker named a failing story): each
     /// Stop lets the session stop until the user resumes it. Why, in words.
-    pub paused: Option<String>,
+    pub blocked: Option<String>,
     /// The prompt body, verbatim.
     pub prompt: String,
 }
@@ -156,8 +156,8 @@ impl LoopState {
             last_fingerprint: f.get("last_fingerprint").and_then(scalar_text),
             queue_seen: f.get("queue_seen").and_then(scalar_text),
             yielded: f.flag("yielded")?,
-            paused: f
-                .get("paused")
+            blocked: f
+                .get("blocked")
                 .and_then(scalar_text)
                 .filter(|s| !s.is_empty()),
             prompt: Some(split.body.to_string())
@@ -213,8 +213,8 @@ impl LoopState {
         if self.yielded {
             out.push_str("yielded: true\n");
         }
-        if let Some(why) = &self.paused {
-            out.push_str(&format!("paused: {}\n", quote(why)));
+        if let Some(why) = &self.blocked {
+            out.push_str(&format!("blocked: {}\n", quote(why)));
         }
         out.push_str("---\n\n");
         out.push_str(&self.prompt);
@@ -253,9 +253,9 @@ pub fn updated_text(text: &str, new: &LoopState) -> String {
     if !new.story_checks.is_empty() {
         edits.push(("story_checks", checks_text(&new.story_checks)));
     }
-    match &new.paused {
-        Some(why) => edits.push(("paused", quote(why))),
-        None if text.contains("\npaused:") => edits.push(("paused", "null".into())),
+    match &new.blocked {
+        Some(why) => edits.push(("blocked", quote(why))),
+        None if text.contains("\nblocked:") => edits.push(("blocked", "null".into())),
         None => {}
     }
     // Written once set, so that clearing it edits the line.
@@ -299,7 +299,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         last_fingerprint: None,
         queue_seen: None,
         yielded: false,
-        paused: None,
+        blocked: None,
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
     }
 }
@@ -493,7 +493,7 @@ mod tests {
             last_fingerprint: Some("abc".into()),
             queue_seen: None,
             yielded: false,
-            paused: Some("story US-1 needs a human: \"key\" # x".into()),
+            blocked: Some("story US-1 needs a human: \"key\" # x".into()),
             prompt: "say \"hi\" `id` $(touch x) $HOME\n---\niteration: 99\n\n".into(),
         };
         let text = state.render();

@@ -52,13 +52,13 @@ pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
         }
     };
     let at = state.iteration_label(state.iteration);
-    let Some(why) = state.paused.clone() else {
+    let Some(why) = state.blocked.clone() else {
         return Ok(Resumed::No(format!(
             "ralph: the Ralph loop is not paused (iteration {at}); nothing to resume."
         )));
     };
     let resumed = LoopState {
-        paused: None,
+        blocked: None,
         ..(*state).clone()
     };
     paths.write_state(&crate::state::updated_text(&text, &resumed))?;

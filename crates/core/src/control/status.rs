@@ -19,9 +19,9 @@ pub struct Status {
     pub state_file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corrupt: Option<String>,
-    /// The loop waits for the user (a blocker): why.
+    /// The loop waits for a human (a blocker): why.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub paused: Option<String>,
+    pub blocked: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -104,7 +104,7 @@ impl Status {
             project,
             state_file: None,
             corrupt,
-            paused: state.and_then(|s| s.paused.clone()),
+            blocked: state.and_then(|s| s.blocked.clone()),
             session_id: state.map(|s| s.session_id.clone()),
             iteration: state.map(|s| s.iteration),
             max_iterations: state.map(|s| s.max_iterations),
@@ -158,7 +158,7 @@ impl Status {
     }
 
     fn loop_lines(&self, out: &mut String) {
-        let state = match (self.active, &self.paused) {
+        let state = match (self.active, &self.blocked) {
             (false, _) => "cancelled",
             (true, Some(_)) => "paused",
             (true, None) => "active",
@@ -169,9 +169,9 @@ impl Status {
             s => s,
         };
         out.push_str(&format!("  session:   {session}\n"));
-        if let Some(why) = &self.paused {
+        if let Some(why) = &self.blocked {
             out.push_str(&format!(
-                "  paused:    {why} (/ralph-resume goes on, /cancel-ralph ends it)\n"
+                "  blocked:   {why} (/ralph-resume goes on, /cancel-ralph ends it)\n"
             ));
         }
         let it = self.iteration.unwrap_or(0);

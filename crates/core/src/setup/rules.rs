@@ -186,7 +186,7 @@ pub fn new_state(
         last_fingerprint: None,
         queue_seen: None,
         yielded: false,
-        paused: None,
+        blocked: None,
         prompt,
     }
 }

@@ -80,7 +80,7 @@ pub fn apply(
         }
         Next::Hold { why } => {
             let held = LoopState {
-                paused: Some(why),
+                blocked: Some(why),
                 ..plan.state_after(inputs, state.iteration)
             };
             save(paths, inputs, &held)?;

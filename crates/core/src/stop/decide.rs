@@ -264,7 +264,7 @@ pub fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
     if !cx.state.active {
         return alone(Outcome::Cancelled);
     }
-    if let Some(why) = &cx.state.paused {
+    if let Some(why) = &cx.state.blocked {
         return alone(Outcome::StillPaused(why));
     }
     match cx.prd {

@@ -256,7 +256,7 @@ fn a_blocker_naming_a_failing_story_pauses_the_loop_for_the_user() {
         said: Some("<promise>RALPH-COMPLETE</promise>"),
         ..Case::prd(
             LoopState {
-                paused: Some(why.clone()),
+                blocked: Some(why.clone()),
                 ..s.clone()
             },
             None,
