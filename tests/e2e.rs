@@ -302,6 +302,13 @@ struct Sandbox {
 }
 
 impl Sandbox {
+    /// Where ralph keeps this project's loop: the default data folder
+    /// (`~/.claude/ralph`) of the sandbox's HOME.
+    fn loop_paths(&self) -> ralph_core::paths::LoopPaths {
+        let data = self.home.join(".claude").join("ralph");
+        ralph_core::paths::LoopPaths::in_data_dir(&data, &self.project)
+    }
+
     fn new(name: &str, vars: &BTreeMap<String, String>) -> Sandbox {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -579,7 +586,17 @@ fn start_run(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) -> Resul
         timeout: Duration::from_secs(run.timeout_secs.unwrap_or(150)),
         kill_when: run.kill_when.as_ref().map(|p| sandbox.project.join(p)),
         project: sandbox.project.clone(),
-        edits: run.user_edits.clone(),
+        edits: run
+            .user_edits
+            .iter()
+            .map(|e| UserEdit {
+                // `{state}`: the loop's own state, outside the project.
+                file: e
+                    .file
+                    .replace("{state}", &sandbox.loop_paths().state.to_string_lossy()),
+                ..e.clone()
+            })
+            .collect(),
         edit_errors: Vec::new(),
         stdout_path,
         stderr_path,
@@ -1137,8 +1154,18 @@ fn check_project(e: &Expect, sandbox: &Sandbox, failures: &mut Vec<String>) {
         }
     }
     if let Some(se) = &e.state {
-        let path = root.join(STATE_FILE);
-        match (fs::read_to_string(&path), se.absent) {
+        // The loop's own state; the project's copy must say the same.
+        let path = sandbox.loop_paths().state;
+        let state = fs::read_to_string(&path);
+        let mirror = fs::read_to_string(root.join(STATE_FILE)).ok();
+        if state.as_ref().ok() != mirror.as_ref() {
+            failures.push(format!(
+                "{STATE_FILE} is not a copy of the loop's state {}: {:?}",
+                path.display(),
+                mirror.as_deref().map(short)
+            ));
+        }
+        match (state, se.absent) {
             (Ok(text), true) => failures.push(format!(
                 "{STATE_FILE} should be gone; it holds: {}",
                 short(&text)

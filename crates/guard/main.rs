@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use ralph_core::hook_input::{HookInput, InputError};
 use ralph_core::paths::{
-    HANDOVER_FILE, LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, POLICY_FILE,
-    POLICY_FILE_ALT, STATE_FILE, TURN_TOOLS_FILE, VERIFY_FILE, project_root_from_env,
+    LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, POLICY_FILE, POLICY_FILE_ALT, STATE_FILE,
+    VERIFY_FILE, project_root_from_env,
 };
 use ralph_core::store::{self, StoreError};
 use ralph_core::turn_tools;
@@ -66,7 +66,7 @@ fn run() -> Option<Value> {
     // without reading stdin.
     if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty()) {
         let root = PathBuf::from(dir);
-        if !LoopPaths::new(&root).state.exists()
+        if !LoopPaths::new(&root).has_loop()
             && !root.join(POLICY_FILE).exists()
             && !root.join(POLICY_FILE_ALT).exists()
         {
@@ -87,7 +87,7 @@ fn run() -> Option<Value> {
     let hook_cwd = input.cwd.as_deref().filter(|c| !c.is_empty());
     let root = project_root_from_env(hook_cwd);
     let paths = LoopPaths::new(&root);
-    let loop_active = paths.state.exists();
+    let loop_active = paths.has_loop();
     let policy = read_policy(&root);
     if !loop_active && matches!(policy, PolicySource::Absent) {
         return None;
@@ -220,7 +220,6 @@ fn context(
         // Where core keeps the authoritative state: while it is in the tree,
         // whole-tree `git stash -u` and `git clean` would take it away (once
         // it lives outside, issue 17, the tree holds only a mirror).
-        state_in_tree: paths.state.starts_with(root),
         wrap_reported: wrap_already_reported(root, policy),
         ..LoopContext::default()
     };
@@ -237,21 +236,38 @@ fn context(
         LOG_FILE,
         LOCK_FILE,
         VERIFY_FILE,
-        TURN_TOOLS_FILE,
-        HANDOVER_FILE,
         POLICY_FILE,
         POLICY_FILE_ALT,
     ]
     .iter()
     .map(PathBuf::from)
     .collect();
-    let state = read_capped(&paths.state, STATE_LIMIT).ok().flatten();
+    let state = read_capped(&paths.state, STATE_LIMIT)
+        .ok()
+        .flatten()
+        .or_else(|| read_capped(&paths.mirror, STATE_LIMIT).ok().flatten());
     let prd = state
         .as_deref()
         .and_then(ralph_policy::prd_file_from_state)
         .unwrap_or_else(|| "prd.json".to_string());
 
-    ctx.protected_dirs = data_dir(ctx.home.as_deref())
+    // What a whole-tree `git stash -u` or `git clean` may not take: the
+    // policy (nothing puts it back), and everything while the state itself
+    // lives in the tree (RALPH_DATA_DIR pointed there).
+    ctx.kept_from_whole_tree = if paths.state.starts_with(root) {
+        ctx.loop_files
+            .iter()
+            .cloned()
+            .chain([PathBuf::from(&prd)])
+            .collect()
+    } else {
+        [POLICY_FILE, POLICY_FILE_ALT]
+            .iter()
+            .map(PathBuf::from)
+            .collect()
+    };
+
+    ctx.protected_dirs = Some(ralph_core::paths::data_root())
         .filter(|d| d.is_dir())
         .into_iter()
         .collect();
@@ -278,15 +294,6 @@ fn context(
         .collect();
     ctx.prd_file = Some(prd);
     ctx
-}
-
-/// The folder where ralph keeps each project's loop outside the project
-/// (`$RALPH_DATA_DIR`, default `~/.claude/ralph`): all of it is the loop's.
-fn data_dir(home: Option<&Path>) -> Option<PathBuf> {
-    match std::env::var_os("RALPH_DATA_DIR").filter(|d| !d.is_empty()) {
-        Some(d) => Some(PathBuf::from(d)),
-        None => home.map(|h| h.join(".claude/ralph")),
-    }
 }
 
 /// The protected files that are `target` under another name: hard links

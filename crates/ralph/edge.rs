@@ -195,7 +195,7 @@ pub fn end_loop(
     if state.session_id != session {
         return Ok(false);
     }
-    store::remove_if_present(&paths.state).map_err(|e| e.to_string())?;
+    paths.remove_state().map_err(|e| e.to_string())?;
     let _ = store::remove_if_present(&paths.last_injected);
     let entry = Entry::now(session, state.iteration, decision, reason).with_message(Some(message));
     let _ = activity::append(&paths.log, &entry);

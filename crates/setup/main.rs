@@ -53,6 +53,8 @@ enum Command {
     Show,
     /// Cancel the loop of this project
     Cancel,
+    /// Resume the loop of this project after it paused for you (a blocker)
+    Resume,
     /// Show the loop's state, PRD progress and last decision
     Status {
         /// Print JSON instead of text
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
     if control::this_process_run_by_agent() {
         match &command {
             Command::Cancel => return fail(&control::agent_refused("ralph-setup cancel")),
+            Command::Resume => return fail(&control::agent_refused("ralph-setup resume")),
             Command::Start { .. } => return fail(&control::agent_refused("ralph-setup start")),
             Command::HookPrompt | Command::HookEvent => return ExitCode::SUCCESS,
             _ => {}
@@ -123,6 +126,13 @@ fn main() -> ExitCode {
             }
             Err(e) => fail(&e),
         },
+        Command::Resume => match control::resume(&paths()) {
+            Ok(resumed) => {
+                println!("{}", resumed.message());
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
         Command::Status { json } => {
             let status = control::status(&paths());
             if json {
@@ -147,7 +157,7 @@ fn fail(e: &dyn std::fmt::Display) -> ExitCode {
 /// before reading its input.
 fn hook_event() -> HookOutput {
     if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty())
-        && !LoopPaths::new(dir).state.exists()
+        && !LoopPaths::new(dir).has_loop()
     {
         return HookOutput::Nothing;
     }
@@ -181,6 +191,13 @@ fn hook_prompt() -> HookOutput {
         Typed::Status => Some(control::status(&paths).to_text()),
         Typed::Cancel => Some(control::cancel(&paths).unwrap_or_else(|e| format!("ralph: {e}"))),
         Typed::Help => Some(control::help_text()),
+        // The prompt goes on when the loop was resumed: the model's turn is
+        // the loop's next iteration (the skill tells it to carry on).
+        Typed::Resume => match control::resume(&paths) {
+            Ok(control::Resumed::Yes(text)) => return HookOutput::allow(text),
+            Ok(control::Resumed::No(text)) => Some(text),
+            Err(e) => Some(format!("ralph: {e}")),
+        },
         Typed::Other => None,
     };
     if let Some(text) = answer {

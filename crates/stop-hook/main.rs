@@ -83,10 +83,10 @@ fn run() -> HookOutput {
         return HookOutput::Nothing;
     }
     // The path every turn of every session takes: no state file, nothing to
-    // do. Claude Code sets CLAUDE_PROJECT_DIR, so this costs one stat and
+    // do. Claude Code sets CLAUDE_PROJECT_DIR, so this costs two stats and
     // never waits on stdin.
     if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty())
-        && !LoopPaths::new(dir).state.exists()
+        && !LoopPaths::new(dir).has_loop()
     {
         return HookOutput::Nothing;
     }
@@ -94,7 +94,7 @@ fn run() -> HookOutput {
     let input = HookInput::read_stdin_with_deadline(STDIN_DEADLINE_SECS);
     let root = project_root_from_env(input.as_ref().ok().and_then(|i| i.cwd.as_deref()));
     let paths = LoopPaths::new(root);
-    if !paths.state.exists() {
+    if !paths.has_loop() {
         return HookOutput::Nothing;
     }
     let input = match input {

@@ -46,6 +46,9 @@ pub enum Expect {
     Todo,
     /// A control: the loop must end (proves the judge can see an ending).
     Ends,
+    /// By design the loop pauses for the user (a blocker naming a failing
+    /// story): the loop stays, and the Stop lets the session stop.
+    Pauses,
 }
 
 /// One tool call of a case.

@@ -19,6 +19,9 @@ impl Row<'_> {
         if self.case.expect == Expect::Ends {
             return matches!(o, Outcome::Completed | Outcome::Ended(_));
         }
+        if self.case.expect == Expect::Pauses {
+            return matches!(o, Outcome::Paused(_));
+        }
         if self.case.benign() {
             return *o == Outcome::Survived;
         }
@@ -29,7 +32,7 @@ impl Row<'_> {
     pub fn fails(&self) -> bool {
         matches!(
             self.case.expect,
-            Expect::Survives | Expect::Allowed | Expect::Ends
+            Expect::Survives | Expect::Allowed | Expect::Ends | Expect::Pauses
         ) && !self.holds()
     }
 }
@@ -40,6 +43,7 @@ struct Counts {
     denied: usize,
     survived: usize,
     ended: usize,
+    paused: usize,
     allowed: usize,
     limit: usize,
     todo: usize,
@@ -52,6 +56,7 @@ impl Counts {
             (Outcome::Denied(_), _) => self.denied += 1,
             (Outcome::Survived, true) => self.allowed += 1,
             (Outcome::Survived, false) => self.survived += 1,
+            (Outcome::Paused(_), _) => self.paused += 1,
             _ => self.ended += 1,
         }
         match row.case.expect {
@@ -63,8 +68,15 @@ impl Counts {
 
     fn line(&self, name: &str) -> String {
         format!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {} |\n",
-            self.cases, self.denied, self.survived, self.ended, self.allowed, self.limit, self.todo
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            self.cases,
+            self.denied,
+            self.survived,
+            self.paused,
+            self.ended,
+            self.allowed,
+            self.limit,
+            self.todo
         )
     }
 }
@@ -83,7 +95,7 @@ pub fn summary(rows: &[Row]) -> String {
         all.add(row);
     }
     let mut out = String::from(
-        "| category | cases | denied | survived | ended | allowed | limit | todo |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        "| category | cases | denied | survived | paused | ended | allowed | limit | todo |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for cat in order {
         out.push_str(&by[cat].line(cat));

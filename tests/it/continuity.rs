@@ -7,7 +7,21 @@
 use crate::support::*;
 use serde_json::{Value, json};
 
-const TOOLS: &str = ".claude/ralph-loop.turn-tools";
+/// The guard's record of this turn's tools, in the loop's folder.
+fn tools(p: &Project) -> Option<String> {
+    std::fs::read_to_string(p.loop_paths().turn_tools).ok()
+}
+
+fn set_tools(p: &Project, text: &str) {
+    let path = p.loop_paths().turn_tools;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The `/clear` hand-over note, in the loop's folder.
+fn handover(p: &Project) -> Option<String> {
+    std::fs::read_to_string(p.loop_paths().handover).ok()
+}
 
 /// A transcript whose last turn wrote a file and said `text`: what a
 /// lagging transcript still shows at the next Stop.
@@ -44,17 +58,17 @@ fn the_guards_record_judges_the_turn_whatever_the_transcript_shows() {
     let p = Project::new("record");
     p.git_init();
     p.loop_state("\"s1\"", 1, 10, None, "max_stalls: 2\n", "Task");
-    p.write(TOOLS, "");
+    set_tools(&p, "");
     // Turn 1 writes a file (the guard sees it before it runs); its
     // transcript is not written yet when the Stop comes.
     let target = p.path("design.md");
     let write = json!({"file_path": target, "content": "# Design\n"});
     assert_eq!(guard(&p, "s1", "Write", write), None, "allowed");
-    assert_eq!(p.read(TOOLS).unwrap(), "s1\tWrite\n");
+    assert_eq!(tools(&p).unwrap(), "s1\tWrite\n");
     p.write("design.md", "# Design\n");
     assert!(is_block(p.stop("s1", Some("Wrote design.md.")).as_ref()));
     assert_eq!(stalls(&p), "stalls: 0");
-    assert_eq!(p.read(TOOLS).unwrap(), "", "emptied for the next turn");
+    assert_eq!(tools(&p).unwrap(), "", "emptied for the next turn");
     // Turn 2 only talks, and its transcript lags: it still shows turn 1's
     // Write. The record says no tool was called: a stall.
     p.write("transcript.jsonl", write_turn("Wrote design.md."));
@@ -70,7 +84,7 @@ fn the_guards_record_judges_the_turn_whatever_the_transcript_shows() {
     let out = p.stop("s1", Some("Nothing more to change."));
     assert!(!is_block(out.as_ref()), "the breaker stops the loop");
     assert!(message(out.as_ref()).contains("no-progress breaker"));
-    assert!(p.read(TOOLS).is_none(), "removed with the loop");
+    assert!(tools(&p).is_none(), "removed with the loop");
 }
 
 #[test]
@@ -78,19 +92,19 @@ fn a_bash_turn_asks_the_tree_and_no_record_falls_back_to_the_transcript() {
     let p = Project::new("record-bash");
     p.git_init();
     p.loop_state("\"s1\"", 1, 10, None, "max_stalls: 3\n", "Task");
-    p.write(TOOLS, "s1\tBash\n");
+    set_tools(&p, "s1\tBash\n");
     // Bash changed nothing the tree shows... yet: the first look is the baseline.
     assert!(is_block(p.stop("s1", Some("ran it")).as_ref()));
-    p.write(TOOLS, "s1\tBash\n");
+    set_tools(&p, "s1\tBash\n");
     assert!(is_block(p.stop("s1", Some("ran it again")).as_ref()));
     assert_eq!(stalls(&p), "stalls: 1", "same tree after Bash");
-    p.write(TOOLS, "s1\tBash\n");
+    set_tools(&p, "s1\tBash\n");
     p.write("made-by-bash.txt", "x");
     assert!(is_block(p.stop("s1", Some("made a file")).as_ref()));
     assert_eq!(stalls(&p), "stalls: 0", "the tree changed");
     // No record at all (a loop the official plugin started): the transcript
     // is read as before, and a fresh one showing a Write is progress.
-    std::fs::remove_file(p.path(TOOLS)).unwrap();
+    std::fs::remove_file(p.loop_paths().turn_tools).unwrap();
     p.write("transcript.jsonl", write_turn("edited"));
     assert!(is_block(p.stop("s1", Some("edited")).as_ref()));
     assert_eq!(stalls(&p), "stalls: 0");
@@ -216,6 +230,7 @@ fn prompt_hook(p: &Project, input: &Value) -> Option<Value> {
         .arg("hook-prompt")
         .current_dir(&p.root)
         .env("CLAUDE_PROJECT_DIR", &p.root)
+        .env("RALPH_DATA_DIR", p.data_dir())
         .env("HOME", p.path("home"))
         .env_remove("ANTHROPIC_MODEL")
         .stdin(std::process::Stdio::piped())
@@ -283,6 +298,7 @@ fn event(p: &Project, input: Value, pid: Option<u32>) -> Option<Value> {
     cmd.arg("hook-event")
         .current_dir(&p.root)
         .env("CLAUDE_PROJECT_DIR", &p.root)
+        .env("RALPH_DATA_DIR", p.data_dir())
         .env_remove("CLAUDE_PID")
         .env_remove("AI_AGENT")
         .stdin(std::process::Stdio::piped())
@@ -364,14 +380,10 @@ fn clear_hands_the_loop_to_the_next_session_of_the_same_client() {
     p.loop_state("\"old\"", 2, 10, None, "", "Keep going.\n");
     // Another session's /clear hands nothing over.
     assert_eq!(event(&p, session_end(&p, "other", "clear"), Some(42)), None);
-    assert!(p.read(".claude/ralph-loop.handover").is_none());
+    assert!(handover(&p).is_none());
     // The owner's /clear, then the new session of the same client.
     assert_eq!(event(&p, session_end(&p, "old", "clear"), Some(42)), None);
-    assert!(
-        p.read(".claude/ralph-loop.handover")
-            .unwrap()
-            .starts_with("old ")
-    );
+    assert!(handover(&p).unwrap().starts_with("old "));
     // A session of another client process cannot take it.
     assert_eq!(
         event(&p, session_start(&p, "thief", "clear"), Some(99)),
@@ -388,7 +400,7 @@ fn clear_hands_the_loop_to_the_next_session_of_the_same_client() {
             .contains("took over the loop")
     );
     assert!(p.state().unwrap().contains("session_id: \"new\"\n"));
-    assert!(p.read(".claude/ralph-loop.handover").is_none(), "used once");
+    assert!(handover(&p).is_none(), "used once");
     let last = p.log().last().cloned().unwrap();
     assert_eq!(
         (last["decision"].as_str(), last["reason"].as_str()),
@@ -399,8 +411,8 @@ fn clear_hands_the_loop_to_the_next_session_of_the_same_client() {
     assert_eq!(stop(&p, "old", "late words", json!({})), None);
     // Any other end, or a clear long after the hand-over, takes nothing.
     assert_eq!(event(&p, session_end(&p, "new", "other"), Some(42)), None);
-    assert!(p.read(".claude/ralph-loop.handover").is_none());
-    p.write(".claude/ralph-loop.handover", "new 1000 42\n");
+    assert!(handover(&p).is_none());
+    std::fs::write(p.loop_paths().handover, "new 1000 42\n").unwrap();
     assert_eq!(
         event(&p, session_start(&p, "later", "clear"), Some(42)),
         None,

@@ -284,8 +284,10 @@ mkdir -p "$W/mnt/.claude" "$W/mnt/.git"
 cp "$W/state.md" "$W/mnt/$STATE_FILE"
 cp "$W/prd.json" "$W/mnt/prd.json"
 mount -o remount,ro "$W/mnt"
+mkdir -p "$W/data"
+mount -t tmpfs -o size=1m,ro tmpfs "$W/data"
 set +e
-CLAUDE_PROJECT_DIR="$W/mnt" "$HOOK" < "$W/in.json" > "$W/out.json" 2> "$W/err.txt"
+RALPH_DATA_DIR="$W/data" CLAUDE_PROJECT_DIR="$W/mnt" "$HOOK" < "$W/in.json" > "$W/out.json" 2> "$W/err.txt"
 echo $? > "$W/rc"
 cp "$W/mnt/$STATE_FILE" "$W/after.md"
 "#;
@@ -324,7 +326,8 @@ fn state_on_a_read_only_file_system() {
         v.get("decision").is_none(),
         "no block when the state cannot be saved: {v}"
     );
-    assert!(msg.contains(".claude/ralph-loop"), "names the file: {msg}");
+    // The project file is adopted into ralph's data folder: that write fails.
+    assert!(msg.contains("/data/loops/"), "names the file: {msg}");
     assert!(msg.to_lowercase().contains("read-only"), "says why: {msg}");
     assert_eq!(after, state_text(2, 0), "nothing lost");
 }
@@ -470,7 +473,7 @@ fn prd_on_a_read_only_file_system() {
     assert!(
         v["systemMessage"]
             .as_str()
-            .is_some_and(|m| m.contains(".claude/ralph-loop")),
+            .is_some_and(|m| m.contains("/data/loops/")),
         "{v}"
     );
     assert_eq!(after, prd_state(), "nothing lost");

@@ -1,4 +1,4 @@
-//! Bounded lock waits: while another process holds `.claude/ralph-loop.lock`,
+//! Bounded lock waits: while another process holds the loop's lock,
 //! the Stop hook gives up after its bound (about 5 s) with a clear message and
 //! exit 0, and changes nothing; `cancel` and `start` give up too and say so.
 //! The only timing assertions of the suite, and generous ones.
@@ -9,11 +9,13 @@ use std::time::Duration;
 
 /// Hold the loop lock (flock, as ralph takes it) for the life of the file.
 fn hold_lock(p: &Project) -> std::fs::File {
+    let lock = p.loop_paths().lock;
+    std::fs::create_dir_all(lock.parent().unwrap()).expect("loop dir");
     let f = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(p.path(LOCK_FILE))
+        .open(lock)
         .expect("lock file");
     f.lock().expect("flock");
     f
@@ -33,7 +35,7 @@ fn stop_hook_gives_up_on_a_held_lock() {
     let msg = o.system_message();
     assert!(msg.contains("lock"), "says the lock was held: {msg}");
     assert!(
-        msg.contains("ralph-loop.lock"),
+        msg.contains(&p.loop_paths().lock.display().to_string()),
         "names the lock file: {msg}"
     );
     assert!(msg.contains("allowed"), "says the stop is allowed: {msg}");
@@ -107,7 +109,9 @@ fn cancel_and_start_give_up_on_a_held_lock() {
 fn stale_lock_file_is_not_a_lock() {
     let p = Project::with_claude_dir("lock-stale");
     p.write(STATE_FILE, state_text(4, 0));
-    p.write(LOCK_FILE, "left behind");
+    let lock = p.loop_paths().lock;
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    std::fs::write(lock, "left behind").unwrap();
     let o = run_stop(&p, &stop_input(&p.root, "x"));
     assert!(o.is_block(), "{o:?}");
     assert!(o.elapsed < UPPER);

@@ -17,6 +17,7 @@ mod hardening_files;
 mod hardening_guard;
 mod hardening_lock;
 mod hardening_stdin;
+mod loop_state;
 mod setup_cli;
 mod stop_hook;
 mod verify;

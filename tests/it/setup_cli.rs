@@ -102,7 +102,7 @@ fn a_stale_loop_is_replaced_and_the_user_told() {
     p.prompt("A", "/ralph:ralph-loop old task");
     let f = std::fs::File::options()
         .write(true)
-        .open(p.path(STATE_FILE))
+        .open(p.loop_paths().state)
         .unwrap();
     f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(25 * 3600))
         .unwrap();
@@ -286,6 +286,7 @@ fn the_agent_cannot_cancel_replace_or_forge_a_hook() {
             .args(args)
             .current_dir(&p.root)
             .env("CLAUDE_PROJECT_DIR", &p.root)
+            .env("RALPH_DATA_DIR", p.data_dir())
             .env("AI_AGENT", "claude-code_2-1-328_agent")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())

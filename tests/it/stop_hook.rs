@@ -286,11 +286,11 @@ fn prd_stories_in_dependency_and_priority_order_then_complete() {
         "{out:?}"
     );
     assert!(p.state().is_none());
-    assert!(!p.path(LAST_INJECTED_FILE).exists());
+    assert!(!p.loop_paths().last_injected.exists());
 }
 
 #[test]
-fn prd_deadlock_is_named() {
+fn prd_deadlock_made_mid_loop_is_fed_for_repair() {
     let p = Project::new("deadlock");
     prd_loop(
         &p,
@@ -298,30 +298,91 @@ fn prd_deadlock_is_named() {
         r#"{"userStories":[{"id":"US-001","dependsOn":["US-002"]},{"id":"US-002","dependsOn":["US-001"]},{"id":"US-003","passes":true}]}"#,
     );
     let out = p.stop("s1", None);
+    assert!(is_block(out.as_ref()), "the loop goes on: {out:?}");
+    assert!(reason(out.as_ref()).contains("Restore them"));
     let msg = message(out.as_ref());
-    assert!(
-        msg.contains("deadlock") && msg.contains("US-001 waits on US-002"),
-        "{msg}"
-    );
+    assert!(msg.contains("US-001 waits on US-002"), "{msg}");
     assert_eq!(p.log().last().unwrap()["reason"], "deadlock");
 }
 
+/// Issue 17: a blocker naming a failing story pauses a PRD loop: each Stop
+/// lets the session stop, the loop stays, and only the user resumes it (the
+/// agent's `ralph-setup resume` is refused).
 #[test]
-fn prd_blocker_halts_and_is_removed_once_its_story_passes() {
+fn prd_blocker_pauses_until_the_user_resumes() {
     let p = Project::new("blocker");
     prd_loop(&p, 2, PRD);
     p.write(
         ".ralph-blocker.md",
         "---\nstory_id: US-001\n---\n\nThe database password is missing.\n",
     );
-    let msg = message(p.stop("s1", None).as_ref());
+    let out = p.stop("s1", None);
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    let msg = message(out.as_ref());
     assert!(
-        msg.contains("US-001 is blocked") && msg.contains("password is missing"),
+        msg.contains("paused") && msg.contains("US-001") && msg.contains("password is missing"),
         "{msg}"
     );
-    assert!(p.state().is_none());
+    assert!(
+        p.state().unwrap().contains("\nblocked: "),
+        "the loop stays, paused"
+    );
+    assert_eq!(p.log().last().unwrap()["decision"], "pause");
+    // The user talks to Claude meanwhile: each Stop lets the session stop.
+    assert!(!is_block(p.stop("s1", Some("What password?")).as_ref()));
+    let (_, status) = p.setup(&["status"]);
+    assert!(
+        status.contains("Ralph loop paused") && status.contains("/ralph-resume"),
+        "{status}"
+    );
+
+    // The agent cannot resume it.
+    let out = command(SETUP, &p, &["resume"])
+        .env("AI_AGENT", "claude-code_2-1-328_agent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(p.state().unwrap().contains("\nblocked: "));
+
+    // The user types /ralph-resume: the prompt goes on, the blocker is gone.
+    let out = p.prompt("s1", "/ralph-resume");
+    assert!(
+        out.as_ref().is_some_and(|v| v.get("decision").is_none()),
+        "the prompt goes on: {out:?}"
+    );
+    assert!(message(out.as_ref()).contains("Resumed"), "{out:?}");
+    assert!(!p.path(".ralph-blocker.md").exists());
+    assert!(
+        !p.state().unwrap().contains("\nblocked: \""),
+        "{:?}",
+        p.state()
+    );
+    assert_eq!(p.log().last().unwrap()["decision"], "resume");
+    assert!(is_block(p.stop("s1", None).as_ref()), "fed again");
+    // Nothing to resume now.
+    let out = p.prompt("s1", "/ralph-resume");
+    assert_eq!(out.as_ref().unwrap()["decision"], "block", "{out:?}");
+}
+
+#[test]
+fn prd_blocker_of_a_passing_story_is_removed() {
+    let p = Project::new("blocker-done");
     prd_loop(&p, 2, &pass(PRD, "US-001"));
+    p.write(".ralph-blocker.md", "---\nstory_id: US-001\n---\n\nold\n");
     assert!(is_block(p.stop("s1", None).as_ref()));
+    assert!(!p.path(".ralph-blocker.md").exists());
+}
+
+#[test]
+fn a_blocker_in_plain_mode_is_ignored_and_the_agent_told() {
+    let p = Project::with_claude_dir("blocker-plain");
+    p.prompt("s1", "/ralph:ralph-loop Tidy up. --max-iterations 9");
+    p.write(".ralph-blocker.md", "I want to stop.\n");
+    let out = p.stop("s1", Some("stopping"));
+    assert!(is_block(out.as_ref()), "the loop goes on: {out:?}");
+    let r = reason(out.as_ref());
+    assert!(r.starts_with("Ralph ignored .ralph-blocker.md"), "{r}");
+    assert!(r.contains("Tidy up."), "{r}");
     assert!(!p.path(".ralph-blocker.md").exists());
 }
 
@@ -364,9 +425,11 @@ fn prd_reinjection_escalates_then_stops() {
 fn prd_reinjection_message_escalates() {
     let p = Project::new("escalate");
     prd_loop(&p, 2, PRD);
-    p.write(LAST_INJECTED_FILE, "US-001 2\n");
+    let counter = p.loop_paths().last_injected;
+    std::fs::create_dir_all(counter.parent().unwrap()).unwrap();
+    std::fs::write(&counter, "US-001 2\n").unwrap();
     assert!(reason(p.stop("s1", None).as_ref()).contains("attempt 3 of 5"));
-    assert_eq!(p.read(LAST_INJECTED_FILE).unwrap(), "US-001 3\n");
+    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "US-001 3\n");
 }
 
 #[test]

@@ -9,9 +9,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-pub use ralph_core::paths::{
-    LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, STATE_FILE, TURN_TOOLS_FILE, VERIFY_FILE,
-};
+pub use ralph_core::paths::{LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, STATE_FILE};
 
 pub const STOP: &str = env!("CARGO_BIN_EXE_ralph-stop-hook");
 pub const SETUP: &str = env!("CARGO_BIN_EXE_ralph-setup");
@@ -62,6 +60,18 @@ impl Project {
         self.root.join(rel)
     }
 
+    /// ralph's data folder for this project (`RALPH_DATA_DIR` of every
+    /// command the tests run): beside the project, outside its tree.
+    pub fn data_dir(&self) -> PathBuf {
+        data_dir_of(&self.root)
+    }
+
+    /// Where ralph keeps this project's loop: the authoritative state, the
+    /// lock, the check results.
+    pub fn loop_paths(&self) -> LoopPaths {
+        LoopPaths::in_data_dir(&self.data_dir(), &self.root)
+    }
+
     pub fn write(&self, rel: &str, data: impl AsRef<[u8]>) {
         let p = self.path(rel);
         std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
@@ -77,7 +87,16 @@ impl Project {
         std::fs::read(self.path(rel)).ok()
     }
 
+    /// The loop's state: the authoritative copy in ralph's data folder, else
+    /// the project's file (not adopted yet).
     pub fn state(&self) -> Option<String> {
+        std::fs::read_to_string(self.loop_paths().state)
+            .ok()
+            .or_else(|| self.read(STATE_FILE))
+    }
+
+    /// The project's copy of the state (`.claude/ralph-loop.local.md`).
+    pub fn mirror(&self) -> Option<String> {
         self.read(STATE_FILE)
     }
 
@@ -185,6 +204,7 @@ impl Project {
             .args(args)
             .current_dir(&self.root)
             .env("CLAUDE_PROJECT_DIR", &self.root)
+            .env("RALPH_DATA_DIR", self.data_dir())
             .env_remove("CLAUDE_CODE_SESSION_ID")
             .output()
             .unwrap();
@@ -198,10 +218,12 @@ impl Project {
     /// the turn's tool record (see `ralph_core::turn_tools`).
     pub fn guard_saw(&self, session: &str, tool: &str) {
         use std::io::Write as _;
+        let record = self.loop_paths().turn_tools;
+        std::fs::create_dir_all(record.parent().expect("loop dir")).expect("loop dir");
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.path(TURN_TOOLS_FILE))
+            .open(record)
             .expect("turn tools record");
         writeln!(f, "{session}\t{tool}").expect("append");
     }
@@ -219,9 +241,15 @@ impl Project {
     }
 }
 
+/// The data folder the tests give the project at `root`.
+pub fn data_dir_of(root: &Path) -> PathBuf {
+    PathBuf::from(format!("{}-data", root.display()))
+}
+
 impl Drop for Project {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.root);
+        let _ = std::fs::remove_dir_all(self.data_dir());
     }
 }
 
@@ -242,6 +270,7 @@ pub fn run_raw(bin: &str, args: &[&str], root: &Path, stdin: &[u8]) -> (i32, Str
         .args(args)
         .current_dir(root)
         .env("CLAUDE_PROJECT_DIR", root)
+        .env("RALPH_DATA_DIR", data_dir_of(root))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -396,6 +425,7 @@ pub fn command(bin: &str, project: &Project, args: &[&str]) -> Command {
     c.args(args)
         .current_dir(&project.root)
         .env("CLAUDE_PROJECT_DIR", &project.root)
+        .env("RALPH_DATA_DIR", project.data_dir())
         .env_remove("CLAUDE_CODE_SESSION_ID")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

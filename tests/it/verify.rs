@@ -105,7 +105,8 @@ fn story_with_failing_check_is_fed_again_and_not_rerun_on_the_same_tree() {
     let r = reason(p.stop("s1", None).as_ref());
     assert!(r.contains("story US-2"), "{r}");
     assert_eq!(p.read("runs.log").unwrap().lines().count(), 2);
-    let v: serde_json::Value = serde_json::from_str(&p.read(VERIFY_FILE).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p.loop_paths().verify).unwrap()).unwrap();
     assert_eq!(v["stories"]["US-1"]["exit"], 0);
 }
 
@@ -205,4 +206,62 @@ fn a_turn_that_called_a_file_tool_is_progress_without_asking_git() {
     // Stop delivered twice.)
     let out = p.stop("s1", Some("still just talking"));
     assert_eq!(p.log().last().unwrap()["reason"], "stalled", "{out:?}");
+}
+
+/// Issue 17: a story's check is fixed when the loop starts. An Edit that
+/// weakens it is denied by the guard, and an edit that gets through anyway
+/// (a shell script, an editor) changes nothing: the recorded check runs.
+#[test]
+fn a_story_check_is_fixed_at_start() {
+    let p = Project::new("vfixed");
+    p.git_init();
+    let prd = r#"{"userStories":[
+      {"id":"US-1","title":"Greeting","passes":false,"verify":"echo run >> runs.log; grep -q hello out.txt"}]}"#;
+    p.write("prd.json", prd);
+    p.write(".gitignore", "runs.log\n.claude/\n");
+    start(&p, "--prd-file prd.json --max-iterations 20 --max-stalls 0");
+    assert!(
+        p.state()
+            .unwrap()
+            .contains(r#"story_checks: {"US-1":"echo run >> runs.log; grep -q hello out.txt"}"#),
+        "{:?}",
+        p.state()
+    );
+
+    // The guard denies the Edit that would weaken it, and says why.
+    let edit = serde_json::json!({
+        "session_id": "s1", "cwd": p.root, "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": p.path("prd.json"),
+            "old_string": "echo run >> runs.log; grep -q hello out.txt", "new_string": "true"},
+    });
+    let o = run(
+        command(GUARD, &p, &[]),
+        Stdin::Bytes(edit.to_string().as_bytes()),
+    );
+    assert!(o.is_denied(), "{o:?}");
+    assert!(o.stdout.contains("US-1"), "{}", o.stdout);
+
+    // Written anyway, past the guard, with the story claimed: the recorded check runs.
+    p.write(
+        "prd.json",
+        prd.replace("echo run >> runs.log; grep -q hello out.txt", "true")
+            .replace("\"passes\":false", "\"passes\":true"),
+    );
+    let r = reason(p.stop("s1", None).as_ref());
+    assert!(r.contains("claim that US-1 passes was refused"), "{r}");
+    assert_eq!(p.read("runs.log").unwrap().lines().count(), 1);
+
+    // A story added mid-loop has its check recorded when first seen.
+    let added = p.read("prd.json").unwrap().replace(
+        "}]}",
+        r#"},{"id":"US-2","title":"Farewell","passes":false,"verify":"test -f bye"}]}"#,
+    );
+    p.write("prd.json", added);
+    reason(p.stop("s1", None).as_ref());
+    assert!(
+        p.state().unwrap().contains(r#""US-2":"test -f bye""#),
+        "{:?}",
+        p.state()
+    );
 }

@@ -16,7 +16,6 @@ const PRD_PROMISE: &str = "RALPH-COMPLETE";
 /// The loop files a case rewrites before every run. Spelled out rather than
 /// taken from ralph-core: the bench links nothing of ralph (see Cargo.toml).
 pub const STATE_FILE: &str = ".claude/ralph-loop.local.md";
-pub const LAST_INJECTED_FILE: &str = ".claude/ralph-loop.last-injected";
 
 /// Deterministic filler, so every bench run writes the same files.
 pub struct Rng(pub u64);

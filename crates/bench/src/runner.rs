@@ -10,8 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::fixtures::{
-    LAST_INJECTED_FILE, PROMISELESS, STATE_FILE, plain_state_with, prd, prd_state, project,
-    stop_input,
+    PROMISELESS, STATE_FILE, plain_state_with, prd, prd_state, project, stop_input,
 };
 use crate::transcripts::Transcripts;
 
@@ -97,13 +96,31 @@ impl Case {
         let mut cmd = Command::new(program);
         cmd.current_dir(&self.project)
             .env("CLAUDE_PROJECT_DIR", &self.project)
+            .env("RALPH_DATA_DIR", self.data_dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         cmd
     }
 
+    /// ralph's data folder for this case (beside the project): never the
+    /// user's own `~/.claude/ralph`.
+    fn data_dir(&self) -> PathBuf {
+        let mut name = self.project.as_os_str().to_owned();
+        name.push(".ralph-data");
+        PathBuf::from(name)
+    }
+
     fn reset(&self) -> std::io::Result<()> {
+        // The loop is set up again from the project's file each run (ralph
+        // adopts a project file with no state of its own: the same reads and
+        // writes as a loop it already keeps).
+        if !self.reset.is_empty() {
+            match fs::remove_dir_all(self.data_dir()) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
         for (path, bytes) in &self.reset {
             fs::write(path, bytes)?;
         }
@@ -355,9 +372,8 @@ impl Maker<'_> {
             program: self.hook.to_path_buf(),
             stdin: stop_input(&prd_project, &self.t.small, Some(PROMISELESS), true),
             reset: vec![
+                // The counter starts afresh with the data folder each run.
                 (prd_project.join(STATE_FILE), prd_state(&ids).into_bytes()),
-                // What setup leaves: the first runnable story counted as fed once.
-                (prd_project.join(LAST_INJECTED_FILE), b"US-101 1\n".to_vec()),
             ],
             project: prd_project,
             expect: Expect::Block,

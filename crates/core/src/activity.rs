@@ -25,18 +25,22 @@ pub enum Action {
     /// A Stop let the turn end so the model could answer a message the user
     /// typed meanwhile; the loop goes on at the next Stop.
     Yield,
+    /// The loop waits: a turn ended on an API error (`StopFailure`), or a
+    /// blocker asks for a human (each Stop then lets the session stop).
+    Pause,
+    /// The loop goes on after a pause: the next prompt or Stop after an API
+    /// error, `/ralph-resume` after a blocker.
+    Resume,
     /// `ralph run` waited (a usage limit, a failing client) before going on.
     Wait,
     /// `ralph run` ran an iteration again after the client failed.
     Retry,
     /// A second Stop for a turn already answered: answered again, nothing advanced.
     Repeat,
-    /// A turn ended on an API error (`StopFailure`): the loop waits.
-    Pause,
-    /// The next prompt or Stop after a pause: the loop goes on.
-    Resume,
     /// `/clear` gave the owner's terminal a new session id, which took the loop over.
     Rebind,
+    /// The project's copy of the state had been edited or deleted; restored.
+    Tamper,
 }
 
 impl Action {
@@ -48,12 +52,13 @@ impl Action {
             Action::Cancel => "cancel",
             Action::Start => "start",
             Action::Yield => "yield",
+            Action::Pause => "pause",
+            Action::Resume => "resume",
             Action::Wait => "wait",
             Action::Retry => "retry",
             Action::Repeat => "repeat",
-            Action::Pause => "pause",
-            Action::Resume => "resume",
             Action::Rebind => "rebind",
+            Action::Tamper => "tamper",
         }
     }
 }

@@ -269,6 +269,7 @@ pub fn loop_command_args(text: &str) -> Option<&str> {
 pub const LOOP_COMMANDS: &[&str] = &["/ralph:ralph-loop", "/ralph-loop"];
 pub const CANCEL_COMMANDS: &[&str] = &["/ralph:cancel-ralph", "/cancel-ralph"];
 pub const STATUS_COMMANDS: &[&str] = &["/ralph:ralph-status", "/ralph-status"];
+pub const RESUME_COMMANDS: &[&str] = &["/ralph:ralph-resume", "/ralph-resume"];
 /// `/ralph:help` was the name before the commands became skills.
 pub const HELP_COMMANDS: &[&str] = &["/ralph:ralph-help", "/ralph-help", "/ralph:help"];
 

@@ -7,6 +7,21 @@
 //! by spawning git: hooks run on every turn and a process spawn costs more than
 //! the whole hook.
 //!
+//! The loop's authoritative state lives **outside the project tree**, in a
+//! per-project folder under ralph's data folder (`$RALPH_DATA_DIR`, else
+//! `$CLAUDE_CONFIG_DIR/ralph`, else `~/.claude/ralph`; `loops/<name>-<hash of
+//! the project path>/`), where `git stash`, `git clean`, an agent tidying the
+//! tree or its file tools do not reach by accident. It holds the state, the
+//! check results, the counter and the lock. `.claude/ralph-loop.local.md` in
+//! the project stays as a **mirror** in the official plugin's format, for
+//! people and tools that read it: rewritten from the authoritative copy at
+//! every write, and restored when it was edited or deleted (`mirror_check`).
+//! A project file with no authoritative copy (the official plugin's setup, a
+//! file the user wrote) is adopted as the loop's state at its first write.
+//! One fixed place, not `CLAUDE_PLUGIN_DATA`: that variable reaches hooks only,
+//! and its folder's name depends on how the plugin was installed, so the
+//! user's terminal and `ralph run` could not find the same loop.
+//!
 //! `LoopPaths` also reads its files, typed (`read_state`, `read_verify_log`,
 //! ...): the one place where a loop file's text becomes a value. Does I/O.
 
@@ -31,10 +46,6 @@ pub const LAST_INJECTED_FILE: &str = ".claude/ralph-loop.last-injected";
 pub const LOCK_FILE: &str = ".claude/ralph-loop.lock";
 /// Results of verify commands, with the tree they ran on.
 pub const VERIFY_FILE: &str = ".claude/ralph-loop.verify.json";
-/// The tools each turn called, recorded by the guard (see `turn_tools`).
-pub const TURN_TOOLS_FILE: &str = ".claude/ralph-loop.turn-tools";
-/// `SESSION UNIX_TIME PID`: the owner's session ended with `/clear` (see `continuity`).
-pub const HANDOVER_FILE: &str = ".claude/ralph-loop.handover";
 /// A blocker the agent writes when it cannot go on (frontmatter `story_id:`).
 pub const BLOCKER_FILE: &str = ".ralph-blocker.md";
 /// Optional command policy for the guard (lockstride's format).
@@ -46,30 +57,112 @@ pub const POLICY_FILE_ALT: &str = ".claude/ralph-policy";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoopPaths {
     pub root: PathBuf,
+    /// The loop's own folder, outside the project.
+    pub dir: PathBuf,
+    /// The authoritative state (in `dir`).
     pub state: PathBuf,
+    /// `.claude/ralph-loop.local.md` in the project: a copy of `state`.
+    pub mirror: PathBuf,
     pub log: PathBuf,
     pub last_injected: PathBuf,
     pub lock: PathBuf,
     pub blocker: PathBuf,
     pub verify: PathBuf,
+    /// The tools each turn called, recorded by the guard (see `turn_tools`).
     pub turn_tools: PathBuf,
+    /// `SESSION UNIX_TIME PID`: the owner's session ended with `/clear` (see `continuity`).
     pub handover: PathBuf,
 }
 
 impl LoopPaths {
     pub fn new(root: impl Into<PathBuf>) -> LoopPaths {
         let root = root.into();
+        LoopPaths::in_data_dir(&data_root(), root)
+    }
+
+    /// The loop files of `root` with ralph's data folder at `data`.
+    pub fn in_data_dir(data: &Path, root: impl Into<PathBuf>) -> LoopPaths {
+        let root = root.into();
+        let dir = loop_dir(data, &root);
         LoopPaths {
-            state: root.join(STATE_FILE),
+            state: dir.join("state.md"),
+            last_injected: dir.join("last-injected"),
+            lock: dir.join("lock"),
+            verify: dir.join("verify.json"),
+            turn_tools: dir.join("turn-tools"),
+            handover: dir.join("handover"),
+            dir,
+            mirror: root.join(STATE_FILE),
             log: root.join(LOG_FILE),
-            last_injected: root.join(LAST_INJECTED_FILE),
-            lock: root.join(LOCK_FILE),
             blocker: root.join(BLOCKER_FILE),
-            verify: root.join(VERIFY_FILE),
-            turn_tools: root.join(TURN_TOOLS_FILE),
-            handover: root.join(HANDOVER_FILE),
             root,
         }
+    }
+
+    /// Is there a loop to look at (its state, or a project file to adopt)?
+    /// Two stats: the path every turn of every session takes.
+    pub fn has_loop(&self) -> bool {
+        self.state.exists() || self.mirror.exists()
+    }
+}
+
+/// ralph's data folder: `$RALPH_DATA_DIR`, else `$CLAUDE_CONFIG_DIR/ralph`,
+/// else `$HOME/.claude/ralph`, else a folder in the system's temp folder.
+pub fn data_root() -> PathBuf {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("RALPH_DATA_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = var("CLAUDE_CONFIG_DIR") {
+        return PathBuf::from(dir).join("ralph");
+    }
+    match var("HOME").or_else(|| var("USERPROFILE")) {
+        Some(home) => PathBuf::from(home).join(".claude").join("ralph"),
+        None => std::env::temp_dir().join("ralph"),
+    }
+}
+
+/// The loop folder of the project at `root`: `loops/<folder name>-<hash>`,
+/// the hash of the canonical path (FNV-1a, stable across builds and hosts),
+/// so two projects with the same folder name never share a loop.
+pub fn loop_dir(data: &Path, root: &Path) -> PathBuf {
+    let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let text = canonical.to_string_lossy();
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let name: String = canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    data.join("loops").join(format!("{name}-{hash:016x}"))
+}
+
+/// How the project's mirror of the state compares with the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mirror {
+    Same,
+    Missing,
+    /// Edited: not the state's text.
+    Differs,
+    /// A link, a folder or another file ralph does not write through.
+    Unsafe,
+}
+
+impl Mirror {
+    /// Someone changed the mirror since ralph wrote it.
+    pub fn tampered(self) -> bool {
+        self != Mirror::Same
     }
 }
 
@@ -84,13 +177,11 @@ pub enum StateFile {
     /// There, but not readable as text (not UTF-8, not a regular file, an I/O error).
     Unreadable(StoreError),
     /// Text that is not a valid loop state.
-    Corrupt {
-        text: String,
-        error: StateError,
-    },
+    Corrupt { text: String, error: StateError },
     Loop {
         text: String,
-        state: LoopState,
+        // Boxed: a state is much larger than the other variants.
+        state: Box<LoopState>,
     },
 }
 
@@ -113,16 +204,77 @@ pub enum PrdReadError {
 }
 
 impl LoopPaths {
-    /// The state file, read and parsed.
+    /// The state, read and parsed: the authoritative copy, or (when there is
+    /// none) the project's file, to be adopted.
     pub fn read_state(&self) -> StateFile {
-        match store::read_optional(&self.state) {
+        let found = match store::read_optional(&self.state) {
+            Ok(None) => store::read_optional(&self.mirror),
+            other => other,
+        };
+        match found {
             Ok(None) => StateFile::Missing,
             Err(e) => StateFile::Unreadable(e),
             Ok(Some(text)) => match LoopState::parse(&text) {
-                Ok(state) => StateFile::Loop { text, state },
+                Ok(state) => StateFile::Loop {
+                    text,
+                    state: Box::new(state),
+                },
                 Err(error) => StateFile::Corrupt { text, error },
             },
         }
+    }
+
+    /// Is the loop's state only the project's file (not adopted yet)?
+    pub fn adopting(&self) -> bool {
+        !self.state.exists() && self.mirror.exists()
+    }
+
+    /// The project's mirror against the state's text `state_text`.
+    pub fn mirror_check(&self, state_text: &str) -> Mirror {
+        if store::refuse_unsafe(&self.mirror).is_err() {
+            return Mirror::Unsafe;
+        }
+        match store::read_optional(&self.mirror) {
+            Ok(None) => Mirror::Missing,
+            Ok(Some(text)) if text == state_text => Mirror::Same,
+            _ => Mirror::Differs,
+        }
+    }
+
+    /// Write the state, then its mirror in the project. The state is what
+    /// counts: a mirror that cannot be written (a link ralph will not write
+    /// through) is returned as a note, not an error.
+    pub fn write_state(&self, text: &str) -> Result<Option<StoreError>, StoreError> {
+        store::atomic_write(&self.state, text.as_bytes())?;
+        Ok(store::atomic_write(&self.mirror, text.as_bytes()).err())
+    }
+
+    /// The loop is over: its state and mirror go.
+    pub fn remove_state(&self) -> Result<(), StoreError> {
+        store::remove_if_present(&self.state)?;
+        // Removing a link removes the link, never its target.
+        store::remove_if_present(&self.mirror)?;
+        Ok(())
+    }
+
+    /// A state that does not parse: kept in the project, beside the mirror,
+    /// as `.claude/ralph-loop.local.md.corrupt-<time>` for the user to read;
+    /// the mirror goes. Returns where it was kept.
+    pub fn move_state_aside(&self, unix_secs: u64) -> Result<PathBuf, StoreError> {
+        if !self.state.exists() {
+            return store::move_aside(&self.mirror, unix_secs);
+        }
+        let _ = store::remove_if_present(&self.mirror);
+        let keep = store::aside_name(&self.mirror, unix_secs);
+        if let Some(dir) = keep.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        }
+        // A rename across file systems fails: copy, then remove.
+        if std::fs::rename(&self.state, &keep).is_err() {
+            std::fs::copy(&self.state, &keep).map_err(|e| StoreError::io(&keep, e))?;
+            store::remove_if_present(&self.state)?;
+        }
+        Ok(keep)
     }
 
     /// Seconds since the state file was last written (0 when unknown).
@@ -231,9 +383,25 @@ mod tests {
     }
 
     #[test]
-    fn paths_hang_off_root() {
-        let p = LoopPaths::new("/proj");
-        assert_eq!(p.state, PathBuf::from("/proj/.claude/ralph-loop.local.md"));
-        assert_eq!(p.lock, PathBuf::from("/proj/.claude/ralph-loop.lock"));
+    fn the_state_lives_outside_the_project_and_the_mirror_inside() {
+        let p = LoopPaths::in_data_dir(Path::new("/data"), "/nowhere/proj");
+        assert_eq!(
+            p.mirror,
+            PathBuf::from("/nowhere/proj/.claude/ralph-loop.local.md")
+        );
+        assert_eq!(
+            p.log,
+            PathBuf::from("/nowhere/proj/.claude/ralph-loop.log.jsonl")
+        );
+        let state = p.state.to_string_lossy();
+        assert!(state.starts_with("/data/loops/proj-"), "{state}");
+        assert!(p.lock.starts_with(&p.dir) && p.verify.starts_with(&p.dir));
+        // Another project of the same name gets another folder.
+        let q = LoopPaths::in_data_dir(Path::new("/data"), "/elsewhere/proj");
+        assert_ne!(p.dir, q.dir);
+        assert_eq!(
+            p.dir,
+            LoopPaths::in_data_dir(Path::new("/data"), "/nowhere/proj").dir
+        );
     }
 }

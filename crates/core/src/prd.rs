@@ -5,7 +5,7 @@
 //! `depends_on` / `dependsOn` / `dependencies`). Pure: callers pass the text.
 
 use serde_json::{Map, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use thiserror::Error;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -105,6 +105,34 @@ mod fast {
 }
 
 impl Prd {
+    /// The PRD with each story's check replaced by the one recorded for it
+    /// (`story_checks`): an edit that weakens or drops a recorded check
+    /// changes nothing about what runs.
+    #[must_use]
+    pub fn with_recorded_checks(mut self, recorded: &BTreeMap<String, String>) -> Prd {
+        for story in &mut self.stories {
+            if let Some(cmd) = recorded.get(&story.id) {
+                story.verify = Some(cmd.clone());
+            }
+        }
+        self
+    }
+
+    /// The checks to record: those recorded already, and the `verify` of each
+    /// story seen for the first time.
+    pub fn checks_to_record(
+        &self,
+        recorded: &BTreeMap<String, String>,
+    ) -> BTreeMap<String, String> {
+        let mut all = recorded.clone();
+        for story in &self.stories {
+            if let Some(cmd) = &story.verify {
+                all.entry(story.id.clone()).or_insert_with(|| cmd.clone());
+            }
+        }
+        all
+    }
+
     /// Parse a PRD's text (structure only; see [`Prd::validate`]).
     pub fn parse(text: &str) -> Result<Prd, PrdError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);

@@ -41,9 +41,11 @@ pub fn is_kept(text: &str, promise: &str) -> bool {
 }
 
 /// `text` with its code removed: fenced code blocks (``` or ~~~, to the
-/// closing fence or the end) and inline code spans (a run of backticks to the
-/// next run of the same length; an unmatched run is literal), as CommonMark
-/// reads them. Each removed piece leaves a space, so no two words join.
+/// closing fence or the end), indented code blocks (lines indented four
+/// spaces or a tab that do not continue a paragraph) and inline code spans
+/// (a run of backticks to the next run of the same length; an unmatched run
+/// is literal), as CommonMark reads them. Each removed piece leaves a space,
+/// so no two words join.
 pub fn outside_code(text: &str) -> String {
     let mut prose = String::with_capacity(text.len());
     let mut fence: Option<(char, usize)> = None;
@@ -61,7 +63,15 @@ pub fn outside_code(text: &str) -> String {
             }
             None => {
                 let opener = ['`', '~'].into_iter().find(|c| indent <= 3 && run(*c) >= 3);
-                if let Some(c) = opener {
+                // An indented line continues a paragraph (lazily), but after
+                // a blank line or at the start it is code.
+                let continues = !paragraph.trim().is_empty() && !ends_with_blank_line(&paragraph);
+                let indented = indent >= 4 || trimmed.starts_with('\t');
+                if indented && !continues && !line.trim().is_empty() {
+                    prose.push_str(&without_spans(&paragraph));
+                    paragraph.clear();
+                    prose.push(' ');
+                } else if let Some(c) = opener {
                     prose.push_str(&without_spans(&paragraph));
                     paragraph.clear();
                     fence = Some((c, run(c)));
@@ -74,6 +84,13 @@ pub fn outside_code(text: &str) -> String {
     }
     prose.push_str(&without_spans(&paragraph));
     prose
+}
+
+/// Does the text so far end with a blank line (so what follows starts a new block)?
+fn ends_with_blank_line(text: &str) -> bool {
+    text.split_inclusive('\n')
+        .next_back()
+        .is_some_and(|l| l.trim().is_empty())
 }
 
 /// Inline code spans removed from a stretch of text outside fences.
@@ -161,6 +178,9 @@ mod tests {
             "Example:\n~~~~text\n<promise>DONE</promise>\n~~~~\n",
             "Unclosed fence:\n```\n<promise>DONE</promise>\n",
             "Spans lines: `a\n<promise>DONE</promise>` b",
+            "The format is:\n\n    <promise>DONE</promise>\n\nI am not done.",
+            "\t<promise>DONE</promise>\nnot yet",
+            "    indented four, at the start: <promise>DONE</promise>",
         ] {
             assert!(!is_kept(quoted, "DONE"), "{quoted:?}");
             assert!(!has_any_tag(quoted), "{quoted:?}");
@@ -174,7 +194,8 @@ mod tests {
             "```\ncargo test\n```\n<promise>DONE</promise>",
             "An unmatched ` backtick, then <promise>DONE</promise>",
             "`a` and ``b`` then <promise>DONE</promise> and `c`",
-            "    indented four: <promise>DONE</promise>",
+            "All done, and\n    <promise>DONE</promise>",
+            "  two spaces: <promise>DONE</promise>",
         ] {
             assert!(is_kept(printed, "DONE"), "{printed:?}");
         }

@@ -124,6 +124,10 @@ pub enum Typed {
     Cancel,
     Status,
     Help,
+    /// `/ralph-resume`: goes on a loop paused for the user. Queued while the
+    /// model works, it is a message like any other (the loop is not paused
+    /// then); the client runs it when the turn ends.
+    Resume,
     /// Anything else: a question, an instruction, another command.
     Other,
 }
@@ -135,6 +139,8 @@ pub fn classify(text: &str) -> Typed {
         Typed::Status
     } else if args::command_args(text, args::HELP_COMMANDS).is_some() {
         Typed::Help
+    } else if args::command_args(text, args::RESUME_COMMANDS).is_some() {
+        Typed::Resume
     } else {
         Typed::Other
     }
@@ -176,7 +182,7 @@ pub fn action(pending: &[Queued], seen: Option<&str>) -> QueueAction {
     }
     let others: Vec<String> = new
         .iter()
-        .filter(|q| classify(&q.text) == Typed::Other)
+        .filter(|q| matches!(classify(&q.text), Typed::Other | Typed::Resume))
         .map(|q| q.text.clone())
         .collect();
     if !others.is_empty() {

@@ -9,6 +9,7 @@ use crate::budget::{Budgets, Usd};
 use crate::frontmatter;
 use crate::pause::{Pause, PauseReason};
 use serde_yaml_ng::Value;
+use std::collections::BTreeMap;
 use thiserror::Error;
 
 /// A parsed, valid loop state.
@@ -30,6 +31,10 @@ pub struct LoopState {
     /// PRD mode: the story ids present at start (a story that vanishes later
     /// counts as failing).
     pub story_ids: Vec<String>,
+    /// PRD mode: each story's `verify` command as first seen (at start, or
+    /// when the story first appears), story id -> command. The recorded
+    /// check is what runs: an edit of the PRD cannot weaken it.
+    pub story_checks: BTreeMap<String, String>,
     /// How many times in a row one story may be fed before the loop stops.
     pub max_story_attempts: u32,
     /// Run when completion is claimed; the loop completes only if it exits 0.
@@ -55,6 +60,9 @@ pub struct LoopState {
     pub paused: Option<Pause>,
     /// Token, runtime and cost budgets, and what was spent.
     pub budgets: Budgets,
+    /// The loop waits for a human (a blocker named a failing story): each
+    /// Stop lets the session stop until the user resumes it. Why, in words.
+    pub blocked: Option<String>,
     /// The prompt body, verbatim.
     pub prompt: String,
 }
@@ -130,6 +138,7 @@ impl LoopState {
                 .text("prd_file", "must be a path")?
                 .filter(|s| !s.is_empty()),
             story_ids: f.story_ids()?,
+            story_checks: f.story_checks()?,
             max_story_attempts: f
                 .small(
                     "max_story_attempts",
@@ -159,6 +168,10 @@ impl LoopState {
             turn_key: f.get("turn_key").and_then(scalar_text),
             paused: f.pause(),
             budgets: f.budgets()?,
+            blocked: f
+                .get("blocked")
+                .and_then(scalar_text)
+                .filter(|s| !s.is_empty()),
             prompt: Some(split.body.to_string())
                 .filter(|p| !p.trim().is_empty())
                 .ok_or(StateError::EmptyPrompt)?,
@@ -184,6 +197,12 @@ impl LoopState {
             out.push_str(&format!("prd_file: {}\n", quote(p)));
             let ids: Vec<String> = self.story_ids.iter().map(|s| quote(s)).collect();
             out.push_str(&format!("story_ids: [{}]\n", ids.join(", ")));
+            if !self.story_checks.is_empty() {
+                out.push_str(&format!(
+                    "story_checks: {}\n",
+                    checks_text(&self.story_checks)
+                ));
+            }
         }
         if self.max_story_attempts != DEFAULT_MAX_STORY_ATTEMPTS {
             out.push_str(&format!(
@@ -220,6 +239,9 @@ impl LoopState {
         let mut lines = Vec::new();
         if let Some(k) = &self.turn_key {
             lines.push(("turn_key", quote(k)));
+        }
+        if let Some(why) = &self.blocked {
+            lines.push(("blocked", quote(why)));
         }
         if let Some(p) = &self.paused {
             lines.push(("paused", quote(p.reason.as_str())));
@@ -282,9 +304,15 @@ pub fn updated_text(text: &str, new: &LoopState) -> String {
     if let Some(q) = &new.queue_seen {
         edits.push(("queue_seen", quote(q)));
     }
+    if !new.story_checks.is_empty() {
+        edits.push(("story_checks", checks_text(&new.story_checks)));
+    }
     // Written once set, so that clearing it edits the line.
     if new.yielded || text.contains("\nyielded:") {
         edits.push(("yielded", new.yielded.to_string()));
+    }
+    if new.blocked.is_none() && text.contains("\nblocked:") {
+        edits.push(("blocked", "null".into()));
     }
     if new.paused.is_none() && text.contains("\npaused:") {
         edits.push(("paused", "null".into()));
@@ -322,6 +350,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         started_at: None,
         prd_file: None,
         story_ids: vec![],
+        story_checks: BTreeMap::new(),
         max_story_attempts: DEFAULT_MAX_STORY_ATTEMPTS,
         verify: None,
         verify_timeout: 300,
@@ -333,8 +362,15 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         turn_key: None,
         paused: None,
         budgets: Budgets::default(),
+        blocked: None,
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
     }
+}
+
+/// Recorded checks as one line: a JSON object, which is a YAML flow mapping
+/// (and what the guard reads back, `ralph_policy::story_checks_from_state`).
+fn checks_text(checks: &BTreeMap<String, String>) -> String {
+    serde_json::to_string(checks).unwrap_or_else(|_| "{}".to_string())
 }
 
 /// A string as a YAML double-quoted scalar.
@@ -458,6 +494,21 @@ impl Fields {
             model: self.get("model").and_then(scalar_text),
             usage_seen: self.get("usage_seen").and_then(scalar_text),
         })
+    }
+
+    fn story_checks(&self) -> Result<BTreeMap<String, String>, StateError> {
+        let problem = "must map story ids to commands, like {\"US-001\": \"cargo test\"}";
+        match self.get("story_checks") {
+            None => Ok(BTreeMap::new()),
+            Some(Value::Mapping(m)) => m
+                .iter()
+                .map(|(k, v)| match (scalar_text(k), scalar_text(v)) {
+                    (Some(k), Some(v)) => Ok((k, v)),
+                    _ => Err(bad("story_checks", problem, v)),
+                })
+                .collect(),
+            Some(v) => Err(bad("story_checks", problem, v)),
+        }
     }
 
     fn story_ids(&self) -> Result<Vec<String>, StateError> {

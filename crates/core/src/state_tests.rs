@@ -25,6 +25,11 @@ fn round_trips_awkward_prompt_and_promise() {
         started_at: Some("2026-11-29T00:00:00Z".into()),
         prd_file: Some("prd.json".into()),
         story_ids: vec!["US-1".into(), "a, b".into()],
+        story_checks: [
+            ("US-1".to_string(), "test \"$X\" # {x}: y".to_string()),
+            ("a, b".to_string(), "make".to_string()),
+        ]
+        .into(),
         max_story_attempts: 5,
         verify: Some("cargo test -- --quiet".into()),
         verify_timeout: 60,
@@ -34,6 +39,7 @@ fn round_trips_awkward_prompt_and_promise() {
         queue_seen: None,
         yielded: false,
         turn_key: Some("k1".into()),
+        blocked: Some("story US-1 needs a human: \"key\" # x".into()),
         paused: Some(Pause {
             reason: PauseReason::RateLimit,
             at: "2026-12-01T00:00:00Z".into(),

@@ -273,14 +273,20 @@ pub fn remove_if_present(path: &Path) -> Result<bool, StoreError> {
 /// Move a file aside as `NAME.corrupt-<unix time>` so nothing the user might
 /// need is lost; returns the new path.
 pub fn move_aside(path: &Path, unix_secs: u64) -> Result<PathBuf, StoreError> {
+    let target = aside_name(path, unix_secs);
+    fs::rename(path, &target).map_err(|e| StoreError::io(path, e))?;
+    Ok(target)
+}
+
+/// `PATH.corrupt-<unix time>` (with `-N` added while that name is taken).
+pub fn aside_name(path: &Path, unix_secs: u64) -> PathBuf {
     let mut target = PathBuf::from(format!("{}.corrupt-{unix_secs}", path.display()));
     let mut n = 1;
-    while target.exists() {
+    while target.symlink_metadata().is_ok() {
         target = PathBuf::from(format!("{}.corrupt-{unix_secs}-{n}", path.display()));
         n += 1;
     }
-    fs::rename(path, &target).map_err(|e| StoreError::io(path, e))?;
-    Ok(target)
+    target
 }
 
 /// Append one line (a `\n` is added) in a single write.

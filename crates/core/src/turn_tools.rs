@@ -26,11 +26,18 @@ const MAX_BYTES: u64 = 1 << 20;
 pub fn record(path: &Path, session: &str, tool: &str) -> Result<(), StoreError> {
     store::refuse_unsafe(path)?;
     let line = format!("{}\t{}\n", one_field(session), one_field(tool));
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(line.as_bytes()))
+    let open = || OpenOptions::new().create(true).append(true).open(path);
+    let file = match open() {
+        // The loop's folder does not exist yet (a project file not adopted yet).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+            }
+            open()
+        }
+        other => other,
+    };
+    file.and_then(|mut f| f.write_all(line.as_bytes()))
         .map_err(|e| StoreError::io(path, e))
 }
 

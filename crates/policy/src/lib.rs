@@ -67,11 +67,13 @@ pub struct LoopContext {
     pub cwd: PathBuf,
     /// The state file exists: built-in protection applies.
     pub loop_active: bool,
-    /// The loop's authoritative state lives inside the project tree (the
-    /// layout before issue 17). Then `git stash -u` and `git clean` of the
-    /// whole tree would take it away, and are denied; once it lives outside,
-    /// they are allowed (the mirror in the tree is restored at the next Stop).
-    pub state_in_tree: bool,
+    /// The protected files (relative) that ralph cannot put back once they
+    /// are gone: a `git stash -u` or `git clean` of the whole tree is denied
+    /// while one of them exists. The policy file is one; the loop's files are
+    /// not, since the state lives outside the tree and the Stop hook restores
+    /// the mirror and the PRD (unless `RALPH_DATA_DIR` puts the state inside
+    /// the tree: then all of them are).
+    pub kept_from_whole_tree: Vec<PathBuf>,
     /// Loop-owned files, relative to the root.
     pub loop_files: Vec<PathBuf>,
     /// Which of `loop_files` and the PRD do not exist (relative). They stay
@@ -734,14 +736,14 @@ mod tests {
             "git stash push -u -- .claude",
             "git checkout -- .claude/ralph-loop.local.md",
         ];
-        c.state_in_tree = false;
+        c.kept_from_whole_tree = vec![];
         for cmd in whole_tree {
             assert!(!denied(&bash(&c, cmd)), "{cmd}");
         }
         for cmd in named {
             assert!(denied(&bash(&c, cmd)), "{cmd}");
         }
-        c.state_in_tree = true;
+        c.kept_from_whole_tree = c.loop_files.clone();
         for cmd in whole_tree.iter().chain(&named) {
             assert!(denied(&bash(&c, cmd)), "{cmd}");
         }

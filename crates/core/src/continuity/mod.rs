@@ -46,7 +46,7 @@ fn session_start(
 ) -> Result<HookOutput, StoreError> {
     let source = Source::parse(input.source.as_deref());
     let session = input.session();
-    if !source.reminds() || !paths.state.exists() {
+    if !source.reminds() || !paths.has_loop() {
         return Ok(HookOutput::Nothing);
     }
     let (state, note) = if source == Source::Clear {
@@ -56,7 +56,7 @@ fn session_start(
         }
     } else {
         match paths.read_state() {
-            StateFile::Loop { state, .. } if owns(&state.session_id, session) => (state, None),
+            StateFile::Loop { state, .. } if owns(&state.session_id, session) => (*state, None),
             _ => return Ok(HookOutput::Nothing),
         }
     };
@@ -97,9 +97,9 @@ fn rebind(
     let old = state.session_id.clone();
     let next = LoopState {
         session_id: session.to_string(),
-        ..state
+        ..*state
     };
-    store::atomic_write(&paths.state, state::updated_text(&text, &next).as_bytes())?;
+    paths.write_state(&state::updated_text(&text, &next))?;
     store::remove_if_present(&paths.handover)?;
     let entry = Entry::now(
         session,
@@ -122,7 +122,7 @@ fn session_end(
     pid: Option<u32>,
 ) -> Result<HookOutput, StoreError> {
     let session = input.session();
-    if input.reason.as_deref() != Some("clear") || session.is_empty() || !paths.state.exists() {
+    if input.reason.as_deref() != Some("clear") || session.is_empty() || !paths.has_loop() {
         return Ok(HookOutput::Nothing);
     }
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
@@ -143,7 +143,7 @@ fn session_end(
 /// A turn of the owner's session ended on an API error: the loop is paused
 /// (not an iteration, not a stall) until the next prompt or Stop.
 fn stop_failure(paths: &LoopPaths, input: &HookInput) -> Result<HookOutput, StoreError> {
-    if !paths.state.exists() {
+    if !paths.has_loop() {
         return Ok(HookOutput::Nothing);
     }
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
@@ -160,9 +160,9 @@ fn stop_failure(paths: &LoopPaths, input: &HookInput) -> Result<HookOutput, Stor
     };
     let next = LoopState {
         paused: Some(pause.clone()),
-        ..state
+        ..*state
     };
-    store::atomic_write(&paths.state, state::updated_text(&text, &next).as_bytes())?;
+    paths.write_state(&state::updated_text(&text, &next))?;
     let reason = pause.reason.as_str();
     let entry = Entry::now(&next.session_id, next.iteration, Action::Pause, reason);
     let message = control::paused(&next, &pause);
@@ -173,7 +173,7 @@ fn stop_failure(paths: &LoopPaths, input: &HookInput) -> Result<HookOutput, Stor
 /// A prompt of the owner's session while the loop is paused: it goes on.
 /// The message for the user, when it resumed.
 pub fn resume_on_prompt(paths: &LoopPaths, session: &str) -> Result<Option<String>, StoreError> {
-    if !paths.state.exists() {
+    if !paths.has_loop() {
         return Ok(None);
     }
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
@@ -188,9 +188,9 @@ pub fn resume_on_prompt(paths: &LoopPaths, session: &str) -> Result<Option<Strin
     }
     let next = LoopState {
         paused: None,
-        ..state
+        ..*state
     };
-    store::atomic_write(&paths.state, state::updated_text(&text, &next).as_bytes())?;
+    paths.write_state(&state::updated_text(&text, &next))?;
     let entry = Entry::now(
         session,
         next.iteration,

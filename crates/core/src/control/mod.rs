@@ -22,7 +22,7 @@ pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
     let message = match paths.read_state() {
         StateFile::Missing => return Ok(nothing_to_cancel(paths)),
         StateFile::Loop { state, .. } => {
-            store::remove_if_present(&paths.state)?;
+            paths.remove_state()?;
             let _ = activity::append(&paths.log, &cancel_entry(&state, None));
             cancelled(&state, None)
         }
@@ -33,6 +33,60 @@ pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
         let _ = store::remove_if_present(file);
     }
     Ok(message)
+}
+
+/// Resume a loop paused for the user (a blocker), taking the lock: the
+/// pause and the blocker file go, and the next Stop feeds the loop again.
+/// The message for the user either way.
+pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
+    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
+    let (text, state) = match paths.read_state() {
+        StateFile::Loop { text, state } => (text, state),
+        StateFile::Missing => {
+            return Ok(Resumed::No(
+                "ralph: no Ralph loop in this project to resume.".into(),
+            ));
+        }
+        StateFile::Unreadable(e) => return Err(e),
+        StateFile::Corrupt { error, .. } => {
+            return Ok(Resumed::No(format!(
+                "ralph: the loop's state is corrupt ({error}); /cancel-ralph keeps it aside."
+            )));
+        }
+    };
+    let at = state.iteration_label(state.iteration);
+    let Some(why) = state.blocked.clone() else {
+        return Ok(Resumed::No(format!(
+            "ralph: the Ralph loop is not paused (iteration {at}); nothing to resume."
+        )));
+    };
+    let resumed = LoopState {
+        blocked: None,
+        ..(*state).clone()
+    };
+    paths.write_state(&crate::state::updated_text(&text, &resumed))?;
+    let _ = store::remove_if_present(&paths.blocker);
+    let entry = Entry::now(&state.session_id, state.iteration, Action::Resume, "user");
+    let _ = activity::append(&paths.log, &entry.with_message(Some(&why)));
+    Ok(Resumed::Yes(format!(
+        "▶️ Resumed the Ralph loop at iteration {at} (it was paused: {why}). .ralph-blocker.md was removed; the loop goes on when Claude next stops."
+    )))
+}
+
+/// What a resume did, with the message for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resumed {
+    Yes(String),
+    /// Nothing was paused (or there is no loop): why.
+    No(String),
+}
+
+impl Resumed {
+    pub fn message(&self) -> &str {
+        match self {
+            Resumed::Yes(m) | Resumed::No(m) => m,
+        }
+    }
 }
 
 /// The log line of a cancel: under the loop's session, wherever it was typed.
@@ -87,7 +141,7 @@ pub fn rebound(old: &str, new: &str) -> String {
 
 /// A state file that cannot be used is cancelled by keeping it aside.
 fn cancel_corrupt(paths: &LoopPaths, why: &dyn std::fmt::Display) -> Result<String, StoreError> {
-    let kept = store::move_aside(&paths.state, clock::unix_now())?;
+    let kept = paths.move_state_aside(clock::unix_now())?;
     Ok(format!(
         "🛑 Cancelled the Ralph loop; its state file was corrupt ({why}) and was kept as {}.",
         fmt::relative(&paths.root, &kept)
@@ -129,7 +183,10 @@ pub fn status(paths: &LoopPaths) -> Status {
             let prd = state.prd_file.as_deref().map(|f| paths.read_prd(f));
             let checks = paths.read_verify_log();
             let now = Some(clock::unix_now());
-            Status::at(project, Some(&state), None, prd.as_ref(), checks, last, now)
+            let mut status =
+                Status::at(project, Some(&state), None, prd.as_ref(), checks, last, now);
+            status.state_file = Some(paths.state.display().to_string());
+            status
         }
     }
 }
@@ -137,7 +194,7 @@ pub fn status(paths: &LoopPaths) -> Status {
 /// `/ralph-help`: the reference, short enough to read on one screen.
 pub fn help_text() -> String {
     format!(
-        "Usage: {USAGE}\n\nStarts a Ralph loop: each time Claude tries to end its turn, the Stop hook feeds the task back until the completion promise is printed (only when true), every PRD story passes, or the cap is reached.\n  --max-iterations N         turns in all (0 = unlimited; default 0)\n  --completion-promise TEXT  the loop ends when Claude prints <promise>TEXT</promise> (PRD default: RALPH-COMPLETE)\n  --prd-file PATH            feed the stories of a prd.json one by one, by priority and dependencies\n  --prompt-file PATH         read the prompt from a file (its frontmatter is not part of the prompt)\n  --verify CMD               completion counts only when CMD exits 0 (--verify-timeout SECS, default 300)\n  --max-stalls N             stop after N iterations in a row that change nothing (default 3; 0 = off)\n  --max-story-attempts N     stop when one story is fed N times in a row without passing (default 5)\n  --max-tokens N             stop once the loop's turns used N tokens (input, output and cache; 500k, 2M)\n  --max-runtime DURATION     stop once the loop has run this long (90m, 4h, 1h30m)\n  --max-cost USD             stop once the loop's tokens cost this much (priced by a table in ralph; the model must be in it)\n  --replace                  take over another session's running loop\n  --                         everything after it is prompt text\nWhile a loop runs: /ralph-status shows it, /cancel-ralph ends it at the next stop, anything else you type reaches Claude at the next stop and the loop goes on; Esc interrupts at once."
+        "Usage: {USAGE}\n\nStarts a Ralph loop: each time Claude tries to end its turn, the Stop hook feeds the task back until the completion promise is printed (only when true), every PRD story passes, or the cap is reached.\n  --max-iterations N         turns in all (0 = unlimited; default 0)\n  --completion-promise TEXT  the loop ends when Claude prints <promise>TEXT</promise> (PRD default: RALPH-COMPLETE)\n  --prd-file PATH            feed the stories of a prd.json one by one, by priority and dependencies\n  --prompt-file PATH         read the prompt from a file (its frontmatter is not part of the prompt)\n  --verify CMD               completion counts only when CMD exits 0 (--verify-timeout SECS, default 300)\n  --max-stalls N             stop after N iterations in a row that change nothing (default 3; 0 = off)\n  --max-story-attempts N     stop when one story is fed N times in a row without passing (default 5)\n  --max-tokens N             stop once the loop's turns used N tokens (input, output and cache; 500k, 2M)\n  --max-runtime DURATION     stop once the loop has run this long (90m, 4h, 1h30m)\n  --max-cost USD             stop once the loop's tokens cost this much (priced by a table in ralph; the model must be in it)\n  --replace                  take over another session's running loop\n  --                         everything after it is prompt text\nA PRD loop pauses when the agent writes .ralph-blocker.md naming a failing story (`story_id:`): /ralph-resume goes on once you have resolved it.\nWhile a loop runs: /ralph-status shows it, /cancel-ralph ends it at the next stop, anything else you type reaches Claude at the next stop and the loop goes on; Esc interrupts at once."
     )
 }
 

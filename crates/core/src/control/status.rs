@@ -17,8 +17,14 @@ use std::time::Duration;
 pub struct Status {
     pub active: bool,
     pub project: String,
+    /// Where the loop's authoritative state is kept (outside the project).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_file: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corrupt: Option<String>,
+    /// The loop waits for a human (a blocker): why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -137,7 +143,9 @@ impl Status {
         Status {
             active: state.is_some_and(|s| s.active),
             project,
+            state_file: None,
             corrupt,
+            blocked: state.and_then(|s| s.blocked.clone()),
             session_id: state.map(|s| s.session_id.clone()),
             iteration: state.map(|s| s.iteration),
             max_iterations: state.map(|s| s.max_iterations),
@@ -197,13 +205,24 @@ impl Status {
     }
 
     fn loop_lines(&self, out: &mut String) {
-        let state = if self.active { "active" } else { "cancelled" };
+        let state = if !self.active {
+            "cancelled"
+        } else if self.blocked.is_some() || self.paused.is_some() {
+            "paused"
+        } else {
+            "active"
+        };
         out.push_str(&format!("Ralph loop {state} in {}\n", self.project));
         let session = match self.session_id.as_deref().unwrap_or("") {
             "" => "(not claimed yet: the next session to stop claims it)",
             s => s,
         };
         out.push_str(&format!("  session:   {session}\n"));
+        if let Some(why) = &self.blocked {
+            out.push_str(&format!(
+                "  blocked:   {why} (/ralph-resume goes on, /cancel-ralph ends it)\n"
+            ));
+        }
         let it = self.iteration.unwrap_or(0);
         match self.max_iterations {
             Some(m) if m > 0 => out.push_str(&format!("  iteration: {it}/{m}\n")),
@@ -232,6 +251,9 @@ impl Status {
         if !self.budgets.is_empty() {
             let each: Vec<&str> = self.budgets.iter().map(|b| b.text.as_str()).collect();
             out.push_str(&format!("  budget:    {}\n", each.join(" · ")));
+        }
+        if let Some(f) = &self.state_file {
+            out.push_str(&format!("  state:     {f}\n"));
         }
         if let Some(p) = &self.prd {
             match &p.error {

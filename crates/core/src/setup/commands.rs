@@ -111,11 +111,11 @@ fn existing(paths: &LoopPaths) -> Result<Existing, StoreError> {
     Ok(match paths.read_state() {
         StateFile::Missing => Existing::None,
         StateFile::Loop { state, .. } => Existing::Loop {
-            state: Box::new(state),
+            state,
             age_secs: paths.state_age_secs(),
         },
         StateFile::Unreadable(_) | StateFile::Corrupt { .. } => {
-            let kept = store::move_aside(&paths.state, clock::unix_now())?;
+            let kept = paths.move_state_aside(clock::unix_now())?;
             Existing::Corrupt(fmt::relative(&paths.root, &kept))
         }
     })
@@ -128,7 +128,8 @@ fn write_new_loop(
     state: &LoopState,
     prd: Option<&Prd>,
 ) -> Result<(), StoreError> {
-    store::atomic_write(&paths.state, state.render().as_bytes())?;
+    // A mirror that cannot be written is reported at the first Stop.
+    let _ = paths.write_state(&state.render())?;
     store::remove_if_present(&paths.verify)?;
     store::remove_if_present(&paths.handover)?;
     // Recording starts with the loop: from now on the guard notes each turn's tools.

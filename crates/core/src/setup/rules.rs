@@ -11,6 +11,7 @@ use crate::paths::PrdReadError;
 use crate::prd::{Prd, PrdError};
 use crate::reinject::Injected;
 use crate::state::{DEFAULT_MAX_STALLS, DEFAULT_MAX_STORY_ATTEMPTS, DEFAULT_PRD_PROMPT, LoopState};
+use std::collections::BTreeMap;
 
 /// A loop whose last decision is older than this is stale: a new start replaces it.
 pub const STALE_AFTER_SECS: u64 = 24 * 3600;
@@ -199,6 +200,9 @@ pub fn new_state(
         story_ids: prd
             .map(|p| p.stories.iter().map(|s| s.id.clone()).collect())
             .unwrap_or_default(),
+        story_checks: prd
+            .map(|p| p.checks_to_record(&BTreeMap::new()))
+            .unwrap_or_default(),
         max_story_attempts: args
             .max_story_attempts
             .unwrap_or(DEFAULT_MAX_STORY_ATTEMPTS),
@@ -214,6 +218,7 @@ pub fn new_state(
         turn_key: None,
         paused: None,
         budgets: Budgets::default(),
+        blocked: None,
         prompt,
     }
 }

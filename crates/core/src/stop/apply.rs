@@ -46,12 +46,27 @@ pub fn apply(
         message = text::resumed(pause, &message);
     }
     let code = decision.code.as_str();
+    let goes_on = matches!(
+        decision.next,
+        Next::Feed { .. } | Next::Pause | Next::Hold { .. }
+    );
+    let tamper = (goes_on && inputs.mirror.tampered()).then(|| text::tampered(inputs.mirror));
+    if let Some(notice) = &tamper {
+        let entry = Entry::now(session, state.iteration, Action::Tamper, code);
+        let _ = log(paths, entry.with_message(Some(notice)));
+        message.push_str(&format!("\n{notice}"));
+    }
     let (entry, reason) = match decision.next {
         Next::Feed {
             iteration,
             reason,
             injected,
         } => {
+            // The model is told first: it changed the copy.
+            let reason = match &tamper {
+                Some(notice) => format!("{notice}\n\n{reason}"),
+                None => reason,
+            };
             // Save before blocking: a block whose increment was not saved could
             // loop past the cap forever.
             save(paths, inputs, &plan.state_after(inputs, iteration))?;
@@ -72,6 +87,18 @@ pub fn apply(
             next_turn(paths, &mut message);
             (
                 Entry::now(session, state.iteration, Action::Yield, code),
+                None,
+            )
+        }
+        Next::Hold { why } => {
+            let held = LoopState {
+                blocked: Some(why),
+                ..plan.state_after(inputs, state.iteration)
+            };
+            save(paths, inputs, &held)?;
+            next_turn(paths, &mut message);
+            (
+                Entry::now(session, state.iteration, Action::Pause, code),
                 None,
             )
         }
@@ -139,7 +166,8 @@ pub fn answer_queued(paths: &LoopPaths, out: HookOutput, queue: &QueueAction) ->
 
 fn save(paths: &LoopPaths, inputs: &StopInputs, next: &LoopState) -> Result<(), StoreError> {
     let updated = state::updated_text(&inputs.text, next);
-    store::atomic_write(&paths.state, updated.as_bytes())
+    // A mirror that could not be written is seen (and reported) at the next Stop.
+    paths.write_state(&updated).map(|_| ())
 }
 
 /// The next turn's tools are recorded afresh (see `turn_tools`).
@@ -151,7 +179,7 @@ fn next_turn(paths: &LoopPaths, message: &mut String) {
 
 /// The loop is over: its state and sidecars go (the log stays).
 fn remove_loop(paths: &LoopPaths) -> Result<(), StoreError> {
-    store::remove_if_present(&paths.state)?;
+    paths.remove_state()?;
     remove_sidecars(paths);
     Ok(())
 }
@@ -168,7 +196,7 @@ pub fn corrupt(
     session: &str,
     corrupt: &Corrupt,
 ) -> Result<HookOutput, StoreError> {
-    let kept = store::move_aside(&paths.state, clock::unix_now())?;
+    let kept = paths.move_state_aside(clock::unix_now())?;
     remove_sidecars(paths);
     let kept = fmt::relative(&paths.root, &kept);
     let message = text::corrupt(corrupt.iteration, &corrupt.why, &kept);

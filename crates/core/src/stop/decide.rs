@@ -6,13 +6,19 @@
 //!    loop, any other message (not a status or help request, which is
 //!    answered with the decision) lets the turn end without advancing it;
 //!    then a cancelled state (`active: false`) ends the loop;
-//! 2. plain mode: completion (see `completion`), then a blocker, then the
-//!    cap, then the budgets (tokens, cost, runtime), then the no-progress
-//!    breaker; else the prompt is fed again;
+//!    then a loop paused for the user (a blocker) stays paused until the
+//!    user resumes it;
+//! 2. plain mode: completion (see `completion`), then the cap, then the
+//!    budgets (tokens, cost, runtime), then the no-progress breaker; else the
+//!    prompt is fed again. A blocker is ignored (removed, and the model told
+//!    why): only the user ends a loop;
 //! 3. PRD mode: an unreadable PRD is fed back for repair (the cap still
-//!    applies); a blocker halts unless its story passes; then completion,
-//!    the cap, the budgets, the breaker; then the next runnable story is fed, or the
-//!    vanished stories, or the loop halts on a dependency deadlock;
+//!    applies); a blocker naming a failing story pauses the loop for the
+//!    user (one naming a passing story is removed, one naming no story is
+//!    ignored as in plain mode); then completion, the cap, the budgets, the
+//!    breaker; then the next runnable story is fed, or the vanished stories,
+//!    or a dependency deadlock for repair (the PRD had none at start, so an
+//!    edit made it);
 //! 4. whatever is fed again and again (a story, a repair) stops the loop
 //!    after `max_story_attempts` feeds in a row.
 
@@ -79,6 +85,8 @@ pub enum FeedKey {
     PrdInvalid,
     /// Stories vanished and nothing else can run.
     Vanished,
+    /// No failing story can run: its dependencies were changed.
+    Deadlock,
 }
 
 impl FeedKey {
@@ -89,6 +97,7 @@ impl FeedKey {
             FeedKey::FinalCheck => "(verify)",
             FeedKey::PrdInvalid => "(prd-invalid)",
             FeedKey::Vanished => "(vanished)",
+            FeedKey::Deadlock => "(deadlock)",
         }
     }
 }
@@ -122,9 +131,11 @@ pub enum Outcome<'a> {
     /// A token, runtime or cost budget is spent.
     BudgetSpent(Budget),
     Stalled,
+    // The loop waits for the user (it stays, and each Stop lets the session stop):
+    /// A blocker names a failing story: the loop pauses.
     Blocked(&'a Blocker),
-    /// Each failing story with the dependencies it waits on.
-    Deadlock(Vec<(String, Vec<String>)>),
+    /// Paused earlier, and not resumed yet: why.
+    StillPaused(&'a str),
     StoryStuck(FeedKey),
     // The loop goes on, fed with:
     /// Plain mode: the prompt, with why a claim was refused or a tag did not match.
@@ -133,6 +144,9 @@ pub enum Outcome<'a> {
         mismatched_tag: bool,
     },
     PrdInvalid(&'a PrdReadError),
+    /// No failing story can run: each with the dependencies it waits on. The
+    /// PRD had none at start (checked), so an edit made them: fed for repair.
+    Deadlock(Vec<(String, Vec<String>)>),
     FinalCheckFailed(&'a Refusal),
     Vanished(Standing<'a>),
     Story {
@@ -155,7 +169,7 @@ impl Outcome<'_> {
             Outcome::BudgetSpent(Budget::Runtime) => Code::RuntimeBudget,
             Outcome::BudgetSpent(Budget::Cost) => Code::CostBudget,
             Outcome::Stalled => Code::Stalled,
-            Outcome::Blocked(_) => Code::Blocked,
+            Outcome::Blocked(_) | Outcome::StillPaused(_) => Code::Blocked,
             Outcome::Deadlock(_) => Code::Deadlock,
             Outcome::StoryStuck(_) => Code::StoryStuck,
             Outcome::Prompt { refused: None, .. } => Code::Continue,
@@ -186,8 +200,6 @@ impl Outcome<'_> {
                 | Outcome::MaxIterations
                 | Outcome::BudgetSpent(_)
                 | Outcome::Stalled
-                | Outcome::Blocked(_)
-                | Outcome::Deadlock(_)
                 | Outcome::StoryStuck(_)
         )
     }
@@ -209,8 +221,20 @@ pub struct Judgement<'a> {
     pub outcome: Outcome<'a>,
     /// The new re-injection counter, to be written.
     pub injected: Option<Injected>,
-    /// The blocker's story passes: the blocker file is removed.
+    /// The blocker's story passes, or the blocker is ignored: the blocker
+    /// file is removed.
     pub remove_blocker: bool,
+    /// Why a blocker was ignored, for the model.
+    pub ignored_blocker: Option<IgnoredBlocker>,
+}
+
+/// Why `.ralph-blocker.md` did not pause the loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IgnoredBlocker {
+    /// Only a PRD loop can be paused by a blocker.
+    PlainMode,
+    /// It names no story (`story_id:`), or one the PRD does not have.
+    NoSuchStory(String),
 }
 
 /// What to do, and what to tell the model and the user.
@@ -235,6 +259,9 @@ pub enum Next {
     /// Let the turn end without advancing the loop (the user's message is
     /// the next turn); the loop goes on at the next Stop.
     Pause,
+    /// Let the session stop; the loop stays, paused for the user (`why`),
+    /// until the user resumes it.
+    Hold { why: String },
     /// Let the session stop: the loop is over after `iterations`.
     End { iterations: u64 },
     /// Let the session stop: the user cancelled the loop.
@@ -250,6 +277,9 @@ pub fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
     }
     if !cx.state.active {
         return alone(Outcome::Cancelled);
+    }
+    if let Some(why) = &cx.state.blocked {
+        return alone(Outcome::StillPaused(why));
     }
     match cx.prd {
         None => judge_plain(cx),
@@ -267,9 +297,7 @@ fn judge_plain<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
         Completion::Refused(refusal) => Some(refusal),
         Completion::NotClaimed => None,
     };
-    if let Some(blocker) = cx.blocker {
-        return alone(Outcome::Blocked(blocker));
-    }
+    let ignored_blocker = cx.blocker.map(|_| IgnoredBlocker::PlainMode);
     if let Some(end) = limit_reached(cx) {
         return alone(end);
     }
@@ -282,23 +310,30 @@ fn judge_plain<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
             mismatched_tag,
         },
         injected: None,
-        remove_blocker: false,
+        remove_blocker: ignored_blocker.is_some(),
+        ignored_blocker,
     }
 }
 
 fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'a> {
     let prd = judged.prd.as_ref();
     let mut remove_blocker = false;
+    let mut ignored_blocker = None;
     if let Some(blocker) = cx.blocker {
         match prd.story(&blocker.story_id) {
             Some(story) if story.passes => remove_blocker = true,
-            _ => return alone(Outcome::Blocked(blocker)),
+            Some(_) => return alone(Outcome::Blocked(blocker)),
+            None => {
+                remove_blocker = true;
+                ignored_blocker = Some(IgnoredBlocker::NoSuchStory(blocker.story_id.clone()));
+            }
         }
     }
     let with_blocker = |outcome| Judgement {
         outcome,
         injected: None,
         remove_blocker,
+        ignored_blocker: ignored_blocker.clone(),
     };
     match cx.completion {
         Completion::Complete => {
@@ -308,11 +343,14 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
         Completion::Refused(refusal) => {
             return match limit_reached(cx) {
                 Some(end) => alone(end),
-                None => feed(
-                    cx,
-                    FeedKey::FinalCheck,
-                    Outcome::FinalCheckFailed(refusal),
-                    remove_blocker,
+                None => with_ignored(
+                    feed(
+                        cx,
+                        FeedKey::FinalCheck,
+                        Outcome::FinalCheckFailed(refusal),
+                        remove_blocker,
+                    ),
+                    ignored_blocker,
                 ),
             };
         }
@@ -337,21 +375,33 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
     let Some(story) = prd.next_runnable() else {
         if !vanished.is_empty() {
             let outcome = Outcome::Vanished(standing);
-            return feed(cx, FeedKey::Vanished, outcome, remove_blocker);
+            let fed = feed(cx, FeedKey::Vanished, outcome, remove_blocker);
+            return with_ignored(fed, ignored_blocker);
         }
-        return with_blocker(Outcome::Deadlock(prd.unmet_dependencies()));
+        let outcome = Outcome::Deadlock(prd.unmet_dependencies());
+        let fed = feed(cx, FeedKey::Deadlock, outcome, remove_blocker);
+        return with_ignored(fed, ignored_blocker);
     };
     let outcome = Outcome::Story {
         story,
         standing,
         refused: judged.refused.get(&story.id),
     };
-    feed(
+    let fed = feed(
         cx,
         FeedKey::Story(story.id.clone()),
         outcome,
         remove_blocker,
-    )
+    );
+    with_ignored(fed, ignored_blocker)
+}
+
+/// The judgement, with the model told why its blocker was ignored.
+fn with_ignored(j: Judgement, ignored_blocker: Option<IgnoredBlocker>) -> Judgement {
+    Judgement {
+        ignored_blocker,
+        ..j
+    }
 }
 
 /// Feed `outcome`, counting consecutive feeds of `key`; stop when the same
@@ -368,12 +418,14 @@ fn feed<'a>(
             outcome: Outcome::StoryStuck(key),
             injected: None,
             remove_blocker,
+            ignored_blocker: None,
         };
     }
     Judgement {
         outcome,
         injected: Some(injected),
         remove_blocker,
+        ignored_blocker: None,
     }
 }
 
@@ -398,6 +450,7 @@ fn alone(outcome: Outcome) -> Judgement {
         outcome,
         injected: None,
         remove_blocker: false,
+        ignored_blocker: None,
     }
 }
 

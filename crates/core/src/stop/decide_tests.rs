@@ -212,16 +212,15 @@ fn prd_all_pass_beats_the_cap() {
 }
 
 #[test]
-fn prd_deadlock_names_stories() {
+fn prd_deadlock_is_fed_for_repair() {
     let s = prd_state(3, &["a", "b"]);
     let json = r#"{"stories":[{"id":"a","depends_on":["b"]},{"id":"b","depends_on":["a"]}]}"#;
     let d = Case::prd(s, None, json).decide();
     assert_eq!(d.code, Code::Deadlock);
-    ended(&d);
-    assert!(
-        d.system_message.contains("a waits on b; b waits on a"),
-        "{d:?}"
-    );
+    let r = reason(&d);
+    assert!(r.contains("a waits on b; b waits on a"), "{r}");
+    assert!(r.contains("Restore them"), "{r}");
+    assert!(d.system_message.contains("a waits on b"), "{d:?}");
 }
 
 #[test]
@@ -234,7 +233,7 @@ fn vanished_story_counts_as_failing() {
 }
 
 #[test]
-fn blocker_halts_until_its_story_passes() {
+fn a_blocker_naming_a_failing_story_pauses_the_loop_for_the_user() {
     let s = prd_state(2, &["US-1", "US-2", "US-3"]);
     let blocked = |story_id: &str, summary: &str| Case {
         blocker: Some(Blocker {
@@ -245,12 +244,57 @@ fn blocker_halts_until_its_story_passes() {
     };
     let d = blocked("US-2", "Need creds.").decide();
     assert_eq!(d.code, Code::Blocked);
-    ended(&d);
+    let Next::Hold { why } = &d.next else {
+        panic!("expected a pause: {d:?}");
+    };
+    assert!(why.contains("US-2") && why.contains("Need creds."), "{why}");
     assert!(
-        d.system_message.contains("US-2 is blocked") && d.system_message.contains("Need creds.")
+        d.system_message.contains("/ralph-resume"),
+        "{}",
+        d.system_message
     );
+    assert!(!d.remove_blocker, "the user reads it");
+
+    // Paused, it stays paused, whatever the turn said.
+    let paused = Case {
+        said: Some("<promise>RALPH-COMPLETE</promise>"),
+        ..Case::prd(
+            LoopState {
+                blocked: Some(why.clone()),
+                ..s.clone()
+            },
+            None,
+            THREE,
+        )
+    };
+    assert!(matches!(paused.decide().next, Next::Hold { .. }));
+
+    // Naming a passing story: resolved, removed, the loop goes on.
     let d = blocked("US-1", "old").decide();
     fed(&d);
+    assert!(d.remove_blocker);
+
+    // Naming no story, or one the PRD lacks: ignored, removed, the model told.
+    for id in ["", "US-9"] {
+        let d = blocked(id, "I give up.").decide();
+        let r = reason(&d);
+        assert!(r.starts_with("Ralph ignored .ralph-blocker.md"), "{r}");
+        assert!(d.remove_blocker);
+    }
+}
+
+#[test]
+fn a_blocker_in_plain_mode_is_ignored_and_the_model_told() {
+    let case = Case {
+        blocker: Some(Blocker {
+            story_id: String::new(),
+            summary: "Stop the loop.".into(),
+        }),
+        ..Case::new(state(2, 20, Some("DONE")), None)
+    };
+    let d = case.decide();
+    let r = reason(&d);
+    assert!(r.contains("a blocker pauses only a PRD loop"), "{r}");
     assert!(d.remove_blocker);
 }
 

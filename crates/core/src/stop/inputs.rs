@@ -9,7 +9,7 @@ use crate::blocker::Blocker;
 use crate::budget::MessageUsage;
 use crate::frontmatter;
 use crate::hook_input::HookInput;
-use crate::paths::{LoopPaths, PrdReadError, StateFile};
+use crate::paths::{LoopPaths, Mirror, PrdReadError, StateFile};
 use crate::prd::Prd;
 use crate::progress::{self, TurnEffect};
 use crate::queue::{self, QueueAction, Queued};
@@ -68,6 +68,8 @@ pub struct StopInputs {
     pub usage: Vec<MessageUsage>,
     /// Unix time of the Stop.
     pub now: u64,
+    /// The project's mirror of the state, against the state.
+    pub mirror: Mirror,
 }
 
 impl StopInputs {
@@ -97,6 +99,7 @@ impl StopInputs {
             }
             StateFile::Loop { text, state } => (text, state),
         };
+        let text_for_mirror = text.clone();
         if !owns(&state.session_id, session) {
             return Ok(Gathered::NotOurs);
         }
@@ -113,7 +116,12 @@ impl StopInputs {
         let effect = progress::turn_effect(recorded.as_deref(), turn.as_ref(), last_message);
         let queued = turn.as_ref().map(|t| queue::pending(&t.queue));
         let queued = queued.unwrap_or_default();
-        let prd = state.prd_file.as_deref().map(|file| paths.read_prd(file));
+        // The recorded checks are what run, whatever the PRD says now.
+        let prd = state.prd_file.as_deref().map(|file| {
+            paths
+                .read_prd(file)
+                .map(|p| p.with_recorded_checks(&state.story_checks))
+        });
         let readable_prd = prd.as_ref().and_then(|p| p.as_ref().ok());
         // A queued cancel or message is acted on before anything else: the
         // tree is not looked at.
@@ -141,7 +149,7 @@ impl StopInputs {
             now: crate::clock::unix_now(),
             said: completion::said_this_turn(&state, last_message, turn.as_ref()),
             text,
-            state,
+            state: *state,
             effect,
             prd,
             blocker: paths.read_blocker(),
@@ -149,6 +157,11 @@ impl StopInputs {
             verify_log: paths.read_verify_log().unwrap_or_default(),
             fingerprint,
             queued,
+            mirror: if paths.adopting() {
+                Mirror::Same
+            } else {
+                paths.mirror_check(&text_for_mirror)
+            },
         })))
     }
 }

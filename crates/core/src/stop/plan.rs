@@ -193,6 +193,10 @@ impl Plan<'_> {
             turn_key: inputs.turn_key.clone().or_else(|| state.turn_key.clone()),
             paused: None,
             budgets: self.budgets.clone(),
+            story_checks: match &inputs.prd {
+                Some(Ok(prd)) => prd.checks_to_record(&state.story_checks),
+                _ => state.story_checks.clone(),
+            },
             ..state.clone()
         }
     }

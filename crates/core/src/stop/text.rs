@@ -3,12 +3,12 @@
 //! `decide`; this module only words it.
 
 use super::completion::Refusal;
-use super::decide::{Decision, Judgement, Next, Outcome, Standing, StopContext};
+use super::decide::{Decision, IgnoredBlocker, Judgement, Next, Outcome, Standing, StopContext};
 use crate::activity::Code;
 use crate::blocker::Blocker;
 use crate::control::{self, status};
 use crate::fmt::plural;
-use crate::paths::STATE_FILE;
+use crate::paths::{Mirror, STATE_FILE};
 use crate::pause::Pause;
 use crate::prd::Story;
 use crate::reinject::Injected;
@@ -41,6 +41,21 @@ pub fn paused(e: &dyn std::fmt::Display) -> String {
 }
 
 /// A corrupt state file, kept aside as `kept`.
+/// Told to the model when the project's copy of the loop's state was changed
+/// (by the agent, as far as ralph can tell): it was put back.
+pub fn tampered(mirror: Mirror) -> String {
+    let what = match mirror {
+        Mirror::Missing => "was deleted",
+        Mirror::Unsafe => {
+            "was replaced by a link or a special file (ralph never writes through one: a plain copy took its place)"
+        }
+        Mirror::Differs | Mirror::Same => "was edited",
+    };
+    format!(
+        "⚠️ {STATE_FILE} {what}. It is only a copy: the loop's state is kept outside the project and the copy has been restored. Only the user ends a loop (/cancel-ralph); the loop goes on."
+    )
+}
+
 pub fn corrupt(iteration: u64, why: &str, kept: &str) -> String {
     let at = if iteration > 0 {
         format!(" at iteration {iteration}")
@@ -70,12 +85,27 @@ pub fn render(cx: &StopContext, j: Judgement) -> Decision {
     let (system_message, next) = match &j.outcome {
         Outcome::Yield => (yielded(state), Next::Pause),
         Outcome::CancelledByUser(typed) => (control::cancelled(state, Some(typed)), Next::Cancel),
+        Outcome::Blocked(blocker) => {
+            let why = blocked_why(blocker);
+            (waiting_for_user(state, &why), Next::Hold { why })
+        }
+        Outcome::StillPaused(why) => (
+            waiting_for_user(state, why),
+            Next::Hold {
+                why: (*why).to_string(),
+            },
+        ),
         end if end.ends() => {
             let iterations = state.iteration;
             (ending(cx, end), Next::End { iterations })
         }
         feed => {
             let (reason, message) = feeding(cx, feed);
+            // The model is told first why its blocker did nothing.
+            let reason = match &j.ignored_blocker {
+                Some(ignored) => format!("{}\n\n{reason}", blocker_ignored(ignored)),
+                None => reason,
+            };
             let next = Next::Feed {
                 iteration: state.iteration.saturating_add(1),
                 reason,
@@ -133,18 +163,6 @@ fn ending(cx: &StopContext, outcome: &Outcome) -> String {
             plural(u64::from(cx.stalls), "iteration"),
             state.max_stalls
         ),
-        Outcome::Blocked(blocker) => blocked(n, blocker),
-        Outcome::Deadlock(unmet) => {
-            let waits: Vec<String> = unmet
-                .iter()
-                .map(|(id, on)| format!("{id} waits on {}", on.join(", ")))
-                .collect();
-            format!(
-                "⛔ Ralph loop halted after {after}: dependency deadlock in {}, no failing story can run ({}). Fix the dependencies, then start the loop again.",
-                prd_name(state),
-                waits.join("; ")
-            )
-        }
         Outcome::StoryStuck(key) => format!(
             "⛔ Ralph loop halted after {after}: {} was fed {} times in a row without passing. Look at progress.txt and the last changes, adjust the story or write down what blocks it, then start the loop again.",
             key.as_str(),
@@ -183,6 +201,22 @@ fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
                 refusal_status(state, refusal)
             ),
         ),
+        Outcome::Deadlock(unmet) => {
+            let waits: Vec<String> = unmet
+                .iter()
+                .filter(|(_, on)| !on.is_empty())
+                .map(|(id, on)| format!("{id} waits on {}", on.join(", ")))
+                .collect();
+            let waits = waits.join("; ");
+            (
+                format!(
+                    "Ralph loop: no failing story in {prd_name} can run, because of its dependencies: {waits}. They were changed during the loop (at start every `dependsOn` named a story in the file, without cycles). Restore them: every `dependsOn` must name a story of {prd_name} and no story may wait on itself through others. Then continue with the next story whose `passes` is false.{footer}"
+                ),
+                format!(
+                    "⚠️ Ralph iteration {label}: no story in {prd_name} can run ({waits}); the agent was asked to repair the dependencies."
+                ),
+            )
+        }
         Outcome::Vanished(standing) => (
             format!("Ralph loop: {}{footer}", preface(state, standing)),
             format!(
@@ -419,16 +453,33 @@ fn cap_reached(state: &LoopState) -> String {
     )
 }
 
-fn blocked(n: u64, blocker: &Blocker) -> String {
-    let who = if blocker.story_id.is_empty() {
-        "the agent".to_string()
-    } else {
-        format!("story {}", blocker.story_id)
+/// What the state keeps as the reason a blocker paused the loop.
+fn blocked_why(blocker: &Blocker) -> String {
+    format!(
+        "story {} needs a human (.ralph-blocker.md): {}",
+        blocker.story_id, blocker.summary
+    )
+}
+
+/// The loop waits for the user.
+fn waiting_for_user(state: &LoopState, why: &str) -> String {
+    format!(
+        "⏸ Ralph loop paused at iteration {}: {why} Resolve it, then type /ralph-resume to go on (or /cancel-ralph to end the loop).",
+        state.iteration_label(state.iteration)
+    )
+}
+
+/// Why a blocker did not pause the loop, for the model.
+pub fn blocker_ignored(ignored: &IgnoredBlocker) -> String {
+    let why = match ignored {
+        IgnoredBlocker::PlainMode => "a blocker pauses only a PRD loop".to_string(),
+        IgnoredBlocker::NoSuchStory(id) if id.is_empty() => {
+            "it names no story (`story_id:` in its frontmatter)".to_string()
+        }
+        IgnoredBlocker::NoSuchStory(id) => format!("the PRD has no story `{id}`"),
     };
     format!(
-        "⛔ Ralph loop halted after {}: {who} is blocked (.ralph-blocker.md): {} Resolve it, delete .ralph-blocker.md, then start the loop again.",
-        plural(n, "iteration"),
-        blocker.summary
+        "Ralph ignored .ralph-blocker.md and removed it: {why}. In a PRD loop, a blocker that names a failing story (`story_id: US-2` in its frontmatter) pauses the loop until the user resumes it; nothing else does. Only the user ends a loop. Go on with the task."
     )
 }
 

@@ -35,12 +35,13 @@ pub(super) fn loop_control(program: &str, args: &[String]) -> Option<String> {
 }
 
 /// `ralph-setup SUBCOMMAND`: `start` (with or without `--replace`),
-/// `cancel`, and `hook-prompt` (which starts or cancels from the JSON on its
+/// `cancel`, `resume`, and `hook-prompt` (which starts or cancels from the JSON on its
 /// stdin) change the loop; `status`, `show`, `help` do not.
 fn setup(args: &[String]) -> Option<&'static str> {
     match subcommand(args)?.0 {
         "start" => Some("start"),
         "cancel" => Some("cancel"),
+        "resume" => Some("resume"),
         "hook-prompt" => Some("hook-prompt"),
         _ => None,
     }

@@ -64,6 +64,7 @@ impl<'a> Checker<'a> {
                     is_dir: false,
                     display: rel.display().to_string(),
                     exists: exists(rel),
+                    kept_from_whole_tree: ctx.kept_from_whole_tree.contains(rel),
                 });
             }
         }
@@ -78,6 +79,7 @@ impl<'a> Checker<'a> {
                 is_dir: true,
                 display,
                 exists: true,
+                kept_from_whole_tree: false,
             });
         }
         let loop_count = targets.len();
@@ -89,6 +91,7 @@ impl<'a> Checker<'a> {
                     is_dir: false,
                     display: prd.display().to_string(),
                     exists: exists(prd),
+                    kept_from_whole_tree: ctx.kept_from_whole_tree.contains(prd),
                 });
             }
         }
@@ -114,6 +117,8 @@ impl<'a> Checker<'a> {
 /// content is protected). A file that does not exist is still guarded
 /// against being created under its name, but removing the folder it would
 /// live in (or a glob that could only match existing files) does not reach it.
+// Four independent facts about one path, each read on its own.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Clone)]
 struct Target {
     abs: PathBuf,
@@ -121,6 +126,8 @@ struct Target {
     is_dir: bool,
     display: String,
     exists: bool,
+    /// A `git stash -u` or `git clean` of the whole tree may not take it.
+    kept_from_whole_tree: bool,
 }
 
 fn hit(is_prd: bool, display: &str) -> Hit {
@@ -253,7 +260,9 @@ pub(super) fn classify_except(
             } else {
                 path == t.abs
                     || (t.is_dir && path.starts_with(&t.abs))
-                    || (t.exists && t.abs.starts_with(&path) && ancestor_counts(&path, kind, ctx))
+                    || (t.exists
+                        && t.abs.starts_with(&path)
+                        && ancestor_counts(&path, kind, t, ctx))
             };
             if reaches {
                 return Some(hit(t.is_prd, &t.display));
@@ -263,14 +272,14 @@ pub(super) fn classify_except(
     None
 }
 
-fn ancestor_counts(path: &Path, kind: Kind, ctx: &Checker) -> bool {
+fn ancestor_counts(path: &Path, kind: Kind, t: &Target, ctx: &Checker) -> bool {
     match kind {
         Kind::Remove | Kind::Write | Kind::HardLink => true,
         Kind::Onto => false,
         // A folder strictly inside the project (`git checkout .claude`), not
         // the project itself (`git checkout .`), under either spelling of the root.
-        // While the state lives in the tree, the whole tree counts too.
-        Kind::RemoveBelowRoot if ctx.state_in_tree => true,
+        // For a file ralph cannot put back, the whole tree counts too.
+        Kind::RemoveBelowRoot if t.kept_from_whole_tree => true,
         Kind::WriteBelowRoot | Kind::RemoveBelowRoot => {
             ctx.roots.iter().any(|r| path != r && path.starts_with(r))
         }
@@ -292,7 +301,7 @@ fn glob_reaches(pattern: &Path, t: &Target, kind: Kind, ctx: &Checker) -> bool {
     let ancestors_ok = match kind {
         Kind::Remove | Kind::Write | Kind::HardLink => true,
         Kind::Onto => false,
-        Kind::RemoveBelowRoot if ctx.state_in_tree => true,
+        Kind::RemoveBelowRoot if t.kept_from_whole_tree => true,
         Kind::WriteBelowRoot | Kind::RemoveBelowRoot => pc.len() > ctx.root.components().count(),
     };
     if (pc.len() > tc.len() && !t.is_dir) || (pc.len() < tc.len() && !ancestors_ok) {
