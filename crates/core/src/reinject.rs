@@ -1,4 +1,4 @@
-//! `.claude/ralph-loop.last-injected`: `STORY_ID COUNT`, how many times in a
+//! `last-injected` in the loop's folder: `STORY_ID COUNT`, how many times in a
 //! row the same story was fed. Feeding a story again and again without it
 //! passing means the agent is stuck: the message escalates, then the loop stops.
 

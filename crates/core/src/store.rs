@@ -1,7 +1,8 @@
 //! Durable writes: atomic replace and the loop lock. Does I/O.
 //!
 //! Every change to the state is a read-modify-write under an exclusive lock on
-//! `.claude/ralph-loop.lock`, and lands by writing a temp file in the same
+//! the loop's `lock` file (in its folder outside the project), and lands by
+//! writing a temp file in the same
 //! folder and renaming it over the target, so a reader (or a crash) sees the
 //! old or the new file, never a torn one. The lock is std's `File::lock`
 //! (flock; stable since Rust 1.89) rather than fs2, which is unmaintained.

@@ -2,7 +2,7 @@
 //!
 //! The loop may carry a `verify` command (run when completion is claimed) and
 //! each PRD story may carry its own. Results are kept in
-//! `.claude/ralph-loop.verify.json` with the working-tree fingerprint they ran
+//! `verify.json` in the loop's folder, with the working-tree fingerprint they ran
 //! on, so a story verified on a tree is not re-run needlessly, and a later
 //! change to the tree re-opens the question when completion is claimed.
 //! This module holds the results and their wording; which checks run is
