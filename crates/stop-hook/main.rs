@@ -90,6 +90,10 @@ fn run() -> HookOutput {
     {
         return HookOutput::Nothing;
     }
+    // A reviewer's own session (`--review`) is not the loop's.
+    if ralph_core::review::run::in_reviewer_session() {
+        return HookOutput::Nothing;
+    }
     watchdog::start();
     let input = HookInput::read_stdin_with_deadline(STDIN_DEADLINE_SECS);
     let root = project_root_from_env(input.as_ref().ok().and_then(|i| i.cwd.as_deref()));
@@ -102,11 +106,12 @@ fn run() -> HookOutput {
         Err(e) => return HookOutput::allow(text::bad_input(&e)),
     };
     // Round 1 may run story checks, round 2 the loop's own check (whether
-    // completion is claimed can depend on the story checks), round 3
-    // decides. Checks run without the lock (a cancel must not wait for a
-    // long test suite); each round reads the state afresh.
+    // completion is claimed can depend on the story checks), round 3 the
+    // reviewers (once completion stands), round 4 decides. Checks and
+    // reviews run without the lock (a cancel must not wait for a long test
+    // suite); each round reads the state afresh.
     let mut ran = Ran::default();
-    for _round in 0..3 {
+    for _round in 0..4 {
         let lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
             Ok(lock) => lock,
             Err(e) => return HookOutput::allow(text::lock_failed(&e)),
@@ -115,7 +120,7 @@ fn run() -> HookOutput {
             Ok(Step::Done(out)) => return out,
             Ok(Step::RunChecks(jobs)) => {
                 drop(lock);
-                watchdog::extend(jobs.timeout * jobs.count() as u32 + watchdog::WORK);
+                watchdog::extend(jobs.budget() + watchdog::WORK);
                 jobs.run(&paths.root, &mut ran);
                 watchdog::extend(watchdog::WORK);
             }

@@ -99,6 +99,10 @@ pub enum Code {
     DuplicateStop,
     /// The owner's session was cleared (`/clear`) and its successor took the loop.
     Cleared,
+    /// A reviewer rejected the work claimed complete (`--review`).
+    ReviewRejected,
+    /// Still rejected after `--max-reviews` rounds: the loop stopped.
+    ReviewsExhausted,
 }
 
 impl Code {
@@ -125,6 +129,8 @@ impl Code {
             Code::CostBudget => "cost_budget",
             Code::DuplicateStop => "duplicate_stop",
             Code::Cleared => "clear",
+            Code::ReviewRejected => "review_rejected",
+            Code::ReviewsExhausted => "reviews_exhausted",
         }
     }
 }

@@ -28,17 +28,23 @@ pub struct StartArgs {
     pub max_tokens: Option<u64>,
     pub max_runtime_secs: Option<u64>,
     pub max_cost: Option<Usd>,
+    /// `--review [LIST]`: the reviewers (`acceptance` when no list is given).
+    pub review: Option<Vec<String>>,
+    /// `--review-cmd CMD`: a program reviews instead of `claude -p`.
+    pub review_cmd: Option<String>,
+    pub max_reviews: Option<u32>,
+    pub review_timeout: Option<u64>,
     /// Replace another session's live loop.
     pub replace: bool,
     pub help: bool,
 }
 
-pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--replace]";
+pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--review [LIST]] [--review-cmd CMD] [--max-reviews N] [--review-timeout SECS] [--replace]";
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ArgsError {
     #[error(
-        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --replace. To use `{0}` as prompt text, put it after ` -- `"
+        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --review [LIST], --review-cmd CMD, --max-reviews N, --review-timeout SECS, --replace. To use `{0}` as prompt text, put it after ` -- `"
     )]
     UnknownFlag(String),
     #[error("`{flag}` takes {what}, not `{value}`")]
@@ -72,6 +78,10 @@ enum Flag {
     MaxTokens,
     MaxRuntime,
     MaxCost,
+    Review,
+    ReviewCmd,
+    MaxReviews,
+    ReviewTimeout,
     Replace,
     Help,
 }
@@ -90,6 +100,10 @@ impl Flag {
             "--max-tokens" => Flag::MaxTokens,
             "--max-runtime" => Flag::MaxRuntime,
             "--max-cost" => Flag::MaxCost,
+            "--review" => Flag::Review,
+            "--review-cmd" => Flag::ReviewCmd,
+            "--max-reviews" => Flag::MaxReviews,
+            "--review-timeout" => Flag::ReviewTimeout,
             "--replace" => Flag::Replace,
             "--help" | "-h" => Flag::Help,
             _ => return None,
@@ -109,6 +123,10 @@ impl Flag {
             Flag::MaxTokens => "--max-tokens",
             Flag::MaxRuntime => "--max-runtime",
             Flag::MaxCost => "--max-cost",
+            Flag::Review => "--review",
+            Flag::ReviewCmd => "--review-cmd",
+            Flag::MaxReviews => "--max-reviews",
+            Flag::ReviewTimeout => "--review-timeout",
             Flag::Replace => "--replace",
             Flag::Help => "--help",
         }
@@ -127,12 +145,22 @@ impl Flag {
             Flag::MaxTokens => "2000000",
             Flag::MaxRuntime => "4h",
             Flag::MaxCost => "25",
+            Flag::Review => "acceptance,security,quality",
+            Flag::ReviewCmd => "\"./review.sh\"",
+            Flag::MaxReviews => "2",
+            Flag::ReviewTimeout => "600",
             Flag::Replace | Flag::Help => "",
         }
     }
 
     fn takes_value(self) -> bool {
-        !matches!(self, Flag::Replace | Flag::Help)
+        !matches!(self, Flag::Replace | Flag::Help | Flag::Review)
+    }
+
+    /// A value it takes only when the next word is one: `--review` takes a
+    /// list of reviewer names, and is followed by prompt words otherwise.
+    fn optional_value(self, next: &str) -> bool {
+        matches!(self, Flag::Review) && crate::review::parse_list(next).is_some()
     }
 }
 
@@ -196,6 +224,45 @@ impl StartArgs {
             Flag::PromptFile => {
                 repeated(self.prompt_file.is_some())?;
                 self.prompt_file = Some(value);
+            }
+            Flag::Review => {
+                repeated(self.review.is_some())?;
+                let names = match value.as_str() {
+                    "" => vec!["acceptance".to_string()],
+                    list => crate::review::parse_list(list).ok_or_else(|| ArgsError::BadValue {
+                        flag: flag.name(),
+                        value: value.clone(),
+                        what: "reviewer names separated by commas: acceptance, security, quality, or all",
+                    })?,
+                };
+                self.review = Some(names);
+            }
+            Flag::ReviewCmd => {
+                repeated(self.review_cmd.is_some())?;
+                self.review_cmd = Some(value);
+            }
+            Flag::MaxReviews => {
+                repeated(self.max_reviews.is_some())?;
+                let n = number(flag, &value, " above 0")?;
+                self.max_reviews = Some(u32::try_from(n).ok().filter(|n| *n > 0).ok_or(
+                    ArgsError::BadNumber {
+                        flag: flag.name(),
+                        value,
+                        hint: " above 0",
+                    },
+                )?);
+            }
+            Flag::ReviewTimeout => {
+                repeated(self.review_timeout.is_some())?;
+                let n = number(flag, &value, " of seconds above 0")?;
+                if n == 0 {
+                    return Err(ArgsError::BadNumber {
+                        flag: flag.name(),
+                        value,
+                        hint: " of seconds above 0",
+                    });
+                }
+                self.review_timeout = Some(n);
             }
             Flag::Replace => self.replace = true,
             Flag::Help => self.help = true,
@@ -320,8 +387,20 @@ pub fn parse_command_line(text: &str) -> Result<StartArgs, ArgsError> {
             None => return Err(ArgsError::UnknownFlag(name.to_string())),
         };
         let mut end = word.end;
-        let value = if !flag.takes_value() {
-            None
+        let value = if inline && !flag.takes_value() && matches!(flag, Flag::Review) {
+            let eq = start + name.len() + 1;
+            let v = read_word(text, eq);
+            end = v.end;
+            Some(v.value)
+        } else if !flag.takes_value() {
+            match next_token(text, word.end) {
+                Some(vs) if flag.optional_value(&read_word(text, vs).value) => {
+                    let v = read_word(text, vs);
+                    end = v.end;
+                    Some(v.value)
+                }
+                _ => None,
+            }
         } else if inline {
             let eq = start + name.len() + 1;
             let v = read_word(text, eq);
@@ -369,7 +448,11 @@ pub fn parse_argv(argv: &[String]) -> Result<StartArgs, ArgsError> {
         };
         let flag = Flag::from_name(name).ok_or_else(|| ArgsError::UnknownFlag(name.into()))?;
         let value = if !flag.takes_value() {
-            None
+            match it.as_slice().first() {
+                _ if inline.is_some() && matches!(flag, Flag::Review) => inline,
+                Some(next) if flag.optional_value(next) => it.next().cloned(),
+                _ => None,
+            }
         } else if inline.is_some() {
             inline
         } else {

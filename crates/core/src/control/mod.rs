@@ -186,6 +186,10 @@ pub fn status(paths: &LoopPaths) -> Status {
             let mut status =
                 Status::at(project, Some(&state), None, prd.as_ref(), checks, last, now);
             status.state_file = Some(paths.state.display().to_string());
+            if state.review.is_on() {
+                let log = paths.read_review_log().unwrap_or_default();
+                status.review = Some(status::ReviewStatus::new(&state.review, &log));
+            }
             status
         }
     }

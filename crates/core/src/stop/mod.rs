@@ -34,6 +34,7 @@ use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
 use crate::paths::LoopPaths;
 use crate::queue::QueueAction;
+use crate::review;
 use crate::state::LoopState;
 use crate::store::StoreError;
 use crate::worktree;
@@ -109,6 +110,17 @@ impl Jobs {
         if let Some(cmd) = self.loop_verify {
             let result = worktree::run_check(root, &cmd, self.timeout, self.fingerprint.clone());
             ran.loop_check = Some(result);
+        }
+        if let Some(r) = self.reviews {
+            ran.reviews_done = true;
+            ran.reviews = review::run::review_all(
+                root,
+                &r.names,
+                r.command.as_deref(),
+                &r.brief,
+                r.timeout,
+                self.fingerprint.as_deref(),
+            );
         }
     }
 }

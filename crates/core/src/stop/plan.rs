@@ -12,6 +12,8 @@ use crate::paths::PrdReadError;
 use crate::prd::Prd;
 use crate::progress;
 use crate::queue::{self, QueueAction};
+use crate::review::run::Brief;
+use crate::review::{self, ReviewLog, Standing, Verdict};
 use crate::state::LoopState;
 use crate::verify::{CheckResult, VerifyLog};
 use std::time::Duration;
@@ -23,6 +25,9 @@ pub struct Ran {
     pub stories_done: bool,
     pub stories: Vec<(String, CheckResult)>,
     pub loop_check: Option<CheckResult>,
+    /// The reviewers ran (once per Stop), with their verdicts.
+    pub reviews_done: bool,
+    pub reviews: Vec<(String, Verdict)>,
 }
 
 /// Checks to run outside the lock, before the Stop is decided.
@@ -35,13 +40,40 @@ pub struct Jobs {
     pub timeout: Duration,
     /// The tree they run on, recorded with their results.
     pub fingerprint: Option<String>,
+    /// Reviewers to run, once every check passed and completion stands.
+    pub reviews: Option<ReviewJob>,
+}
+
+/// The reviewers a Stop runs (see `review`).
+#[derive(Debug)]
+pub struct ReviewJob {
+    pub names: Vec<String>,
+    pub command: Option<String>,
+    pub brief: Brief,
+    pub timeout: Duration,
 }
 
 impl Jobs {
-    /// How many commands, for the watchdog's budget.
-    pub fn count(&self) -> usize {
-        self.stories.len() + usize::from(self.loop_verify.is_some())
+    /// How long they may take in all, for the watchdog: checks one after
+    /// another, reviewers side by side.
+    pub fn budget(&self) -> Duration {
+        let checks = self.stories.len() + usize::from(self.loop_verify.is_some());
+        let reviews = self.reviews.as_ref().map_or(Duration::ZERO, |r| r.timeout);
+        self.timeout * checks as u32 + reviews
     }
+}
+
+/// Where the review of a completion claim stands (`--review`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewGate {
+    /// No review: completion stands on its own.
+    Off,
+    /// Every reviewer approved the current tree.
+    Approved(Standing),
+    /// A reviewer rejected it (or gave no verdict); rounds are left.
+    Rejected(Standing),
+    /// Still rejected after `max_reviews` rounds.
+    Exhausted(Standing),
 }
 
 /// What a Stop will do before deciding, and what it found.
@@ -59,6 +91,12 @@ pub struct Plan<'a> {
     pub verify_log: VerifyLog,
     /// Checks ran at this Stop: the log is saved.
     pub ran_checks: bool,
+    /// Reviewers ran at this Stop: the verdicts on file with theirs, to save.
+    pub reviews_to_save: Option<ReviewLog>,
+    /// Review rounds run so far, this Stop's included.
+    pub review_rounds: u32,
+    /// Where the review of a completion claim stands.
+    pub review: ReviewGate,
     /// PRD mode: the PRD as the loop judges it, or why it cannot be read.
     pub prd: Option<Result<JudgedPrd<'a>, &'a PrdReadError>>,
     pub completion: Completion,
@@ -135,14 +173,35 @@ impl<'a> Plan<'a> {
             loop_verify,
             timeout: Duration::from_secs(state.verify_timeout),
             fingerprint: inputs.fingerprint.clone(),
+            reviews: None,
         });
         let completion = completion::judge(state, claimed, loop_check);
+        let mut review_log = inputs.review_log.clone();
+        if ran.reviews_done {
+            review_log.rounds = review_log.rounds.saturating_add(1);
+            for (name, verdict) in &ran.reviews {
+                review_log.verdicts.insert(name.clone(), verdict.clone());
+            }
+        }
+        let reviewing = completion == Completion::Complete
+            && state.review.is_on()
+            && jobs.is_none()
+            && !queue.preempts()
+            && !duplicate;
+        let (review, jobs) = if reviewing {
+            review_gate(inputs, &review_log, ran.reviews_done)
+        } else {
+            (ReviewGate::Off, jobs)
+        };
         Plan {
             claims: state.session_id.is_empty() && !inputs.session.is_empty(),
             queue,
             queue_seen,
             stalls,
             ran_checks: ran.stories_done || ran.loop_check.is_some(),
+            review_rounds: review_log.rounds,
+            reviews_to_save: ran.reviews_done.then_some(review_log),
+            review,
             verify_log: log,
             prd,
             completion,
@@ -151,6 +210,93 @@ impl<'a> Plan<'a> {
             budgets: state.budgets.after_turn(&inputs.usage),
             elapsed_secs: budget::elapsed_secs(state.started_at.as_deref(), inputs.now),
         }
+    }
+}
+
+/// Where the review of a standing completion claim is: its verdicts on this
+/// tree (those this Stop ran count whatever the tree), or the reviewers to
+/// run now, or, with no round left, the last verdicts.
+fn review_gate(inputs: &StopInputs, log: &ReviewLog, ran_now: bool) -> (ReviewGate, Option<Jobs>) {
+    let config = &inputs.state.review;
+    let fingerprint = inputs.fingerprint.as_deref();
+    let on_this_tree = if ran_now {
+        review::standing(log, &config.reviewers, None)
+    } else {
+        fingerprint.and_then(|f| review::standing(log, &config.reviewers, Some(f)))
+    };
+    let exhausted = log.rounds >= config.max_rounds;
+    let gate = |s: Standing| {
+        if s.all_approved() {
+            ReviewGate::Approved(s)
+        } else if exhausted {
+            ReviewGate::Exhausted(s)
+        } else {
+            ReviewGate::Rejected(s)
+        }
+    };
+    if let Some(s) = on_this_tree {
+        return (gate(s), None);
+    }
+    if exhausted {
+        // No round left for this tree: the last verdicts stand.
+        let last = config
+            .reviewers
+            .iter()
+            .filter_map(|n| log.verdicts.get(n).map(|v| (n.clone(), v.clone())))
+            .collect();
+        return (ReviewGate::Exhausted(Standing { verdicts: last }), None);
+    }
+    let names: Vec<String> = if fingerprint.is_some() {
+        log.due(&config.reviewers, fingerprint)
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    } else {
+        config.reviewers.clone()
+    };
+    let jobs = Jobs {
+        stories: Vec::new(),
+        loop_verify: None,
+        timeout: Duration::from_secs(inputs.state.verify_timeout),
+        fingerprint: inputs.fingerprint.clone(),
+        reviews: Some(ReviewJob {
+            names,
+            command: config.command.clone(),
+            brief: brief(inputs),
+            timeout: Duration::from_secs(config.timeout_secs),
+        }),
+    };
+    (ReviewGate::Off, Some(jobs))
+}
+
+/// What the reviewers are told the loop was for: the task, or every story
+/// of the PRD with its acceptance criteria.
+pub fn brief(inputs: &StopInputs) -> Brief {
+    let state = &inputs.state;
+    let (task, acceptance_criteria) = match &inputs.prd {
+        Some(Ok(prd)) => {
+            let mut task = format!("{}\nThe stories:\n", state.prompt.trim_end());
+            let mut criteria = Vec::new();
+            for s in &prd.stories {
+                task.push_str(&format!("- {}: {}", s.id, s.title));
+                if !s.description.trim().is_empty() {
+                    task.push_str(&format!(" - {}", s.description.trim()));
+                }
+                task.push('\n');
+                criteria.extend(
+                    s.acceptance_criteria
+                        .iter()
+                        .map(|c| format!("{}: {c}", s.id)),
+                );
+            }
+            (task, criteria)
+        }
+        _ => (state.prompt.clone(), Vec::new()),
+    };
+    Brief {
+        task,
+        acceptance_criteria,
+        base: state.review.base.clone(),
     }
 }
 
