@@ -10,6 +10,8 @@
 //! parses the command line, routes the typed slash commands, and reads the
 //! command policy's `[gates] full` row (ralph-core does not read policies).
 
+mod statusline;
+
 use clap::{Parser, Subcommand};
 use ralph_core::args::{self, StartArgs};
 use ralph_core::continuity;
@@ -61,6 +63,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Claude Code status line: one short line for this project's loop (nothing without a loop)
+    Statusline {
+        /// Your own status-line command: run with the same stdin, its output printed after ralph's
+        #[arg(long, value_name = "CMD")]
+        then: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -84,6 +92,10 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     match command {
+        Command::Statusline { then } => {
+            statusline::run(then.as_deref());
+            ExitCode::SUCCESS
+        }
         Command::Start { session, args } => {
             let session = session
                 .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok())

@@ -19,6 +19,7 @@ pub mod continuity;
 pub mod control;
 pub mod fmt;
 pub mod frontmatter;
+pub mod glance;
 pub mod hook_input;
 pub mod hook_output;
 pub mod paths;

@@ -1,0 +1,87 @@
+//! `ralph-setup statusline [--then CMD]`: Claude Code's status line. Reads
+//! the client's JSON on stdin, prints the loop's line (`ralph_core::glance`)
+//! or nothing when no loop runs, then the output of the user's own
+//! status-line command (`--then`), which gets the same stdin.
+//!
+//! The client runs it at start and after each message: without a loop it
+//! costs one read of stdin and two stats (docs/benchmarks.md).
+
+use ralph_core::glance::{Glance, LineInput, use_color};
+use ralph_core::paths::{LoopPaths, project_root};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The client's JSON is a few kilobytes; more is not read.
+const MAX_INPUT: u64 = 1 << 20;
+/// How long the user's own command may take (the client itself gives a
+/// status line about this long before it drops the update).
+const THEN_LIMIT: Duration = Duration::from_secs(5);
+
+pub fn run(then: Option<&str>) {
+    let stdin = read_stdin();
+    let input = LineInput::parse(&stdin);
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let root = match input.project_dir() {
+        Some(dir) => project_root(None, std::path::Path::new(dir)),
+        None => project_root(std::env::var("CLAUDE_PROJECT_DIR").ok().as_deref(), &cwd),
+    };
+    let ours = Glance::gather(&LoopPaths::new(root), &input, ralph_core::clock::unix_now())
+        .map(|g| g.line(use_color(std::env::var("NO_COLOR").ok().as_deref())));
+    let theirs = then
+        .filter(|c| !c.trim().is_empty())
+        .and_then(|cmd| run_then(cmd, &stdin));
+    let mut out = std::io::stdout().lock();
+    let _ = match (ours, theirs) {
+        (Some(ours), Some(theirs)) => write!(out, "{ours}  {theirs}"),
+        (Some(ours), None) => writeln!(out, "{ours}"),
+        (None, Some(theirs)) => write!(out, "{theirs}"),
+        (None, None) => Ok(()),
+    };
+}
+
+fn read_stdin() -> Vec<u8> {
+    let mut buf = Vec::new();
+    // The client writes its JSON and closes the pipe; a terminal gives EOF on ^D.
+    let _ = std::io::stdin()
+        .lock()
+        .take(MAX_INPUT)
+        .read_to_end(&mut buf);
+    buf
+}
+
+/// The user's command's output, as it printed it (`None` when it printed
+/// nothing, failed to start or ran too long).
+fn run_then(cmd: &str, stdin: &[u8]) -> Option<String> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    if let Some(mut pipe) = child.stdin.take() {
+        let _ = pipe.write_all(stdin);
+    }
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = stdout.read_to_end(&mut text);
+        text
+    });
+    let deadline = Instant::now() + THEN_LIMIT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&reader.join().ok()?).into_owned();
+    (!text.trim().is_empty()).then_some(text)
+}
