@@ -117,6 +117,8 @@ fn spawn(setup: &Setup) -> std::io::Result<Child> {
         .arg(&setup.plugin_root)
         .args(&setup.client_args)
         .current_dir(&setup.paths.root)
+        // The run notifies once, at its end; the session's hooks do not.
+        .env(ralph_core::notify::RUNNER_ENV, "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -1,5 +1,5 @@
 //! The runner's I/O at the edge: signals, finding the binaries and the
-//! plugin, the run lock, the loop's files, process groups, `--notify`, and
+//! plugin, the run lock, the loop's files, process groups, and
 //! the terminal.
 
 use ralph_core::activity::{self, Action, Entry};
@@ -292,42 +292,6 @@ pub fn stop_group(child: &mut Child, grace: Duration) {
     signal_group(child.id(), "KILL");
     let _ = child.kill();
     let _ = child.wait();
-}
-
-/// Run the `--notify` command once, with the outcome in its environment; at
-/// most `limit`, so the exit is never held up for long.
-pub fn notify(
-    cmd: &str,
-    env: &[(String, String)],
-    root: &Path,
-    limit: Duration,
-) -> Result<(), String> {
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot run the --notify command: {e}"))?;
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(format!("the --notify command failed ({status})")),
-            Ok(None) if Instant::now() >= deadline => {
-                stop_group(&mut child, Duration::from_millis(500));
-                return Err(format!(
-                    "the --notify command ran longer than {} s and was stopped",
-                    limit.as_secs()
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("the --notify command: {e}")),
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------

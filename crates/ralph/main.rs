@@ -120,7 +120,7 @@ struct RunArgs {
     /// The longest the run waits out rate and usage limits in a row (e.g. 90m, 6h)
     #[arg(long, value_name = "DURATION", default_value = "6h")]
     max_wait: String,
-    /// Run CMD (sh -c) once when the run ends; env: RALPH_OUTCOME, RALPH_ITERATIONS, RALPH_MESSAGE
+    /// Run CMD (sh -c) once when the run ends, or `desktop` (default: notify in .claude/ralph.toml); env: RALPH_OUTCOME, RALPH_ITERATIONS, RALPH_MESSAGE
     #[arg(long, value_name = "CMD")]
     notify: Option<String>,
     /// Ask the agent for a hand-off when its context reaches TOKENS (e.g. 120k; 0 = off)

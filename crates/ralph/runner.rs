@@ -381,6 +381,8 @@ impl Run<'_> {
             .env("CLAUDE_PROJECT_DIR", &self.paths.root)
             // `--review`: the hook's reviewers use the run's own client.
             .env("RALPH_CLAUDE", &self.setup.claude)
+            // The run notifies once, at its end (`finish`), not the hook.
+            .env(ralph_core::notify::RUNNER_ENV, "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -551,9 +553,14 @@ impl Run<'_> {
             self.run_dir.join("outcome.json"),
             serde_json::to_string_pretty(&record).unwrap_or_default(),
         );
-        if let Some(cmd) = &self.cfg.notify {
+        // `--notify`, else the project's default (`.claude/ralph.toml`).
+        let notify = match &self.cfg.notify {
+            Some(spec) => ralph_core::notify::command_for(spec),
+            None => ralph_core::notify::configured(&self.paths, None),
+        };
+        if let Some(cmd) = &notify {
             let env = notify_env(outcome, self.iterations, &self.run_id);
-            if let Err(e) = edge::notify(cmd, &env, &self.paths.root, NOTIFY_LIMIT) {
+            if let Err(e) = ralph_core::notify::run(cmd, &env, &self.paths.root, NOTIFY_LIMIT) {
                 out.line(&progress::note(style, Tone::Warn, &e));
             }
         }

@@ -131,6 +131,10 @@ fn main() -> ExitCode {
                 hook_event,
             )
             .print();
+            // A pause on an API error or a usage limit is announced (`--notify`).
+            if let Some(p) = NOTIFY.get() {
+                let _ = p.fire();
+            }
             ExitCode::SUCCESS
         }
         Command::Show => {
@@ -173,6 +177,9 @@ fn fail(e: &dyn std::fmt::Display) -> ExitCode {
 /// SessionStart, SessionEnd and StopFailure: every session's start and end
 /// passes here, so without a loop in the project it leaves after one stat,
 /// before reading its input.
+/// The notify command of a loop a StopFailure may pause (set by `hook_event`).
+static NOTIFY: std::sync::OnceLock<ralph_core::notify::Pending> = std::sync::OnceLock::new();
+
 fn hook_event() -> HookOutput {
     if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty())
         && !LoopPaths::new(dir).has_loop()
@@ -186,6 +193,11 @@ fn hook_event() -> HookOutput {
     let pid = std::env::var("CLAUDE_PID")
         .ok()
         .and_then(|p| p.parse().ok());
+    if input.hook_event_name.as_deref() == Some("StopFailure")
+        && let Some(p) = ralph_core::notify::Pending::note(&paths)
+    {
+        let _ = NOTIFY.set(p);
+    }
     continuity::on_event(&paths, &input, pid)
         .unwrap_or_else(|e| HookOutput::allow(format!("ralph: {e}")))
 }

@@ -8,6 +8,7 @@
 
 use ralph_core::hook_input::HookInput;
 use ralph_core::hook_output::{HookOutput, fail_open};
+use ralph_core::notify::Pending;
 use ralph_core::paths::{LoopPaths, project_root_from_env};
 use ralph_core::stop::plan::Ran;
 use ralph_core::stop::{Step, step, text};
@@ -15,7 +16,15 @@ use ralph_core::store::{LOCK_WAIT, LoopLock};
 
 fn main() {
     answer(fail_open(text::INTERNAL_ERROR, run));
+    // The answer is out and the lock released: a loop that ended now is
+    // announced (`--notify`), for at most a few seconds.
+    if let Some(pending) = NOTIFY.get() {
+        let _ = pending.fire();
+    }
 }
+
+/// The notify command of the loop this Stop may end (set by `run`).
+static NOTIFY: std::sync::OnceLock<Pending> = std::sync::OnceLock::new();
 
 /// Print the hook's answer once: the watchdog and the main thread race for it.
 fn answer(output: HookOutput) {
@@ -105,6 +114,9 @@ fn run() -> HookOutput {
         Ok(input) => input,
         Err(e) => return HookOutput::allow(text::bad_input(&e)),
     };
+    if let Some(pending) = Pending::note(&paths) {
+        let _ = NOTIFY.set(pending);
+    }
     // Round 1 may run story checks, round 2 the loop's own check (whether
     // completion is claimed can depend on the story checks), round 3 the
     // reviewers (once completion stands), round 4 decides. Checks and

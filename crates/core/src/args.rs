@@ -34,17 +34,19 @@ pub struct StartArgs {
     pub review_cmd: Option<String>,
     pub max_reviews: Option<u32>,
     pub review_timeout: Option<u64>,
+    /// `--notify CMD|desktop`: run when the loop ends (see `notify`).
+    pub notify: Option<String>,
     /// Replace another session's live loop.
     pub replace: bool,
     pub help: bool,
 }
 
-pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--review [LIST]] [--review-cmd CMD] [--max-reviews N] [--review-timeout SECS] [--replace]";
+pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--review [LIST]] [--review-cmd CMD] [--max-reviews N] [--review-timeout SECS] [--notify CMD|desktop] [--replace]";
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ArgsError {
     #[error(
-        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --review [LIST], --review-cmd CMD, --max-reviews N, --review-timeout SECS, --replace. To use `{0}` as prompt text, put it after ` -- `"
+        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --review [LIST], --review-cmd CMD, --max-reviews N, --review-timeout SECS, --notify CMD|desktop, --replace. To use `{0}` as prompt text, put it after ` -- `"
     )]
     UnknownFlag(String),
     #[error("`{flag}` takes {what}, not `{value}`")]
@@ -82,6 +84,7 @@ enum Flag {
     ReviewCmd,
     MaxReviews,
     ReviewTimeout,
+    Notify,
     Replace,
     Help,
 }
@@ -104,6 +107,7 @@ impl Flag {
             "--review-cmd" => Flag::ReviewCmd,
             "--max-reviews" => Flag::MaxReviews,
             "--review-timeout" => Flag::ReviewTimeout,
+            "--notify" => Flag::Notify,
             "--replace" => Flag::Replace,
             "--help" | "-h" => Flag::Help,
             _ => return None,
@@ -127,6 +131,7 @@ impl Flag {
             Flag::ReviewCmd => "--review-cmd",
             Flag::MaxReviews => "--max-reviews",
             Flag::ReviewTimeout => "--review-timeout",
+            Flag::Notify => "--notify",
             Flag::Replace => "--replace",
             Flag::Help => "--help",
         }
@@ -149,6 +154,7 @@ impl Flag {
             Flag::ReviewCmd => "\"./review.sh\"",
             Flag::MaxReviews => "2",
             Flag::ReviewTimeout => "600",
+            Flag::Notify => "desktop",
             Flag::Replace | Flag::Help => "",
         }
     }
@@ -194,6 +200,10 @@ impl StartArgs {
             Flag::Verify => {
                 repeated(self.verify.is_some())?;
                 self.verify = Some(value);
+            }
+            Flag::Notify => {
+                repeated(self.notify.is_some())?;
+                self.notify = Some(value);
             }
             Flag::VerifyTimeout => {
                 repeated(self.verify_timeout.is_some())?;

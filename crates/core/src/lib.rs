@@ -22,6 +22,7 @@ pub mod frontmatter;
 pub mod glance;
 pub mod hook_input;
 pub mod hook_output;
+pub mod notify;
 pub mod paths;
 pub mod pause;
 pub mod prd;

@@ -40,6 +40,8 @@ pub struct LoopState {
     pub max_story_attempts: u32,
     /// Run when completion is claimed; the loop completes only if it exits 0.
     pub verify: Option<String>,
+    /// `--notify`: a command (or `desktop`) run when the loop ends.
+    pub notify: Option<String>,
     /// Seconds a verify command may take.
     pub verify_timeout: u64,
     /// Unchanged iterations in a row that stop the loop (0 = never).
@@ -152,6 +154,9 @@ impl LoopState {
             verify: f
                 .text("verify", "must be a command")?
                 .filter(|s| !s.trim().is_empty()),
+            notify: f
+                .text("notify", "must be a command")?
+                .filter(|s| !s.trim().is_empty()),
             verify_timeout: f
                 .number(
                     "verify_timeout",
@@ -217,6 +222,9 @@ impl LoopState {
         if let Some(v) = &self.verify {
             out.push_str(&format!("verify: {}\n", quote(v)));
             out.push_str(&format!("verify_timeout: {}\n", self.verify_timeout));
+        }
+        if let Some(n) = &self.notify {
+            out.push_str(&format!("notify: {}\n", quote(n)));
         }
         out.push_str(&format!("max_stalls: {}\n", self.max_stalls));
         out.push_str(&format!("stalls: {}\n", self.stalls));
@@ -370,6 +378,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         story_checks: BTreeMap::new(),
         max_story_attempts: DEFAULT_MAX_STORY_ATTEMPTS,
         verify: None,
+        notify: None,
         verify_timeout: 300,
         max_stalls: 3,
         stalls: 0,

@@ -32,6 +32,7 @@ fn round_trips_awkward_prompt_and_promise() {
         .into(),
         max_story_attempts: 5,
         verify: Some("cargo test -- --quiet".into()),
+        notify: None,
         verify_timeout: 60,
         max_stalls: 3,
         stalls: 1,

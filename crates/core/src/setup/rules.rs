@@ -227,6 +227,7 @@ pub fn new_state(
             .max_story_attempts
             .unwrap_or(DEFAULT_MAX_STORY_ATTEMPTS),
         verify: verify.filter(|v| !v.trim().is_empty()),
+        notify: args.notify.clone().filter(|n| !n.trim().is_empty()),
         verify_timeout: args
             .verify_timeout
             .unwrap_or(crate::verify::DEFAULT_TIMEOUT_SECS),
