@@ -68,6 +68,12 @@ enum Command {
         /// Your own status-line command: run with the same stdin, its output printed after ralph's
         #[arg(long, value_name = "CMD")]
         then: Option<String>,
+        /// Put it into your ~/.claude/settings.json (your own status line kept under --then; a copy kept)
+        #[arg(long, conflicts_with = "off")]
+        install: bool,
+        /// Take it out again: the settings file exactly as it was
+        #[arg(long)]
+        off: bool,
     },
 }
 
@@ -81,6 +87,11 @@ fn main() -> ExitCode {
             Command::Cancel => return fail(&control::agent_refused("ralph-setup cancel")),
             Command::Resume => return fail(&control::agent_refused("ralph-setup resume")),
             Command::Start { .. } => return fail(&control::agent_refused("ralph-setup start")),
+            Command::Statusline { install, off, .. } if *install || *off => {
+                return fail(
+                    &"`ralph-setup statusline --install/--off` was run by the agent: only the user changes their settings.json (`/ralph:statusline` in Claude Code, or this command in their own terminal). Nothing was changed.",
+                );
+            }
             Command::HookPrompt | Command::HookEvent => return ExitCode::SUCCESS,
             _ => {}
         }
@@ -92,7 +103,16 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     match command {
-        Command::Statusline { then } => {
+        Command::Statusline { install, off, .. } if install || off => {
+            match statusline::install_or_off(off) {
+                Ok(msg) => {
+                    println!("{msg}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&e),
+            }
+        }
+        Command::Statusline { then, .. } => {
             statusline::run(then.as_deref());
             ExitCode::SUCCESS
         }
@@ -213,6 +233,17 @@ fn hook_prompt() -> HookOutput {
     let Some(prompt) = input.prompt.as_deref() else {
         return HookOutput::Nothing;
     };
+    // `/ralph:statusline [off]`: the user's own settings, changed only because they typed it.
+    if let Some(rest) = args::command_args(prompt, statusline::COMMANDS) {
+        let text = match rest.trim() {
+            "" | "on" => statusline::install_or_off(false),
+            "off" => statusline::install_or_off(true),
+            other => Err(format!(
+                "`/ralph:statusline {other}`: type `/ralph:statusline` to show the loop in the status line, `/ralph:statusline off` to undo it"
+            )),
+        };
+        return HookOutput::block(text.unwrap_or_else(|e| format!("ralph: {e}")));
+    }
     let paths = LoopPaths::new(project_root_from_env(input.cwd.as_deref()));
     // Status, cancel and help are answered here, exactly and at once: the
     // block shows the text to the user and spends no model turn. (Their

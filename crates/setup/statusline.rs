@@ -7,8 +7,10 @@
 //! costs one read of stdin and two stats (docs/benchmarks.md).
 
 use ralph_core::glance::{Glance, LineInput, use_color};
+use ralph_core::glance_install;
 use ralph_core::paths::{LoopPaths, project_root};
 use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -18,13 +20,36 @@ const MAX_INPUT: u64 = 1 << 20;
 /// status line about this long before it drops the update).
 const THEN_LIMIT: Duration = Duration::from_secs(5);
 
+/// The typed commands that install it (`off`: undo).
+pub const COMMANDS: &[&str] = &["/ralph:statusline", "/ralph-statusline"];
+
+/// `/ralph:statusline` (`off`: undo), for the user's settings file.
+pub fn install_or_off(off: bool) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("where is ralph-setup? {e}"))?;
+    let ours = format!(
+        "{}{}",
+        glance_install::sh_quote(&exe.to_string_lossy()),
+        glance_install::MARK
+    );
+    let settings = glance_install::settings_file();
+    let data = ralph_core::paths::data_root();
+    if off {
+        glance_install::uninstall(&settings, &data, &ours)
+    } else {
+        glance_install::install(&settings, &data, &ours)
+    }
+}
+
 pub fn run(then: Option<&str>) {
     let stdin = read_stdin();
     let input = LineInput::parse(&stdin);
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let root = match input.project_dir() {
-        Some(dir) => project_root(None, std::path::Path::new(dir)),
-        None => project_root(std::env::var("CLAUDE_PROJECT_DIR").ok().as_deref(), &cwd),
+    // The client's project folder, else the git root above its cwd (as the
+    // hooks resolve it).
+    let env = std::env::var("CLAUDE_PROJECT_DIR").ok();
+    let root = match (input.project_dir(), input.cwd()) {
+        (Some(dir), _) => PathBuf::from(dir),
+        (None, Some(cwd)) => project_root(env.as_deref(), Path::new(cwd)),
+        (None, None) => project_root(env.as_deref(), &std::env::current_dir().unwrap_or_default()),
     };
     let ours = Glance::gather(&LoopPaths::new(root), &input, ralph_core::clock::unix_now())
         .map(|g| g.line(use_color(std::env::var("NO_COLOR").ok().as_deref())));

@@ -10,6 +10,7 @@ mod support;
 
 mod continuity;
 mod glance;
+mod glance_install;
 mod guard;
 mod hardening_concurrency;
 mod hardening_corpus;

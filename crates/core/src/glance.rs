@@ -47,11 +47,18 @@ impl LineInput {
         serde_json::from_slice(bytes).unwrap_or_default()
     }
 
-    /// The project folder the client names: `workspace.project_dir`, else `cwd`.
+    /// The project folder the client names (`workspace.project_dir`, what
+    /// it gives hooks as `CLAUDE_PROJECT_DIR`).
     pub fn project_dir(&self) -> Option<&str> {
+        let ws = self.workspace.as_ref()?;
+        ws.project_dir.as_deref().filter(|d| !d.is_empty())
+    }
+
+    /// The folder the session is in: `cwd`, else `workspace.current_dir`.
+    pub fn cwd(&self) -> Option<&str> {
         let ws = self.workspace.as_ref();
-        ws.and_then(|w| w.project_dir.as_deref())
-            .or(self.cwd.as_deref())
+        self.cwd
+            .as_deref()
             .or_else(|| ws.and_then(|w| w.current_dir.as_deref()))
             .filter(|d| !d.is_empty())
     }
@@ -253,7 +260,7 @@ mod tests {
         assert_eq!(i.context_percent(), Some(41.4));
         // Before the first reply the percentages are null.
         let i = LineInput::parse(br#"{"cwd":"/p","context_window":{"used_percentage":null}}"#);
-        assert_eq!(i.project_dir(), Some("/p"));
+        assert_eq!((i.project_dir(), i.cwd()), (None, Some("/p")));
         assert_eq!(i.context_percent(), None);
         assert_eq!(LineInput::parse(b"not json").project_dir(), None);
     }

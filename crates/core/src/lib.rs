@@ -20,6 +20,7 @@ pub mod control;
 pub mod fmt;
 pub mod frontmatter;
 pub mod glance;
+pub mod glance_install;
 pub mod hook_input;
 pub mod hook_output;
 pub mod notify;
