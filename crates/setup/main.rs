@@ -63,6 +63,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The loop's story from its activity log: how it ended, iterations, stories, checks, refusals
+    Report {
+        /// Write it as one self-contained HTML page (with a chart) to FILE
+        #[arg(long, value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
+    },
     /// Claude Code status line: one short line for this project's loop (nothing without a loop)
     Statusline {
         /// Your own status-line command: run with the same stdin, its output printed after ralph's
@@ -112,6 +118,7 @@ fn main() -> ExitCode {
                 Err(e) => fail(&e),
             }
         }
+        Command::Report { html } => report(&paths(), html.as_deref()),
         Command::Statusline { then, .. } => {
             statusline::run(then.as_deref());
             ExitCode::SUCCESS
@@ -185,6 +192,38 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// `ralph-setup report`: the last loop of the activity log, as text or HTML.
+fn report(paths: &LoopPaths, html: Option<&Path>) -> ExitCode {
+    let log = store::read_optional(&paths.log)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let Some(r) = ralph_core::loop_report::Report::of_log(&log, paths.read_verify_log()) else {
+        println!(
+            "No Ralph loop has run here yet ({} is empty).",
+            paths.log.display()
+        );
+        return ExitCode::SUCCESS;
+    };
+    match html {
+        None => {
+            print!("{}", r.to_text());
+            ExitCode::SUCCESS
+        }
+        Some(file) => match store::atomic_write(file, r.to_html().as_bytes()) {
+            Ok(()) => {
+                println!(
+                    "The loop's report is in {} ({}).",
+                    file.display(),
+                    r.ending()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
     }
 }
 

@@ -19,6 +19,7 @@ mod hardening_files;
 mod hardening_guard;
 mod hardening_lock;
 mod hardening_stdin;
+mod loop_report;
 mod loop_state;
 mod notify;
 mod review;

@@ -23,6 +23,7 @@ pub mod glance;
 pub mod glance_install;
 pub mod hook_input;
 pub mod hook_output;
+pub mod loop_report;
 pub mod notify;
 pub mod paths;
 pub mod pause;
