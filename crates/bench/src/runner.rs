@@ -16,6 +16,8 @@ use crate::transcripts::Transcripts;
 
 const NO_LOOP_TARGET_MS: f64 = 1.5;
 const LOOP_TARGET_MS: f64 = 3.0;
+/// The status line without a loop (issue 15: under 2 ms; the client runs it often).
+const STATUSLINE_TARGET_MS: f64 = 2.0;
 /// Peak memory is read from a few runs and the largest kept: one run is what
 /// the target is about, the repeats only guard against a lucky one.
 pub const RSS_RUNS: usize = 3;
@@ -52,6 +54,8 @@ pub enum Expect {
     Block,
     /// The reference process: whatever it does.
     Any,
+    /// A status line starting so.
+    Line(&'static str),
 }
 
 impl Expect {
@@ -59,6 +63,7 @@ impl Expect {
         match self {
             Expect::Any => true,
             Expect::Silent => out.iter().all(u8::is_ascii_whitespace),
+            Expect::Line(start) => out.starts_with(start.as_bytes()),
             Expect::Block => {
                 serde_json::from_slice::<Value>(out)
                     .ok()
@@ -78,6 +83,8 @@ pub enum Target {
 pub struct Case {
     pub label: String,
     program: PathBuf,
+    /// The program's arguments (`statusline` for ralph-setup).
+    args: Vec<String>,
     project: PathBuf,
     stdin: Vec<u8>,
     /// Files written back before every run, outside the timing: the block path
@@ -94,7 +101,8 @@ pub struct Case {
 impl Case {
     fn command(&self, program: &Path) -> Command {
         let mut cmd = Command::new(program);
-        cmd.current_dir(&self.project)
+        cmd.args(&self.args)
+            .current_dir(&self.project)
             .env("CLAUDE_PROJECT_DIR", &self.project)
             .env("RALPH_DATA_DIR", self.data_dir())
             .stdin(Stdio::piped())
@@ -236,6 +244,7 @@ impl Setup {
         cases.push(Case {
             label: "1. no loop (no state file)".into(),
             program: hook.to_path_buf(),
+            args: Vec::new(),
             stdin: stop_input(&project_dir, &t.small, Some(PROMISELESS), false),
             project: project_dir,
             reset: Vec::new(),
@@ -247,6 +256,7 @@ impl Setup {
         let (prd_case, prd_bytes) = make.prd_loop()?;
         cases.push(prd_case);
         cases.extend(make.loops_without_breaker()?);
+        cases.extend(make.status_lines(&prd_json_of(&cases))?);
 
         let size = |p: &Path| fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         Ok(Setup {
@@ -280,6 +290,7 @@ impl Maker<'_> {
         Ok(Some(Case {
             label: "reference: /bin/true (spawn + exec floor)".into(),
             program: t,
+            args: Vec::new(),
             stdin: stop_input(&project, &self.t.small, Some(PROMISELESS), false),
             project,
             reset: Vec::new(),
@@ -302,6 +313,7 @@ impl Maker<'_> {
         Ok(Case {
             label: label.into(),
             program: self.hook.to_path_buf(),
+            args: Vec::new(),
             stdin: stop_input(&project, transcript, last, true),
             reset: vec![(project.join(STATE_FILE), state.to_vec())],
             project,
@@ -370,6 +382,7 @@ impl Maker<'_> {
         let case = Case {
             label: "4. PRD loop, 200 stories (dependency chain, 100 passing), blocks".into(),
             program: self.hook.to_path_buf(),
+            args: Vec::new(),
             stdin: stop_input(&prd_project, &self.t.small, Some(PROMISELESS), true),
             reset: vec![
                 // The counter starts afresh with the data folder each run.
@@ -381,6 +394,38 @@ impl Maker<'_> {
             rss_target: true,
         };
         Ok((case, prd_json.len() as u64))
+    }
+
+    /// Cases S1, S2: `ralph-setup statusline`, as Claude Code runs it after
+    /// every message, fed the JSON the client sends (measured on 2.1.328).
+    fn status_lines(&self, prd_project: &Path) -> std::io::Result<Vec<Case>> {
+        let setup = self.hook.with_file_name("ralph-setup");
+        if !setup.is_file() {
+            return Ok(Vec::new());
+        }
+        let none = project(self.root, "statusline-none")?;
+        let case = |label: &str, project: PathBuf, reset, expect| Case {
+            label: label.into(),
+            program: setup.clone(),
+            args: vec!["statusline".into()],
+            stdin: statusline_input(&project),
+            project,
+            reset,
+            expect,
+            target: Target::Ms(STATUSLINE_TARGET_MS),
+            rss_target: true,
+        };
+        let (_, ids) = prd(200);
+        let state = prd_state(&ids).into_bytes();
+        Ok(vec![
+            case("S1. status line, no loop", none, Vec::new(), Expect::Silent),
+            case(
+                "S2. status line, the PRD loop of case 4 (200 stories, 142 KiB read)",
+                prd_project.to_path_buf(),
+                vec![(prd_project.join(STATE_FILE), state)],
+                Expect::Line("\x1b[32mralph 1"),
+            ),
+        ])
     }
 
     /// Case 5: with the no-progress breaker off no turn can reach `git
@@ -404,4 +449,31 @@ impl Maker<'_> {
             )?,
         ])
     }
+}
+
+/// The PRD case's project folder.
+fn prd_json_of(cases: &[Case]) -> PathBuf {
+    cases
+        .iter()
+        .find(|c| c.label.starts_with("4. "))
+        .map(|c| c.project.clone())
+        .unwrap_or_default()
+}
+
+/// The status-line JSON Claude Code 2.1.328 sends (docs/client-measurements.md).
+fn statusline_input(project: &Path) -> Vec<u8> {
+    let dir = project.display().to_string();
+    serde_json::json!({
+        "session_id": "bench", "transcript_path": "/tmp/none.jsonl", "cwd": dir, "prompt_id": "p",
+        "model": {"id": "claude-opus-5-5", "display_name": "Opus 5.5"},
+        "workspace": {"current_dir": dir, "project_dir": dir, "added_dirs": []}, "version": "2.1.328",
+        "cost": {"total_cost_usd": 0.00024, "total_duration_ms": 11549, "total_api_duration_ms": 49,
+                 "total_lines_added": 0, "total_lines_removed": 0},
+        "context_window": {"total_input_tokens": 10, "total_output_tokens": 10, "context_window_size": 1_000_000,
+            "current_usage": {"input_tokens": 10, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            "used_percentage": 41, "remaining_percentage": 59},
+        "exceeds_200k_tokens": false, "fast_mode": false, "thinking": {"enabled": true}
+    })
+    .to_string()
+    .into_bytes()
 }
