@@ -99,6 +99,18 @@ pub fn plugin_root() -> Result<PathBuf, String> {
         })
 }
 
+/// `ralph SUB ARGS...`: `ralph-setup SUB ARGS...`, by running it.
+pub fn exec_setup(sub: &str, args: &[String]) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let Some(bin) = find_binary("ralph-setup") else {
+        eprintln!("ralph: ralph-setup not found next to ralph, in $RALPH_BIN_DIR or on PATH");
+        return ExitCode::from(2);
+    };
+    let err = Command::new(&bin).arg(sub).args(args).exec();
+    eprintln!("ralph: cannot run {}: {err}", bin.display());
+    ExitCode::from(2)
+}
+
 /// `ralph start ...`: the same start as `ralph-setup start`, by running it.
 pub fn exec_setup_start(session: Option<String>, args: &[String]) -> ExitCode {
     use std::os::unix::process::CommandExt;

@@ -77,6 +77,16 @@ enum Command {
     },
     /// Cancel the loop of this project (a running `ralph run` stops within a second)
     Cancel,
+    /// Claude Code status line for this project's loop (as `ralph-setup statusline [--then CMD]`)
+    Statusline {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// The loop's story from its activity log (as `ralph-setup report [--html FILE]`)
+    Report {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Args)]
@@ -158,6 +168,8 @@ fn main() -> ExitCode {
             Err(e) => usage_error(&e),
         },
         Command::Start { session, args } => edge::exec_setup_start(session, &args),
+        Command::Statusline { args } => edge::exec_setup("statusline", &args),
+        Command::Report { args } => edge::exec_setup("report", &args),
         Command::Status { json } => {
             let paths = LoopPaths::new(project_root_from_env(None));
             let status = control::status(&paths);

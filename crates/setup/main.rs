@@ -84,6 +84,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The status line runs after every message of every session: its plain
+    // forms skip building the command-line parser.
+    if let Some(then) = statusline::fast_args() {
+        statusline::run(then.as_deref());
+        return ExitCode::SUCCESS;
+    }
     let paths = || LoopPaths::new(project_root_from_env(None));
     let command = Cli::parse().command;
     // Only the user starts, replaces or ends a loop; the typed commands reach

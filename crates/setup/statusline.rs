@@ -20,6 +20,25 @@ const MAX_INPUT: u64 = 1 << 20;
 /// status line about this long before it drops the update).
 const THEN_LIMIT: Duration = Duration::from_secs(5);
 
+/// `statusline` or `statusline --then CMD` (`--then=CMD`): `Some(then)`;
+/// anything else (`--help`, `--install`, a typo) goes to the full parser.
+pub fn fast_args() -> Option<Option<String>> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != "statusline" {
+        return None;
+    }
+    let rest: Vec<_> = args.collect();
+    match rest.as_slice() {
+        [] => Some(None),
+        [flag, cmd] if flag == "--then" => Some(Some(cmd.to_str()?.to_string())),
+        [one] => one
+            .to_str()?
+            .strip_prefix("--then=")
+            .map(|cmd| Some(cmd.to_string())),
+        _ => None,
+    }
+}
+
 /// The typed commands that install it (`off`: undo).
 pub const COMMANDS: &[&str] = &["/ralph:statusline", "/ralph-statusline"];
 

@@ -172,11 +172,20 @@ fn the_cap_ends_the_run_and_a_guard_denial_reaches_the_model() {
         "--max-iterations",
         "2",
         "--notify",
-        "env | grep ^RALPH_ | sort > notified.txt",
+        "env | grep ^RALPH_ | sort >> notified.txt",
     ];
+    // A project default the hooks would use in a session: under `ralph run`
+    // the run alone announces its end, once.
+    std::fs::create_dir_all(p.path(".claude")).unwrap();
+    std::fs::write(
+        p.path(".claude/ralph.toml"),
+        "notify = \"echo RALPH_OUTCOME=from-a-hook >> notified.txt\"\n",
+    )
+    .unwrap();
     let f = finish(p.run_cmd(Some(&m), &claude, &args));
     f.expect_code(1);
     let notified = p.read("notified.txt");
+    assert_eq!(notified.matches("RALPH_OUTCOME=").count(), 1, "{notified}");
     for line in [
         "RALPH_OUTCOME=ended",
         "RALPH_ITERATIONS=2",
