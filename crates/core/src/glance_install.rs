@@ -157,10 +157,13 @@ pub fn install(settings: &Path, data: &Path, ours: &str) -> Result<String, Strin
     } else {
         ""
     };
+    let copy = match &text {
+        Some(_) => format!("a copy of the file as it was: {}", before.display()),
+        None => "there was no such file before".to_string(),
+    };
     Ok(format!(
-        "ralph's status line is in {} (a copy of the file as it was: {}).{kept} It shows the loop of the project (nothing when none runs) from the next message. `/ralph:statusline off` undoes it exactly.",
+        "ralph's status line is in {} ({copy}).{kept} It shows the loop of the project (nothing when none runs) from the next message. `/ralph:statusline off` undoes it exactly.",
         settings.display(),
-        before.display()
     ))
 }
 
