@@ -17,6 +17,7 @@ mod hardening_files;
 mod hardening_guard;
 mod hardening_lock;
 mod hardening_stdin;
+mod launcher;
 mod loop_state;
 mod review;
 mod setup_cli;
