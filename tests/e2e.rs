@@ -17,9 +17,14 @@
 //! * `RALPH_E2E_JOBS=n`: scenarios run at once (default 2).
 //! * `RALPH_E2E_KEEP=1`: keep every scenario's temp dir (failed ones are always kept).
 //! * `RALPH_E2E_BIN_DIR=dir`: the ralph binaries to test (default: this build's).
+//! * `RALPH_E2E_TIMES=1`: print when each scenario's loop started (always
+//!   printed for `new_user` scenarios, with when the download landed).
 
 #[path = "e2e/tui.rs"]
 mod tui;
+
+#[path = "e2e/newuser.rs"]
+mod newuser;
 
 use ralph_fake_model::{FakeModel, Lane, Recorded, Reply, Script, content_text};
 use serde::Deserialize;
@@ -55,6 +60,10 @@ struct Scenario {
     /// Project files before the first run (path -> content).
     #[serde(default)]
     files: BTreeMap<String, String>,
+    /// Install the plugin as a new user does (see `NewUser`) instead of
+    /// loading this checkout with `--plugin-dir`.
+    #[serde(default)]
+    new_user: Option<NewUser>,
     runs: Vec<Run>,
     #[serde(default)]
     expect: Expect,
@@ -113,6 +122,19 @@ struct Run {
     lanes: Vec<Lane>,
     #[serde(default)]
     expect: RunExpect,
+}
+
+/// A new user's install: a git repository holding this checkout's files
+/// (tracked and not ignored; no `target/`) is added with `claude plugin
+/// marketplace add` and the plugin installed with `claude plugin install
+/// ralph@ralph`; cargo is not on PATH and `RALPH_BIN_DIR` is not set; the
+/// launcher downloads from a loopback server (`RALPH_RELEASE_URL`) serving
+/// what `scripts/release-local` built.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewUser {
+    /// `good` (as built) or `corrupt` (the archive altered, its checksum file not).
+    release: String,
 }
 
 /// The user edits a project file by hand, once `when` exists.
@@ -184,6 +206,13 @@ struct Expect {
     /// How many log entries have each `decision`.
     #[serde(default)]
     log_counts: BTreeMap<String, usize>,
+    /// `new_user`: how many times the release archive was downloaded.
+    #[serde(default)]
+    downloads: Option<usize>,
+    /// `new_user`: whether the binaries ended up in
+    /// `${CLAUDE_PLUGIN_DATA}/bin/<version>/`.
+    #[serde(default)]
+    installed: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -255,7 +284,9 @@ impl Scenario {
             + e.files.len()
             + e.log.len()
             + e.log_counts.len()
-            + usize::from(e.state.is_some());
+            + usize::from(e.state.is_some())
+            + usize::from(e.downloads.is_some())
+            + usize::from(e.installed.is_some());
         let run_checks: usize = self
             .runs
             .iter()
@@ -299,6 +330,9 @@ struct Sandbox {
     project: PathBuf,
     home: PathBuf,
     vars: BTreeMap<String, String>,
+    /// Set for a `new_user` scenario: the plugin is installed, not loaded
+    /// with `--plugin-dir`.
+    new_user: Option<newuser::Installed>,
 }
 
 impl Sandbox {
@@ -325,6 +359,7 @@ impl Sandbox {
             project,
             home,
             vars: vars.clone(),
+            new_user: None,
         }
     }
 
@@ -389,6 +424,9 @@ fn bin_dir() -> PathBuf {
 /// The environment of every client run: nothing of the machine leaks in.
 fn client_env(sandbox: &Sandbox, port: u16, api_key: &str) -> Vec<(String, String)> {
     let path = std::env::var("PATH").unwrap_or_default();
+    if let Some(installed) = &sandbox.new_user {
+        return newuser::client_env(installed, &sandbox.home, port, api_key);
+    }
     // The client the hooks start for `--review` (a user's is on PATH).
     let reviewer_client = claude_bin()
         .map(|c| c.to_string_lossy().into_owned())
@@ -568,10 +606,11 @@ fn start_run(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) -> Resul
         if run.continue_session {
             cmd.arg("--continue");
         }
-        cmd.args(&args)
-            .arg("--plugin-dir")
-            .arg(CHECKOUT)
-            .arg("--dangerously-skip-permissions");
+        cmd.args(&args);
+        if sandbox.new_user.is_none() {
+            cmd.arg("--plugin-dir").arg(CHECKOUT);
+        }
+        cmd.arg("--dangerously-skip-permissions");
     }
     let stdout_path = sandbox.root.join(format!("run{}.stdout", index + 1));
     let stderr_path = sandbox.root.join(format!("run{}.stderr", index + 1));
@@ -761,10 +800,22 @@ fn git_init(dir: &Path) -> Result<(), String> {
 
 /// Runs one scenario; returns the failures (empty when it passed).
 fn run_scenario(claude: &Path, name: &str, scenario: &Scenario) -> (Vec<String>, PathBuf) {
-    let sandbox = Sandbox::new(name, &scenario.vars);
+    let mut sandbox = Sandbox::new(name, &scenario.vars);
     let mut failures = Vec::new();
     if let Err(e) = git_init(&sandbox.project) {
         return (vec![e], sandbox.root);
+    }
+    if let Some(new_user) = &scenario.new_user {
+        match newuser::install(
+            claude,
+            &sandbox.root,
+            &sandbox.home,
+            &sandbox.project,
+            new_user,
+        ) {
+            Ok(installed) => sandbox.new_user = Some(installed),
+            Err(e) => return (vec![format!("new user install: {e}")], sandbox.root),
+        }
     }
     for (path, content) in &scenario.files {
         let target = sandbox.project.join(path);
@@ -776,6 +827,9 @@ fn run_scenario(claude: &Path, name: &str, scenario: &Scenario) -> (Vec<String>,
         }
     }
 
+    // A new user's first session is timed (RALPH_E2E_TIMES=1: every scenario's).
+    let watch = (sandbox.new_user.is_some() || std::env::var_os("RALPH_E2E_TIMES").is_some())
+        .then(|| newuser::Watch::start(&sandbox.home, &sandbox.project));
     let mut background: Vec<Started> = Vec::new();
     let mut finished: Vec<Finished> = Vec::new();
     for (i, run) in scenario.runs.iter().enumerate() {
@@ -803,6 +857,9 @@ fn run_scenario(claude: &Path, name: &str, scenario: &Scenario) -> (Vec<String>,
         finished.push(started.wait());
     }
     finished.sort_by_key(|f| f.index);
+    if let Some(watch) = watch {
+        eprintln!("         {name}: {}", watch.report());
+    }
 
     for f in &finished {
         check_run(&scenario.runs[f.index], f, &sandbox, &mut failures);
@@ -1120,6 +1177,14 @@ fn parse_state(text: &str) -> Option<(BTreeMap<String, String>, String)> {
 
 fn check_project(e: &Expect, sandbox: &Sandbox, failures: &mut Vec<String>) {
     let root = &sandbox.project;
+    if e.downloads.is_some() || e.installed.is_some() {
+        match &sandbox.new_user {
+            None => failures.push("`downloads`/`installed` need `new_user`".into()),
+            Some(installed) => {
+                newuser::check(installed, &sandbox.home, e.downloads, e.installed, failures)
+            }
+        }
+    }
     for p in &e.present {
         if matching(root, p).is_empty() {
             failures.push(format!("{p} should exist"));
