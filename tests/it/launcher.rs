@@ -266,3 +266,80 @@ fn the_manifests_carry_cargo_tomls_version() {
         );
     }
 }
+
+/// Serves the files of `dir` over HTTP/1.0 on 127.0.0.1 (wget reads no
+/// `file://`), one connection at a time.
+fn serve(dir: PathBuf) -> u16 {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let mut header = String::new();
+            while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+                header.clear();
+            }
+            let name = line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|p| p.rsplit('/').next())
+                .unwrap_or("")
+                .to_string();
+            let mut out = &stream;
+            match fs::read(dir.join(&name)) {
+                Ok(body) if !name.is_empty() => {
+                    let _ = write!(
+                        out,
+                        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = out.write_all(&body);
+                }
+                _ => {
+                    let _ = out.write_all(b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+                }
+            }
+        }
+    });
+    port
+}
+
+#[test]
+fn wget_and_shasum_are_enough() {
+    // PATH holds only the tools the download path names (no curl, no
+    // sha256sum): what a minimal macOS or BusyBox-like system offers.
+    let s = Setup::new("launcher-wget", false);
+    let tools = s.p.path("only-tools");
+    fs::create_dir_all(&tools).unwrap();
+    for t in [
+        "sh", "uname", "wget", "shasum", "perl", "tar", "gzip", "find", "mkdir", "rm", "mv", "cat",
+        "rmdir", "sleep", "sed",
+    ] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .unwrap();
+        let path = String::from_utf8_lossy(&found.stdout).trim().to_string();
+        assert!(!path.is_empty(), "{t} is not installed here");
+        std::os::unix::fs::symlink(&path, tools.join(t)).unwrap();
+    }
+    let port = serve(s.release.clone());
+    let out = s
+        .launcher(&["setup", "status"])
+        .env("PATH", &tools)
+        .env("RALPH_RELEASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("downloaded ralph-setup status"),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
+}
