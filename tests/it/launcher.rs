@@ -343,3 +343,29 @@ fn wget_and_shasum_are_enough() {
     );
     assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
 }
+
+#[test]
+fn a_lock_left_by_a_killed_download_is_taken_over_at_once() {
+    let s = Setup::new("launcher-stale-lock", false);
+    // A lock whose owner is gone (its hook was killed at its timeout).
+    let mut dead = Command::new("true").spawn().unwrap();
+    let pid = dead.id();
+    dead.wait().unwrap();
+    let lock = s
+        .data
+        .join("bin")
+        .join(format!(".download-{}.lock", cargo_version()));
+    fs::create_dir_all(&lock).unwrap();
+    fs::write(lock.join("pid"), format!("{pid}\n")).unwrap();
+    let t0 = std::time::Instant::now();
+    let out = s.run(&["setup", "status"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("downloaded ralph-setup status"), "{stdout}");
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(10),
+        "waited {:?} for a dead lock",
+        t0.elapsed()
+    );
+    assert_eq!(s.archive_fetches(), 1);
+    assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
+}
