@@ -357,6 +357,12 @@ fn a_lock_left_by_a_killed_download_is_taken_over_at_once() {
         .join(format!(".download-{}.lock", cargo_version()));
     fs::create_dir_all(&lock).unwrap();
     fs::write(lock.join("pid"), format!("{pid}\n")).unwrap();
+    // and its half-done temp folder
+    let tmp = s
+        .data
+        .join("bin")
+        .join(format!(".tmp-{}-{pid}", cargo_version()));
+    fs::create_dir_all(tmp.join("unpack")).unwrap();
     let t0 = std::time::Instant::now();
     let out = s.run(&["setup", "status"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
