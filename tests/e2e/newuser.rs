@@ -35,11 +35,14 @@ fn version() -> String {
         .to_string()
 }
 
-/// `scripts/release-local` once per test run (it reuses target/release).
+/// `scripts/release-local` once per test run (it reuses target/release),
+/// into target/e2e-release.
 fn release_dir() -> Result<PathBuf, String> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("ralph-e2e-release-{}", std::process::id()));
+        // Under target/ (ignored, and overwritten by the next run) rather
+        // than one more folder in /tmp per run.
+        let dir = Path::new(CHECKOUT).join("target/e2e-release");
         let out = Command::new(Path::new(CHECKOUT).join("scripts/release-local"))
             .arg(&dir)
             .current_dir(CHECKOUT)
