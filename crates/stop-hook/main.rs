@@ -6,6 +6,7 @@
 //! internal error fails open (the stop is allowed) and is reported in
 //! `systemMessage`, so the user is never trapped in a loop nobody can explain.
 
+use ralph_core::fresh_stop::{self, WorkerStep};
 use ralph_core::hook_input::HookInput;
 use ralph_core::hook_output::{HookOutput, fail_open};
 use ralph_core::paths::{LoopPaths, project_root_from_env};
@@ -101,6 +102,9 @@ fn run() -> HookOutput {
         Ok(input) => input,
         Err(e) => return HookOutput::allow(text::bad_input(&e)),
     };
+    if input.hook_event_name.as_deref() == Some("SubagentStop") {
+        return worker_stop(&paths, &input);
+    }
     // Round 1 may run story checks, round 2 the loop's own check (whether
     // completion is claimed can depend on the story checks), round 3
     // decides. Checks run without the lock (a cancel must not wait for a
@@ -117,6 +121,35 @@ fn run() -> HookOutput {
                 drop(lock);
                 watchdog::extend(jobs.timeout * jobs.count() as u32 + watchdog::WORK);
                 jobs.run(&paths.root, &mut ran);
+                watchdog::extend(watchdog::WORK);
+            }
+            Err(e) => return HookOutput::allow(text::paused(&e)),
+        }
+    }
+    HookOutput::allow(text::KEPT_CHANGING)
+}
+
+/// `--fresh`: a worker subagent's stop (`SubagentStop`), judged in its own
+/// context. Round 1 may ask for the story's check, which runs here with the
+/// lock released; round 2 decides with its result.
+fn worker_stop(paths: &LoopPaths, input: &HookInput) -> HookOutput {
+    let mut ran = None;
+    for _round in 0..2 {
+        let lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
+            Ok(lock) => lock,
+            Err(e) => return HookOutput::allow(text::lock_failed(&e)),
+        };
+        match fresh_stop::step(paths, input, ran.as_ref()) {
+            Ok(WorkerStep::Done(out)) => return out,
+            Ok(WorkerStep::RunCheck { command, timeout }) => {
+                drop(lock);
+                watchdog::extend(timeout + watchdog::WORK);
+                ran = Some(ralph_core::worktree::run_check(
+                    &paths.root,
+                    &command,
+                    timeout,
+                    None,
+                ));
                 watchdog::extend(watchdog::WORK);
             }
             Err(e) => return HookOutput::allow(text::paused(&e)),

@@ -30,15 +30,17 @@ pub struct StartArgs {
     pub max_cost: Option<Usd>,
     /// Replace another session's live loop.
     pub replace: bool,
+    /// Work each story (or iteration) in a fresh `ralph:ralph-worker` subagent.
+    pub fresh: bool,
     pub help: bool,
 }
 
-pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--replace]";
+pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--fresh] [--replace]";
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ArgsError {
     #[error(
-        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --replace. To use `{0}` as prompt text, put it after ` -- `"
+        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --fresh, --replace. To use `{0}` as prompt text, put it after ` -- `"
     )]
     UnknownFlag(String),
     #[error("`{flag}` takes {what}, not `{value}`")]
@@ -73,6 +75,7 @@ enum Flag {
     MaxRuntime,
     MaxCost,
     Replace,
+    Fresh,
     Help,
 }
 
@@ -91,6 +94,7 @@ impl Flag {
             "--max-runtime" => Flag::MaxRuntime,
             "--max-cost" => Flag::MaxCost,
             "--replace" => Flag::Replace,
+            "--fresh" => Flag::Fresh,
             "--help" | "-h" => Flag::Help,
             _ => return None,
         })
@@ -110,6 +114,7 @@ impl Flag {
             Flag::MaxRuntime => "--max-runtime",
             Flag::MaxCost => "--max-cost",
             Flag::Replace => "--replace",
+            Flag::Fresh => "--fresh",
             Flag::Help => "--help",
         }
     }
@@ -127,12 +132,12 @@ impl Flag {
             Flag::MaxTokens => "2000000",
             Flag::MaxRuntime => "4h",
             Flag::MaxCost => "25",
-            Flag::Replace | Flag::Help => "",
+            Flag::Replace | Flag::Fresh | Flag::Help => "",
         }
     }
 
     fn takes_value(self) -> bool {
-        !matches!(self, Flag::Replace | Flag::Help)
+        !matches!(self, Flag::Replace | Flag::Fresh | Flag::Help)
     }
 }
 
@@ -198,6 +203,7 @@ impl StartArgs {
                 self.prompt_file = Some(value);
             }
             Flag::Replace => self.replace = true,
+            Flag::Fresh => self.fresh = true,
             Flag::Help => self.help = true,
         }
         Ok(())

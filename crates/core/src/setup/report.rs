@@ -193,8 +193,20 @@ pub fn task(state: &LoopState, prd: Option<&Prd>) -> String {
         let (pass, total) = prd.progress();
         if let Some(story) = prd.next_runnable() {
             let progress = format!("{pass}/{total} stories pass");
+            let prompt = story_prompt(file, story, &progress, state, None);
             out.push('\n');
-            out.push_str(&story_prompt(file, story, &progress, state, None));
+            if state.fresh {
+                out.push_str(&crate::fresh::dispatch(&prompt, Some(&story.id)));
+                out.push('\n');
+            } else {
+                out.push_str(&prompt);
+            }
+        }
+    } else if state.fresh {
+        out.push('\n');
+        out.push_str(&crate::fresh::dispatch(&state.prompt, None));
+        if !state.prompt.ends_with('\n') {
+            out.push('\n');
         }
     } else {
         out.push_str("\nTask:\n");

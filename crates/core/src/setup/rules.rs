@@ -219,6 +219,7 @@ pub fn new_state(
         paused: None,
         budgets: Budgets::default(),
         blocked: None,
+        fresh: args.fresh,
         prompt,
     }
 }

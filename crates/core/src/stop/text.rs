@@ -101,6 +101,12 @@ pub fn render(cx: &StopContext, j: Judgement) -> Decision {
         }
         feed => {
             let (reason, message) = feeding(cx, feed);
+            // --fresh: the main thread hands the feed to a worker.
+            let reason = if state.fresh {
+                crate::fresh::dispatch(&reason, story.as_deref())
+            } else {
+                reason
+            };
             // The model is told first why its blocker did nothing.
             let reason = match &j.ignored_blocker {
                 Some(ignored) => format!("{}\n\n{reason}", blocker_ignored(ignored)),
