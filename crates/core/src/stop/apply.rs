@@ -56,6 +56,10 @@ pub fn apply(
         let _ = log(paths, entry.with_message(Some(notice)));
         message.push_str(&format!("\n{notice}"));
     }
+    // --fresh: the iteration that ends here ran in a worker; its outcome
+    // goes on this Stop's log line, once (taken before an end clears the
+    // loop's files).
+    let worker = state.fresh.then(|| take_worker(paths)).flatten();
     let (entry, reason) = match decision.next {
         Next::Feed {
             iteration,
@@ -115,9 +119,6 @@ pub fn apply(
     if decision.remove_blocker {
         let _ = store::remove_if_present(&paths.blocker);
     }
-    // --fresh: the iteration that ends here ran in a worker; its outcome
-    // goes on this line, once (the record is then cleared).
-    let worker = state.fresh.then(|| take_worker(paths)).flatten();
     if let Err(e) = log(paths, entry.with_story(decision.story).with_worker(worker)) {
         message.push_str(&format!(" (activity log not written: {e})"));
     }
