@@ -187,6 +187,7 @@ pub fn status(paths: &LoopPaths) -> Status {
             let mut status =
                 Status::at(project, Some(&state), None, prd.as_ref(), checks, last, now);
             status.state_file = Some(paths.state.display().to_string());
+            status.worker = state.fresh.then(|| paths.read_worker()).flatten();
             status
         }
     }
