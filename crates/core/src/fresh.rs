@@ -37,6 +37,31 @@ pub fn worker_in_flight(tasks: &[BackgroundTask]) -> Option<&BackgroundTask> {
         .find(|t| t.agent_type == WORKER_TYPE && t.status == "running")
 }
 
+/// The feed of a `--fresh` PRD loop for one story: short, since the worker
+/// reads the story from the PRD itself and every word here stays in the
+/// main thread's context for the rest of the loop. `note`: what the main
+/// thread must pass on (a refused claim), or empty.
+pub fn dispatch_story(prd_file: &str, id: &str, title: &str, note: &str) -> String {
+    let title = if title.is_empty() {
+        String::new()
+    } else {
+        format!(" ({title})")
+    };
+    let note = if note.trim().is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n\nPass this on to the worker in its prompt:\n{}",
+            note.trim()
+        )
+    };
+    format!(
+        "Ralph loop (--fresh): story {id} goes to a fresh worker; do no work yourself. Agent tool: subagent_type \
+         \"{WORKER_TYPE}\", run_in_background: false, prompt \"Work story {id}{title} of {prd_file}.\"; then end \
+         your turn.{note}"
+    )
+}
+
 /// The feed of a `--fresh` loop: the task (a story, or the prompt), wrapped
 /// in the instruction to hand it to a worker and do nothing else.
 pub fn dispatch(task: &str, story: Option<&str>) -> String {

@@ -196,7 +196,12 @@ pub fn task(state: &LoopState, prd: Option<&Prd>) -> String {
             let prompt = story_prompt(file, story, &progress, state, None);
             out.push('\n');
             if state.fresh {
-                out.push_str(&crate::fresh::dispatch(&prompt, Some(&story.id)));
+                out.push_str(&crate::fresh::dispatch_story(
+                    file,
+                    &story.id,
+                    &story.title,
+                    "",
+                ));
                 out.push('\n');
             } else {
                 out.push_str(&prompt);

@@ -102,7 +102,8 @@ pub fn render(cx: &StopContext, j: Judgement) -> Decision {
         feed => {
             let (reason, message) = feeding(cx, feed);
             // --fresh: the main thread hands the feed to a worker.
-            let reason = if state.fresh {
+            // (a story's feed is already a short dispatch: see story_feed)
+            let reason = if state.fresh && !matches!(feed, Outcome::Story { .. }) {
                 crate::fresh::dispatch(&reason, story.as_deref())
             } else {
                 reason
@@ -294,11 +295,19 @@ fn story_feed(
         ));
     }
     let prompt = story_prompt(prd_name(state), story, &progress, state, cx.last_injected);
-    let reason = format!(
-        "{preface}{}{}",
-        prompt.trim_end(),
-        footer(state, Some((&story.id, &progress)))
-    );
+    let reason = if state.fresh {
+        format!(
+            "{}{}",
+            crate::fresh::dispatch_story(prd_name(state), &story.id, &story.title, &preface),
+            footer(state, Some((&story.id, &progress)))
+        )
+    } else {
+        format!(
+            "{preface}{}{}",
+            prompt.trim_end(),
+            footer(state, Some((&story.id, &progress)))
+        )
+    };
     let mut message = format!(
         "🔄 Ralph iteration {label} · story {} {} · {progress}",
         story.id,
@@ -404,7 +413,11 @@ fn footer(state: &LoopState, story: Option<(&str, &str)>) -> String {
     if let Some((id, progress)) = story {
         parts.push(format!("story {id}"));
         parts.push(progress.to_string());
-        parts.push("the loop ends by itself when every story passes".into());
+        // --fresh: every word stays in the main thread's context; the worker
+        // knows how a story ends.
+        if !state.fresh {
+            parts.push("the loop ends by itself when every story passes".into());
+        }
     } else {
         match (&state.completion_promise, state.max_iterations) {
             (Some(p), _) => parts.push(format!(
