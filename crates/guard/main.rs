@@ -99,8 +99,12 @@ fn run() -> Option<Value> {
         tool_input: input.tool_input.unwrap_or(Value::Null),
     };
     let mut ctx = context(&call, &root, &paths, &cwd, loop_active, &policy);
-    // --fresh: the main thread (no agent_id) only dispatches to workers.
-    ctx.fresh_main_thread = ctx.loop_active && input.agent_id.is_none() && loop_is_fresh(&paths);
+    // --fresh: the main thread only dispatches; only a ralph:ralph-worker
+    // (whose stop SubagentStop checks) writes. Another subagent the main
+    // thread might start instead would write past that gate.
+    ctx.fresh_main_thread = ctx.loop_active
+        && input.agent_type.as_deref() != Some(ralph_core::fresh::WORKER_TYPE)
+        && loop_is_fresh(&paths);
     let decision = decide(&call, &policy, &ctx);
     if loop_active && !matches!(decision.verdict, Verdict::Deny(_)) {
         // The no-progress breaker's record of this turn's tools (see

@@ -31,13 +31,17 @@ fn fresh_prd_loop(tag: &str) -> Project {
 }
 
 fn guard(p: &Project, tool: &str, input: Value, agent: bool) -> Option<Value> {
+    guard_as(p, tool, input, agent.then_some(WORKER))
+}
+
+fn guard_as(p: &Project, tool: &str, input: Value, agent_type: Option<&str>) -> Option<Value> {
     let mut v = json!({
         "session_id": "s1", "cwd": p.root, "hook_event_name": "PreToolUse",
         "tool_name": tool, "tool_input": input,
     });
-    if agent {
+    if let Some(t) = agent_type {
         v["agent_id"] = json!("a1");
-        v["agent_type"] = json!(WORKER);
+        v["agent_type"] = json!(t);
     }
     run_json(GUARD, &[], &p.root, &v.to_string())
 }
@@ -105,6 +109,14 @@ fn the_main_thread_may_read_but_not_write_and_the_worker_may_write() {
         false
     )));
     assert!(allowed(guard(&p, "Write", write.clone(), true)));
+    // Another subagent would write past the worker's SubagentStop gate.
+    let why = denied(guard_as(
+        &p,
+        "Write",
+        write.clone(),
+        Some("general-purpose"),
+    ));
+    assert!(why.contains(WORKER), "{why}");
     assert!(allowed(guard(
         &p,
         "Bash",

@@ -85,8 +85,9 @@ pub struct LoopContext {
     pub prd_file: Option<PathBuf>,
     /// The PRD's current text, for judging an Edit or a Write to it.
     pub prd_current: Option<String>,
-    /// A `--fresh` loop runs and this call is the main thread's (no
-    /// `agent_id`): it only dispatches, so its writes are refused.
+    /// A `--fresh` loop runs and this call is not a `ralph:ralph-worker`'s
+    /// (the main thread's, or another subagent's): it only dispatches, so its
+    /// writes are refused.
     pub fresh_main_thread: bool,
     /// For file tools: the target with symlinked folders resolved, when it
     /// differs from the lexical path.
