@@ -26,6 +26,10 @@ fn fresh_prd_loop(tag: &str) -> Project {
     let (_, told) = p.setup(&["show"]);
     assert!(told.contains(WORKER), "the first task dispatches: {told}");
     assert!(told.contains("do no work yourself"), "{told}");
+    assert!(
+        told.contains("Fresh context (--fresh): each story"),
+        "{told}"
+    );
     assert!(p.state().unwrap().contains("\nfresh: true\n"));
     p
 }

@@ -172,6 +172,13 @@ pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
             plural(u64::from(state.max_stalls), "iteration")
         ));
     }
+    if state.fresh {
+        out.push_str(&format!(
+            "Fresh context (--fresh): each {} is worked by a {} subagent; this thread only dispatches and reads its report (its own writes are refused).\n",
+            if prd.is_some() { "story" } else { "iteration" },
+            crate::fresh::WORKER_TYPE
+        ));
+    }
     if let (Some(prd), Some(file)) = (prd, &state.prd_file) {
         let (pass, total) = prd.progress();
         out.push_str(&format!(
