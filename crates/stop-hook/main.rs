@@ -105,13 +105,14 @@ fn run() -> HookOutput {
         Ok(input) => input,
         Err(e) => return HookOutput::allow(text::bad_input(&e)),
     };
-    // Round 1 may run story checks, round 2 the loop's own check (whether
-    // completion is claimed can depend on the story checks), round 3 the
-    // reviewers (once completion stands), round 4 decides. Checks and
+    // Round 1 may run story checks, round 2 the reviews of the stories that
+    // now pass them (`--review story`), round 3 the loop's own check
+    // (whether completion is claimed can depend on the stories), round 4
+    // the final reviewers (once completion stands), round 5 decides. Checks and
     // reviews run without the lock (a cancel must not wait for a long test
     // suite); each round reads the state afresh.
     let mut ran = Ran::default();
-    for _round in 0..4 {
+    for _round in 0..5 {
         let lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
             Ok(lock) => lock,
             Err(e) => return HookOutput::allow(text::lock_failed(&e)),

@@ -413,10 +413,17 @@ impl ReviewStatus {
             reviewers: config.reviewers.clone(),
             rounds: log.rounds,
             max_rounds: config.max_rounds,
+            // The final reviewers' verdicts, then each story's (`story:ID`).
             verdicts: config
-                .reviewers
+                .final_reviewers()
                 .iter()
                 .filter_map(|n| log.verdicts.get(n).map(|v| (n.clone(), v.clone())))
+                .chain(
+                    log.verdicts
+                        .iter()
+                        .filter(|(k, _)| k.starts_with("story:"))
+                        .map(|(k, v)| (k.clone(), v.clone())),
+                )
                 .collect(),
         }
     }

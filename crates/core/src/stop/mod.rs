@@ -112,15 +112,19 @@ impl Jobs {
             ran.loop_check = Some(result);
         }
         if let Some(r) = self.reviews {
-            ran.reviews_done = true;
-            ran.reviews = review::run::review_all(
+            if r.stories {
+                ran.story_reviews_done = true;
+            } else {
+                ran.reviews_done = true;
+            }
+            let verdicts = review::run::review_all(
                 root,
-                &r.names,
+                &r.reviews,
                 r.command.as_deref(),
-                &r.brief,
                 r.timeout,
                 self.fingerprint.as_deref(),
             );
+            ran.reviews.extend(verdicts);
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::paths::{Mirror, STATE_FILE};
 use crate::pause::Pause;
 use crate::prd::Story;
 use crate::reinject::Injected;
+use crate::review::Verdict;
 use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
 use crate::verify::CheckResult;
 
@@ -251,7 +252,8 @@ fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
             story,
             standing,
             refused,
-        } => story_feed(cx, outcome, story, standing, *refused),
+            review,
+        } => story_feed(cx, outcome, story, standing, *refused, *review),
         end => unreachable!("not a feed: {end:?}"),
     }
 }
@@ -297,6 +299,7 @@ fn story_feed(
     story: &Story,
     standing: &Standing,
     refused: Option<&CheckResult>,
+    review: Option<&Verdict>,
 ) -> (String, String) {
     let state = cx.state;
     let label = state.iteration_label(state.iteration.saturating_add(1));
@@ -307,6 +310,16 @@ fn story_feed(
             "Your claim that {} passes was refused: its check {}\nFix it; the story counts once its check passes.\n\n",
             story.id,
             check.failure_report(state.verify_timeout)
+        ));
+    }
+    if let Some(verdict) = review {
+        let standing = crate::review::Standing {
+            verdicts: vec![(crate::review::story_key(&story.id), verdict.clone())],
+        };
+        preface.push_str(&format!(
+            "Your claim that {} passes was not approved by its review:\n{}Fix every finding; the story counts once a reviewer approves it (it is reviewed again when you mark it passing on a changed tree).\n\n",
+            story.id,
+            standing.findings_text()
         ));
     }
     let prompt = story_prompt(prd_name(state), story, &progress, state, cx.last_injected);
@@ -327,6 +340,12 @@ fn story_feed(
         message.push_str(&format!(
             " · its check failed ({})",
             check.status_text(state.verify_timeout)
+        ));
+    }
+    if let Some(verdict) = review {
+        message.push_str(&format!(
+            " · its review rejected it ({} finding(s))",
+            verdict.findings.len()
         ));
     }
     if !standing.vanished.is_empty() {
