@@ -181,15 +181,7 @@ impl StartArgs {
             }
             Flag::MaxStoryAttempts => {
                 repeated(self.max_story_attempts.is_some())?;
-                let n = number(flag, &value, " above 0")?;
-                self.max_story_attempts =
-                    Some(u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
-                        ArgsError::BadNumber {
-                            flag: flag.name(),
-                            value: value.clone(),
-                            hint: " above 0",
-                        }
-                    })?);
+                self.max_story_attempts = Some(positive_u32(flag, &value)?);
             }
             Flag::Verify => {
                 repeated(self.verify.is_some())?;
@@ -197,15 +189,7 @@ impl StartArgs {
             }
             Flag::VerifyTimeout => {
                 repeated(self.verify_timeout.is_some())?;
-                let n = number(flag, &value, " of seconds above 0")?;
-                if n == 0 {
-                    return Err(ArgsError::BadNumber {
-                        flag: flag.name(),
-                        value,
-                        hint: " of seconds above 0",
-                    });
-                }
-                self.verify_timeout = Some(n);
+                self.verify_timeout = Some(positive_secs(flag, &value)?);
             }
             Flag::MaxStalls => {
                 repeated(self.max_stalls.is_some())?;
@@ -243,26 +227,11 @@ impl StartArgs {
             }
             Flag::MaxReviews => {
                 repeated(self.max_reviews.is_some())?;
-                let n = number(flag, &value, " above 0")?;
-                self.max_reviews = Some(u32::try_from(n).ok().filter(|n| *n > 0).ok_or(
-                    ArgsError::BadNumber {
-                        flag: flag.name(),
-                        value,
-                        hint: " above 0",
-                    },
-                )?);
+                self.max_reviews = Some(positive_u32(flag, &value)?);
             }
             Flag::ReviewTimeout => {
                 repeated(self.review_timeout.is_some())?;
-                let n = number(flag, &value, " of seconds above 0")?;
-                if n == 0 {
-                    return Err(ArgsError::BadNumber {
-                        flag: flag.name(),
-                        value,
-                        hint: " of seconds above 0",
-                    });
-                }
-                self.review_timeout = Some(n);
+                self.review_timeout = Some(positive_secs(flag, &value)?);
             }
             Flag::Replace => self.replace = true,
             Flag::Help => self.help = true,
@@ -310,6 +279,33 @@ impl StartArgs {
             }
         }
         Ok(())
+    }
+}
+
+/// A count above 0 that fits in 32 bits (`--max-story-attempts`, `--max-reviews`).
+fn positive_u32(flag: Flag, value: &str) -> Result<u32, ArgsError> {
+    let hint = " above 0";
+    let n = number(flag, value, hint)?;
+    u32::try_from(n)
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| ArgsError::BadNumber {
+            flag: flag.name(),
+            value: value.to_string(),
+            hint,
+        })
+}
+
+/// Seconds above 0 (`--verify-timeout`, `--review-timeout`).
+fn positive_secs(flag: Flag, value: &str) -> Result<u64, ArgsError> {
+    let hint = " of seconds above 0";
+    match number(flag, value, hint)? {
+        0 => Err(ArgsError::BadNumber {
+            flag: flag.name(),
+            value: value.to_string(),
+            hint,
+        }),
+        n => Ok(n),
     }
 }
 
