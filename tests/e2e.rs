@@ -393,6 +393,10 @@ fn bin_dir() -> PathBuf {
 /// The environment of every client run: nothing of the machine leaks in.
 fn client_env(sandbox: &Sandbox, port: u16, api_key: &str) -> Vec<(String, String)> {
     let path = std::env::var("PATH").unwrap_or_default();
+    // The client the hooks start for `--review` (a user's is on PATH).
+    let reviewer_client = claude_bin()
+        .map(|c| c.to_string_lossy().into_owned())
+        .unwrap_or_default();
     [
         ("PATH", path.as_str()),
         ("HOME", &sandbox.home.to_string_lossy()),
@@ -403,6 +407,7 @@ fn client_env(sandbox: &Sandbox, port: u16, api_key: &str) -> Vec<(String, Strin
         ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
         ("DISABLE_AUTOUPDATER", "1"),
         ("RALPH_BIN_DIR", &bin_dir().to_string_lossy()),
+        ("RALPH_CLAUDE", &reviewer_client),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

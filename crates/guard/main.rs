@@ -42,6 +42,10 @@ const MARKER_LIMIT: u64 = 1 << 16;
 const GUARDED_TOOLS: &[&str] = &["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"];
 
 fn main() {
+    // A reviewer's session (`--review`) runs with read-only tools of its own.
+    if ralph_core::review::run::in_reviewer_session() {
+        return;
+    }
     let output = std::panic::catch_unwind(run).unwrap_or_else(|_| {
         // The panic message itself went to stderr through the default hook.
         Some(serde_json::json!({

@@ -379,6 +379,8 @@ impl Run<'_> {
         let mut child = Command::new(&self.hook_bin)
             .current_dir(&self.paths.root)
             .env("CLAUDE_PROJECT_DIR", &self.paths.root)
+            // `--review`: the hook's reviewers use the run's own client.
+            .env("RALPH_CLAUDE", &self.setup.claude)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

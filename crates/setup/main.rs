@@ -77,6 +77,12 @@ fn main() -> ExitCode {
             _ => {}
         }
     }
+    // A reviewer's session (`--review`) is not the loop's: its hooks stand aside.
+    if ralph_core::review::run::in_reviewer_session()
+        && matches!(command, Command::HookPrompt | Command::HookEvent)
+    {
+        return ExitCode::SUCCESS;
+    }
     match command {
         Command::Start { session, args } => {
             let session = session

@@ -91,6 +91,10 @@ fn run() -> HookOutput {
     {
         return HookOutput::Nothing;
     }
+    // A reviewer's own session (`--review`) is not the loop's.
+    if ralph_core::review::run::in_reviewer_session() {
+        return HookOutput::Nothing;
+    }
     watchdog::start();
     let input = HookInput::read_stdin_with_deadline(STDIN_DEADLINE_SECS);
     let root = project_root_from_env(input.as_ref().ok().and_then(|i| i.cwd.as_deref()));
@@ -105,12 +109,14 @@ fn run() -> HookOutput {
     if input.hook_event_name.as_deref() == Some("SubagentStop") {
         return worker_stop(&paths, &input);
     }
-    // Round 1 may run story checks, round 2 the loop's own check (whether
-    // completion is claimed can depend on the story checks), round 3
-    // decides. Checks run without the lock (a cancel must not wait for a
-    // long test suite); each round reads the state afresh.
+    // Round 1 may run story checks, round 2 the reviews of the stories that
+    // now pass them (`--review story`), round 3 the loop's own check
+    // (whether completion is claimed can depend on the stories), round 4
+    // the final reviewers (once completion stands), round 5 decides. Checks and
+    // reviews run without the lock (a cancel must not wait for a long test
+    // suite); each round reads the state afresh.
     let mut ran = Ran::default();
-    for _round in 0..3 {
+    for _round in 0..5 {
         let lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
             Ok(lock) => lock,
             Err(e) => return HookOutput::allow(text::lock_failed(&e)),
@@ -119,7 +125,7 @@ fn run() -> HookOutput {
             Ok(Step::Done(out)) => return out,
             Ok(Step::RunChecks(jobs)) => {
                 drop(lock);
-                watchdog::extend(jobs.timeout * jobs.count() as u32 + watchdog::WORK);
+                watchdog::extend(jobs.budget() + watchdog::WORK);
                 jobs.run(&paths.root, &mut ran);
                 watchdog::extend(watchdog::WORK);
             }

@@ -19,6 +19,7 @@ mod hardening_guard;
 mod hardening_lock;
 mod hardening_stdin;
 mod loop_state;
+mod review;
 mod setup_cli;
 mod stop_hook;
 mod verify;

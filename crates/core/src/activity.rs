@@ -112,6 +112,10 @@ pub enum Code {
     WorkerNoClaim,
     WorkerGaveUp,
     WorkerReported,
+    /// A reviewer rejected the work claimed complete (`--review`).
+    ReviewRejected,
+    /// Still rejected after `--max-reviews` rounds: the loop stopped.
+    ReviewsExhausted,
 }
 
 impl Code {
@@ -145,6 +149,8 @@ impl Code {
             Code::WorkerNoClaim => "worker_no_claim",
             Code::WorkerGaveUp => "worker_gave_up",
             Code::WorkerReported => "worker_reported",
+            Code::ReviewRejected => "review_rejected",
+            Code::ReviewsExhausted => "reviews_exhausted",
         }
     }
 }

@@ -28,6 +28,12 @@ pub struct StartArgs {
     pub max_tokens: Option<u64>,
     pub max_runtime_secs: Option<u64>,
     pub max_cost: Option<Usd>,
+    /// `--review [LIST]`: the reviewers (`acceptance` when no list is given).
+    pub review: Option<Vec<String>>,
+    /// `--review-cmd CMD`: a program reviews instead of `claude -p`.
+    pub review_cmd: Option<String>,
+    pub max_reviews: Option<u32>,
+    pub review_timeout: Option<u64>,
     /// Replace another session's live loop.
     pub replace: bool,
     /// Work each story (or iteration) in a fresh `ralph:ralph-worker` subagent.
@@ -35,12 +41,12 @@ pub struct StartArgs {
     pub help: bool,
 }
 
-pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--fresh] [--replace]";
+pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--review [LIST]] [--review-cmd CMD] [--max-reviews N] [--review-timeout SECS] [--fresh] [--replace]";
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ArgsError {
     #[error(
-        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --fresh, --replace. To use `{0}` as prompt text, put it after ` -- `"
+        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --review [LIST], --review-cmd CMD, --max-reviews N, --review-timeout SECS, --fresh, --replace. To use `{0}` as prompt text, put it after ` -- `"
     )]
     UnknownFlag(String),
     #[error("`{flag}` takes {what}, not `{value}`")]
@@ -74,6 +80,10 @@ enum Flag {
     MaxTokens,
     MaxRuntime,
     MaxCost,
+    Review,
+    ReviewCmd,
+    MaxReviews,
+    ReviewTimeout,
     Replace,
     Fresh,
     Help,
@@ -93,6 +103,10 @@ impl Flag {
             "--max-tokens" => Flag::MaxTokens,
             "--max-runtime" => Flag::MaxRuntime,
             "--max-cost" => Flag::MaxCost,
+            "--review" => Flag::Review,
+            "--review-cmd" => Flag::ReviewCmd,
+            "--max-reviews" => Flag::MaxReviews,
+            "--review-timeout" => Flag::ReviewTimeout,
             "--replace" => Flag::Replace,
             "--fresh" => Flag::Fresh,
             "--help" | "-h" => Flag::Help,
@@ -113,6 +127,10 @@ impl Flag {
             Flag::MaxTokens => "--max-tokens",
             Flag::MaxRuntime => "--max-runtime",
             Flag::MaxCost => "--max-cost",
+            Flag::Review => "--review",
+            Flag::ReviewCmd => "--review-cmd",
+            Flag::MaxReviews => "--max-reviews",
+            Flag::ReviewTimeout => "--review-timeout",
             Flag::Replace => "--replace",
             Flag::Fresh => "--fresh",
             Flag::Help => "--help",
@@ -132,12 +150,22 @@ impl Flag {
             Flag::MaxTokens => "2000000",
             Flag::MaxRuntime => "4h",
             Flag::MaxCost => "25",
+            Flag::Review => "acceptance,security,quality",
+            Flag::ReviewCmd => "\"./review.sh\"",
+            Flag::MaxReviews => "2",
+            Flag::ReviewTimeout => "600",
             Flag::Replace | Flag::Fresh | Flag::Help => "",
         }
     }
 
     fn takes_value(self) -> bool {
-        !matches!(self, Flag::Replace | Flag::Fresh | Flag::Help)
+        !matches!(self, Flag::Replace | Flag::Fresh | Flag::Help | Flag::Review)
+    }
+
+    /// A value it takes only when the next word is one: `--review` takes a
+    /// list of reviewer names, and is followed by prompt words otherwise.
+    fn optional_value(self, next: &str) -> bool {
+        matches!(self, Flag::Review) && crate::review::parse_list(next).is_some()
     }
 }
 
@@ -158,15 +186,7 @@ impl StartArgs {
             }
             Flag::MaxStoryAttempts => {
                 repeated(self.max_story_attempts.is_some())?;
-                let n = number(flag, &value, " above 0")?;
-                self.max_story_attempts =
-                    Some(u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
-                        ArgsError::BadNumber {
-                            flag: flag.name(),
-                            value: value.clone(),
-                            hint: " above 0",
-                        }
-                    })?);
+                self.max_story_attempts = Some(positive_u32(flag, &value)?);
             }
             Flag::Verify => {
                 repeated(self.verify.is_some())?;
@@ -174,15 +194,7 @@ impl StartArgs {
             }
             Flag::VerifyTimeout => {
                 repeated(self.verify_timeout.is_some())?;
-                let n = number(flag, &value, " of seconds above 0")?;
-                if n == 0 {
-                    return Err(ArgsError::BadNumber {
-                        flag: flag.name(),
-                        value,
-                        hint: " of seconds above 0",
-                    });
-                }
-                self.verify_timeout = Some(n);
+                self.verify_timeout = Some(positive_secs(flag, &value)?);
             }
             Flag::MaxStalls => {
                 repeated(self.max_stalls.is_some())?;
@@ -201,6 +213,30 @@ impl StartArgs {
             Flag::PromptFile => {
                 repeated(self.prompt_file.is_some())?;
                 self.prompt_file = Some(value);
+            }
+            Flag::Review => {
+                repeated(self.review.is_some())?;
+                let names = match value.as_str() {
+                    "" => vec!["acceptance".to_string()],
+                    list => crate::review::parse_list(list).ok_or_else(|| ArgsError::BadValue {
+                        flag: flag.name(),
+                        value: value.clone(),
+                        what: "reviewer names separated by commas: acceptance, security, quality, or all",
+                    })?,
+                };
+                self.review = Some(names);
+            }
+            Flag::ReviewCmd => {
+                repeated(self.review_cmd.is_some())?;
+                self.review_cmd = Some(value);
+            }
+            Flag::MaxReviews => {
+                repeated(self.max_reviews.is_some())?;
+                self.max_reviews = Some(positive_u32(flag, &value)?);
+            }
+            Flag::ReviewTimeout => {
+                repeated(self.review_timeout.is_some())?;
+                self.review_timeout = Some(positive_secs(flag, &value)?);
             }
             Flag::Replace => self.replace = true,
             Flag::Fresh => self.fresh = true,
@@ -249,6 +285,33 @@ impl StartArgs {
             }
         }
         Ok(())
+    }
+}
+
+/// A count above 0 that fits in 32 bits (`--max-story-attempts`, `--max-reviews`).
+fn positive_u32(flag: Flag, value: &str) -> Result<u32, ArgsError> {
+    let hint = " above 0";
+    let n = number(flag, value, hint)?;
+    u32::try_from(n)
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| ArgsError::BadNumber {
+            flag: flag.name(),
+            value: value.to_string(),
+            hint,
+        })
+}
+
+/// Seconds above 0 (`--verify-timeout`, `--review-timeout`).
+fn positive_secs(flag: Flag, value: &str) -> Result<u64, ArgsError> {
+    let hint = " of seconds above 0";
+    match number(flag, value, hint)? {
+        0 => Err(ArgsError::BadNumber {
+            flag: flag.name(),
+            value: value.to_string(),
+            hint,
+        }),
+        n => Ok(n),
     }
 }
 
@@ -326,8 +389,20 @@ pub fn parse_command_line(text: &str) -> Result<StartArgs, ArgsError> {
             None => return Err(ArgsError::UnknownFlag(name.to_string())),
         };
         let mut end = word.end;
-        let value = if !flag.takes_value() {
-            None
+        let value = if inline && !flag.takes_value() && matches!(flag, Flag::Review) {
+            let eq = start + name.len() + 1;
+            let v = read_word(text, eq);
+            end = v.end;
+            Some(v.value)
+        } else if !flag.takes_value() {
+            match next_token(text, word.end) {
+                Some(vs) if flag.optional_value(&read_word(text, vs).value) => {
+                    let v = read_word(text, vs);
+                    end = v.end;
+                    Some(v.value)
+                }
+                _ => None,
+            }
         } else if inline {
             let eq = start + name.len() + 1;
             let v = read_word(text, eq);
@@ -375,7 +450,11 @@ pub fn parse_argv(argv: &[String]) -> Result<StartArgs, ArgsError> {
         };
         let flag = Flag::from_name(name).ok_or_else(|| ArgsError::UnknownFlag(name.into()))?;
         let value = if !flag.takes_value() {
-            None
+            match it.as_slice().first() {
+                _ if inline.is_some() && matches!(flag, Flag::Review) => inline,
+                Some(next) if flag.optional_value(next) => it.next().cloned(),
+                _ => None,
+            }
         } else if inline.is_some() {
             inline
         } else {

@@ -30,6 +30,7 @@ pub mod progress;
 pub mod promise;
 pub mod queue;
 pub mod reinject;
+pub mod review;
 pub mod run;
 pub mod setup;
 pub mod state;

@@ -28,6 +28,7 @@
 use crate::blocker::Blocker;
 use crate::prd::{Prd, PrdError};
 use crate::reinject::Injected;
+use crate::review::ReviewLog;
 use crate::state::{LoopState, StateError};
 use crate::store::{self, StoreError};
 use crate::turn_tools;
@@ -68,6 +69,8 @@ pub struct LoopPaths {
     pub lock: PathBuf,
     pub blocker: PathBuf,
     pub verify: PathBuf,
+    /// The reviewers' verdicts (`--review`), as the Stop hook recorded them.
+    pub review: PathBuf,
     /// The tools each turn called, recorded by the guard (see `turn_tools`).
     pub turn_tools: PathBuf,
     /// `--fresh`: the last worker's run (`fresh::WorkerRecord`, JSON).
@@ -91,6 +94,7 @@ impl LoopPaths {
             last_injected: dir.join("last-injected"),
             lock: dir.join("lock"),
             verify: dir.join("verify.json"),
+            review: dir.join("review.json"),
             turn_tools: dir.join("turn-tools"),
             worker: dir.join("worker"),
             handover: dir.join("handover"),
@@ -292,6 +296,11 @@ impl LoopPaths {
     /// Check results so far; `None` when there are none (or they cannot be read).
     pub fn read_verify_log(&self) -> Option<VerifyLog> {
         read_hint(&self.verify).map(|t| VerifyLog::parse(&t))
+    }
+
+    /// The reviewers' verdicts on file.
+    pub fn read_review_log(&self) -> Option<ReviewLog> {
+        read_hint(&self.review).and_then(|t| ReviewLog::parse(&t))
     }
 
     /// The agent's blocker, if it wrote one.

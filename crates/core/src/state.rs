@@ -8,6 +8,7 @@
 use crate::budget::{Budgets, Usd};
 use crate::frontmatter;
 use crate::pause::{Pause, PauseReason};
+use crate::review::ReviewConfig;
 use serde_yaml_ng::Value;
 use std::collections::BTreeMap;
 use thiserror::Error;
@@ -60,6 +61,8 @@ pub struct LoopState {
     pub paused: Option<Pause>,
     /// Token, runtime and cost budgets, and what was spent.
     pub budgets: Budgets,
+    /// Who reviews the work before the loop completes (`--review`).
+    pub review: ReviewConfig,
     /// The loop waits for a human (a blocker named a failing story): each
     /// Stop lets the session stop until the user resumes it. Why, in words.
     pub blocked: Option<String>,
@@ -171,6 +174,7 @@ impl LoopState {
             turn_key: f.get("turn_key").and_then(scalar_text),
             paused: f.pause(),
             budgets: f.budgets()?,
+            review: f.review()?,
             blocked: f
                 .get("blocked")
                 .and_then(scalar_text)
@@ -243,6 +247,19 @@ impl LoopState {
         let mut lines = Vec::new();
         if let Some(k) = &self.turn_key {
             lines.push(("turn_key", quote(k)));
+        }
+        let r = &self.review;
+        if r.is_on() {
+            let names: Vec<String> = r.reviewers.iter().map(|n| quote(n)).collect();
+            lines.push(("review", format!("[{}]", names.join(", "))));
+            if let Some(c) = &r.command {
+                lines.push(("review_cmd", quote(c)));
+            }
+            lines.push(("max_reviews", r.max_rounds.to_string()));
+            lines.push(("review_timeout", r.timeout_secs.to_string()));
+            if let Some(b) = &r.base {
+                lines.push(("review_base", quote(b)));
+            }
         }
         if let Some(why) = &self.blocked {
             lines.push(("blocked", quote(why)));
@@ -369,6 +386,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         turn_key: None,
         paused: None,
         budgets: Budgets::default(),
+        review: ReviewConfig::default(),
         blocked: None,
         fresh: false,
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
@@ -501,6 +519,33 @@ impl Fields {
             cost: usd("cost_usd")?.unwrap_or_default(),
             model: self.get("model").and_then(scalar_text),
             usage_seen: self.get("usage_seen").and_then(scalar_text),
+        })
+    }
+
+    fn review(&self) -> Result<ReviewConfig, StateError> {
+        let reviewers = match self.get("review") {
+            None => Vec::new(),
+            Some(Value::Sequence(items)) => items
+                .iter()
+                .map(|v| scalar_text(v).ok_or_else(|| bad("review", "must list reviewers", v)))
+                .collect::<Result<_, _>>()?,
+            Some(v) => return Err(bad("review", "must be a list like [\"acceptance\"]", v)),
+        };
+        let defaults = ReviewConfig::default();
+        Ok(ReviewConfig {
+            reviewers,
+            command: self.get("review_cmd").and_then(scalar_text),
+            max_rounds: self
+                .small("max_reviews", "must be a whole number above 0", |n| n > 0)?
+                .unwrap_or(defaults.max_rounds),
+            timeout_secs: self
+                .number(
+                    "review_timeout",
+                    "must be a whole number of seconds above 0",
+                    |n| n > 0,
+                )?
+                .unwrap_or(defaults.timeout_secs),
+            base: self.get("review_base").and_then(scalar_text),
         })
     }
 

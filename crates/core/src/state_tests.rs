@@ -55,6 +55,13 @@ fn round_trips_awkward_prompt_and_promise() {
             model: Some("claude-opus-5-5".into()),
             usage_seen: Some("msg_1".into()),
         },
+        review: crate::review::ReviewConfig {
+            reviewers: vec!["acceptance".into(), "security".into()],
+            command: Some("sh \"review.sh\" --x".into()),
+            max_rounds: 2,
+            timeout_secs: 60,
+            base: Some("0123abcd".into()),
+        },
         prompt: "say \"hi\" `id` $(touch x) $HOME\n---\niteration: 99\n\n".into(),
     };
     let text = state.render();

@@ -92,6 +92,20 @@ fn is_ralph_file(path: &str) -> bool {
     path.starts_with(".claude/ralph-") || path == ".ralph-blocker.md"
 }
 
+/// The commit checked out in `root` (`git rev-parse HEAD`): `None` outside
+/// git or before the first commit.
+pub fn head(root: &Path) -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--verify", "-q", "HEAD"])
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !sha.is_empty()).then_some(sha)
+}
+
 /// Run `command` with `sh -c` in `root`, at most `timeout`; stdout and stderr
 /// go to a temp file (no pipe to fill up), of which the tail is kept.
 pub fn run_check(
@@ -137,26 +151,36 @@ pub fn run_check(
         Ok(c) => c,
         Err(e) => return result(None, false, format!("could not start `sh -c`: {e}")),
     };
+    let (exit, timed_out) = wait_bounded(&mut child, started, timeout);
+    let output = read_tail(&out_path);
+    let _ = std::fs::remove_file(&out_path);
+    result(exit, timed_out, output)
+}
+
+/// Wait for `child` (started in its own process group at `started`) at
+/// most `timeout`, then kill its whole group: (exit code, timed out).
+pub(crate) fn wait_bounded(
+    child: &mut std::process::Child,
+    started: Instant,
+    timeout: Duration,
+) -> (Option<i32>, bool) {
     let mut pause = Duration::from_millis(2);
-    let (exit, timed_out) = loop {
+    loop {
         match child.try_wait() {
-            Ok(Some(status)) => break (status.code(), false),
+            Ok(Some(status)) => return (status.code(), false),
             Ok(None) if started.elapsed() >= timeout => {
                 kill_group(child.id());
                 let _ = child.kill();
                 let _ = child.wait();
-                break (None, true);
+                return (None, true);
             }
             Ok(None) => {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(100));
             }
-            Err(_) => break (None, false),
+            Err(_) => return (None, false),
         }
-    };
-    let output = read_tail(&out_path);
-    let _ = std::fs::remove_file(&out_path);
-    result(exit, timed_out, output)
+    }
 }
 
 fn kill_group(pid: u32) {

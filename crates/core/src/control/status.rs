@@ -6,6 +6,7 @@ use crate::activity::Entry;
 use crate::budget::{Budget, Budgets, PRICES_DATE};
 use crate::paths::PrdReadError;
 use crate::prd::Prd;
+use crate::review::{Outcome, ReviewConfig, ReviewLog, Verdict};
 use crate::run::options::human_duration;
 use crate::state::LoopState;
 use crate::verify::{CheckResult, DEFAULT_TIMEOUT_SECS, VerifyLog};
@@ -20,6 +21,9 @@ pub struct Status {
     /// Where the loop's authoritative state is kept (outside the project).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state_file: Option<String>,
+    /// `--review`: who reviews, the rounds run, and each reviewer's last verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewStatus>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corrupt: Option<String>,
     /// The loop waits for a human (a blocker): why.
@@ -150,6 +154,7 @@ impl Status {
             active: state.is_some_and(|s| s.active),
             project,
             state_file: None,
+            review: None,
             corrupt,
             blocked: state.and_then(|s| s.blocked.clone()),
             session_id: state.map(|s| s.session_id.clone()),
@@ -279,6 +284,9 @@ impl Status {
         }
         if let Some(f) = &self.state_file {
             out.push_str(&format!("  state:     {f}\n"));
+        }
+        if let Some(r) = &self.review {
+            out.push_str(&r.text());
         }
         if let Some(p) = &self.prd {
             match &p.error {
@@ -411,5 +419,60 @@ mod tests {
         assert_eq!(json["budgets"][0]["spent"], "12345");
         assert_eq!(json["budgets"][2]["spent"], "5400");
         assert_eq!(json["paused"]["reason"], "rate_limit");
+    }
+}
+
+/// The review of a loop, as `status` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReviewStatus {
+    pub reviewers: Vec<String>,
+    pub rounds: u32,
+    pub max_rounds: u32,
+    /// Each reviewer's last verdict, when it gave one.
+    pub verdicts: Vec<(String, Verdict)>,
+}
+
+impl ReviewStatus {
+    pub fn new(config: &ReviewConfig, log: &ReviewLog) -> ReviewStatus {
+        ReviewStatus {
+            reviewers: config.reviewers.clone(),
+            rounds: log.rounds,
+            max_rounds: config.max_rounds,
+            // The final reviewers' verdicts, then each story's (`story:ID`).
+            verdicts: config
+                .final_reviewers()
+                .iter()
+                .filter_map(|n| log.verdicts.get(n).map(|v| (n.clone(), v.clone())))
+                .chain(
+                    log.verdicts
+                        .iter()
+                        .filter(|(k, _)| k.starts_with("story:"))
+                        .map(|(k, v)| (k.clone(), v.clone())),
+                )
+                .collect(),
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut out = format!(
+            "  review:    {} (round {} of {})\n",
+            self.reviewers.join(", "),
+            self.rounds,
+            self.max_rounds
+        );
+        for (name, v) in &self.verdicts {
+            let what = match v.outcome {
+                Outcome::Approved => "approved".to_string(),
+                Outcome::Rejected => format!("REJECTED, {} finding(s)", v.findings.len()),
+                Outcome::Failed => {
+                    format!("no verdict ({})", v.error.as_deref().unwrap_or("it failed"))
+                }
+            };
+            out.push_str(&format!("    {name}: {what} at {}\n", v.time));
+            for f in v.findings.iter().filter(|_| !v.approved()) {
+                out.push_str(&format!("      - {}\n", f.line_text()));
+            }
+        }
+        out
     }
 }

@@ -60,6 +60,9 @@ pub fn start(
     let now = clock::now_rfc3339();
     let mut state = rules::new_state(args, prompt, prd.as_ref(), gate, session, &now);
     state.budgets = rules::budgets(args, cost_model);
+    if state.review.is_on() {
+        state.review.base = worktree::head(&paths.root);
+    }
     // The first Stop compares the tree with this one.
     if wants_fingerprint(&state, prd.as_ref(), TurnEffect::Unknown) {
         state.last_fingerprint = worktree::fingerprint(&paths.root);
@@ -131,6 +134,7 @@ fn write_new_loop(
     // A mirror that cannot be written is reported at the first Stop.
     let _ = paths.write_state(&state.render())?;
     store::remove_if_present(&paths.verify)?;
+    store::remove_if_present(&paths.review)?;
     store::remove_if_present(&paths.handover)?;
     // Recording starts with the loop: from now on the guard notes each turn's tools.
     turn_tools::start(&paths.turn_tools)?;

@@ -166,6 +166,19 @@ pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
         ));
     }
     out.push_str(&budget_line(&state.budgets));
+    let review = &state.review;
+    if review.is_on() {
+        let by = match &review.command {
+            Some(cmd) => format!("`{cmd}`"),
+            None => "fresh read-only `claude -p` sessions".to_string(),
+        };
+        out.push_str(&format!(
+            "Review: when the work is claimed done and passes its checks, {} ({by}) review it; all must approve (at most {} rounds, {} s each).\n",
+            review.reviewers.join(", "),
+            review.max_rounds,
+            review.timeout_secs
+        ));
+    }
     if state.max_stalls > 0 {
         out.push_str(&format!(
             "No-progress breaker: the loop stops after {} in a row that leave the working tree unchanged (git repositories).\n",

@@ -10,6 +10,7 @@ use crate::frontmatter;
 use crate::paths::PrdReadError;
 use crate::prd::{Prd, PrdError};
 use crate::reinject::Injected;
+use crate::review::{self, ReviewConfig};
 use crate::state::{DEFAULT_MAX_STALLS, DEFAULT_MAX_STORY_ATTEMPTS, DEFAULT_PRD_PROMPT, LoopState};
 use std::collections::BTreeMap;
 
@@ -103,6 +104,13 @@ pub fn resolve_prompt(
     args: &StartArgs,
     prompt_file_text: Option<&str>,
 ) -> Result<String, StartError> {
+    let story_review = args
+        .review
+        .as_ref()
+        .is_some_and(|r| r.iter().any(|n| n == review::STORY));
+    if story_review && args.prd_file.is_none() {
+        return Err(StartError::StoryReviewWithoutPrd);
+    }
     let prompt = match prompt_file_text {
         Some(_) if !args.prompt.trim().is_empty() => return Err(StartError::PromptTwice),
         Some(text) => match frontmatter::split(text) {
@@ -171,6 +179,25 @@ pub fn budgets(args: &StartArgs, cost_model: Option<String>) -> Budgets {
     }
 }
 
+/// Who reviews the work of a new loop: `--review` names them; a
+/// `--review-cmd` alone is one reviewer, `custom`. The base commit is the
+/// caller's to read.
+pub fn review_config(args: &StartArgs) -> ReviewConfig {
+    let reviewers = match (&args.review, &args.review_cmd) {
+        (Some(names), _) => names.clone(),
+        (None, Some(_)) => vec![review::CUSTOM.to_string()],
+        (None, None) => Vec::new(),
+    };
+    let defaults = ReviewConfig::default();
+    ReviewConfig {
+        reviewers,
+        command: args.review_cmd.clone().filter(|c| !c.trim().is_empty()),
+        max_rounds: args.max_reviews.unwrap_or(defaults.max_rounds),
+        timeout_secs: args.review_timeout.unwrap_or(defaults.timeout_secs),
+        base: None,
+    }
+}
+
 /// The state of a new loop.
 pub fn new_state(
     args: &StartArgs,
@@ -218,6 +245,7 @@ pub fn new_state(
         turn_key: None,
         paused: None,
         budgets: Budgets::default(),
+        review: review_config(args),
         blocked: None,
         fresh: args.fresh,
         prompt,

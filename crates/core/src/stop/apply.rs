@@ -30,6 +30,10 @@ pub fn apply(
     if plan.ran_checks {
         let _ = store::atomic_write(&paths.verify, plan.verify_log.render().as_bytes());
     }
+    if let Some(log) = &plan.reviews_to_save {
+        // The hook's own record is the only verdict that counts.
+        let _ = store::atomic_write(&paths.review, log.render().as_bytes());
+    }
     if plan.claims {
         // Recorded for `status`; a failure shows with the decision's own.
         let claim = Entry::now(session, state.iteration, Action::Claim, CLAIMED);

@@ -24,7 +24,7 @@
 
 use super::completion::{self, Completion, JudgedPrd, Refusal};
 use super::inputs::StopInputs;
-use super::plan::Plan;
+use super::plan::{Plan, ReviewGate};
 use crate::activity::Code;
 use crate::blocker::Blocker;
 use crate::budget::{Budget, Budgets};
@@ -33,6 +33,7 @@ use crate::prd::Story;
 use crate::promise;
 use crate::queue::QueueAction;
 use crate::reinject::Injected;
+use crate::review::{Standing as ReviewStanding, Verdict};
 use crate::state::LoopState;
 use crate::verify::CheckResult;
 
@@ -47,6 +48,10 @@ pub struct StopContext<'a> {
     pub blocker: Option<&'a Blocker>,
     pub last_injected: Option<&'a Injected>,
     pub completion: &'a Completion,
+    /// Where the review of a completion claim stands (`--review`).
+    pub review: &'a ReviewGate,
+    /// Review rounds run so far.
+    pub review_rounds: u32,
     /// What the user queued meanwhile asks for.
     pub queue: &'a QueueAction,
     /// Iterations in a row, this one included, that left the tree unchanged.
@@ -66,6 +71,8 @@ impl<'a> StopContext<'a> {
             blocker: inputs.blocker.as_ref(),
             last_injected: inputs.last_injected.as_ref(),
             completion: &plan.completion,
+            review: &plan.review,
+            review_rounds: plan.review_rounds,
             queue: &plan.queue,
             stalls: plan.stalls,
             budgets: &plan.budgets,
@@ -87,6 +94,8 @@ pub enum FeedKey {
     Vanished,
     /// No failing story can run: its dependencies were changed.
     Deadlock,
+    /// Every story passes, but a reviewer rejected the work.
+    Review,
 }
 
 impl FeedKey {
@@ -98,6 +107,7 @@ impl FeedKey {
             FeedKey::PrdInvalid => "(prd-invalid)",
             FeedKey::Vanished => "(vanished)",
             FeedKey::Deadlock => "(deadlock)",
+            FeedKey::Review => "(review)",
         }
     }
 }
@@ -131,6 +141,8 @@ pub enum Outcome<'a> {
     /// A token, runtime or cost budget is spent.
     BudgetSpent(Budget),
     Stalled,
+    /// The reviewers still reject the work after `max_reviews` rounds.
+    ReviewsExhausted(&'a ReviewStanding),
     // The loop waits for the user (it stays, and each Stop lets the session stop):
     /// A blocker names a failing story: the loop pauses.
     Blocked(&'a Blocker),
@@ -148,12 +160,16 @@ pub enum Outcome<'a> {
     /// PRD had none at start (checked), so an edit made them: fed for repair.
     Deadlock(Vec<(String, Vec<String>)>),
     FinalCheckFailed(&'a Refusal),
+    /// Completion stands and the checks pass, but a reviewer rejected the work.
+    ReviewRejected(&'a ReviewStanding),
     Vanished(Standing<'a>),
     Story {
         story: &'a Story,
         standing: Standing<'a>,
         /// The story claims `passes`, but its check failed.
         refused: Option<&'a CheckResult>,
+        /// The story claims `passes`, but its review did not approve it.
+        review: Option<&'a Verdict>,
     },
 }
 
@@ -169,6 +185,12 @@ impl Outcome<'_> {
             Outcome::BudgetSpent(Budget::Runtime) => Code::RuntimeBudget,
             Outcome::BudgetSpent(Budget::Cost) => Code::CostBudget,
             Outcome::Stalled => Code::Stalled,
+            // A story's review refused it only once its checks passed.
+            Outcome::ReviewRejected(_)
+            | Outcome::Story {
+                review: Some(_), ..
+            } => Code::ReviewRejected,
+            Outcome::ReviewsExhausted(_) => Code::ReviewsExhausted,
             Outcome::Blocked(_) | Outcome::StillPaused(_) => Code::Blocked,
             Outcome::Deadlock(_) => Code::Deadlock,
             Outcome::StoryStuck(_) => Code::StoryStuck,
@@ -198,6 +220,7 @@ impl Outcome<'_> {
                 | Outcome::Complete
                 | Outcome::AllStoriesPass { .. }
                 | Outcome::MaxIterations
+                | Outcome::ReviewsExhausted(_)
                 | Outcome::BudgetSpent(_)
                 | Outcome::Stalled
                 | Outcome::StoryStuck(_)
@@ -293,7 +316,15 @@ pub fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
 
 fn judge_plain<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
     let refused = match cx.completion {
-        Completion::Complete => return alone(Outcome::Complete),
+        Completion::Complete => match reviewed(cx, Outcome::Complete) {
+            Reviewed::Done(j) => return j,
+            Reviewed::Feed(outcome) => {
+                return match limit_reached(cx) {
+                    Some(end) => alone(end),
+                    None => alone(outcome),
+                };
+            }
+        },
         Completion::Refused(refusal) => Some(refusal),
         Completion::NotClaimed => None,
     };
@@ -329,16 +360,23 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
             }
         }
     }
-    let with_blocker = |outcome| Judgement {
-        outcome,
-        injected: None,
-        remove_blocker,
-        ignored_blocker: ignored_blocker.clone(),
-    };
     match cx.completion {
         Completion::Complete => {
             let total = prd.stories.len();
-            return with_blocker(Outcome::AllStoriesPass { total });
+            return match reviewed(cx, Outcome::AllStoriesPass { total }) {
+                Reviewed::Done(j) => Judgement {
+                    remove_blocker,
+                    ignored_blocker: ignored_blocker.clone(),
+                    ..j
+                },
+                Reviewed::Feed(outcome) => match limit_reached(cx) {
+                    Some(end) => alone(end),
+                    None => with_ignored(
+                        feed(cx, FeedKey::Review, outcome, remove_blocker),
+                        ignored_blocker,
+                    ),
+                },
+            };
         }
         Completion::Refused(refusal) => {
             return match limit_reached(cx) {
@@ -386,6 +424,7 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
         story,
         standing,
         refused: judged.refused.get(&story.id),
+        review: judged.review_refused.get(&story.id),
     };
     let fed = feed(
         cx,
@@ -426,6 +465,22 @@ fn feed<'a>(
         injected: Some(injected),
         remove_blocker,
         ignored_blocker: None,
+    }
+}
+
+/// A completion that stands, through its review (`--review`).
+enum Reviewed<'a> {
+    /// Decided: complete (approved, or no review), or stopped (rejected too often).
+    Done(Judgement<'a>),
+    /// Rejected: fed back with the findings.
+    Feed(Outcome<'a>),
+}
+
+fn reviewed<'a>(cx: &StopContext<'a>, complete: Outcome<'a>) -> Reviewed<'a> {
+    match cx.review {
+        ReviewGate::Off | ReviewGate::Approved(_) => Reviewed::Done(alone(complete)),
+        ReviewGate::Rejected(s) => Reviewed::Feed(Outcome::ReviewRejected(s)),
+        ReviewGate::Exhausted(s) => Reviewed::Done(alone(Outcome::ReviewsExhausted(s))),
     }
 }
 

@@ -3,6 +3,7 @@ use crate::prd::{Prd, PrdError};
 use crate::queue::QueueAction;
 use crate::state::{DEFAULT_PRD_PROMPT, sample as state};
 use crate::stop::completion;
+use crate::stop::plan::ReviewGate;
 use crate::verify::{CheckResult, VerifyLog};
 
 /// One Stop's facts, decided the way the plan and `decide` do it.
@@ -17,6 +18,8 @@ struct Case {
     queue: QueueAction,
     stalls: u32,
     elapsed_secs: Option<u64>,
+    review: ReviewGate,
+    review_rounds: u32,
 }
 
 impl Case {
@@ -32,6 +35,8 @@ impl Case {
             queue: QueueAction::None,
             stalls: 0,
             elapsed_secs: None,
+            review: ReviewGate::Off,
+            review_rounds: 0,
         }
     }
 
@@ -61,6 +66,8 @@ impl Case {
             stalls: self.stalls,
             budgets: &self.state.budgets,
             elapsed_secs: self.elapsed_secs,
+            review: &self.review,
+            review_rounds: self.review_rounds,
         })
     }
 }
@@ -497,4 +504,85 @@ fn budgets_end_the_loop_after_the_cap_and_before_the_breaker() {
     );
     case.elapsed_secs = Some(60);
     assert!(matches!(case.decide().next, Next::Feed { .. }));
+}
+
+fn verdicts(outcomes: &[(&str, crate::review::Outcome)]) -> crate::review::Standing {
+    crate::review::Standing {
+        verdicts: outcomes
+            .iter()
+            .map(|(name, outcome)| {
+                let findings = match outcome {
+                    crate::review::Outcome::Rejected => vec![crate::review::Finding {
+                        severity: "high".into(),
+                        file: Some("src/lib.rs".into()),
+                        line: Some(4),
+                        what: "criterion 2 is not met".into(),
+                        fix: Some("handle the empty input".into()),
+                    }],
+                    _ => Vec::new(),
+                };
+                let verdict = crate::review::Verdict {
+                    outcome: outcome.clone(),
+                    findings,
+                    error: None,
+                    fingerprint: Some("f".into()),
+                    time: "t".into(),
+                    duration_ms: 1,
+                };
+                ((*name).to_string(), verdict)
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn review_gates_a_completion_that_stands() {
+    use crate::review::Outcome::{Approved, Rejected};
+    let s = state(2, 10, Some("DONE"));
+    let claim = |review: ReviewGate| Case {
+        review,
+        review_rounds: 1,
+        ..Case::new(s.clone(), Some("All done. <promise>DONE</promise>"))
+    };
+    let d = claim(ReviewGate::Approved(verdicts(&[
+        ("acceptance", Approved),
+        ("security", Approved),
+    ])))
+    .decide();
+    assert_eq!(d.code, Code::Complete);
+    assert!(
+        d.system_message
+            .contains("approved by the acceptance, security reviewers"),
+        "{}",
+        d.system_message
+    );
+    let d = claim(ReviewGate::Rejected(verdicts(&[
+        ("acceptance", Rejected),
+        ("security", Approved),
+    ])))
+    .decide();
+    assert_eq!(d.code, Code::ReviewRejected);
+    let r = reason(&d);
+    assert!(
+        r.contains("[high] src/lib.rs:4: criterion 2 is not met (fix: handle the empty input)"),
+        "{r}"
+    );
+    assert!(
+        r.contains("round 1 of 3") && !r.contains("security reviewer"),
+        "{r}"
+    );
+    let d = claim(ReviewGate::Exhausted(verdicts(&[("acceptance", Rejected)]))).decide();
+    assert_eq!(d.code, Code::ReviewsExhausted);
+    ended(&d);
+    assert!(
+        d.system_message.contains("criterion 2 is not met"),
+        "{}",
+        d.system_message
+    );
+    // The cap still ends a rejected loop on its last turn.
+    let last = Case {
+        review: ReviewGate::Rejected(verdicts(&[("acceptance", Rejected)])),
+        ..Case::new(state(10, 10, Some("DONE")), Some("<promise>DONE</promise>"))
+    };
+    assert_eq!(last.decide().code, Code::MaxIterations);
 }

@@ -14,6 +14,7 @@ use crate::prd::Prd;
 use crate::progress::{self, TurnEffect};
 use crate::queue::{self, QueueAction, Queued};
 use crate::reinject::Injected;
+use crate::review::ReviewLog;
 use crate::state::LoopState;
 use crate::store::StoreError;
 use crate::transcript::{self, CountedThrough, Turn};
@@ -56,6 +57,8 @@ pub struct StopInputs {
     pub last_injected: Option<Injected>,
     /// Check results on file.
     pub verify_log: VerifyLog,
+    /// The reviewers' verdicts on file.
+    pub review_log: ReviewLog,
     /// The working tree now, when the plan needs it (`None` outside git).
     pub fingerprint: Option<String>,
     /// Messages the user typed meanwhile, still waiting in the client's queue.
@@ -155,6 +158,7 @@ impl StopInputs {
             blocker: paths.read_blocker(),
             last_injected: paths.read_last_injected(),
             verify_log: paths.read_verify_log().unwrap_or_default(),
+            review_log: paths.read_review_log().unwrap_or_default(),
             fingerprint,
             queued,
             mirror: if paths.adopting() {
@@ -234,7 +238,9 @@ pub fn counted_through(state: &LoopState) -> Option<CountedThrough<'_>> {
 /// breaker cannot judge the turn from its tools. At start, with no turn yet,
 /// `effect` is `Unknown`: the first Stop may need the tree to compare with.
 pub fn wants_fingerprint(state: &LoopState, prd: Option<&Prd>, effect: TurnEffect) -> bool {
+    // Check results and review verdicts are kept per tree.
     let checks_may_run = state.verify.is_some()
+        || state.review.is_on()
         || prd.is_some_and(|p| p.stories.iter().any(|s| s.passes && s.verify.is_some()));
     // An edited turn is progress whatever the tree says, but the tree is
     // still read to keep the breaker's baseline current: skipped, a later

@@ -34,6 +34,7 @@ use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
 use crate::paths::LoopPaths;
 use crate::queue::QueueAction;
+use crate::review;
 use crate::state::LoopState;
 use crate::store::StoreError;
 use crate::worktree;
@@ -119,6 +120,21 @@ impl Jobs {
         if let Some(cmd) = self.loop_verify {
             let result = worktree::run_check(root, &cmd, self.timeout, self.fingerprint.clone());
             ran.loop_check = Some(result);
+        }
+        if let Some(r) = self.reviews {
+            if r.stories {
+                ran.story_reviews_done = true;
+            } else {
+                ran.reviews_done = true;
+            }
+            let verdicts = review::run::review_all(
+                root,
+                &r.reviews,
+                r.command.as_deref(),
+                r.timeout,
+                self.fingerprint.as_deref(),
+            );
+            ran.reviews.extend(verdicts);
         }
     }
 }

@@ -12,6 +12,8 @@ use crate::paths::PrdReadError;
 use crate::prd::Prd;
 use crate::progress;
 use crate::queue::{self, QueueAction};
+use crate::review::run::Brief;
+use crate::review::{self, ReviewLog, Standing, Verdict};
 use crate::state::LoopState;
 use crate::verify::{CheckResult, VerifyLog};
 use std::time::Duration;
@@ -23,6 +25,12 @@ pub struct Ran {
     pub stories_done: bool,
     pub stories: Vec<(String, CheckResult)>,
     pub loop_check: Option<CheckResult>,
+    /// The final reviewers ran (once per Stop).
+    pub reviews_done: bool,
+    /// The story reviewers ran (once per Stop).
+    pub story_reviews_done: bool,
+    /// The verdicts of either, by reviewer (`story:ID` for a story's).
+    pub reviews: Vec<(String, Verdict)>,
 }
 
 /// Checks to run outside the lock, before the Stop is decided.
@@ -35,13 +43,42 @@ pub struct Jobs {
     pub timeout: Duration,
     /// The tree they run on, recorded with their results.
     pub fingerprint: Option<String>,
+    /// Reviewers to run, once every check passed and completion stands.
+    pub reviews: Option<ReviewJob>,
+}
+
+/// The reviewers a Stop runs (see `review`).
+#[derive(Debug)]
+pub struct ReviewJob {
+    /// Each reviewer with what it is told.
+    pub reviews: Vec<(String, Brief)>,
+    pub command: Option<String>,
+    pub timeout: Duration,
+    /// Stories' reviews (`--review story`), not the final review.
+    pub stories: bool,
 }
 
 impl Jobs {
-    /// How many commands, for the watchdog's budget.
-    pub fn count(&self) -> usize {
-        self.stories.len() + usize::from(self.loop_verify.is_some())
+    /// How long they may take in all, for the watchdog: checks one after
+    /// another, reviewers side by side.
+    pub fn budget(&self) -> Duration {
+        let checks = self.stories.len() + usize::from(self.loop_verify.is_some());
+        let reviews = self.reviews.as_ref().map_or(Duration::ZERO, |r| r.timeout);
+        self.timeout * checks as u32 + reviews
     }
+}
+
+/// Where the review of a completion claim stands (`--review`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewGate {
+    /// No review: completion stands on its own.
+    Off,
+    /// Every reviewer approved the current tree.
+    Approved(Standing),
+    /// A reviewer rejected it (or gave no verdict); rounds are left.
+    Rejected(Standing),
+    /// Still rejected after `max_reviews` rounds.
+    Exhausted(Standing),
 }
 
 /// What a Stop will do before deciding, and what it found.
@@ -59,6 +96,12 @@ pub struct Plan<'a> {
     pub verify_log: VerifyLog,
     /// Checks ran at this Stop: the log is saved.
     pub ran_checks: bool,
+    /// Reviewers ran at this Stop: the verdicts on file with theirs, to save.
+    pub reviews_to_save: Option<ReviewLog>,
+    /// Review rounds run so far, this Stop's included.
+    pub review_rounds: u32,
+    /// Where the review of a completion claim stands.
+    pub review: ReviewGate,
     /// PRD mode: the PRD as the loop judges it, or why it cannot be read.
     pub prd: Option<Result<JudgedPrd<'a>, &'a PrdReadError>>,
     pub completion: Completion,
@@ -105,10 +148,24 @@ impl<'a> Plan<'a> {
         if let Some(r) = &ran.loop_check {
             log.r#loop = Some(r.clone());
         }
-        let prd = inputs
-            .prd
-            .as_ref()
-            .map(|read| read.as_ref().map(|prd| JudgedPrd::new(prd, state, &log)));
+        let mut review_log = inputs.review_log.clone();
+        if ran.reviews_done {
+            review_log.rounds = review_log.rounds.saturating_add(1);
+        }
+        for (name, verdict) in &ran.reviews {
+            review_log.verdicts.insert(name.clone(), verdict.clone());
+        }
+        let story_reviews = state.review.reviews_stories();
+        let prd = inputs.prd.as_ref().map(|read| {
+            read.as_ref().map(|prd| {
+                let judged = JudgedPrd::new(prd, state, &log);
+                if story_reviews {
+                    judged.with_story_reviews(&review_log, fingerprint)
+                } else {
+                    judged
+                }
+            })
+        });
         // A queued cancel or message is acted on at once, a duplicate Stop
         // is answered again: no check runs.
         let no_checks = ran.stories_done || queue.preempts() || duplicate;
@@ -130,19 +187,44 @@ impl<'a> Plan<'a> {
             .clone()
             .filter(|_| claimed && loop_check.is_none() && story_jobs.is_empty())
             .filter(|_| !queue.preempts() && !duplicate);
-        let jobs = (!story_jobs.is_empty() || loop_verify.is_some()).then(|| Jobs {
-            stories: story_jobs,
-            loop_verify,
-            timeout: Duration::from_secs(state.verify_timeout),
-            fingerprint: inputs.fingerprint.clone(),
-        });
+        // A story that passes its checks is reviewed before anything else
+        // is judged of it (`--review story`), once per Stop.
+        let awaiting: &[String] = match &prd {
+            Some(Ok(j)) if story_jobs.is_empty() => &j.awaiting_review,
+            _ => &[],
+        };
+        let story_review =
+            (!awaiting.is_empty() && !ran.story_reviews_done && !queue.preempts() && !duplicate)
+                .then(|| story_review_job(inputs, awaiting));
+        let loop_verify = loop_verify.filter(|_| story_review.is_none());
+        let jobs = (!story_jobs.is_empty() || loop_verify.is_some() || story_review.is_some())
+            .then(|| Jobs {
+                stories: story_jobs,
+                loop_verify,
+                timeout: Duration::from_secs(state.verify_timeout),
+                fingerprint: inputs.fingerprint.clone(),
+                reviews: story_review,
+            });
         let completion = completion::judge(state, claimed, loop_check);
+        let reviewing = completion == Completion::Complete
+            && !state.review.final_reviewers().is_empty()
+            && jobs.is_none()
+            && !queue.preempts()
+            && !duplicate;
+        let (review, jobs) = if reviewing {
+            review_gate(inputs, &review_log, ran.reviews_done)
+        } else {
+            (ReviewGate::Off, jobs)
+        };
         Plan {
             claims: state.session_id.is_empty() && !inputs.session.is_empty(),
             queue,
             queue_seen,
             stalls,
             ran_checks: ran.stories_done || ran.loop_check.is_some(),
+            review_rounds: review_log.rounds,
+            reviews_to_save: (ran.reviews_done || ran.story_reviews_done).then_some(review_log),
+            review,
             verify_log: log,
             prd,
             completion,
@@ -151,6 +233,123 @@ impl<'a> Plan<'a> {
             budgets: state.budgets.after_turn(&inputs.usage),
             elapsed_secs: budget::elapsed_secs(state.started_at.as_deref(), inputs.now),
         }
+    }
+}
+
+/// Where the review of a standing completion claim is: its verdicts on this
+/// tree (those this Stop ran count whatever the tree), or the reviewers to
+/// run now, or, with no round left, the last verdicts.
+fn review_gate(inputs: &StopInputs, log: &ReviewLog, ran_now: bool) -> (ReviewGate, Option<Jobs>) {
+    let config = &inputs.state.review;
+    let reviewers = config.final_reviewers();
+    let fingerprint = inputs.fingerprint.as_deref();
+    let on_this_tree = if ran_now {
+        review::standing(log, &reviewers, None)
+    } else {
+        fingerprint.and_then(|f| review::standing(log, &reviewers, Some(f)))
+    };
+    let exhausted = log.rounds >= config.max_rounds;
+    let gate = |s: Standing| {
+        if s.all_approved() {
+            ReviewGate::Approved(s)
+        } else if exhausted {
+            ReviewGate::Exhausted(s)
+        } else {
+            ReviewGate::Rejected(s)
+        }
+    };
+    if let Some(s) = on_this_tree {
+        return (gate(s), None);
+    }
+    if exhausted {
+        // No round left for this tree: the last verdicts stand.
+        let last = reviewers
+            .iter()
+            .filter_map(|n| log.verdicts.get(n).map(|v| (n.clone(), v.clone())))
+            .collect();
+        return (ReviewGate::Exhausted(Standing { verdicts: last }), None);
+    }
+    let names: Vec<String> = if fingerprint.is_some() {
+        log.due(&reviewers, fingerprint)
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    } else {
+        reviewers.clone()
+    };
+    let whole = brief(inputs);
+    let jobs = Jobs {
+        stories: Vec::new(),
+        loop_verify: None,
+        timeout: Duration::from_secs(inputs.state.verify_timeout),
+        fingerprint: inputs.fingerprint.clone(),
+        reviews: Some(ReviewJob {
+            reviews: names.into_iter().map(|n| (n, whole.clone())).collect(),
+            command: config.command.clone(),
+            timeout: Duration::from_secs(config.timeout_secs),
+            stories: false,
+        }),
+    };
+    (ReviewGate::Off, Some(jobs))
+}
+
+/// The reviews of the stories that pass their checks and wait for one:
+/// each told its own story and acceptance criteria.
+fn story_review_job(inputs: &StopInputs, awaiting: &[String]) -> ReviewJob {
+    let state = &inputs.state;
+    let prd = inputs.prd.as_ref().and_then(|p| p.as_ref().ok());
+    let reviews = awaiting
+        .iter()
+        .filter_map(|id| prd.and_then(|p| p.story(id)))
+        .map(|s| {
+            let mut task = format!("Story {}: {}\n", s.id, s.title);
+            if !s.description.trim().is_empty() {
+                task.push_str(&format!("{}\n", s.description.trim()));
+            }
+            let brief = Brief {
+                task,
+                acceptance_criteria: s.acceptance_criteria.clone(),
+                base: state.review.base.clone(),
+            };
+            (review::story_key(&s.id), brief)
+        })
+        .collect();
+    ReviewJob {
+        reviews,
+        command: state.review.command.clone(),
+        timeout: Duration::from_secs(state.review.timeout_secs),
+        stories: true,
+    }
+}
+
+/// What the reviewers are told the loop was for: the task, or every story
+/// of the PRD with its acceptance criteria.
+pub fn brief(inputs: &StopInputs) -> Brief {
+    let state = &inputs.state;
+    let (task, acceptance_criteria) = match &inputs.prd {
+        Some(Ok(prd)) => {
+            let mut task = format!("{}\nThe stories:\n", state.prompt.trim_end());
+            let mut criteria = Vec::new();
+            for s in &prd.stories {
+                task.push_str(&format!("- {}: {}", s.id, s.title));
+                if !s.description.trim().is_empty() {
+                    task.push_str(&format!(" - {}", s.description.trim()));
+                }
+                task.push('\n');
+                criteria.extend(
+                    s.acceptance_criteria
+                        .iter()
+                        .map(|c| format!("{}: {c}", s.id)),
+                );
+            }
+            (task, criteria)
+        }
+        _ => (state.prompt.clone(), Vec::new()),
+    };
+    Brief {
+        task,
+        acceptance_criteria,
+        base: state.review.base.clone(),
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::completion::Refusal;
 use super::decide::{Decision, IgnoredBlocker, Judgement, Next, Outcome, Standing, StopContext};
+use super::plan::ReviewGate;
 use crate::activity::Code;
 use crate::blocker::Blocker;
 use crate::control::{self, status};
@@ -12,6 +13,7 @@ use crate::paths::{Mirror, STATE_FILE};
 use crate::pause::Pause;
 use crate::prd::Story;
 use crate::reinject::Injected;
+use crate::review::Verdict;
 use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
 use crate::verify::CheckResult;
 
@@ -150,13 +152,19 @@ fn ending(cx: &StopContext, outcome: &Outcome) -> String {
         Outcome::Complete => format!(
             "✅ Ralph loop complete after {after}: the completion promise <promise>{}</promise> was printed{}.",
             state.completion_promise.as_deref().unwrap_or_default(),
-            verified(state)
+            verified_and_reviewed(cx)
         ),
         Outcome::AllStoriesPass { total } => format!(
             "✅ Ralph loop complete after {after}: all {} in {} pass{}.",
             plural(*total as u64, "story"),
             prd_name(state),
-            verified(state)
+            verified_and_reviewed(cx)
+        ),
+        Outcome::ReviewsExhausted(standing) => format!(
+            "⛔ Ralph loop stopped after {after}: review did not approve the work after {} (--max-reviews {}). Open findings:\n{}Fix them, then start the loop again.",
+            plural(u64::from(state.review.max_rounds), "round"),
+            state.review.max_rounds,
+            standing.findings_text()
         ),
         Outcome::MaxIterations => cap_reached(state),
         Outcome::BudgetSpent(budget) => format!(
@@ -198,6 +206,21 @@ fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
                 "⚠️ Ralph iteration {label}: {prd_name} is not readable ({why}); the agent was asked to repair it."
             ),
         ),
+        Outcome::ReviewRejected(standing) => {
+            let round = cx_rounds(cx);
+            (
+                format!(
+                    "Ralph loop: the work was claimed complete and its checks pass, but independent review rejected it (round {round} of {}). Fix every finding below, then claim completion again; the reviewers look again at the changed tree.\n\n{}{footer}",
+                    state.review.max_rounds,
+                    standing.findings_text()
+                ),
+                format!(
+                    "🔁 Ralph iteration {label}: review rejected the work (round {round} of {}, {} open)",
+                    state.review.max_rounds,
+                    plural(standing.open_findings() as u64, "finding")
+                ),
+            )
+        }
         Outcome::FinalCheckFailed(refusal) => (
             format!(
                 "Ralph loop: every story in {prd_name} is marked as passing, but the loop's final check failed. {}\nFix what fails (reopen a story by setting its \"passes\" to false if it is not really done); the loop ends when the check passes.{footer}",
@@ -236,7 +259,8 @@ fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
             story,
             standing,
             refused,
-        } => story_feed(cx, outcome, story, standing, *refused),
+            review,
+        } => story_feed(cx, outcome, story, standing, *refused, *review),
         end => unreachable!("not a feed: {end:?}"),
     }
 }
@@ -282,6 +306,7 @@ fn story_feed(
     story: &Story,
     standing: &Standing,
     refused: Option<&CheckResult>,
+    review: Option<&Verdict>,
 ) -> (String, String) {
     let state = cx.state;
     let label = state.iteration_label(state.iteration.saturating_add(1));
@@ -292,6 +317,16 @@ fn story_feed(
             "Your claim that {} passes was refused: its check {}\nFix it; the story counts once its check passes.\n\n",
             story.id,
             check.failure_report(state.verify_timeout)
+        ));
+    }
+    if let Some(verdict) = review {
+        let standing = crate::review::Standing {
+            verdicts: vec![(crate::review::story_key(&story.id), verdict.clone())],
+        };
+        preface.push_str(&format!(
+            "Your claim that {} passes was not approved by its review:\n{}Fix every finding; the story counts once a reviewer approves it (it is reviewed again when you mark it passing on a changed tree).\n\n",
+            story.id,
+            standing.findings_text()
         ));
     }
     let prompt = story_prompt(prd_name(state), story, &progress, state, cx.last_injected);
@@ -320,6 +355,12 @@ fn story_feed(
         message.push_str(&format!(
             " · its check failed ({})",
             check.status_text(state.verify_timeout)
+        ));
+    }
+    if let Some(verdict) = review {
+        message.push_str(&format!(
+            " · its review rejected it ({} finding(s))",
+            verdict.findings.len()
         ));
     }
     if !standing.vanished.is_empty() {
@@ -429,7 +470,32 @@ fn footer(state: &LoopState, story: Option<(&str, &str)>) -> String {
             (None, _) => parts.push("no completion promise: the loop runs until its cap".into()),
         }
     }
+    if state.review.is_on() {
+        parts.push(format!(
+            "then independent reviewers ({}) check the work before the loop ends",
+            state.review.reviewers.join(", ")
+        ));
+    }
     format!("\n\n[Ralph loop · {}]", parts.join(" · "))
+}
+
+/// The review rounds run so far (at least one: a rejection was recorded).
+fn cx_rounds(cx: &StopContext) -> u32 {
+    cx.review_rounds.max(1)
+}
+
+/// ` and verified (...) and approved by the acceptance and security reviewers`.
+fn verified_and_reviewed(cx: &StopContext) -> String {
+    let mut out = verified(cx.state);
+    if let ReviewGate::Approved(s) = cx.review {
+        let names = s.approvers();
+        let who = match names.as_slice() {
+            [one] => format!("the {one} reviewer"),
+            many => format!("the {} reviewers", many.join(", ")),
+        };
+        out.push_str(&format!(" and approved by {who}"));
+    }
+    out
 }
 
 /// " and verified (`cmd` exited 0)" for a loop with a check.

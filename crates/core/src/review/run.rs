@@ -1,0 +1,271 @@
+//! Running reviewers: I/O. The Stop hook calls this with the loop lock
+//! released (a cancel never waits for a review); the reviewers run in
+//! parallel, each bounded by the loop's review timeout, its whole process
+//! group killed past it.
+
+use super::{Outcome, Request, Verdict, builtin_instructions, prompt, system_line};
+use crate::clock;
+use crate::worktree::wait_bounded;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest `git diff` given to a reviewer; past it the diff is cut, with a
+/// note (the reviewer can read the files).
+const DIFF_LIMIT: usize = 120_000;
+/// Longest answer read from a reviewer.
+const OUTPUT_LIMIT: u64 = 4 << 20;
+/// The environment variable that makes ralph's own hooks stand aside in a
+/// reviewer's session (it is not the loop's, and must never drive it).
+pub const REVIEWER_ENV: &str = "RALPH_REVIEWER";
+
+/// Is this process a hook of a reviewer's session? Then it does nothing.
+pub fn in_reviewer_session() -> bool {
+    std::env::var_os(REVIEWER_ENV).is_some_and(|v| !v.is_empty())
+}
+
+/// What the reviewers of one Stop are given, besides their own name.
+#[derive(Debug, Clone)]
+pub struct Brief {
+    pub task: String,
+    pub acceptance_criteria: Vec<String>,
+    pub base: Option<String>,
+}
+
+/// The review request for `reviewer`, with the change read from git.
+pub fn request(root: &Path, reviewer: &str, brief: &Brief) -> Request {
+    let git = |args: &[&str]| -> String {
+        Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let (commits, diff) = match &brief.base {
+        Some(base) => (
+            git(&["log", "--oneline", &format!("{base}..HEAD")]),
+            git(&["diff", base]),
+        ),
+        None => (String::new(), git(&["diff"])),
+    };
+    let diff = if diff.len() > DIFF_LIMIT {
+        let mut cut = DIFF_LIMIT;
+        while !diff.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!(
+            "{}\n[... the diff goes on for {} more bytes: read the files ...]",
+            &diff[..cut],
+            diff.len() - cut
+        )
+    } else {
+        diff
+    };
+    Request {
+        reviewer: reviewer.to_string(),
+        project: root.display().to_string(),
+        task: brief.task.clone(),
+        acceptance_criteria: brief.acceptance_criteria.clone(),
+        base: brief.base.clone(),
+        commits,
+        status: git(&["status", "--short"]),
+        diff,
+    }
+}
+
+/// Run every reviewer of `reviews`, each with what it is told (or the
+/// `--review-cmd` program, when given, in their place), in parallel; their
+/// verdicts by name.
+pub fn review_all(
+    root: &Path,
+    reviews: &[(String, Brief)],
+    review_cmd: Option<&str>,
+    timeout: Duration,
+    fingerprint: Option<&str>,
+) -> Vec<(String, Verdict)> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = reviews
+            .iter()
+            .map(|(name, brief)| {
+                scope.spawn(move || {
+                    let request = request(root, name, brief);
+                    let verdict = review(root, &request, review_cmd, timeout, fingerprint);
+                    (name.clone(), verdict)
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    })
+}
+
+/// One review: the `--review-cmd` program, or `claude -p` with the
+/// reviewer's prompt (the project's `.claude/ralph-review/NAME.md`, else the
+/// built-in one).
+pub fn review(
+    root: &Path,
+    request: &Request,
+    review_cmd: Option<&str>,
+    timeout: Duration,
+    fingerprint: Option<&str>,
+) -> Verdict {
+    let started = Instant::now();
+    let time = clock::now_rfc3339();
+    let (stdin, mut cmd, parse): (String, Command, fn(&str) -> _) = match review_cmd {
+        Some(program) => {
+            let mut cmd = Command::new("sh");
+            cmd.arg("-c").arg(program);
+            let json = serde_json::to_string(request).unwrap_or_default();
+            (json, cmd, super::verdict_of_program)
+        }
+        None => {
+            // A story's review (`story:US-1`) is the `story` reviewer's.
+            let name = request.reviewer.split(':').next().unwrap_or_default();
+            let own = root.join(".claude/ralph-review").join(format!("{name}.md"));
+            let instructions = std::fs::read_to_string(own)
+                .unwrap_or_else(|_| builtin_instructions(name).to_string());
+            let bin = std::env::var("RALPH_CLAUDE").unwrap_or_else(|_| "claude".into());
+            let mut cmd = Command::new(bin);
+            cmd.args([
+                "-p",
+                "--output-format",
+                "json",
+                "--json-schema",
+                super::SCHEMA,
+            ])
+            // Read-only: no Bash, no edits; the change is in the prompt.
+            .args(["--tools", "Read,Grep,Glob"])
+            .args(["--append-system-prompt", &system_line(name)])
+            .arg("--no-session-persistence");
+            (
+                prompt(&instructions, request),
+                cmd,
+                super::verdict_of_claude,
+            )
+        }
+    };
+    let failed = |error: String| Verdict {
+        outcome: Outcome::Failed,
+        findings: Vec::new(),
+        error: Some(error),
+        fingerprint: fingerprint.map(str::to_string),
+        time: time.clone(),
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    let tmp = std::env::temp_dir();
+    let stem = format!(
+        "ralph-review-{}-{}-{}",
+        std::process::id(),
+        request.reviewer,
+        clock::unix_now()
+    );
+    let (in_path, out_path) = (
+        tmp.join(format!("{stem}.in")),
+        tmp.join(format!("{stem}.out")),
+    );
+    let spawned = std::fs::write(&in_path, stdin.as_bytes())
+        .and_then(|()| File::open(&in_path))
+        .and_then(|input| {
+            let out = File::create(&out_path)?;
+            cmd.current_dir(root)
+                .env(REVIEWER_ENV, "1")
+                // A reviewer is its own session, not a part of the user's.
+                .env_remove("CLAUDECODE")
+                .env_remove("CLAUDE_CODE_SESSION_ID")
+                .env_remove("CLAUDE_CODE_ENTRYPOINT")
+                .env_remove("AI_AGENT")
+                .stdin(input)
+                .stdout(out)
+                .stderr(Stdio::null());
+            #[cfg(unix)]
+            {
+                use std::os::unix::process::CommandExt;
+                cmd.process_group(0);
+            }
+            cmd.spawn()
+        });
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&in_path);
+            let _ = std::fs::remove_file(&out_path);
+            return failed(format!("could not start the reviewer: {e}"));
+        }
+    };
+    let (exit, timed_out) = wait_bounded(&mut child, started, timeout);
+    let mut out = String::new();
+    if let Ok(f) = File::open(&out_path) {
+        let _ = f.take(OUTPUT_LIMIT).read_to_string(&mut out);
+    }
+    let _ = std::fs::remove_file(&in_path);
+    let _ = std::fs::remove_file(&out_path);
+    if timed_out {
+        return failed(format!("timed out after {} s", timeout.as_secs()));
+    }
+    match parse(&out) {
+        Ok((outcome, findings)) => Verdict {
+            outcome,
+            findings,
+            error: None,
+            fingerprint: fingerprint.map(str::to_string),
+            time,
+            duration_ms: started.elapsed().as_millis() as u64,
+        },
+        Err(why) => failed(match exit {
+            Some(0) | None => why,
+            Some(code) => format!("it exited {code}: {why}"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn brief() -> Brief {
+        Brief {
+            task: "Add a greeting".into(),
+            acceptance_criteria: vec!["greeting.txt says hello".into()],
+            base: None,
+        }
+    }
+
+    #[test]
+    fn a_program_reviews_from_its_stdin() {
+        let dir = std::env::temp_dir();
+        let cmd = "grep -q 'greeting.txt says hello' && echo '{\"verdict\":\"rejected\",\"findings\":[{\"severity\":\"high\",\"what\":\"missing\"}]}'";
+        let v = review_all(
+            &dir,
+            &[("custom".into(), brief())],
+            Some(cmd),
+            Duration::from_secs(20),
+            Some("f"),
+        );
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].1.outcome, Outcome::Rejected);
+        assert_eq!(v[0].1.findings[0].what, "missing");
+        assert_eq!(v[0].1.fingerprint.as_deref(), Some("f"));
+    }
+
+    #[test]
+    fn a_program_that_fails_or_hangs_is_not_an_approval() {
+        let dir = std::env::temp_dir();
+        let r = request(&dir, "custom", &brief());
+        let v = review(
+            &dir,
+            &r,
+            Some("echo oops; exit 3"),
+            Duration::from_secs(20),
+            None,
+        );
+        assert_eq!(v.outcome, Outcome::Failed);
+        assert!(v.error.as_deref().unwrap().contains("exited 3"), "{v:?}");
+        let v = review(&dir, &r, Some("sleep 30"), Duration::from_secs(1), None);
+        assert_eq!(v.outcome, Outcome::Failed);
+        assert!(v.error.as_deref().unwrap().contains("timed out"), "{v:?}");
+    }
+}
