@@ -171,6 +171,9 @@ struct RunExpect {
     /// Substrings that must appear in no request of this run.
     #[serde(default)]
     never_told: Vec<String>,
+    /// Per lane (subagents): substrings told in some request of that lane.
+    #[serde(default)]
+    lanes_told: BTreeMap<String, Vec<String>>,
     /// Number of Stop hook feedback messages the model got in this run.
     #[serde(default)]
     feedback_count: Option<usize>,
@@ -298,6 +301,7 @@ impl Scenario {
                     + x.not_shows.len()
                     + x.told.len()
                     + x.never_told.len()
+                    + x.lanes_told.values().map(Vec::len).sum::<usize>()
                     + x.feedback_in_order.len()
                     + x.every_feedback_contains.len()
                     + x.tool_results_contain.len()
@@ -488,6 +492,8 @@ struct Finished {
     exhausted: usize,
     /// Lanes whose script was not used up: (name, used, total).
     lanes_unused: Vec<(String, usize, usize)>,
+    /// Each lane's requests, by lane name.
+    lane_requests: BTreeMap<String, Vec<Recorded>>,
 }
 
 impl Started {
@@ -564,6 +570,7 @@ impl Started {
             replies_total: self.model.replies_total(),
             exhausted: self.model.exhausted_requests(),
             lanes_unused: lanes_unused(&self.model, &self.lanes),
+            lane_requests: lane_requests(&self.model, &self.lanes),
         }
     }
 
@@ -658,6 +665,14 @@ fn script_for(run: &Run, sandbox: &Sandbox) -> Script {
     serde_json::from_value(v).expect("script from json")
 }
 
+/// Each lane's requests, by name.
+fn lane_requests(model: &FakeModel, lanes: &[Lane]) -> BTreeMap<String, Vec<Recorded>> {
+    lanes
+        .iter()
+        .map(|l| (l.name.clone(), model.requests_in(Some(&l.name))))
+        .collect()
+}
+
 /// Lanes whose scripted replies were not all served.
 fn lanes_unused(model: &FakeModel, lanes: &[Lane]) -> Vec<(String, usize, usize)> {
     lanes
@@ -696,6 +711,7 @@ fn run_interactive(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) ->
         replies_total: script.replies.len(),
         exhausted: 0,
         lanes_unused: Vec::new(),
+        lane_requests: BTreeMap::new(),
     };
     let model = match FakeModel::start(script) {
         Ok(m) => m,
@@ -740,6 +756,7 @@ fn run_interactive(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) ->
     finished.replies_used = model.replies_used();
     finished.exhausted = model.exhausted_requests();
     finished.lanes_unused = lanes_unused(&model, &run.lanes);
+    finished.lane_requests = lane_requests(&model, &run.lanes);
     let _ = fs::write(
         sandbox.root.join(format!("run{}.screen", index + 1)),
         &finished.stdout,
@@ -1064,6 +1081,18 @@ fn check_run(run: &Run, f: &Finished, sandbox: &Sandbox, failures: &mut Vec<Stri
     for s in &sub(&x.never_told) {
         if let Some(i) = told.iter().position(|t| t.contains(s.as_str())) {
             failures.push(format!("{l}: the model was told {s:?} (request {})", i + 1));
+        }
+    }
+    for (lane, wanted) in &x.lanes_told {
+        let told: Vec<String> = f
+            .lane_requests
+            .get(lane)
+            .map(|rs| rs.iter().map(told_text).collect())
+            .unwrap_or_default();
+        for s in &sub(wanted) {
+            if !told.iter().any(|t| t.contains(s.as_str())) {
+                failures.push(format!("{l}: lane {lane} was never told {s:?}"));
+            }
         }
     }
     let fb = feedbacks(f);

@@ -9,6 +9,7 @@
 mod support;
 
 mod continuity;
+mod fresh;
 mod guard;
 mod hardening_concurrency;
 mod hardening_corpus;

@@ -62,6 +62,7 @@ pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
     };
     let resumed = LoopState {
         blocked: None,
+        fresh: false,
         ..(*state).clone()
     };
     paths.write_state(&crate::state::updated_text(&text, &resumed))?;
@@ -186,6 +187,7 @@ pub fn status(paths: &LoopPaths) -> Status {
             let mut status =
                 Status::at(project, Some(&state), None, prd.as_ref(), checks, last, now);
             status.state_file = Some(paths.state.display().to_string());
+            status.worker = state.fresh.then(|| paths.read_worker()).flatten();
             if state.review.is_on() {
                 let log = paths.read_review_log().unwrap_or_default();
                 status.review = Some(status::ReviewStatus::new(&state.review, &log));
@@ -198,7 +200,7 @@ pub fn status(paths: &LoopPaths) -> Status {
 /// `/ralph-help`: the reference, short enough to read on one screen.
 pub fn help_text() -> String {
     format!(
-        "Usage: {USAGE}\n\nStarts a Ralph loop: each time Claude tries to end its turn, the Stop hook feeds the task back until the completion promise is printed (only when true), every PRD story passes, or the cap is reached.\n  --max-iterations N         turns in all (0 = unlimited; default 0)\n  --completion-promise TEXT  the loop ends when Claude prints <promise>TEXT</promise> (PRD default: RALPH-COMPLETE)\n  --prd-file PATH            feed the stories of a prd.json one by one, by priority and dependencies\n  --prompt-file PATH         read the prompt from a file (its frontmatter is not part of the prompt)\n  --verify CMD               completion counts only when CMD exits 0 (--verify-timeout SECS, default 300)\n  --max-stalls N             stop after N iterations in a row that change nothing (default 3; 0 = off)\n  --max-story-attempts N     stop when one story is fed N times in a row without passing (default 5)\n  --max-tokens N             stop once the loop's turns used N tokens (input, output and cache; 500k, 2M)\n  --max-runtime DURATION     stop once the loop has run this long (90m, 4h, 1h30m)\n  --max-cost USD             stop once the loop's tokens cost this much (priced by a table in ralph; the model must be in it)\n  --replace                  take over another session's running loop\n  --                         everything after it is prompt text\nA PRD loop pauses when the agent writes .ralph-blocker.md naming a failing story (`story_id:`): /ralph-resume goes on once you have resolved it.\nWhile a loop runs: /ralph-status shows it, /cancel-ralph ends it at the next stop, anything else you type reaches Claude at the next stop and the loop goes on; Esc interrupts at once."
+        "Usage: {USAGE}\n\nStarts a Ralph loop: each time Claude tries to end its turn, the Stop hook feeds the task back until the completion promise is printed (only when true), every PRD story passes, or the cap is reached.\n  --max-iterations N         turns in all (0 = unlimited; default 0)\n  --completion-promise TEXT  the loop ends when Claude prints <promise>TEXT</promise> (PRD default: RALPH-COMPLETE)\n  --prd-file PATH            feed the stories of a prd.json one by one, by priority and dependencies\n  --prompt-file PATH         read the prompt from a file (its frontmatter is not part of the prompt)\n  --verify CMD               completion counts only when CMD exits 0 (--verify-timeout SECS, default 300)\n  --max-stalls N             stop after N iterations in a row that change nothing (default 3; 0 = off)\n  --max-story-attempts N     stop when one story is fed N times in a row without passing (default 5)\n  --max-tokens N             stop once the loop's turns used N tokens (input, output and cache; 500k, 2M)\n  --max-runtime DURATION     stop once the loop has run this long (90m, 4h, 1h30m)\n  --max-cost USD             stop once the loop's tokens cost this much (priced by a table in ralph; the model must be in it)\n  --review [LIST]            independent reviewers approve the work before it ends (acceptance, security, quality, all; PRD: story)\n  --review-cmd CMD           a program reviews instead (request JSON on stdin, verdict JSON on stdout)\n  --max-reviews N            review rounds before a rejected loop stops (default 3)\n  --fresh                    each story (or iteration) is worked by a ralph:ralph-worker subagent in a fresh context; the main thread only dispatches\n  --replace                  take over another session's running loop\n  --                         everything after it is prompt text\nA PRD loop pauses when the agent writes .ralph-blocker.md naming a failing story (`story_id:`): /ralph-resume goes on once you have resolved it.\nWhile a loop runs: /ralph-status shows it, /cancel-ralph ends it at the next stop, anything else you type reaches Claude at the next stop and the loop goes on; Esc interrupts at once."
     )
 }
 
