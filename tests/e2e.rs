@@ -17,9 +17,14 @@
 //! * `RALPH_E2E_JOBS=n`: scenarios run at once (default 2).
 //! * `RALPH_E2E_KEEP=1`: keep every scenario's temp dir (failed ones are always kept).
 //! * `RALPH_E2E_BIN_DIR=dir`: the ralph binaries to test (default: this build's).
+//! * `RALPH_E2E_TIMES=1`: print when each scenario's loop started (always
+//!   printed for `new_user` scenarios, with when the download landed).
 
 #[path = "e2e/tui.rs"]
 mod tui;
+
+#[path = "e2e/newuser.rs"]
+mod newuser;
 
 use ralph_fake_model::{FakeModel, Lane, Recorded, Reply, Script, content_text};
 use serde::Deserialize;
@@ -55,6 +60,10 @@ struct Scenario {
     /// Project files before the first run (path -> content).
     #[serde(default)]
     files: BTreeMap<String, String>,
+    /// Install the plugin as a new user does (see `NewUser`) instead of
+    /// loading this checkout with `--plugin-dir`.
+    #[serde(default)]
+    new_user: Option<NewUser>,
     runs: Vec<Run>,
     #[serde(default)]
     expect: Expect,
@@ -115,6 +124,19 @@ struct Run {
     expect: RunExpect,
 }
 
+/// A new user's install: a git repository holding this checkout's files
+/// (tracked and not ignored; no `target/`) is added with `claude plugin
+/// marketplace add` and the plugin installed with `claude plugin install
+/// ralph@ralph`; cargo is not on PATH and `RALPH_BIN_DIR` is not set; the
+/// launcher downloads from a loopback server (`RALPH_RELEASE_URL`) serving
+/// what `scripts/release-local` built.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewUser {
+    /// `good` (as built) or `corrupt` (the archive altered, its checksum file not).
+    release: String,
+}
+
 /// The user edits a project file by hand, once `when` exists.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -149,6 +171,9 @@ struct RunExpect {
     /// Substrings that must appear in no request of this run.
     #[serde(default)]
     never_told: Vec<String>,
+    /// Per lane (subagents): substrings told in some request of that lane.
+    #[serde(default)]
+    lanes_told: BTreeMap<String, Vec<String>>,
     /// Number of Stop hook feedback messages the model got in this run.
     #[serde(default)]
     feedback_count: Option<usize>,
@@ -184,6 +209,13 @@ struct Expect {
     /// How many log entries have each `decision`.
     #[serde(default)]
     log_counts: BTreeMap<String, usize>,
+    /// `new_user`: how many times the release archive was downloaded.
+    #[serde(default)]
+    downloads: Option<usize>,
+    /// `new_user`: whether the binaries ended up in
+    /// `${CLAUDE_PLUGIN_DATA}/bin/<version>/`.
+    #[serde(default)]
+    installed: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -255,7 +287,9 @@ impl Scenario {
             + e.files.len()
             + e.log.len()
             + e.log_counts.len()
-            + usize::from(e.state.is_some());
+            + usize::from(e.state.is_some())
+            + usize::from(e.downloads.is_some())
+            + usize::from(e.installed.is_some());
         let run_checks: usize = self
             .runs
             .iter()
@@ -267,6 +301,7 @@ impl Scenario {
                     + x.not_shows.len()
                     + x.told.len()
                     + x.never_told.len()
+                    + x.lanes_told.values().map(Vec::len).sum::<usize>()
                     + x.feedback_in_order.len()
                     + x.every_feedback_contains.len()
                     + x.tool_results_contain.len()
@@ -299,6 +334,9 @@ struct Sandbox {
     project: PathBuf,
     home: PathBuf,
     vars: BTreeMap<String, String>,
+    /// Set for a `new_user` scenario: the plugin is installed, not loaded
+    /// with `--plugin-dir`.
+    new_user: Option<newuser::Installed>,
 }
 
 impl Sandbox {
@@ -325,6 +363,7 @@ impl Sandbox {
             project,
             home,
             vars: vars.clone(),
+            new_user: None,
         }
     }
 
@@ -389,6 +428,9 @@ fn bin_dir() -> PathBuf {
 /// The environment of every client run: nothing of the machine leaks in.
 fn client_env(sandbox: &Sandbox, port: u16, api_key: &str) -> Vec<(String, String)> {
     let path = std::env::var("PATH").unwrap_or_default();
+    if let Some(installed) = &sandbox.new_user {
+        return newuser::client_env(installed, &sandbox.home, port, api_key);
+    }
     // The client the hooks start for `--review` (a user's is on PATH).
     let reviewer_client = claude_bin()
         .map(|c| c.to_string_lossy().into_owned())
@@ -450,6 +492,8 @@ struct Finished {
     exhausted: usize,
     /// Lanes whose script was not used up: (name, used, total).
     lanes_unused: Vec<(String, usize, usize)>,
+    /// Each lane's requests, by lane name.
+    lane_requests: BTreeMap<String, Vec<Recorded>>,
 }
 
 impl Started {
@@ -526,6 +570,7 @@ impl Started {
             replies_total: self.model.replies_total(),
             exhausted: self.model.exhausted_requests(),
             lanes_unused: lanes_unused(&self.model, &self.lanes),
+            lane_requests: lane_requests(&self.model, &self.lanes),
         }
     }
 
@@ -568,10 +613,11 @@ fn start_run(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) -> Resul
         if run.continue_session {
             cmd.arg("--continue");
         }
-        cmd.args(&args)
-            .arg("--plugin-dir")
-            .arg(CHECKOUT)
-            .arg("--dangerously-skip-permissions");
+        cmd.args(&args);
+        if sandbox.new_user.is_none() {
+            cmd.arg("--plugin-dir").arg(CHECKOUT);
+        }
+        cmd.arg("--dangerously-skip-permissions");
     }
     let stdout_path = sandbox.root.join(format!("run{}.stdout", index + 1));
     let stderr_path = sandbox.root.join(format!("run{}.stderr", index + 1));
@@ -619,6 +665,14 @@ fn script_for(run: &Run, sandbox: &Sandbox) -> Script {
     serde_json::from_value(v).expect("script from json")
 }
 
+/// Each lane's requests, by name.
+fn lane_requests(model: &FakeModel, lanes: &[Lane]) -> BTreeMap<String, Vec<Recorded>> {
+    lanes
+        .iter()
+        .map(|l| (l.name.clone(), model.requests_in(Some(&l.name))))
+        .collect()
+}
+
 /// Lanes whose scripted replies were not all served.
 fn lanes_unused(model: &FakeModel, lanes: &[Lane]) -> Vec<(String, usize, usize)> {
     lanes
@@ -657,6 +711,7 @@ fn run_interactive(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) ->
         replies_total: script.replies.len(),
         exhausted: 0,
         lanes_unused: Vec::new(),
+        lane_requests: BTreeMap::new(),
     };
     let model = match FakeModel::start(script) {
         Ok(m) => m,
@@ -701,6 +756,7 @@ fn run_interactive(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) ->
     finished.replies_used = model.replies_used();
     finished.exhausted = model.exhausted_requests();
     finished.lanes_unused = lanes_unused(&model, &run.lanes);
+    finished.lane_requests = lane_requests(&model, &run.lanes);
     let _ = fs::write(
         sandbox.root.join(format!("run{}.screen", index + 1)),
         &finished.stdout,
@@ -761,10 +817,22 @@ fn git_init(dir: &Path) -> Result<(), String> {
 
 /// Runs one scenario; returns the failures (empty when it passed).
 fn run_scenario(claude: &Path, name: &str, scenario: &Scenario) -> (Vec<String>, PathBuf) {
-    let sandbox = Sandbox::new(name, &scenario.vars);
+    let mut sandbox = Sandbox::new(name, &scenario.vars);
     let mut failures = Vec::new();
     if let Err(e) = git_init(&sandbox.project) {
         return (vec![e], sandbox.root);
+    }
+    if let Some(new_user) = &scenario.new_user {
+        match newuser::install(
+            claude,
+            &sandbox.root,
+            &sandbox.home,
+            &sandbox.project,
+            new_user,
+        ) {
+            Ok(installed) => sandbox.new_user = Some(installed),
+            Err(e) => return (vec![format!("new user install: {e}")], sandbox.root),
+        }
     }
     for (path, content) in &scenario.files {
         let target = sandbox.project.join(path);
@@ -776,6 +844,9 @@ fn run_scenario(claude: &Path, name: &str, scenario: &Scenario) -> (Vec<String>,
         }
     }
 
+    // A new user's first session is timed (RALPH_E2E_TIMES=1: every scenario's).
+    let watch = (sandbox.new_user.is_some() || std::env::var_os("RALPH_E2E_TIMES").is_some())
+        .then(|| newuser::Watch::start(&sandbox.home, &sandbox.project));
     let mut background: Vec<Started> = Vec::new();
     let mut finished: Vec<Finished> = Vec::new();
     for (i, run) in scenario.runs.iter().enumerate() {
@@ -803,6 +874,9 @@ fn run_scenario(claude: &Path, name: &str, scenario: &Scenario) -> (Vec<String>,
         finished.push(started.wait());
     }
     finished.sort_by_key(|f| f.index);
+    if let Some(watch) = watch {
+        eprintln!("         {name}: {}", watch.report());
+    }
 
     for f in &finished {
         check_run(&scenario.runs[f.index], f, &sandbox, &mut failures);
@@ -1009,6 +1083,18 @@ fn check_run(run: &Run, f: &Finished, sandbox: &Sandbox, failures: &mut Vec<Stri
             failures.push(format!("{l}: the model was told {s:?} (request {})", i + 1));
         }
     }
+    for (lane, wanted) in &x.lanes_told {
+        let told: Vec<String> = f
+            .lane_requests
+            .get(lane)
+            .map(|rs| rs.iter().map(told_text).collect())
+            .unwrap_or_default();
+        for s in &sub(wanted) {
+            if !told.iter().any(|t| t.contains(s.as_str())) {
+                failures.push(format!("{l}: lane {lane} was never told {s:?}"));
+            }
+        }
+    }
     let fb = feedbacks(f);
     if let Some(n) = x.feedback_count
         && fb.len() != n
@@ -1120,6 +1206,14 @@ fn parse_state(text: &str) -> Option<(BTreeMap<String, String>, String)> {
 
 fn check_project(e: &Expect, sandbox: &Sandbox, failures: &mut Vec<String>) {
     let root = &sandbox.project;
+    if e.downloads.is_some() || e.installed.is_some() {
+        match &sandbox.new_user {
+            None => failures.push("`downloads`/`installed` need `new_user`".into()),
+            Some(installed) => {
+                newuser::check(installed, &sandbox.home, e.downloads, e.installed, failures)
+            }
+        }
+    }
     for p in &e.present {
         if matching(root, p).is_empty() {
             failures.push(format!("{p} should exist"));

@@ -102,7 +102,13 @@ fn run() -> Option<Value> {
         tool_name,
         tool_input: input.tool_input.unwrap_or(Value::Null),
     };
-    let ctx = context(&call, &root, &paths, &cwd, loop_active, &policy);
+    let mut ctx = context(&call, &root, &paths, &cwd, loop_active, &policy);
+    // --fresh: the main thread only dispatches; only a ralph:ralph-worker
+    // (whose stop SubagentStop checks) writes. Another subagent the main
+    // thread might start instead would write past that gate.
+    ctx.fresh_main_thread = ctx.loop_active
+        && input.agent_type.as_deref() != Some(ralph_core::fresh::WORKER_TYPE)
+        && loop_is_fresh(&paths);
     let decision = decide(&call, &policy, &ctx);
     if loop_active && !matches!(decision.verdict, Verdict::Deny(_)) {
         // The no-progress breaker's record of this turn's tools (see
@@ -117,6 +123,16 @@ fn run() -> Option<Value> {
         remember_wrap_notice(&root, &policy);
     }
     decision.to_hook_output()
+}
+
+/// The state says `fresh: true`; read again (small, capped) rather than
+/// threaded through `context`, which reads it only for the PRD's name.
+fn loop_is_fresh(paths: &LoopPaths) -> bool {
+    read_capped(&paths.state, STATE_LIMIT)
+        .ok()
+        .flatten()
+        .or_else(|| read_capped(&paths.mirror, STATE_LIMIT).ok().flatten())
+        .is_some_and(|s| ralph_policy::fresh_from_state(&s))
 }
 
 fn internal_error(what: &str) -> Value {

@@ -304,7 +304,7 @@ fn hook_prompt() -> HookOutput {
             Ok(control::Resumed::No(text)) => Some(text),
             Err(e) => Some(format!("ralph: {e}")),
         },
-        Typed::Other => None,
+        Typed::Other | Typed::Notification => None,
     };
     if let Some(text) = answer {
         return HookOutput::block(text.trim_end());

@@ -6,6 +6,7 @@
 //! internal error fails open (the stop is allowed) and is reported in
 //! `systemMessage`, so the user is never trapped in a loop nobody can explain.
 
+use ralph_core::fresh_stop::{self, WorkerStep};
 use ralph_core::hook_input::HookInput;
 use ralph_core::hook_output::{HookOutput, fail_open};
 use ralph_core::notify::Pending;
@@ -114,16 +115,20 @@ fn run() -> HookOutput {
         Ok(input) => input,
         Err(e) => return HookOutput::allow(text::bad_input(&e)),
     };
+    if input.hook_event_name.as_deref() == Some("SubagentStop") {
+        return worker_stop(&paths, &input);
+    }
     if let Some(pending) = Pending::note(&paths) {
         let _ = NOTIFY.set(pending);
     }
-    // Round 1 may run story checks, round 2 the loop's own check (whether
-    // completion is claimed can depend on the story checks), round 3 the
-    // reviewers (once completion stands), round 4 decides. Checks and
+    // Round 1 may run story checks, round 2 the reviews of the stories that
+    // now pass them (`--review story`), round 3 the loop's own check
+    // (whether completion is claimed can depend on the stories), round 4
+    // the final reviewers (once completion stands), round 5 decides. Checks and
     // reviews run without the lock (a cancel must not wait for a long test
     // suite); each round reads the state afresh.
     let mut ran = Ran::default();
-    for _round in 0..4 {
+    for _round in 0..5 {
         let lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
             Ok(lock) => lock,
             Err(e) => return HookOutput::allow(text::lock_failed(&e)),
@@ -134,6 +139,35 @@ fn run() -> HookOutput {
                 drop(lock);
                 watchdog::extend(jobs.budget() + watchdog::WORK);
                 jobs.run(&paths.root, &mut ran);
+                watchdog::extend(watchdog::WORK);
+            }
+            Err(e) => return HookOutput::allow(text::paused(&e)),
+        }
+    }
+    HookOutput::allow(text::KEPT_CHANGING)
+}
+
+/// `--fresh`: a worker subagent's stop (`SubagentStop`), judged in its own
+/// context. Round 1 may ask for the story's check, which runs here with the
+/// lock released; round 2 decides with its result.
+fn worker_stop(paths: &LoopPaths, input: &HookInput) -> HookOutput {
+    let mut ran = None;
+    for _round in 0..2 {
+        let lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
+            Ok(lock) => lock,
+            Err(e) => return HookOutput::allow(text::lock_failed(&e)),
+        };
+        match fresh_stop::step(paths, input, ran.as_ref()) {
+            Ok(WorkerStep::Done(out)) => return out,
+            Ok(WorkerStep::RunCheck { command, timeout }) => {
+                drop(lock);
+                watchdog::extend(timeout + watchdog::WORK);
+                ran = Some(ralph_core::worktree::run_check(
+                    &paths.root,
+                    &command,
+                    timeout,
+                    None,
+                ));
                 watchdog::extend(watchdog::WORK);
             }
             Err(e) => return HookOutput::allow(text::paused(&e)),

@@ -9,6 +9,7 @@
 mod support;
 
 mod continuity;
+mod fresh;
 mod glance;
 mod glance_install;
 mod guard;
@@ -19,6 +20,7 @@ mod hardening_files;
 mod hardening_guard;
 mod hardening_lock;
 mod hardening_stdin;
+mod launcher;
 mod loop_report;
 mod loop_state;
 mod notify;

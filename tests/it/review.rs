@@ -176,3 +176,87 @@ fn the_review_record_is_the_hooks_own() {
     assert_eq!(o.stdout.trim(), "");
     assert!(p.state().is_some());
 }
+
+/// `--review story`: each story is reviewed as it is marked passing, before
+/// the next one is fed; a rejection feeds the same story again.
+#[test]
+fn each_story_is_reviewed_before_the_next_is_fed() {
+    let p = Project::new("review-story");
+    p.git_init();
+    p.write(".gitignore", ".claude/\nreviews.log\n");
+    p.write(
+        "review.sh",
+        r#"req=$(cat); echo "$req" | grep -o '"reviewer":"[^"]*"' >> reviews.log
+case "$req" in
+  *'"reviewer":"story:US-1"'*) [ -f good ] || { echo '{"verdict":"rejected","findings":[{"severity":"high","what":"a.txt is empty"}]}'; exit 0; } ;;
+esac
+echo '{"verdict":"approved","findings":[]}'
+"#,
+    );
+    p.write(
+        "prd.json",
+        r#"{"userStories":[
+          {"id":"US-1","title":"A","acceptanceCriteria":["a.txt has content"],"passes":false,"verify":"test -f a.txt"},
+          {"id":"US-2","title":"B","passes":false,"dependsOn":["US-1"]}]}"#,
+    );
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop --prd-file prd.json --max-iterations 10 --max-stalls 0 --review story --review-cmd \"sh review.sh\"",
+    );
+    assert!(
+        out.as_ref().is_some_and(|v| v.get("decision").is_none()),
+        "{out:?}"
+    );
+    let pass = |id: &str| {
+        let t = p.read("prd.json").unwrap();
+        let at = t.find(&format!("\"id\":\"{id}\"")).unwrap();
+        let (head, tail) = t.split_at(at);
+        p.write(
+            "prd.json",
+            format!(
+                "{head}{}",
+                tail.replacen("\"passes\":false", "\"passes\":true", 1)
+            ),
+        );
+    };
+    // US-1 marked passing, its check passes, its review rejects: fed again.
+    p.write("a.txt", "");
+    pass("US-1");
+    let out = p.stop("s1", None);
+    let r = reason(out.as_ref());
+    assert!(
+        r.contains("Your claim that US-1 passes was not approved by its review"),
+        "{r}"
+    );
+    assert!(
+        r.contains("a.txt is empty") && r.contains("story US-1"),
+        "{r}"
+    );
+    assert_eq!(p.log().last().unwrap()["reason"], "review_rejected");
+    // Unchanged tree: the rejection stands, no second review.
+    reason(p.stop("s1", None).as_ref());
+    assert_eq!(runs(&p), 1);
+    // Fixed: reviewed again, approved, and US-2 is fed.
+    p.write("good", "yes\n");
+    let r = reason(p.stop("s1", None).as_ref());
+    assert!(r.contains("story US-2"), "{r}");
+    assert_eq!(runs(&p), 2);
+    // US-2 passes and is approved: every story passes, the loop completes.
+    pass("US-2");
+    let out = p.stop("s1", None);
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert!(
+        message(out.as_ref()).contains("all 2 stories in prd.json pass"),
+        "{out:?}"
+    );
+    assert_eq!(
+        p.read("reviews.log").unwrap(),
+        "\"reviewer\":\"story:US-1\"\n\"reviewer\":\"story:US-1\"\n\"reviewer\":\"story:US-2\"\n"
+    );
+    // Without a PRD there is no story to review: refused at start.
+    let q = Project::new("review-story-plain");
+    let out = q.prompt("s1", "/ralph:ralph-loop Do it --review story");
+    assert_eq!(out.as_ref().unwrap()["decision"], "block", "{out:?}");
+    assert!(reason(out.as_ref()).contains("--review story"), "{out:?}");
+    assert!(q.state().is_none());
+}

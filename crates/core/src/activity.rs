@@ -41,6 +41,8 @@ pub enum Action {
     Rebind,
     /// The project's copy of the state had been edited or deleted; restored.
     Tamper,
+    /// `--fresh`: a worker subagent's stop was judged (`SubagentStop`).
+    Worker,
 }
 
 impl Action {
@@ -59,6 +61,7 @@ impl Action {
             Action::Repeat => "repeat",
             Action::Rebind => "rebind",
             Action::Tamper => "tamper",
+            Action::Worker => "worker",
         }
     }
 }
@@ -99,6 +102,16 @@ pub enum Code {
     DuplicateStop,
     /// The owner's session was cleared (`/clear`) and its successor took the loop.
     Cleared,
+    /// `--fresh`: the main thread's turn ended while its worker still runs
+    /// in the background; the Stop waits for the worker's report.
+    WorkerRunning,
+    /// `--fresh`: a worker's stop (see `fresh::WorkerVerdict`).
+    WorkerPassed,
+    WorkerCheckFailed,
+    WorkerNotMarked,
+    WorkerNoClaim,
+    WorkerGaveUp,
+    WorkerReported,
     /// A reviewer rejected the work claimed complete (`--review`).
     ReviewRejected,
     /// Still rejected after `--max-reviews` rounds: the loop stopped.
@@ -129,6 +142,13 @@ impl Code {
             Code::CostBudget => "cost_budget",
             Code::DuplicateStop => "duplicate_stop",
             Code::Cleared => "clear",
+            Code::WorkerRunning => "worker_running",
+            Code::WorkerPassed => "worker_passed",
+            Code::WorkerCheckFailed => "worker_check_failed",
+            Code::WorkerNotMarked => "worker_not_marked",
+            Code::WorkerNoClaim => "worker_no_claim",
+            Code::WorkerGaveUp => "worker_gave_up",
+            Code::WorkerReported => "worker_reported",
             Code::ReviewRejected => "review_rejected",
             Code::ReviewsExhausted => "reviews_exhausted",
         }
@@ -151,6 +171,10 @@ pub struct Entry {
     pub story: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `--fresh`: the iteration ran in a worker subagent; its outcome
+    /// (`passed`, `check_failed`, `no_claim`, ...), or `running`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
 }
 
 impl Entry {
@@ -164,7 +188,13 @@ impl Entry {
             reason: reason.into(),
             story: None,
             message: None,
+            worker: None,
         }
+    }
+
+    pub fn with_worker(mut self, worker: Option<String>) -> Entry {
+        self.worker = worker;
+        self
     }
 
     pub fn with_story(mut self, story: Option<String>) -> Entry {

@@ -38,15 +38,17 @@ pub struct StartArgs {
     pub notify: Option<String>,
     /// Replace another session's live loop.
     pub replace: bool,
+    /// Work each story (or iteration) in a fresh `ralph:ralph-worker` subagent.
+    pub fresh: bool,
     pub help: bool,
 }
 
-pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--review [LIST]] [--review-cmd CMD] [--max-reviews N] [--review-timeout SECS] [--notify CMD|desktop] [--replace]";
+pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--review [LIST]] [--review-cmd CMD] [--max-reviews N] [--review-timeout SECS] [--fresh] [--notify CMD|desktop] [--replace]";
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ArgsError {
     #[error(
-        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --review [LIST], --review-cmd CMD, --max-reviews N, --review-timeout SECS, --notify CMD|desktop, --replace. To use `{0}` as prompt text, put it after ` -- `"
+        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --review [LIST], --review-cmd CMD, --max-reviews N, --review-timeout SECS, --fresh, --notify CMD|desktop, --replace. To use `{0}` as prompt text, put it after ` -- `"
     )]
     UnknownFlag(String),
     #[error("`{flag}` takes {what}, not `{value}`")]
@@ -86,6 +88,7 @@ enum Flag {
     ReviewTimeout,
     Notify,
     Replace,
+    Fresh,
     Help,
 }
 
@@ -109,6 +112,7 @@ impl Flag {
             "--review-timeout" => Flag::ReviewTimeout,
             "--notify" => Flag::Notify,
             "--replace" => Flag::Replace,
+            "--fresh" => Flag::Fresh,
             "--help" | "-h" => Flag::Help,
             _ => return None,
         })
@@ -133,6 +137,7 @@ impl Flag {
             Flag::ReviewTimeout => "--review-timeout",
             Flag::Notify => "--notify",
             Flag::Replace => "--replace",
+            Flag::Fresh => "--fresh",
             Flag::Help => "--help",
         }
     }
@@ -155,12 +160,15 @@ impl Flag {
             Flag::MaxReviews => "2",
             Flag::ReviewTimeout => "600",
             Flag::Notify => "desktop",
-            Flag::Replace | Flag::Help => "",
+            Flag::Replace | Flag::Fresh | Flag::Help => "",
         }
     }
 
     fn takes_value(self) -> bool {
-        !matches!(self, Flag::Replace | Flag::Help | Flag::Review)
+        !matches!(
+            self,
+            Flag::Replace | Flag::Fresh | Flag::Help | Flag::Review
+        )
     }
 
     /// A value it takes only when the next word is one: `--review` takes a
@@ -187,15 +195,7 @@ impl StartArgs {
             }
             Flag::MaxStoryAttempts => {
                 repeated(self.max_story_attempts.is_some())?;
-                let n = number(flag, &value, " above 0")?;
-                self.max_story_attempts =
-                    Some(u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
-                        ArgsError::BadNumber {
-                            flag: flag.name(),
-                            value: value.clone(),
-                            hint: " above 0",
-                        }
-                    })?);
+                self.max_story_attempts = Some(positive_u32(flag, &value)?);
             }
             Flag::Verify => {
                 repeated(self.verify.is_some())?;
@@ -207,15 +207,7 @@ impl StartArgs {
             }
             Flag::VerifyTimeout => {
                 repeated(self.verify_timeout.is_some())?;
-                let n = number(flag, &value, " of seconds above 0")?;
-                if n == 0 {
-                    return Err(ArgsError::BadNumber {
-                        flag: flag.name(),
-                        value,
-                        hint: " of seconds above 0",
-                    });
-                }
-                self.verify_timeout = Some(n);
+                self.verify_timeout = Some(positive_secs(flag, &value)?);
             }
             Flag::MaxStalls => {
                 repeated(self.max_stalls.is_some())?;
@@ -253,28 +245,14 @@ impl StartArgs {
             }
             Flag::MaxReviews => {
                 repeated(self.max_reviews.is_some())?;
-                let n = number(flag, &value, " above 0")?;
-                self.max_reviews = Some(u32::try_from(n).ok().filter(|n| *n > 0).ok_or(
-                    ArgsError::BadNumber {
-                        flag: flag.name(),
-                        value,
-                        hint: " above 0",
-                    },
-                )?);
+                self.max_reviews = Some(positive_u32(flag, &value)?);
             }
             Flag::ReviewTimeout => {
                 repeated(self.review_timeout.is_some())?;
-                let n = number(flag, &value, " of seconds above 0")?;
-                if n == 0 {
-                    return Err(ArgsError::BadNumber {
-                        flag: flag.name(),
-                        value,
-                        hint: " of seconds above 0",
-                    });
-                }
-                self.review_timeout = Some(n);
+                self.review_timeout = Some(positive_secs(flag, &value)?);
             }
             Flag::Replace => self.replace = true,
+            Flag::Fresh => self.fresh = true,
             Flag::Help => self.help = true,
         }
         Ok(())
@@ -320,6 +298,33 @@ impl StartArgs {
             }
         }
         Ok(())
+    }
+}
+
+/// A count above 0 that fits in 32 bits (`--max-story-attempts`, `--max-reviews`).
+fn positive_u32(flag: Flag, value: &str) -> Result<u32, ArgsError> {
+    let hint = " above 0";
+    let n = number(flag, value, hint)?;
+    u32::try_from(n)
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| ArgsError::BadNumber {
+            flag: flag.name(),
+            value: value.to_string(),
+            hint,
+        })
+}
+
+/// Seconds above 0 (`--verify-timeout`, `--review-timeout`).
+fn positive_secs(flag: Flag, value: &str) -> Result<u64, ArgsError> {
+    let hint = " of seconds above 0";
+    match number(flag, value, hint)? {
+        0 => Err(ArgsError::BadNumber {
+            flag: flag.name(),
+            value: value.to_string(),
+            hint,
+        }),
+        n => Ok(n),
     }
 }
 

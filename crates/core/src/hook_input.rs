@@ -37,6 +37,35 @@ pub struct HookInput {
     pub error: Option<String>,
     /// StopFailure: more about the error, when the client gives it.
     pub error_details: Option<Value>,
+    /// Set on the hook calls a subagent makes (PreToolUse, SubagentStop):
+    /// its id and type (`ralph:ralph-worker`). Absent on the main thread's.
+    pub agent_id: Option<String>,
+    pub agent_type: Option<String>,
+    /// SubagentStop: the subagent's own transcript.
+    pub agent_transcript_path: Option<String>,
+    /// Stop, SubagentStop: the session's background tasks (2.1.328: agents
+    /// run in the background unless asked not to).
+    pub background_tasks: Vec<BackgroundTask>,
+}
+
+/// One entry of `background_tasks`, as measured on 2.1.328:
+/// `{"id","type":"subagent","status":"running","description","agent_type"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BackgroundTask {
+    pub id: String,
+    pub status: String,
+    pub agent_type: String,
+}
+
+impl BackgroundTask {
+    fn from_value(v: &Value) -> BackgroundTask {
+        let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        BackgroundTask {
+            id: text("id"),
+            status: text("status"),
+            agent_type: text("agent_type"),
+        }
+    }
 }
 
 #[derive(Debug, Error)]
@@ -73,9 +102,16 @@ impl HookInput {
             source: text("source"),
             reason: text("reason"),
             error: text("error"),
+            agent_id: text("agent_id").filter(|s| !s.is_empty()),
+            agent_type: text("agent_type"),
+            agent_transcript_path: text("agent_transcript_path"),
             stop_hook_active: matches!(map.get("stop_hook_active"), Some(Value::Bool(true))),
             tool_input: map.remove("tool_input"),
             error_details: map.remove("error_details").filter(|v| !v.is_null()),
+            background_tasks: match map.get("background_tasks") {
+                Some(Value::Array(tasks)) => tasks.iter().map(BackgroundTask::from_value).collect(),
+                _ => Vec::new(),
+            },
         })
     }
 

@@ -18,6 +18,8 @@ pub mod clock;
 pub mod continuity;
 pub mod control;
 pub mod fmt;
+pub mod fresh;
+pub mod fresh_stop;
 pub mod frontmatter;
 pub mod glance;
 pub mod glance_install;

@@ -73,6 +73,8 @@ pub struct LoopPaths {
     pub review: PathBuf,
     /// The tools each turn called, recorded by the guard (see `turn_tools`).
     pub turn_tools: PathBuf,
+    /// `--fresh`: the last worker's run (`fresh::WorkerRecord`, JSON).
+    pub worker: PathBuf,
     /// `SESSION UNIX_TIME PID`: the owner's session ended with `/clear` (see `continuity`).
     pub handover: PathBuf,
 }
@@ -94,6 +96,7 @@ impl LoopPaths {
             verify: dir.join("verify.json"),
             review: dir.join("review.json"),
             turn_tools: dir.join("turn-tools"),
+            worker: dir.join("worker"),
             handover: dir.join("handover"),
             dir,
             mirror: root.join(STATE_FILE),
@@ -312,8 +315,26 @@ impl LoopPaths {
 
     /// The files that live only as long as the loop (not the log, nor the
     /// check results, which `status` still shows after it).
-    pub fn sidecars(&self) -> [&Path; 3] {
-        [&self.last_injected, &self.turn_tools, &self.handover]
+    pub fn sidecars(&self) -> [&Path; 4] {
+        [
+            &self.last_injected,
+            &self.turn_tools,
+            &self.handover,
+            &self.worker,
+        ]
+    }
+
+    /// `--fresh`: the last worker's run, if one was recorded (a small file;
+    /// an unreadable one reads as none).
+    pub fn read_worker(&self) -> Option<crate::fresh::WorkerRecord> {
+        let text = std::fs::read_to_string(&self.worker).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Record the last worker's run (atomically: status may read it).
+    pub fn write_worker(&self, record: &crate::fresh::WorkerRecord) -> Result<(), StoreError> {
+        let text = serde_json::to_string(record).unwrap_or_default();
+        store::atomic_write(&self.worker, text.as_bytes())
     }
 
     /// The tools `session` called this turn, as the guard recorded them;

@@ -128,12 +128,19 @@ pub enum Typed {
     /// model works, it is a message like any other (the loop is not paused
     /// then); the client runs it when the turn ends.
     Resume,
+    /// Not the user's: the client's own notice that a background task (a
+    /// `--fresh` worker the model let run in the background) finished,
+    /// queued as `<task-notification>…` (measured, 2.1.328 interactive). The
+    /// client delivers it as a turn by itself; the loop does not yield to it.
+    Notification,
     /// Anything else: a question, an instruction, another command.
     Other,
 }
 
 pub fn classify(text: &str) -> Typed {
-    if args::command_args(text, args::CANCEL_COMMANDS).is_some() {
+    if text.trim_start().starts_with("<task-notification>") {
+        Typed::Notification
+    } else if args::command_args(text, args::CANCEL_COMMANDS).is_some() {
         Typed::Cancel
     } else if args::command_args(text, args::STATUS_COMMANDS).is_some() {
         Typed::Status
@@ -234,6 +241,21 @@ mod tests {
             QueueOp::parse(blocks).unwrap().content.as_deref(),
             Some("hi")
         );
+    }
+
+    #[test]
+    fn a_task_notification_is_not_the_users_message() {
+        let q = |text: &str| Queued {
+            timestamp: "2026-12-01T04:21:41.568Z".into(),
+            text: text.into(),
+        };
+        let note = "<task-notification>\n<task-id>ab3</task-id>\n<status>completed</status>";
+        assert_eq!(classify(note), Typed::Notification);
+        assert_eq!(action(&[q(note)], None), QueueAction::None);
+        assert!(matches!(
+            action(&[q(note), q("and also fix the README")], None),
+            QueueAction::Yield { .. }
+        ));
     }
 
     #[test]

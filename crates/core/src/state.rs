@@ -68,6 +68,9 @@ pub struct LoopState {
     /// The loop waits for a human (a blocker named a failing story): each
     /// Stop lets the session stop until the user resumes it. Why, in words.
     pub blocked: Option<String>,
+    /// `--fresh`: each story (or iteration) is worked by a `ralph:ralph-worker`
+    /// subagent in a fresh context; the main thread only dispatches.
+    pub fresh: bool,
     /// The prompt body, verbatim.
     pub prompt: String,
 }
@@ -181,6 +184,7 @@ impl LoopState {
                 .get("blocked")
                 .and_then(scalar_text)
                 .filter(|s| !s.is_empty()),
+            fresh: f.flag("fresh")?,
             prompt: Some(split.body.to_string())
                 .filter(|p| !p.trim().is_empty())
                 .ok_or(StateError::EmptyPrompt)?,
@@ -267,6 +271,9 @@ impl LoopState {
         }
         if let Some(why) = &self.blocked {
             lines.push(("blocked", quote(why)));
+        }
+        if self.fresh {
+            lines.push(("fresh", "true".into()));
         }
         if let Some(p) = &self.paused {
             lines.push(("paused", quote(p.reason.as_str())));
@@ -390,6 +397,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         budgets: Budgets::default(),
         review: ReviewConfig::default(),
         blocked: None,
+        fresh: false,
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
     }
 }

@@ -11,6 +11,7 @@
 //! [`decide`] is pure: the binary gathers what it needs from the file system
 //! into a [`LoopContext`] and turns the [`GuardDecision`] into hook output.
 
+pub mod fresh;
 pub mod glob;
 pub mod policy;
 pub mod prd;
@@ -84,6 +85,10 @@ pub struct LoopContext {
     pub prd_file: Option<PathBuf>,
     /// The PRD's current text, for judging an Edit or a Write to it.
     pub prd_current: Option<String>,
+    /// A `--fresh` loop runs and this call is not a `ralph:ralph-worker`'s
+    /// (the main thread's, or another subagent's): it only dispatches, so its
+    /// writes are refused.
+    pub fresh_main_thread: bool,
     /// For file tools: the target with symlinked folders resolved, when it
     /// differs from the lexical path.
     pub file_real_path: Option<PathBuf>,
@@ -208,6 +213,15 @@ pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> Guar
             ));
         wrap_notice_given = true;
     }
+    if ctx.fresh_main_thread
+        && let Some(what) = fresh_main_write(call)
+    {
+        return GuardDecision {
+            verdict: Verdict::Deny(fresh::delegate_reason(&what)),
+            system_message: (!messages.is_empty()).then(|| messages.join("\n")),
+            wrap_notice_given,
+        };
+    }
     let verdict = match call.tool_name.as_str() {
         "Bash" => decide_bash(call, policy, policy_path, ctx, &mut messages),
         "Write" | "Edit" | "MultiEdit" | "NotebookEdit" if ctx.loop_active => {
@@ -219,6 +233,21 @@ pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> Guar
         verdict,
         system_message: (!messages.is_empty()).then(|| messages.join("\n")),
         wrap_notice_given,
+    }
+}
+
+/// What the main thread of a `--fresh` loop would write, in words; `None`
+/// for a call that only reads.
+fn fresh_main_write(call: &ToolCall) -> Option<String> {
+    match call.tool_name.as_str() {
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => {
+            Some(format!("{} (a file change)", call.tool_name))
+        }
+        "Bash" => {
+            let command = call.tool_input.get("command").and_then(Value::as_str)?;
+            fresh::bash_writes(command).then(|| "a Bash command that writes files".to_string())
+        }
+        _ => None,
     }
 }
 
@@ -510,6 +539,24 @@ fn apply_one(text: &str, edit: &Value) -> Option<String> {
 
 /// The `prd_file:` value from the state file's frontmatter, read cheaply
 /// (one line; quotes stripped). None when absent.
+/// Whether the state's frontmatter says `fresh: true` (a `--fresh` loop).
+pub fn fresh_from_state(state: &str) -> bool {
+    let mut lines = state.lines();
+    if lines.next().map(str::trim) != Some("---") {
+        return false;
+    }
+    for line in lines {
+        let t = line.trim();
+        if t == "---" {
+            break;
+        }
+        if let Some(v) = t.strip_prefix("fresh:") {
+            return v.trim().trim_matches(|c| c == '"' || c == '\'') == "true";
+        }
+    }
+    false
+}
+
 pub fn prd_file_from_state(state: &str) -> Option<String> {
     let mut lines = state.lines();
     if lines.next()?.trim() != "---" {

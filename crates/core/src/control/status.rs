@@ -58,6 +58,12 @@ pub struct Status {
     /// Each budget the loop has: what was spent of what.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub budgets: Vec<BudgetStatus>,
+    /// `--fresh`: each iteration runs in a `ralph:ralph-worker` subagent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fresh: bool,
+    /// `--fresh`: the last worker's run not yet taken by a Stop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<crate::fresh::WorkerRecord>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -169,6 +175,8 @@ impl Status {
                 resets_at: p.resets_at.clone(),
             }),
             budgets: state.map(|s| budgets(s, now)).unwrap_or_default(),
+            fresh: state.is_some_and(|s| s.fresh),
+            worker: None,
         }
     }
 
@@ -194,13 +202,15 @@ impl Status {
         }
         if let Some(e) = &self.last_decision {
             let story = e.story.as_deref().map(|s| format!(", story {s}"));
+            let worker = e.worker.as_deref().map(|w| format!(", fresh worker: {w}"));
             out.push_str(&format!(
-                "Last decision: {} {} ({}) at iteration {}{}\n",
+                "Last decision: {} {} ({}) at iteration {}{}{}\n",
                 e.time,
                 e.decision,
                 e.reason,
                 e.iteration,
-                story.unwrap_or_default()
+                story.unwrap_or_default(),
+                worker.unwrap_or_default()
             ));
             if let Some(m) = &e.message {
                 out.push_str(&format!("  {m}\n"));
@@ -240,6 +250,21 @@ impl Status {
         ));
         if let Some(t) = &self.started_at {
             out.push_str(&format!("  started:   {t}\n"));
+        }
+        if self.fresh {
+            out.push_str(&format!(
+                "  fresh:     each iteration runs in a fresh {} subagent\n",
+                crate::fresh::WORKER_TYPE
+            ));
+        }
+        if let Some(w) = &self.worker {
+            out.push_str(&format!(
+                "  worker:    {}: {} (blocked {} time{})\n",
+                w.story.as_deref().unwrap_or("this iteration"),
+                w.outcome,
+                w.blocked,
+                if w.blocked == 1 { "" } else { "s" }
+            ));
         }
         if let Some(p) = &self.paused {
             let resets = p
@@ -413,10 +438,17 @@ impl ReviewStatus {
             reviewers: config.reviewers.clone(),
             rounds: log.rounds,
             max_rounds: config.max_rounds,
+            // The final reviewers' verdicts, then each story's (`story:ID`).
             verdicts: config
-                .reviewers
+                .final_reviewers()
                 .iter()
                 .filter_map(|n| log.verdicts.get(n).map(|v| (n.clone(), v.clone())))
+                .chain(
+                    log.verdicts
+                        .iter()
+                        .filter(|(k, _)| k.starts_with("story:"))
+                        .map(|(k, v)| (k.clone(), v.clone())),
+                )
                 .collect(),
         }
     }

@@ -27,6 +27,14 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
 /// The verdict's JSON Schema, given to `claude -p --json-schema`.
 pub const SCHEMA: &str = r#"{"type":"object","properties":{"verdict":{"type":"string","enum":["approved","rejected"]},"findings":{"type":"array","items":{"type":"object","properties":{"severity":{"type":"string","enum":["critical","high","medium","low"]},"file":{"type":"string"},"line":{"type":"integer"},"what":{"type":"string"},"fix":{"type":"string"}},"required":["severity","what"]}}},"required":["verdict","findings"]}"#;
 
+/// The reviewer of each story as it is marked passing (PRD mode).
+pub const STORY: &str = "story";
+
+/// The review log's key of a story's review.
+pub fn story_key(id: &str) -> String {
+    format!("{STORY}:{id}")
+}
+
 /// The loop's review settings (`--review`, `--review-cmd`, `--max-reviews`,
 /// `--review-timeout`), kept in the state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +67,20 @@ impl ReviewConfig {
     pub fn is_on(&self) -> bool {
         !self.reviewers.is_empty()
     }
+
+    /// Each story is reviewed as it is marked passing (`--review story`).
+    pub fn reviews_stories(&self) -> bool {
+        self.reviewers.iter().any(|r| r == STORY)
+    }
+
+    /// The reviewers of the whole work, before the loop completes.
+    pub fn final_reviewers(&self) -> Vec<String> {
+        self.reviewers
+            .iter()
+            .filter(|r| *r != STORY)
+            .cloned()
+            .collect()
+    }
 }
 
 /// `--review LIST`: reviewer names separated by commas (`all` is every
@@ -69,7 +91,7 @@ pub fn parse_list(text: &str) -> Option<Vec<String>> {
     for part in text.split(',').map(str::trim) {
         let add: Vec<&str> = match part {
             "all" => REVIEWERS.to_vec(),
-            p if REVIEWERS.contains(&p) => vec![p],
+            p if REVIEWERS.contains(&p) || p == STORY => vec![p],
             _ => return None,
         };
         for name in add {
@@ -385,6 +407,7 @@ pub fn builtin_instructions(name: &str) -> &'static str {
     match name {
         "security" => include_str!("../../../../reviewers/security.md"),
         "quality" => include_str!("../../../../reviewers/quality.md"),
+        STORY => include_str!("../../../../reviewers/story.md"),
         _ => include_str!("../../../../reviewers/acceptance.md"),
     }
 }

@@ -78,20 +78,20 @@ pub fn request(root: &Path, reviewer: &str, brief: &Brief) -> Request {
     }
 }
 
-/// Run every reviewer in `names` (or the `--review-cmd` program, when
-/// given, in their place), in parallel; their verdicts by name.
+/// Run every reviewer of `reviews`, each with what it is told (or the
+/// `--review-cmd` program, when given, in their place), in parallel; their
+/// verdicts by name.
 pub fn review_all(
     root: &Path,
-    names: &[String],
+    reviews: &[(String, Brief)],
     review_cmd: Option<&str>,
-    brief: &Brief,
     timeout: Duration,
     fingerprint: Option<&str>,
 ) -> Vec<(String, Verdict)> {
     std::thread::scope(|scope| {
-        let handles: Vec<_> = names
+        let handles: Vec<_> = reviews
             .iter()
-            .map(|name| {
+            .map(|(name, brief)| {
                 scope.spawn(move || {
                     let request = request(root, name, brief);
                     let verdict = review(root, &request, review_cmd, timeout, fingerprint);
@@ -123,7 +123,8 @@ pub fn review(
             (json, cmd, super::verdict_of_program)
         }
         None => {
-            let name = request.reviewer.as_str();
+            // A story's review (`story:US-1`) is the `story` reviewer's.
+            let name = request.reviewer.split(':').next().unwrap_or_default();
             let own = root.join(".claude/ralph-review").join(format!("{name}.md"));
             let instructions = std::fs::read_to_string(own)
                 .unwrap_or_else(|_| builtin_instructions(name).to_string());
@@ -239,9 +240,8 @@ mod tests {
         let cmd = "grep -q 'greeting.txt says hello' && echo '{\"verdict\":\"rejected\",\"findings\":[{\"severity\":\"high\",\"what\":\"missing\"}]}'";
         let v = review_all(
             &dir,
-            &["custom".into()],
+            &[("custom".into(), brief())],
             Some(cmd),
-            &brief(),
             Duration::from_secs(20),
             Some("f"),
         );

@@ -64,6 +64,10 @@ pub enum StartError {
         date: &'static str,
         known: String,
     },
+    #[error(
+        "--review story reviews each story of a PRD as it is marked passing: give --prd-file PATH too (or review the whole work with --review acceptance)"
+    )]
+    StoryReviewWithoutPrd,
     /// The loop's files could not be locked, read or written.
     #[error("{0}")]
     Store(#[from] StoreError),

@@ -185,6 +185,13 @@ pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
             plural(u64::from(state.max_stalls), "iteration")
         ));
     }
+    if state.fresh {
+        out.push_str(&format!(
+            "Fresh context (--fresh): each {} is worked by a {} subagent; this thread only dispatches and reads its report (its own writes are refused).\n",
+            if prd.is_some() { "story" } else { "iteration" },
+            crate::fresh::WORKER_TYPE
+        ));
+    }
     if let (Some(prd), Some(file)) = (prd, &state.prd_file) {
         let (pass, total) = prd.progress();
         out.push_str(&format!(
@@ -206,8 +213,25 @@ pub fn task(state: &LoopState, prd: Option<&Prd>) -> String {
         let (pass, total) = prd.progress();
         if let Some(story) = prd.next_runnable() {
             let progress = format!("{pass}/{total} stories pass");
+            let prompt = story_prompt(file, story, &progress, state, None);
             out.push('\n');
-            out.push_str(&story_prompt(file, story, &progress, state, None));
+            if state.fresh {
+                out.push_str(&crate::fresh::dispatch_story(
+                    file,
+                    &story.id,
+                    &story.title,
+                    "",
+                ));
+                out.push('\n');
+            } else {
+                out.push_str(&prompt);
+            }
+        }
+    } else if state.fresh {
+        out.push('\n');
+        out.push_str(&crate::fresh::dispatch(&state.prompt, None));
+        if !state.prompt.ends_with('\n') {
+            out.push('\n');
         }
     } else {
         out.push_str("\nTask:\n");

@@ -104,6 +104,13 @@ pub fn resolve_prompt(
     args: &StartArgs,
     prompt_file_text: Option<&str>,
 ) -> Result<String, StartError> {
+    let story_review = args
+        .review
+        .as_ref()
+        .is_some_and(|r| r.iter().any(|n| n == review::STORY));
+    if story_review && args.prd_file.is_none() {
+        return Err(StartError::StoryReviewWithoutPrd);
+    }
     let prompt = match prompt_file_text {
         Some(_) if !args.prompt.trim().is_empty() => return Err(StartError::PromptTwice),
         Some(text) => match frontmatter::split(text) {
@@ -241,6 +248,7 @@ pub fn new_state(
         budgets: Budgets::default(),
         review: review_config(args),
         blocked: None,
+        fresh: args.fresh,
         prompt,
     }
 }

@@ -60,6 +60,10 @@ pub fn apply(
         let _ = log(paths, entry.with_message(Some(notice)));
         message.push_str(&format!("\n{notice}"));
     }
+    // --fresh: the iteration that ends here ran in a worker; its outcome
+    // goes on this Stop's log line, once (taken before an end clears the
+    // loop's files).
+    let worker = state.fresh.then(|| take_worker(paths)).flatten();
     let (entry, reason) = match decision.next {
         Next::Feed {
             iteration,
@@ -119,7 +123,7 @@ pub fn apply(
     if decision.remove_blocker {
         let _ = store::remove_if_present(&paths.blocker);
     }
-    if let Err(e) = log(paths, entry.with_story(decision.story)) {
+    if let Err(e) = log(paths, entry.with_story(decision.story).with_worker(worker)) {
         message.push_str(&format!(" (activity log not written: {e})"));
     }
     Ok(match reason {
@@ -129,6 +133,26 @@ pub fn apply(
         },
         None => HookOutput::allow(message),
     })
+}
+
+/// The last worker's outcome, for the main Stop's log line; cleared, so
+/// an iteration with no worker (the model ignored the dispatch) shows none.
+fn take_worker(paths: &LoopPaths) -> Option<String> {
+    let record = paths.read_worker()?;
+    let _ = store::remove_if_present(&paths.worker);
+    Some(record.outcome)
+}
+
+/// `--fresh`: the main thread's turn ended while its worker still runs in
+/// the background. The session may stop (the client delivers the worker's
+/// report as a new turn, whose Stop goes on); nothing advances.
+pub fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> Result<HookOutput, StoreError> {
+    let state = &inputs.state;
+    let code = Code::WorkerRunning.as_str();
+    let entry = Entry::now(&inputs.session, state.iteration, Action::Wait, code)
+        .with_worker(Some("running".into()));
+    let _ = log(paths, entry);
+    Ok(HookOutput::Nothing)
 }
 
 /// A duplicate Stop: the answer `again` (the last one, judged again),

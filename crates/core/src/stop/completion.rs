@@ -17,6 +17,7 @@
 use crate::paths::PrdReadError;
 use crate::prd::Prd;
 use crate::promise;
+use crate::review::{self, ReviewLog, Verdict};
 use crate::state::LoopState;
 use crate::transcript::Turn;
 use crate::verify::{CheckResult, VerifyLog};
@@ -32,6 +33,10 @@ pub struct JudgedPrd<'a> {
     pub refused: BTreeMap<String, CheckResult>,
     /// Stories recorded at start that are no longer in the file (they count as failing).
     pub vanished: Vec<String>,
+    /// `--review story`: stories whose review did not approve them, with the verdict.
+    pub review_refused: BTreeMap<String, Verdict>,
+    /// `--review story`: stories that pass their checks and wait for their review.
+    pub awaiting_review: Vec<String>,
 }
 
 impl<'a> JudgedPrd<'a> {
@@ -52,6 +57,8 @@ impl<'a> JudgedPrd<'a> {
                 prd: Cow::Borrowed(prd),
                 refused: BTreeMap::new(),
                 vanished,
+                review_refused: BTreeMap::new(),
+                awaiting_review: Vec::new(),
             };
         }
         let mut judged = prd.clone();
@@ -68,6 +75,44 @@ impl<'a> JudgedPrd<'a> {
             prd: Cow::Owned(judged),
             refused,
             vanished,
+            review_refused: BTreeMap::new(),
+            awaiting_review: Vec::new(),
+        }
+    }
+
+    /// `--review story`: a story that passes its checks counts only once a
+    /// reviewer approved it (`story:ID` in the review log, whatever the
+    /// tree since: it was approved when it was done). Until then it waits
+    /// for its review; a rejection refuses it, with the verdict, while the
+    /// tree is the one it saw (`fingerprint`; without one it stands), and
+    /// once the tree changed the story is reviewed again.
+    #[must_use]
+    pub fn with_story_reviews(
+        self,
+        reviews: &ReviewLog,
+        fingerprint: Option<&str>,
+    ) -> JudgedPrd<'a> {
+        let mut prd = self.prd.into_owned();
+        let mut review_refused = BTreeMap::new();
+        let mut awaiting_review = Vec::new();
+        for s in prd.stories.iter_mut().filter(|s| s.passes) {
+            match reviews.verdicts.get(&review::story_key(&s.id)) {
+                Some(v) if v.approved() => {}
+                Some(v) if fingerprint.is_none() || v.fingerprint.as_deref() == fingerprint => {
+                    s.passes = false;
+                    review_refused.insert(s.id.clone(), v.clone());
+                }
+                _ => {
+                    s.passes = false;
+                    awaiting_review.push(s.id.clone());
+                }
+            }
+        }
+        JudgedPrd {
+            prd: Cow::Owned(prd),
+            review_refused,
+            awaiting_review,
+            ..self
         }
     }
 

@@ -33,7 +33,7 @@ use crate::prd::Story;
 use crate::promise;
 use crate::queue::QueueAction;
 use crate::reinject::Injected;
-use crate::review::Standing as ReviewStanding;
+use crate::review::{Standing as ReviewStanding, Verdict};
 use crate::state::LoopState;
 use crate::verify::CheckResult;
 
@@ -168,6 +168,8 @@ pub enum Outcome<'a> {
         standing: Standing<'a>,
         /// The story claims `passes`, but its check failed.
         refused: Option<&'a CheckResult>,
+        /// The story claims `passes`, but its review did not approve it.
+        review: Option<&'a Verdict>,
     },
 }
 
@@ -183,7 +185,11 @@ impl Outcome<'_> {
             Outcome::BudgetSpent(Budget::Runtime) => Code::RuntimeBudget,
             Outcome::BudgetSpent(Budget::Cost) => Code::CostBudget,
             Outcome::Stalled => Code::Stalled,
-            Outcome::ReviewRejected(_) => Code::ReviewRejected,
+            // A story's review refused it only once its checks passed.
+            Outcome::ReviewRejected(_)
+            | Outcome::Story {
+                review: Some(_), ..
+            } => Code::ReviewRejected,
             Outcome::ReviewsExhausted(_) => Code::ReviewsExhausted,
             Outcome::Blocked(_) | Outcome::StillPaused(_) => Code::Blocked,
             Outcome::Deadlock(_) => Code::Deadlock,
@@ -418,6 +424,7 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
         story,
         standing,
         refused: judged.refused.get(&story.id),
+        review: judged.review_refused.get(&story.id),
     };
     let fed = feed(
         cx,

@@ -62,6 +62,16 @@ pub fn step(paths: &LoopPaths, input: &HookInput, ran: &Ran) -> Result<Step, Sto
         }
         Gathered::Loop(inputs) => inputs,
     };
+    // --fresh, and the model let its worker run in the background: the turn
+    // ends while the worker works. Wait for its report (the notification
+    // turn's Stop) instead of feeding a second worker for the same story;
+    // nothing advances, so the worker's run counts as one iteration.
+    if inputs.state.fresh
+        && inputs.state.active
+        && crate::fresh::worker_in_flight(&input.background_tasks).is_some()
+    {
+        return apply::wait_for_worker(paths, &inputs).map(Step::Done);
+    }
     let mut plan = Plan::new(&inputs, ran);
     if plan.duplicate {
         let again = repeat_decision(&inputs, &plan);
@@ -112,15 +122,19 @@ impl Jobs {
             ran.loop_check = Some(result);
         }
         if let Some(r) = self.reviews {
-            ran.reviews_done = true;
-            ran.reviews = review::run::review_all(
+            if r.stories {
+                ran.story_reviews_done = true;
+            } else {
+                ran.reviews_done = true;
+            }
+            let verdicts = review::run::review_all(
                 root,
-                &r.names,
+                &r.reviews,
                 r.command.as_deref(),
-                &r.brief,
                 r.timeout,
                 self.fingerprint.as_deref(),
             );
+            ran.reviews.extend(verdicts);
         }
     }
 }

@@ -25,8 +25,11 @@ pub struct Ran {
     pub stories_done: bool,
     pub stories: Vec<(String, CheckResult)>,
     pub loop_check: Option<CheckResult>,
-    /// The reviewers ran (once per Stop), with their verdicts.
+    /// The final reviewers ran (once per Stop).
     pub reviews_done: bool,
+    /// The story reviewers ran (once per Stop).
+    pub story_reviews_done: bool,
+    /// The verdicts of either, by reviewer (`story:ID` for a story's).
     pub reviews: Vec<(String, Verdict)>,
 }
 
@@ -47,10 +50,12 @@ pub struct Jobs {
 /// The reviewers a Stop runs (see `review`).
 #[derive(Debug)]
 pub struct ReviewJob {
-    pub names: Vec<String>,
+    /// Each reviewer with what it is told.
+    pub reviews: Vec<(String, Brief)>,
     pub command: Option<String>,
-    pub brief: Brief,
     pub timeout: Duration,
+    /// Stories' reviews (`--review story`), not the final review.
+    pub stories: bool,
 }
 
 impl Jobs {
@@ -143,10 +148,24 @@ impl<'a> Plan<'a> {
         if let Some(r) = &ran.loop_check {
             log.r#loop = Some(r.clone());
         }
-        let prd = inputs
-            .prd
-            .as_ref()
-            .map(|read| read.as_ref().map(|prd| JudgedPrd::new(prd, state, &log)));
+        let mut review_log = inputs.review_log.clone();
+        if ran.reviews_done {
+            review_log.rounds = review_log.rounds.saturating_add(1);
+        }
+        for (name, verdict) in &ran.reviews {
+            review_log.verdicts.insert(name.clone(), verdict.clone());
+        }
+        let story_reviews = state.review.reviews_stories();
+        let prd = inputs.prd.as_ref().map(|read| {
+            read.as_ref().map(|prd| {
+                let judged = JudgedPrd::new(prd, state, &log);
+                if story_reviews {
+                    judged.with_story_reviews(&review_log, fingerprint)
+                } else {
+                    judged
+                }
+            })
+        });
         // A queued cancel or message is acted on at once, a duplicate Stop
         // is answered again: no check runs.
         let no_checks = ran.stories_done || queue.preempts() || duplicate;
@@ -168,23 +187,27 @@ impl<'a> Plan<'a> {
             .clone()
             .filter(|_| claimed && loop_check.is_none() && story_jobs.is_empty())
             .filter(|_| !queue.preempts() && !duplicate);
-        let jobs = (!story_jobs.is_empty() || loop_verify.is_some()).then(|| Jobs {
-            stories: story_jobs,
-            loop_verify,
-            timeout: Duration::from_secs(state.verify_timeout),
-            fingerprint: inputs.fingerprint.clone(),
-            reviews: None,
-        });
+        // A story that passes its checks is reviewed before anything else
+        // is judged of it (`--review story`), once per Stop.
+        let awaiting: &[String] = match &prd {
+            Some(Ok(j)) if story_jobs.is_empty() => &j.awaiting_review,
+            _ => &[],
+        };
+        let story_review =
+            (!awaiting.is_empty() && !ran.story_reviews_done && !queue.preempts() && !duplicate)
+                .then(|| story_review_job(inputs, awaiting));
+        let loop_verify = loop_verify.filter(|_| story_review.is_none());
+        let jobs = (!story_jobs.is_empty() || loop_verify.is_some() || story_review.is_some())
+            .then(|| Jobs {
+                stories: story_jobs,
+                loop_verify,
+                timeout: Duration::from_secs(state.verify_timeout),
+                fingerprint: inputs.fingerprint.clone(),
+                reviews: story_review,
+            });
         let completion = completion::judge(state, claimed, loop_check);
-        let mut review_log = inputs.review_log.clone();
-        if ran.reviews_done {
-            review_log.rounds = review_log.rounds.saturating_add(1);
-            for (name, verdict) in &ran.reviews {
-                review_log.verdicts.insert(name.clone(), verdict.clone());
-            }
-        }
         let reviewing = completion == Completion::Complete
-            && state.review.is_on()
+            && !state.review.final_reviewers().is_empty()
             && jobs.is_none()
             && !queue.preempts()
             && !duplicate;
@@ -200,7 +223,7 @@ impl<'a> Plan<'a> {
             stalls,
             ran_checks: ran.stories_done || ran.loop_check.is_some(),
             review_rounds: review_log.rounds,
-            reviews_to_save: ran.reviews_done.then_some(review_log),
+            reviews_to_save: (ran.reviews_done || ran.story_reviews_done).then_some(review_log),
             review,
             verify_log: log,
             prd,
@@ -218,11 +241,12 @@ impl<'a> Plan<'a> {
 /// run now, or, with no round left, the last verdicts.
 fn review_gate(inputs: &StopInputs, log: &ReviewLog, ran_now: bool) -> (ReviewGate, Option<Jobs>) {
     let config = &inputs.state.review;
+    let reviewers = config.final_reviewers();
     let fingerprint = inputs.fingerprint.as_deref();
     let on_this_tree = if ran_now {
-        review::standing(log, &config.reviewers, None)
+        review::standing(log, &reviewers, None)
     } else {
-        fingerprint.and_then(|f| review::standing(log, &config.reviewers, Some(f)))
+        fingerprint.and_then(|f| review::standing(log, &reviewers, Some(f)))
     };
     let exhausted = log.rounds >= config.max_rounds;
     let gate = |s: Standing| {
@@ -239,34 +263,63 @@ fn review_gate(inputs: &StopInputs, log: &ReviewLog, ran_now: bool) -> (ReviewGa
     }
     if exhausted {
         // No round left for this tree: the last verdicts stand.
-        let last = config
-            .reviewers
+        let last = reviewers
             .iter()
             .filter_map(|n| log.verdicts.get(n).map(|v| (n.clone(), v.clone())))
             .collect();
         return (ReviewGate::Exhausted(Standing { verdicts: last }), None);
     }
     let names: Vec<String> = if fingerprint.is_some() {
-        log.due(&config.reviewers, fingerprint)
+        log.due(&reviewers, fingerprint)
             .into_iter()
             .map(str::to_string)
             .collect()
     } else {
-        config.reviewers.clone()
+        reviewers.clone()
     };
+    let whole = brief(inputs);
     let jobs = Jobs {
         stories: Vec::new(),
         loop_verify: None,
         timeout: Duration::from_secs(inputs.state.verify_timeout),
         fingerprint: inputs.fingerprint.clone(),
         reviews: Some(ReviewJob {
-            names,
+            reviews: names.into_iter().map(|n| (n, whole.clone())).collect(),
             command: config.command.clone(),
-            brief: brief(inputs),
             timeout: Duration::from_secs(config.timeout_secs),
+            stories: false,
         }),
     };
     (ReviewGate::Off, Some(jobs))
+}
+
+/// The reviews of the stories that pass their checks and wait for one:
+/// each told its own story and acceptance criteria.
+fn story_review_job(inputs: &StopInputs, awaiting: &[String]) -> ReviewJob {
+    let state = &inputs.state;
+    let prd = inputs.prd.as_ref().and_then(|p| p.as_ref().ok());
+    let reviews = awaiting
+        .iter()
+        .filter_map(|id| prd.and_then(|p| p.story(id)))
+        .map(|s| {
+            let mut task = format!("Story {}: {}\n", s.id, s.title);
+            if !s.description.trim().is_empty() {
+                task.push_str(&format!("{}\n", s.description.trim()));
+            }
+            let brief = Brief {
+                task,
+                acceptance_criteria: s.acceptance_criteria.clone(),
+                base: state.review.base.clone(),
+            };
+            (review::story_key(&s.id), brief)
+        })
+        .collect();
+    ReviewJob {
+        reviews,
+        command: state.review.command.clone(),
+        timeout: Duration::from_secs(state.review.timeout_secs),
+        stories: true,
+    }
 }
 
 /// What the reviewers are told the loop was for: the task, or every story

@@ -13,6 +13,7 @@ use crate::paths::{Mirror, STATE_FILE};
 use crate::pause::Pause;
 use crate::prd::Story;
 use crate::reinject::Injected;
+use crate::review::Verdict;
 use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
 use crate::verify::CheckResult;
 
@@ -102,6 +103,13 @@ pub fn render(cx: &StopContext, j: Judgement) -> Decision {
         }
         feed => {
             let (reason, message) = feeding(cx, feed);
+            // --fresh: the main thread hands the feed to a worker.
+            // (a story's feed is already a short dispatch: see story_feed)
+            let reason = if state.fresh && !matches!(feed, Outcome::Story { .. }) {
+                crate::fresh::dispatch(&reason, story.as_deref())
+            } else {
+                reason
+            };
             // The model is told first why its blocker did nothing.
             let reason = match &j.ignored_blocker {
                 Some(ignored) => format!("{}\n\n{reason}", blocker_ignored(ignored)),
@@ -251,7 +259,8 @@ fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
             story,
             standing,
             refused,
-        } => story_feed(cx, outcome, story, standing, *refused),
+            review,
+        } => story_feed(cx, outcome, story, standing, *refused, *review),
         end => unreachable!("not a feed: {end:?}"),
     }
 }
@@ -297,6 +306,7 @@ fn story_feed(
     story: &Story,
     standing: &Standing,
     refused: Option<&CheckResult>,
+    review: Option<&Verdict>,
 ) -> (String, String) {
     let state = cx.state;
     let label = state.iteration_label(state.iteration.saturating_add(1));
@@ -309,12 +319,30 @@ fn story_feed(
             check.failure_report(state.verify_timeout)
         ));
     }
+    if let Some(verdict) = review {
+        let standing = crate::review::Standing {
+            verdicts: vec![(crate::review::story_key(&story.id), verdict.clone())],
+        };
+        preface.push_str(&format!(
+            "Your claim that {} passes was not approved by its review:\n{}Fix every finding; the story counts once a reviewer approves it (it is reviewed again when you mark it passing on a changed tree).\n\n",
+            story.id,
+            standing.findings_text()
+        ));
+    }
     let prompt = story_prompt(prd_name(state), story, &progress, state, cx.last_injected);
-    let reason = format!(
-        "{preface}{}{}",
-        prompt.trim_end(),
-        footer(state, Some((&story.id, &progress)))
-    );
+    let reason = if state.fresh {
+        format!(
+            "{}{}",
+            crate::fresh::dispatch_story(prd_name(state), &story.id, &story.title, &preface),
+            footer(state, Some((&story.id, &progress)))
+        )
+    } else {
+        format!(
+            "{preface}{}{}",
+            prompt.trim_end(),
+            footer(state, Some((&story.id, &progress)))
+        )
+    };
     let mut message = format!(
         "🔄 Ralph iteration {label} · story {} {} · {progress}",
         story.id,
@@ -327,6 +355,12 @@ fn story_feed(
         message.push_str(&format!(
             " · its check failed ({})",
             check.status_text(state.verify_timeout)
+        ));
+    }
+    if let Some(verdict) = review {
+        message.push_str(&format!(
+            " · its review rejected it ({} finding(s))",
+            verdict.findings.len()
         ));
     }
     if !standing.vanished.is_empty() {
@@ -420,7 +454,11 @@ fn footer(state: &LoopState, story: Option<(&str, &str)>) -> String {
     if let Some((id, progress)) = story {
         parts.push(format!("story {id}"));
         parts.push(progress.to_string());
-        parts.push("the loop ends by itself when every story passes".into());
+        // --fresh: every word stays in the main thread's context; the worker
+        // knows how a story ends.
+        if !state.fresh {
+            parts.push("the loop ends by itself when every story passes".into());
+        }
     } else {
         match (&state.completion_promise, state.max_iterations) {
             (Some(p), _) => parts.push(format!(

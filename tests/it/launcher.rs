@@ -1,0 +1,377 @@
+//! plugin/ralph's download path (issue 14), without the client: a plugin
+//! root holding the launcher and Cargo.toml, a release of stand-in binaries
+//! served as `file://` (curl reads it like HTTP), cargo off PATH, and a
+//! `curl` wrapper that counts the fetches. The real archive in the real
+//! client is the e2e scenarios 80-82.
+
+use super::support::Project;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const CHECKOUT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn cargo_version() -> String {
+    let text = fs::read_to_string(Path::new(CHECKOUT).join("Cargo.toml")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap()
+        .to_string()
+}
+
+fn target() -> String {
+    let m = Command::new("uname").arg("-m").output().unwrap();
+    let arch = match String::from_utf8_lossy(&m.stdout).trim() {
+        "arm64" | "aarch64" => "aarch64",
+        _ => "x86_64",
+    };
+    let os = if cfg!(target_os = "macos") {
+        "apple-darwin"
+    } else {
+        "unknown-linux-gnu"
+    };
+    format!("{arch}-{os}")
+}
+
+fn write_exe(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A plugin root, a release (stand-in binaries that say who they are) and a
+/// PATH of the system tools plus a counting `curl`.
+struct Setup {
+    p: Project,
+    root: PathBuf,
+    data: PathBuf,
+    release: PathBuf,
+    path: String,
+}
+
+impl Setup {
+    fn new(tag: &str, corrupt: bool) -> Setup {
+        let p = Project::new(tag);
+        let root = p.path("plugin-root");
+        fs::create_dir_all(root.join("plugin")).unwrap();
+        fs::copy(
+            Path::new(CHECKOUT).join("plugin/ralph"),
+            root.join("plugin/ralph"),
+        )
+        .unwrap();
+        fs::copy(
+            Path::new(CHECKOUT).join("Cargo.toml"),
+            root.join("Cargo.toml"),
+        )
+        .unwrap();
+        let name = format!("ralph-{}-{}", cargo_version(), target());
+        let stage = p.path("stage").join(&name);
+        for b in ["ralph-stop-hook", "ralph-guard", "ralph-setup", "ralph"] {
+            write_exe(
+                &stage.join(b),
+                &format!("#!/bin/sh\necho \"downloaded {b} $*\"\n"),
+            );
+        }
+        let release = p.path("release");
+        fs::create_dir_all(&release).unwrap();
+        let archive = release.join(format!("{name}.tar.gz"));
+        let ok = Command::new("tar")
+            .arg("-C")
+            .arg(p.path("stage"))
+            .arg("-czf")
+            .arg(&archive)
+            .arg(&name)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let sum = Command::new("sha256sum").arg(&archive).output().unwrap();
+        let hex = String::from_utf8_lossy(&sum.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string();
+        fs::write(
+            release.join(format!("{name}.tar.gz.sha256")),
+            format!("{hex}  {name}.tar.gz\n"),
+        )
+        .unwrap();
+        if corrupt {
+            let mut bytes = fs::read(&archive).unwrap();
+            let mid = bytes.len() / 2;
+            bytes[mid] ^= 0xff;
+            fs::write(&archive, bytes).unwrap();
+        }
+        // A curl that notes each URL, then fetches it (slowly, so that
+        // concurrent launchers overlap).
+        let real_curl = String::from_utf8_lossy(
+            &Command::new("sh")
+                .args(["-c", "command -v curl"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .trim()
+        .to_string();
+        let tools = p.path("tools");
+        write_exe(
+            &tools.join("curl"),
+            &format!(
+                "#!/bin/sh\nfor a; do last=$a; done\necho \"$last\" >> '{}'\nsleep 0.3\nexec '{real_curl}' \"$@\"\n",
+                p.path("fetches.log").display()
+            ),
+        );
+        let path = format!("{}:/usr/bin:/bin", tools.display());
+        Setup {
+            data: p.path("plugin-data"),
+            root,
+            release,
+            path,
+            p,
+        }
+    }
+
+    fn launcher(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("sh");
+        cmd.arg(self.root.join("plugin/ralph"))
+            .args(args)
+            .env_clear()
+            .env("PATH", &self.path)
+            .env("HOME", self.p.path("home"))
+            .env("CLAUDE_PLUGIN_DATA", &self.data)
+            .env(
+                "RALPH_RELEASE_URL",
+                format!("file://{}", self.release.display()),
+            )
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.launcher(args).output().unwrap()
+    }
+
+    fn archive_fetches(&self) -> usize {
+        fs::read_to_string(self.p.path("fetches.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.ends_with(".tar.gz"))
+            .count()
+    }
+
+    fn bin_dir(&self) -> PathBuf {
+        self.data.join("bin").join(cargo_version())
+    }
+
+    /// What is left in `bin/` besides the version folder and the failure note.
+    fn leftovers(&self) -> Vec<String> {
+        fs::read_dir(self.data.join("bin"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".tmp") || n.contains(".lock"))
+            .collect()
+    }
+}
+
+#[test]
+fn no_binary_downloads_checks_and_runs_the_release() {
+    let s = Setup::new("launcher-download", false);
+    let out = s.run(&["setup", "status"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("downloaded ralph-setup status"),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(s.bin_dir().join("ralph-stop-hook").is_file());
+    assert_eq!(s.archive_fetches(), 1);
+    assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
+    // Found from now on: no second download.
+    let out = s.run(&["guard"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("downloaded ralph-guard"));
+    assert_eq!(s.archive_fetches(), 1);
+}
+
+#[test]
+fn a_bad_checksum_is_deleted_never_run_and_the_user_is_told() {
+    let s = Setup::new("launcher-corrupt", true);
+    let out = s.run(&["stop-hook"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(!stdout.contains("downloaded ralph-stop-hook"), "{stdout}");
+    assert!(
+        stdout.contains("systemMessage") && stdout.contains("failed its SHA-256 check"),
+        "{stdout}"
+    );
+    assert!(!s.bin_dir().exists());
+    assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
+    // A ralph command is refused with the reason; other prompts go on.
+    let mut cmd = s.launcher(&["setup", "hook-prompt"]);
+    let child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .as_ref()
+        .unwrap()
+        .write_all(br#"{"prompt":"/ralph:ralph-loop x"}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(r#""decision":"block""#), "{stdout}");
+    assert!(stdout.contains("SHA-256"), "{stdout}");
+    // Not retried by every hook: one download in all.
+    assert_eq!(s.archive_fetches(), 1);
+}
+
+#[test]
+fn concurrent_hooks_download_once() {
+    let s = Setup::new("launcher-concurrent", false);
+    // SessionStart's prebuild, then three hooks at once.
+    let pre = s.run(&["prebuild"]);
+    assert!(pre.status.success());
+    let children: Vec<_> = ["stop-hook", "guard", "setup"]
+        .iter()
+        .map(|t| s.launcher(&[t]).stdout(Stdio::piped()).spawn().unwrap())
+        .collect();
+    for (c, t) in children.into_iter().zip(["stop-hook", "guard", "setup"]) {
+        let out = c.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains(&format!("downloaded ralph-{t}")),
+            "{t}: {stdout}"
+        );
+    }
+    assert_eq!(s.archive_fetches(), 1);
+    assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
+}
+
+#[test]
+fn the_manifests_carry_cargo_tomls_version() {
+    let v = cargo_version();
+    for f in [
+        ".claude-plugin/plugin.json",
+        ".claude-plugin/marketplace.json",
+    ] {
+        let text = fs::read_to_string(Path::new(CHECKOUT).join(f)).unwrap();
+        assert!(
+            text.contains(&format!("\"version\": \"{v}\"")),
+            "{f} must say version {v} (Cargo.toml)"
+        );
+    }
+}
+
+/// Serves the files of `dir` over HTTP/1.0 on 127.0.0.1 (wget reads no
+/// `file://`), one connection at a time.
+fn serve(dir: PathBuf) -> u16 {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let mut header = String::new();
+            while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+                header.clear();
+            }
+            let name = line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|p| p.rsplit('/').next())
+                .unwrap_or("")
+                .to_string();
+            let mut out = &stream;
+            match fs::read(dir.join(&name)) {
+                Ok(body) if !name.is_empty() => {
+                    let _ = write!(
+                        out,
+                        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = out.write_all(&body);
+                }
+                _ => {
+                    let _ = out.write_all(b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+                }
+            }
+        }
+    });
+    port
+}
+
+#[test]
+fn wget_and_shasum_are_enough() {
+    // PATH holds only the tools the download path names (no curl, no
+    // sha256sum): what a minimal macOS or BusyBox-like system offers.
+    let s = Setup::new("launcher-wget", false);
+    let tools = s.p.path("only-tools");
+    fs::create_dir_all(&tools).unwrap();
+    for t in [
+        "sh", "uname", "wget", "shasum", "perl", "tar", "gzip", "find", "mkdir", "rm", "mv", "cat",
+        "rmdir", "sleep", "sed",
+    ] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .unwrap();
+        let path = String::from_utf8_lossy(&found.stdout).trim().to_string();
+        assert!(!path.is_empty(), "{t} is not installed here");
+        std::os::unix::fs::symlink(&path, tools.join(t)).unwrap();
+    }
+    let port = serve(s.release.clone());
+    let out = s
+        .launcher(&["setup", "status"])
+        .env("PATH", &tools)
+        .env("RALPH_RELEASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("downloaded ralph-setup status"),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
+}
+
+#[test]
+fn a_lock_left_by_a_killed_download_is_taken_over_at_once() {
+    let s = Setup::new("launcher-stale-lock", false);
+    // A lock whose owner is gone (its hook was killed at its timeout).
+    let mut dead = Command::new("true").spawn().unwrap();
+    let pid = dead.id();
+    dead.wait().unwrap();
+    let lock = s
+        .data
+        .join("bin")
+        .join(format!(".download-{}.lock", cargo_version()));
+    fs::create_dir_all(&lock).unwrap();
+    fs::write(lock.join("pid"), format!("{pid}\n")).unwrap();
+    // and its half-done temp folder
+    let tmp = s
+        .data
+        .join("bin")
+        .join(format!(".tmp-{}-{pid}", cargo_version()));
+    fs::create_dir_all(tmp.join("unpack")).unwrap();
+    let t0 = std::time::Instant::now();
+    let out = s.run(&["setup", "status"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("downloaded ralph-setup status"), "{stdout}");
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(10),
+        "waited {:?} for a dead lock",
+        t0.elapsed()
+    );
+    assert_eq!(s.archive_fetches(), 1);
+    assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
+}
