@@ -102,13 +102,8 @@ fn run() -> Option<Value> {
         tool_name,
         tool_input: input.tool_input.unwrap_or(Value::Null),
     };
-    let mut ctx = context(&call, &root, &paths, &cwd, loop_active, &policy);
-    // --fresh: the main thread only dispatches; only a ralph:ralph-worker
-    // (whose stop SubagentStop checks) writes. Another subagent the main
-    // thread might start instead would write past that gate.
-    ctx.fresh_main_thread = ctx.loop_active
-        && input.agent_type.as_deref() != Some(ralph_core::fresh::WORKER_TYPE)
-        && loop_is_fresh(&paths);
+    let agent_type = input.agent_type.as_deref();
+    let ctx = context(&call, &root, &paths, &cwd, loop_active, &policy, agent_type);
     let decision = decide(&call, &policy, &ctx);
     if loop_active && !matches!(decision.verdict, Verdict::Deny(_)) {
         // The no-progress breaker's record of this turn's tools (see
@@ -123,16 +118,6 @@ fn run() -> Option<Value> {
         remember_wrap_notice(&root, &policy);
     }
     decision.to_hook_output()
-}
-
-/// The state says `fresh: true`; read again (small, capped) rather than
-/// threaded through `context`, which reads it only for the PRD's name.
-fn loop_is_fresh(paths: &LoopPaths) -> bool {
-    read_capped(&paths.state, STATE_LIMIT)
-        .ok()
-        .flatten()
-        .or_else(|| read_capped(&paths.mirror, STATE_LIMIT).ok().flatten())
-        .is_some_and(|s| ralph_policy::fresh_from_state(&s))
 }
 
 fn internal_error(what: &str) -> Value {
@@ -231,15 +216,13 @@ fn context(
     cwd: &Path,
     loop_active: bool,
     policy: &PolicySource,
+    agent_type: Option<&str>,
 ) -> LoopContext {
     let mut ctx = LoopContext {
         root: root.to_path_buf(),
         real_root: fs::canonicalize(root).ok().filter(|r| r != root),
         cwd: cwd.to_path_buf(),
         loop_active,
-        // Where core keeps the authoritative state: while it is in the tree,
-        // whole-tree `git stash -u` and `git clean` would take it away (once
-        // it lives outside, issue 17, the tree holds only a mirror).
         wrap_reported: wrap_already_reported(root, policy),
         ..LoopContext::default()
     };
@@ -266,6 +249,11 @@ fn context(
         .ok()
         .flatten()
         .or_else(|| read_capped(&paths.mirror, STATE_LIMIT).ok().flatten());
+    // --fresh: the main thread only dispatches; only a ralph:ralph-worker
+    // (whose stop SubagentStop checks) writes. Another subagent the main
+    // thread might start instead would write past that gate.
+    ctx.fresh_main_thread = agent_type != Some(ralph_core::fresh::WORKER_TYPE)
+        && state.as_deref().is_some_and(ralph_policy::fresh_from_state);
     let prd = state
         .as_deref()
         .and_then(ralph_policy::prd_file_from_state)

@@ -229,20 +229,9 @@ fn find_cycle(stories: &[StoryView]) -> Option<Vec<String>> {
     None
 }
 
-/// Story ids, in order, from `userStories` or `stories` (ids may be strings or numbers).
+/// Story ids, in order, read as the loop reads them (see [`stories`]).
 fn story_ids(v: &Value) -> Vec<String> {
-    let list = v
-        .get("userStories")
-        .or_else(|| v.get("stories"))
-        .and_then(Value::as_array);
-    let Some(list) = list else { return Vec::new() };
-    list.iter()
-        .map(|s| match s.get("id") {
-            Some(Value::String(id)) => id.clone(),
-            Some(other) => other.to_string(),
-            None => String::new(),
-        })
-        .collect()
+    stories(v).into_iter().map(|s| s.id).collect()
 }
 
 /// Apply one Edit the way the Edit tool does; None when the tool itself would
