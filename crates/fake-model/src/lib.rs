@@ -4,7 +4,7 @@
 //! Claude Code client makes:
 //!
 //! * `POST /v1/messages` whose system prompt contains a [`Lane`]'s
-//!   `system_contains` (a subagent, a reviewer run as its own `claude -p`):
+//!   `system_contains` (and whose first user message holds its `prompt_contains`: a subagent, a reviewer run as its own `claude -p`):
 //!   the next [`Reply`] of that lane, with or without `tools`.
 //! * `POST /v1/messages` that carries `tools` and matches no lane (the main
 //!   thread's turns): the next reply of [`Script::replies`].
@@ -29,7 +29,9 @@ mod recorded;
 mod script;
 mod sse;
 
-pub use recorded::{Recorded, RequestKind, content_text, last_user_text, system_text};
+pub use recorded::{
+    Recorded, RequestKind, content_text, first_user_text, last_user_text, system_text,
+};
 pub use script::{ApiError, Block, Lane, Reply, Script, Usage};
 pub use sse::{json_body, sse_body};
 
@@ -269,7 +271,12 @@ fn route(request: &Request, body: &Value, shared: &Shared, state: &mut State) ->
         return plain(RequestKind::Other, None, "other_");
     }
     let system = system_text(body);
-    let lane = shared.script.lanes.iter().position(|l| l.matches(&system));
+    let first_user = recorded::first_user_text(body);
+    let lane = shared
+        .script
+        .lanes
+        .iter()
+        .position(|l| l.matches(&system, &first_user));
     let has_tools = body
         .get("tools")
         .and_then(Value::as_array)

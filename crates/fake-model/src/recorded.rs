@@ -76,6 +76,19 @@ pub fn last_user_text(body: &Value) -> String {
     content_text(last.get("content").unwrap_or(&Value::Null))
 }
 
+/// The text of the first `user` message in a messages request body: a
+/// subagent's task, which every request of that subagent repeats.
+pub fn first_user_text(body: &Value) -> String {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| {
+            m.iter()
+                .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        })
+        .map(|m| content_text(m.get("content").unwrap_or(&Value::Null)))
+        .unwrap_or_default()
+}
+
 /// The system prompt of a messages request: the top-level `system` (a string
 /// or a list of text blocks) and the content of every `role: "system"`
 /// message, joined by newlines.

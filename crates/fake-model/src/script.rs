@@ -30,14 +30,21 @@ pub struct Lane {
     /// A substring of the system prompt (the top-level `system` field and the
     /// `role: "system"` messages). Empty matches every messages request.
     pub system_contains: String,
+    /// A substring of the first user message too (a subagent's task, as the
+    /// main thread wrote it): parallel workers of one agent type share a
+    /// system prompt, so each gets its own script by its story. Empty
+    /// matches every request.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prompt_contains: String,
     #[serde(default)]
     pub replies: Vec<Reply>,
 }
 
 impl Lane {
-    /// Whether a request whose system prompt reads `system` belongs here.
-    pub fn matches(&self, system: &str) -> bool {
-        system.contains(&self.system_contains)
+    /// Whether a request whose system prompt reads `system` and whose first
+    /// user message reads `first_user` belongs here.
+    pub fn matches(&self, system: &str, first_user: &str) -> bool {
+        system.contains(&self.system_contains) && first_user.contains(&self.prompt_contains)
     }
 }
 
@@ -299,7 +306,7 @@ mod tests {
         assert_eq!((usage.input_tokens, usage.output_tokens), (5000, 7));
         assert_eq!(usage.cache_read_input_tokens, 0);
         assert_eq!(s.lanes[0].name, "reviewer");
-        assert!(s.lanes[0].matches("xx You review yy"));
+        assert!(s.lanes[0].matches("xx You review yy", "anything"));
         let back: Script = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
         assert_eq!(back, s);
         assert!(

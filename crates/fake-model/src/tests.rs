@@ -104,20 +104,55 @@ fn laned_script() -> Script {
             Lane {
                 name: "worker".into(),
                 system_contains: "You are a fresh worker".into(),
+                prompt_contains: String::new(),
                 replies: vec![Reply::text("worker 1"), Reply::text("worker 2")],
             },
             Lane {
                 name: "reviewer".into(),
                 system_contains: "Review the diff".into(),
+                prompt_contains: String::new(),
                 replies: vec![Reply::text("reviewer 1")],
             },
             Lane {
                 name: "shadowed".into(),
                 system_contains: "worker".into(),
+                prompt_contains: String::new(),
                 replies: vec![Reply::text("never")],
             },
         ],
     }
+}
+
+#[test]
+fn parallel_workers_get_their_own_lane_by_their_task() {
+    let lane = |name: &str, story: &str| Lane {
+        name: name.into(),
+        system_contains: "WORKER".into(),
+        prompt_contains: format!("story {story}"),
+        replies: vec![Reply::text(format!("{name} 1")), Reply::text(format!("{name} 2"))],
+    };
+    let model = FakeModel::start(Script {
+        replies: vec![Reply::text("main 1")],
+        lanes: vec![lane("a", "A"), lane("b", "B")],
+    })
+    .unwrap();
+    let ask = |task: &str| {
+        post(
+            model.port(),
+            "/v1/messages",
+            &json!({"stream": true, "tools": [{"name": "Bash"}], "system": "WORKER",
+                    "messages": [{"role": "user", "content": [{"type": "text", "text": "<system-reminder>x</system-reminder>"},
+                                                               {"type": "text", "text": task}]},
+                                 {"role": "assistant", "content": "ok"},
+                                 {"role": "user", "content": "go on"}]}),
+        )
+    };
+    // Interleaved as two workers running at once would be.
+    assert!(ask("Work story B of prd.json").contains("b 1"));
+    assert!(ask("Work story A of prd.json").contains("a 1"));
+    assert!(ask("Work story B of prd.json").contains("b 2"));
+    assert!(ask("Work story A of prd.json").contains("a 2"));
+    assert!(post(model.port(), "/v1/messages", &main_request()).contains("main 1"));
 }
 
 #[test]
