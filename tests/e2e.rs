@@ -60,6 +60,10 @@ struct Scenario {
     /// Project files before the first run (path -> content).
     #[serde(default)]
     files: BTreeMap<String, String>,
+    /// Commit those files before the first run (a `--parallel` loop needs a
+    /// commit to branch its workers' worktrees from).
+    #[serde(default)]
+    commit: bool,
     /// Install the plugin as a new user does (see `NewUser`) instead of
     /// loading this checkout with `--plugin-dir`.
     #[serde(default)]
@@ -216,6 +220,26 @@ struct Expect {
     /// `${CLAUDE_PLUGIN_DATA}/bin/<version>/`.
     #[serde(default)]
     installed: Option<bool>,
+    /// The project's git repository at the end.
+    #[serde(default)]
+    git: Option<GitExpect>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GitExpect {
+    /// Every local branch, exactly (sorted).
+    #[serde(default)]
+    branches: Option<Vec<String>>,
+    /// How many worktrees (the main one included).
+    #[serde(default)]
+    worktrees: Option<usize>,
+    /// Substrings of `git log --format=%s` of the checked-out branch.
+    #[serde(default)]
+    log_contains: Vec<String>,
+    /// Nothing uncommitted but these paths (`git status --porcelain`).
+    #[serde(default)]
+    dirty_only: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -289,7 +313,8 @@ impl Scenario {
             + e.log_counts.len()
             + usize::from(e.state.is_some())
             + usize::from(e.downloads.is_some())
-            + usize::from(e.installed.is_some());
+            + usize::from(e.installed.is_some())
+            + usize::from(e.git.is_some());
         let run_checks: usize = self
             .runs
             .iter()
@@ -815,6 +840,83 @@ fn git_init(dir: &Path) -> Result<(), String> {
         .ok_or_else(|| "git init failed".to_string())
 }
 
+fn git_commit_all(dir: &Path) -> Result<(), String> {
+    for args in [
+        &["add", "-A"][..],
+        &[
+            "-c",
+            "user.name=e2e",
+            "-c",
+            "user.email=e2e@localhost",
+            "commit",
+            "-q",
+            "-m",
+            "start",
+        ][..],
+    ] {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            return Err(format!("git {} failed", args.join(" ")));
+        }
+    }
+    Ok(())
+}
+
+/// `git ARGS` in `dir`: its stdout.
+fn git_out(dir: &Path, args: &[&str]) -> String {
+    Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stderr(Stdio::null())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+fn check_git(g: &GitExpect, root: &Path, failures: &mut Vec<String>) {
+    if let Some(want) = &g.branches {
+        let mut have: Vec<String> = git_out(root, &["branch", "--format=%(refname:short)"])
+            .lines()
+            .map(str::to_string)
+            .collect();
+        have.sort();
+        let mut want = want.clone();
+        want.sort();
+        if have != want {
+            failures.push(format!("git branches: {have:?}, expected {want:?}"));
+        }
+    }
+    if let Some(n) = g.worktrees {
+        let list = git_out(root, &["worktree", "list"]);
+        if list.lines().count() != n {
+            failures.push(format!("git worktrees: expected {n}, found:\n{list}"));
+        }
+    }
+    let log = git_out(root, &["log", "--format=%s"]);
+    for want in &g.log_contains {
+        if !log.contains(want.as_str()) {
+            failures.push(format!("git log lacks {want:?}:\n{log}"));
+        }
+    }
+    if let Some(allowed) = &g.dirty_only {
+        let status = git_out(root, &["status", "--porcelain", "--untracked-files=all"]);
+        for line in status.lines() {
+            let path = line.get(3..).unwrap_or("");
+            if !allowed
+                .iter()
+                .any(|a| path == a || path.starts_with(a.as_str()))
+            {
+                failures.push(format!("git status: unexpected change {line:?}"));
+            }
+        }
+    }
+}
+
 /// Runs one scenario; returns the failures (empty when it passed).
 fn run_scenario(claude: &Path, name: &str, scenario: &Scenario) -> (Vec<String>, PathBuf) {
     let mut sandbox = Sandbox::new(name, &scenario.vars);
@@ -842,6 +944,11 @@ fn run_scenario(claude: &Path, name: &str, scenario: &Scenario) -> (Vec<String>,
         if let Err(e) = fs::write(&target, sandbox.subst(content)) {
             return (vec![format!("write {path}: {e}")], sandbox.root);
         }
+    }
+    if scenario.commit
+        && let Err(e) = git_commit_all(&sandbox.project)
+    {
+        return (vec![e], sandbox.root);
     }
 
     // A new user's first session is timed (RALPH_E2E_TIMES=1: every scenario's).
@@ -1213,6 +1320,9 @@ fn check_project(e: &Expect, sandbox: &Sandbox, failures: &mut Vec<String>) {
                 newuser::check(installed, &sandbox.home, e.downloads, e.installed, failures)
             }
         }
+    }
+    if let Some(g) = &e.git {
+        check_git(g, root, failures);
     }
     for p in &e.present {
         if matching(root, p).is_empty() {

@@ -185,7 +185,11 @@ impl Run<'_> {
         match self.paths.read_state() {
             StateFile::Loop { state, .. } if state.session_id == self.setup.session => {
                 let prd = self.prd(&state);
-                Some(setup::report::describe(&state, prd.as_ref()))
+                Some(setup::report::describe(
+                    &state,
+                    prd.as_ref(),
+                    &self.paths.root,
+                ))
             }
             _ => None,
         }

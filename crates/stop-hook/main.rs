@@ -10,6 +10,7 @@ use ralph_core::fresh_stop::{self, WorkerStep};
 use ralph_core::hook_input::HookInput;
 use ralph_core::hook_output::{HookOutput, fail_open};
 use ralph_core::notify::Pending;
+use ralph_core::parallel;
 use ralph_core::paths::{LoopPaths, project_root_from_env};
 use ralph_core::stop::plan::Ran;
 use ralph_core::stop::{Step, step, text};
@@ -115,8 +116,16 @@ fn run() -> HookOutput {
         Ok(input) => input,
         Err(e) => return HookOutput::allow(text::bad_input(&e)),
     };
-    if input.hook_event_name.as_deref() == Some("SubagentStop") {
-        return worker_stop(&paths, &input);
+    // --parallel: a worker's start (its worktree recorded) and its stop
+    // (the merge queue, which takes its locks itself).
+    let parallel_worker = input.agent_type.as_deref() == Some(parallel::WORKER_TYPE);
+    match input.hook_event_name.as_deref() {
+        Some("SubagentStart") => return parallel::hooks::started(&paths, &input),
+        Some("SubagentStop") if parallel_worker => {
+            return parallel::hooks::worker_stop(&paths, &input, &watchdog::extend);
+        }
+        Some("SubagentStop") => return worker_stop(&paths, &input),
+        _ => {}
     }
     if let Some(pending) = Pending::note(&paths) {
         let _ = NOTIFY.set(pending);

@@ -43,6 +43,10 @@ pub enum Action {
     Tamper,
     /// `--fresh`: a worker subagent's stop was judged (`SubagentStop`).
     Worker,
+    /// `--parallel`: a story's work was merged, or sent back (see `parallel`).
+    Merge,
+    /// `--parallel`: the loop's worker worktrees and branches were removed.
+    Cleanup,
 }
 
 impl Action {
@@ -62,6 +66,8 @@ impl Action {
             Action::Rebind => "rebind",
             Action::Tamper => "tamper",
             Action::Worker => "worker",
+            Action::Merge => "merge",
+            Action::Cleanup => "cleanup",
         }
     }
 }
@@ -112,6 +118,20 @@ pub enum Code {
     WorkerNoClaim,
     WorkerGaveUp,
     WorkerReported,
+    /// `--parallel`: stories handed to workers at once.
+    Dispatched,
+    /// `--parallel`: merged into the loop's branch, and its check passed there.
+    StoryMerged,
+    /// `--parallel`: the merge conflicted; sent back on the new base.
+    MergeConflict,
+    /// `--parallel`: merged, but its check failed on the loop's branch; undone and sent back.
+    MergeCheckFailed,
+    /// `--parallel`: the merge could not be done (git failed); sent back.
+    MergeFailed,
+    /// `--parallel`: the worker stopped without claiming its story.
+    WorktreeAbandoned,
+    /// `--parallel`: the loop ended, was cancelled, or a new one started: its worktrees went.
+    WorktreesRemoved,
     /// A reviewer rejected the work claimed complete (`--review`).
     ReviewRejected,
     /// Still rejected after `--max-reviews` rounds: the loop stopped.
@@ -149,6 +169,13 @@ impl Code {
             Code::WorkerNoClaim => "worker_no_claim",
             Code::WorkerGaveUp => "worker_gave_up",
             Code::WorkerReported => "worker_reported",
+            Code::Dispatched => "dispatched",
+            Code::StoryMerged => "story_merged",
+            Code::MergeConflict => "merge_conflict",
+            Code::MergeCheckFailed => "merge_check_failed",
+            Code::MergeFailed => "merge_failed",
+            Code::WorktreeAbandoned => "worktree_abandoned",
+            Code::WorktreesRemoved => "worktrees_removed",
             Code::ReviewRejected => "review_rejected",
             Code::ReviewsExhausted => "reviews_exhausted",
         }

@@ -40,15 +40,18 @@ pub struct StartArgs {
     pub replace: bool,
     /// Work each story (or iteration) in a fresh `ralph:ralph-worker` subagent.
     pub fresh: bool,
+    /// `--parallel N`: up to N stories at once, each in its own worktree
+    /// (implies `--fresh`; PRD mode).
+    pub parallel: Option<u32>,
     pub help: bool,
 }
 
-pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--review [LIST]] [--review-cmd CMD] [--max-reviews N] [--review-timeout SECS] [--fresh] [--notify CMD|desktop] [--replace]";
+pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--review [LIST]] [--review-cmd CMD] [--max-reviews N] [--review-timeout SECS] [--fresh] [--parallel N] [--notify CMD|desktop] [--replace]";
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ArgsError {
     #[error(
-        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --review [LIST], --review-cmd CMD, --max-reviews N, --review-timeout SECS, --fresh, --notify CMD|desktop, --replace. To use `{0}` as prompt text, put it after ` -- `"
+        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --review [LIST], --review-cmd CMD, --max-reviews N, --review-timeout SECS, --fresh, --parallel N, --notify CMD|desktop, --replace. To use `{0}` as prompt text, put it after ` -- `"
     )]
     UnknownFlag(String),
     #[error("`{flag}` takes {what}, not `{value}`")]
@@ -89,6 +92,7 @@ enum Flag {
     Notify,
     Replace,
     Fresh,
+    Parallel,
     Help,
 }
 
@@ -113,6 +117,7 @@ impl Flag {
             "--notify" => Flag::Notify,
             "--replace" => Flag::Replace,
             "--fresh" => Flag::Fresh,
+            "--parallel" => Flag::Parallel,
             "--help" | "-h" => Flag::Help,
             _ => return None,
         })
@@ -138,6 +143,7 @@ impl Flag {
             Flag::Notify => "--notify",
             Flag::Replace => "--replace",
             Flag::Fresh => "--fresh",
+            Flag::Parallel => "--parallel",
             Flag::Help => "--help",
         }
     }
@@ -160,6 +166,7 @@ impl Flag {
             Flag::MaxReviews => "2",
             Flag::ReviewTimeout => "600",
             Flag::Notify => "desktop",
+            Flag::Parallel => "4",
             Flag::Replace | Flag::Fresh | Flag::Help => "",
         }
     }
@@ -253,6 +260,18 @@ impl StartArgs {
             }
             Flag::Replace => self.replace = true,
             Flag::Fresh => self.fresh = true,
+            Flag::Parallel => {
+                repeated(self.parallel.is_some())?;
+                let n = positive_u32(flag, &value)?;
+                if n > crate::parallel::MAX_PARALLEL {
+                    return Err(ArgsError::BadValue {
+                        flag: flag.name(),
+                        value,
+                        what: "a number of stories at once from 1 to 16",
+                    });
+                }
+                self.parallel = Some(n);
+            }
             Flag::Help => self.help = true,
         }
         Ok(())

@@ -266,6 +266,7 @@ mod tests {
             id: "a".into(),
             status: status.into(),
             agent_type: agent.into(),
+            description: "story US-1".into(),
         };
         assert!(worker_in_flight(&[t(WORKER_TYPE, "running")]).is_some());
         assert!(worker_in_flight(&[t(WORKER_TYPE, "completed")]).is_none());

@@ -55,6 +55,8 @@ pub struct BackgroundTask {
     pub id: String,
     pub status: String,
     pub agent_type: String,
+    /// The `description` the Agent call gave (`story US-1`).
+    pub description: String,
 }
 
 impl BackgroundTask {
@@ -64,6 +66,7 @@ impl BackgroundTask {
             id: text("id"),
             status: text("status"),
             agent_type: text("agent_type"),
+            description: text("description"),
         }
     }
 }

@@ -6,7 +6,8 @@
 //! reads of the loop's files), `store` (the lock, atomic writes),
 //! `transcript`, `hook_input`, `hook_output` (prints), `activity`,
 //! `worktree` (spawns git and checks), `control` (cancel, status),
-//! `setup::commands`, `stop::inputs` (gather) and `stop::apply`. The Stop
+//! `setup::commands`, `stop::inputs` (gather), `stop::apply`, `parallel::git`
+//! and `parallel::hooks`. The Stop
 //! path is `stop` (gather, plan, decide, apply); docs/architecture.md draws
 //! it and says where each rule lives.
 
@@ -27,9 +28,11 @@ pub mod hook_input;
 pub mod hook_output;
 pub mod loop_report;
 pub mod notify;
+pub mod parallel;
 pub mod paths;
 pub mod pause;
 pub mod prd;
+pub mod prd_edit;
 pub mod progress;
 pub mod promise;
 pub mod queue;

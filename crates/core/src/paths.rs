@@ -77,6 +77,13 @@ pub struct LoopPaths {
     pub worker: PathBuf,
     /// `SESSION UNIX_TIME PID`: the owner's session ended with `/clear` (see `continuity`).
     pub handover: PathBuf,
+    /// `--parallel`: every worker's worktree and what came of each story
+    /// (`parallel::Board`, JSON). Outlives a crash: the next start removes
+    /// the worktrees it names.
+    pub board: PathBuf,
+    /// `--parallel`: the merge queue, one story's merge and check at a time
+    /// (held without the loop lock, which a check must never hold).
+    pub merge_lock: PathBuf,
 }
 
 impl LoopPaths {
@@ -98,6 +105,8 @@ impl LoopPaths {
             turn_tools: dir.join("turn-tools"),
             worker: dir.join("worker"),
             handover: dir.join("handover"),
+            board: dir.join("parallel.json"),
+            merge_lock: dir.join("merge.lock"),
             dir,
             mirror: root.join(STATE_FILE),
             log: root.join(LOG_FILE),
@@ -335,6 +344,18 @@ impl LoopPaths {
     pub fn write_worker(&self, record: &crate::fresh::WorkerRecord) -> Result<(), StoreError> {
         let text = serde_json::to_string(record).unwrap_or_default();
         store::atomic_write(&self.worker, text.as_bytes())
+    }
+
+    /// `--parallel`: the board (an unreadable one reads as empty).
+    pub fn read_board(&self) -> crate::parallel::Board {
+        read_hint(&self.board)
+            .map(|t| crate::parallel::Board::parse(&t))
+            .unwrap_or_default()
+    }
+
+    /// `--parallel`: record the board (atomically: status may read it).
+    pub fn write_board(&self, board: &crate::parallel::Board) -> Result<(), StoreError> {
+        store::atomic_write(&self.board, board.render().as_bytes())
     }
 
     /// The tools `session` called this turn, as the guard recorded them;

@@ -241,18 +241,27 @@ impl Prd {
     /// The next story to work on: `passes` not true, every dependency present
     /// and passing; lowest priority first, then file order.
     pub fn next_runnable(&self) -> Option<&Story> {
+        self.runnable().into_iter().next()
+    }
+
+    /// Every story that can be worked on now, in the order they are fed:
+    /// `passes` not true, every dependency present and passing; lowest
+    /// priority first, then file order. `--parallel` takes several.
+    pub fn runnable(&self) -> Vec<&Story> {
         let passing: HashSet<&str> = self
             .stories
             .iter()
             .filter(|s| s.passes)
             .map(|s| s.id.as_str())
             .collect();
-        self.stories
+        let mut ready: Vec<(usize, &Story)> = self
+            .stories
             .iter()
             .enumerate()
             .filter(|(_, s)| !s.passes && s.depends_on.iter().all(|d| passing.contains(d.as_str())))
-            .min_by_key(|(i, s)| (s.priority.is_none(), s.priority.unwrap_or(0), *i))
-            .map(|(_, s)| s)
+            .collect();
+        ready.sort_by_key(|(i, s)| (s.priority.is_none(), s.priority.unwrap_or(0), *i));
+        ready.into_iter().map(|(_, s)| s).collect()
     }
 
     /// For a deadlock message: each failing story with its unmet dependencies.

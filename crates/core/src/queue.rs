@@ -68,8 +68,9 @@ impl QueueOp {
     }
 }
 
-/// The text of a queued message: a string, or the text blocks of an array.
-fn content_text(v: &serde_json::Value) -> String {
+/// The text of a message's `content`: a string, or the text blocks of an array
+/// (a queued message, a subagent's task).
+pub fn content_text(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Array(items) => items

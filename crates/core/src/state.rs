@@ -71,6 +71,10 @@ pub struct LoopState {
     /// `--fresh`: each story (or iteration) is worked by a `ralph:ralph-worker`
     /// subagent in a fresh context; the main thread only dispatches.
     pub fresh: bool,
+    /// `--parallel N`: up to N stories at once, each worked by a
+    /// `ralph:ralph-parallel-worker` in its own git worktree and merged into
+    /// the loop's branch (see `parallel`). 0: one story at a time.
+    pub parallel: u32,
     /// The prompt body, verbatim.
     pub prompt: String,
 }
@@ -185,6 +189,9 @@ impl LoopState {
                 .and_then(scalar_text)
                 .filter(|s| !s.is_empty()),
             fresh: f.flag("fresh")?,
+            parallel: f
+                .small("parallel", "must be a whole number", |_| true)?
+                .unwrap_or(0),
             prompt: Some(split.body.to_string())
                 .filter(|p| !p.trim().is_empty())
                 .ok_or(StateError::EmptyPrompt)?,
@@ -274,6 +281,9 @@ impl LoopState {
         }
         if self.fresh {
             lines.push(("fresh", "true".into()));
+        }
+        if self.parallel > 0 {
+            lines.push(("parallel", self.parallel.to_string()));
         }
         if let Some(p) = &self.paused {
             lines.push(("paused", quote(p.reason.as_str())));
@@ -398,6 +408,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         review: ReviewConfig::default(),
         blocked: None,
         fresh: false,
+        parallel: 0,
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
     }
 }

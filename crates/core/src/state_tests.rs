@@ -42,6 +42,7 @@ fn round_trips_awkward_prompt_and_promise() {
         turn_key: Some("k1".into()),
         blocked: Some("story US-1 needs a human: \"key\" # x".into()),
         fresh: true,
+        parallel: 3,
         paused: Some(Pause {
             reason: PauseReason::RateLimit,
             at: "2026-12-01T00:00:00Z".into(),

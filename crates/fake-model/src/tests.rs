@@ -129,7 +129,10 @@ fn parallel_workers_get_their_own_lane_by_their_task() {
         name: name.into(),
         system_contains: "WORKER".into(),
         prompt_contains: format!("story {story}"),
-        replies: vec![Reply::text(format!("{name} 1")), Reply::text(format!("{name} 2"))],
+        replies: vec![
+            Reply::text(format!("{name} 1")),
+            Reply::text(format!("{name} 2")),
+        ],
     };
     let model = FakeModel::start(Script {
         replies: vec![Reply::text("main 1")],

@@ -49,6 +49,55 @@ fn writes_at(command: &str, depth: usize) -> bool {
     })
 }
 
+/// Where a Bash command writes, as far as can be seen: the files its
+/// redirections write, the paths a writing program is handed (for `cp`,
+/// `install`, `rsync` and `ln` the destination only), and the folders of
+/// `cd` and `git -C` (what follows them writes there). A script an
+/// interpreter runs is out of sight.
+pub fn write_targets(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    targets_at(command, 0, &mut out);
+    out
+}
+
+fn targets_at(command: &str, depth: usize, out: &mut Vec<String>) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    for seg in shell::split_chain(command) {
+        out.extend(
+            seg.redirects
+                .iter()
+                .filter(|r| r.writes_file() && !harmless_target(&r.target))
+                .map(|r| r.target.clone()),
+        );
+        for sub in &seg.substitutions {
+            targets_at(sub, depth + 1, out);
+        }
+        match unwrap(&seg.words) {
+            Invocation::Exec { name, args, .. } => {
+                let base = name.rsplit('/').next().unwrap_or(&name).to_string();
+                let operands: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+                match base.as_str() {
+                    "cd" | "pushd" => out.extend(operands.first().map(|a| (*a).clone())),
+                    "git" => out.extend(
+                        args.windows(2)
+                            .filter(|w| w[0] == "-C")
+                            .map(|w| w[1].clone()),
+                    ),
+                    "cp" | "install" | "rsync" | "ln" => {
+                        out.extend(operands.last().map(|a| (*a).clone()))
+                    }
+                    _ if program_writes(&name, &args) => out.extend(operands.into_iter().cloned()),
+                    _ => {}
+                }
+            }
+            Invocation::Script { text, .. } => targets_at(&text, depth + 1, out),
+            Invocation::ShellStdin | Invocation::Nothing => {}
+        }
+    }
+}
+
 fn harmless_target(target: &str) -> bool {
     matches!(
         target,
@@ -148,6 +197,19 @@ mod tests {
         ] {
             assert!(bash_writes(c), "{c}");
         }
+    }
+
+    #[test]
+    fn write_targets_are_what_is_written() {
+        use super::write_targets;
+        assert_eq!(
+            write_targets("grep -c x /p/log; touch /h/m && echo a > b.txt 2>/dev/null"),
+            ["/h/m", "b.txt"]
+        );
+        assert_eq!(write_targets("cp /p/prd.json ./x"), ["./x"]);
+        assert_eq!(write_targets("cd /p && rm -f a"), ["/p", "a"]);
+        assert_eq!(write_targets("git -C /p commit -am x"), ["/p"]);
+        assert_eq!(write_targets("sh -c 'echo x >> /p/n'"), ["/p/n"]);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 pub mod fresh;
 pub mod glob;
+pub mod parallel;
 pub mod policy;
 pub mod prd;
 pub mod protect;
@@ -89,6 +90,10 @@ pub struct LoopContext {
     /// (the main thread's, or another subagent's): it only dispatches, so its
     /// writes are refused.
     pub fresh_main_thread: bool,
+    /// A `--parallel` loop runs and this call is one of its workers': the
+    /// worker's worktree (its `cwd`), the only place it may write (and the
+    /// loop's shared `progress.txt`).
+    pub worker_tree: Option<PathBuf>,
     /// For file tools: the target with symlinked folders resolved, when it
     /// differs from the lexical path.
     pub file_real_path: Option<PathBuf>,
@@ -222,6 +227,15 @@ pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> Guar
             wrap_notice_given,
         };
     }
+    if let Some(tree) = &ctx.worker_tree
+        && let Some(why) = parallel::outside_worktree(call, ctx, tree)
+    {
+        return GuardDecision {
+            verdict: Verdict::Deny(why),
+            system_message: (!messages.is_empty()).then(|| messages.join("\n")),
+            wrap_notice_given,
+        };
+    }
     let verdict = match call.tool_name.as_str() {
         "Bash" => decide_bash(call, policy, policy_path, ctx, &mut messages),
         "Write" | "Edit" | "MultiEdit" | "NotebookEdit" if ctx.loop_active => {
@@ -238,7 +252,7 @@ pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> Guar
 
 /// What the main thread of a `--fresh` loop would write, in words; `None`
 /// for a call that only reads.
-fn fresh_main_write(call: &ToolCall) -> Option<String> {
+pub(crate) fn fresh_main_write(call: &ToolCall) -> Option<String> {
     match call.tool_name.as_str() {
         "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => {
             Some(format!("{} (a file change)", call.tool_name))
@@ -537,27 +551,9 @@ fn apply_one(text: &str, edit: &Value) -> Option<String> {
     prd::apply_edit(text, old, new, all)
 }
 
-/// The `prd_file:` value from the state file's frontmatter, read cheaply
-/// (one line; quotes stripped). None when absent.
-/// Whether the state's frontmatter says `fresh: true` (a `--fresh` loop).
-pub fn fresh_from_state(state: &str) -> bool {
-    let mut lines = state.lines();
-    if lines.next().map(str::trim) != Some("---") {
-        return false;
-    }
-    for line in lines {
-        let t = line.trim();
-        if t == "---" {
-            break;
-        }
-        if let Some(v) = t.strip_prefix("fresh:") {
-            return v.trim().trim_matches(|c| c == '"' || c == '\'') == "true";
-        }
-    }
-    false
-}
-
-pub fn prd_file_from_state(state: &str) -> Option<String> {
+/// A scalar of the state file's frontmatter, read cheaply (one line, quotes
+/// stripped); None when absent.
+fn state_field<'s>(state: &'s str, key: &str) -> Option<&'s str> {
     let mut lines = state.lines();
     if lines.next()?.trim() != "---" {
         return None;
@@ -567,12 +563,30 @@ pub fn prd_file_from_state(state: &str) -> Option<String> {
         if t == "---" {
             break;
         }
-        if let Some(v) = t.strip_prefix("prd_file:") {
-            let v = v.trim().trim_matches(|c| c == '"' || c == '\'').trim();
-            return (!v.is_empty() && v != "null" && v != "~").then(|| v.to_string());
+        if let Some(v) = t.strip_prefix(key).and_then(|r| r.strip_prefix(':')) {
+            return Some(v.trim().trim_matches(|c| c == '"' || c == '\'').trim());
         }
     }
     None
+}
+
+/// Whether the state's frontmatter says `fresh: true` (a `--fresh` loop).
+pub fn fresh_from_state(state: &str) -> bool {
+    state_field(state, "fresh") == Some("true")
+}
+
+/// `parallel: N` in the state's frontmatter (a `--parallel` loop), else 0.
+pub fn parallel_from_state(state: &str) -> u32 {
+    state_field(state, "parallel")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The `prd_file:` value from the state file's frontmatter. None when absent.
+pub fn prd_file_from_state(state: &str) -> Option<String> {
+    state_field(state, "prd_file")
+        .filter(|v| !v.is_empty() && *v != "null" && *v != "~")
+        .map(str::to_string)
 }
 
 /// The checks recorded at loop start: the `story_checks:` frontmatter key,

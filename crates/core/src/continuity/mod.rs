@@ -69,7 +69,7 @@ fn session_start(
         .and_then(|f| paths.read_prd(f).ok());
     Ok(HookOutput::Context {
         event: "SessionStart",
-        context: report::reminder(&state, prd.as_ref(), source),
+        context: report::reminder(&state, prd.as_ref(), source, &paths.root),
         system_message: note,
     })
 }

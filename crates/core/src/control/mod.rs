@@ -24,7 +24,15 @@ pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
         StateFile::Loop { state, .. } => {
             paths.remove_state()?;
             let _ = activity::append(&paths.log, &cancel_entry(&state, None));
-            cancelled(&state, None)
+            let mut message = cancelled(&state, None);
+            // --parallel: the workers' worktrees and branches go too (a
+            // worker still running finds its worktree gone and stops).
+            let removed =
+                crate::parallel::hooks::remove_all(paths, &state.session_id, state.iteration);
+            if let Some(removed) = removed {
+                message.push_str(&format!(" ralph {removed}."));
+            }
+            message
         }
         StateFile::Unreadable(e) => cancel_corrupt(paths, &e)?,
         StateFile::Corrupt { error, .. } => cancel_corrupt(paths, &error)?,

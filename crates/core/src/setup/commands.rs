@@ -54,8 +54,15 @@ pub fn start(
         }
         None => None,
     };
+    if args.parallel.is_some() && worktree::head(&paths.root).is_none() {
+        return Err(StartError::ParallelWithoutGit(
+            paths.root.display().to_string(),
+        ));
+    }
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
     let prior = rules::check_existing(&existing(paths)?, session, args.replace)?;
+    // Worktrees a crashed --parallel loop left behind go before a new loop starts.
+    crate::parallel::hooks::remove_all(paths, session, 0);
     let gate = rules::gate_used(args, gate.as_ref());
     let now = clock::now_rfc3339();
     let mut state = rules::new_state(args, prompt, prd.as_ref(), gate, session, &now);
@@ -80,7 +87,7 @@ pub fn start(
     };
     Ok(Started {
         summary: report.summary(),
-        task: report::task(&state, prd.as_ref()),
+        task: report::task(&state, prd.as_ref(), &paths.root),
     })
 }
 
@@ -138,7 +145,7 @@ fn write_new_loop(
     store::remove_if_present(&paths.handover)?;
     // Recording starts with the loop: from now on the guard notes each turn's tools.
     turn_tools::start(&paths.turn_tools)?;
-    match rules::first_injection(prd) {
+    match rules::first_injection(prd, state.parallel) {
         Some(inj) => store::atomic_write(&paths.last_injected, inj.render().as_bytes())?,
         None => {
             store::remove_if_present(&paths.last_injected)?;
@@ -161,7 +168,7 @@ pub fn show(paths: &LoopPaths) -> String {
                 .prd_file
                 .as_deref()
                 .and_then(|f| paths.read_prd(f).ok());
-            report::show(&state, prd.as_ref())
+            report::show(&state, prd.as_ref(), &paths.root)
         }
         StateFile::Missing => report::show_none(&paths.root),
         StateFile::Unreadable(e) => report::show_corrupt(&e),

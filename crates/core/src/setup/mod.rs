@@ -68,6 +68,14 @@ pub enum StartError {
         "--review story reviews each story of a PRD as it is marked passing: give --prd-file PATH too (or review the whole work with --review acceptance)"
     )]
     StoryReviewWithoutPrd,
+    #[error(
+        "--parallel N works the stories of a PRD at once: give --prd-file PATH too (a plain task runs one iteration at a time; use --fresh)"
+    )]
+    ParallelWithoutPrd,
+    #[error(
+        "--parallel needs a git repository with at least one commit in {0} (each story is worked in its own git worktree and merged): run `git init && git add -A && git commit -m start` first"
+    )]
+    ParallelWithoutGit(String),
     /// The loop's files could not be locked, read or written.
     #[error("{0}")]
     Store(#[from] StoreError),

@@ -130,8 +130,8 @@ pub fn budget_line(b: &Budgets) -> String {
 }
 
 /// What the loop will do, for the user and for the model's first turn.
-pub fn describe(state: &LoopState, prd: Option<&Prd>) -> String {
-    settings(state, prd) + &task(state, prd)
+pub fn describe(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) -> String {
+    settings(state, prd) + &task(state, prd, root)
 }
 
 /// The prompt in one line of at most 160 characters, for the user's summary.
@@ -185,7 +185,14 @@ pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
             plural(u64::from(state.max_stalls), "iteration")
         ));
     }
-    if state.fresh {
+    if state.parallel > 0 {
+        out.push_str(&format!(
+            "Parallel (--parallel {}): up to {} at once, each worked by a {} subagent in its own git worktree; a story counts once ralph has merged it into this branch and its check passes here. This thread only dispatches.\n",
+            state.parallel,
+            plural(u64::from(state.parallel), "story"),
+            crate::parallel::WORKER_TYPE
+        ));
+    } else if state.fresh {
         out.push_str(&format!(
             "Fresh context (--fresh): each {} is worked by a {} subagent; this thread only dispatches and reads its report (its own writes are refused).\n",
             if prd.is_some() { "story" } else { "iteration" },
@@ -207,9 +214,24 @@ pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
 }
 
 /// The task as the model starts on it: the prompt, or the first story's prompt.
-pub fn task(state: &LoopState, prd: Option<&Prd>) -> String {
+pub fn task(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) -> String {
     let mut out = String::new();
-    if let (Some(prd), Some(file)) = (prd, &state.prd_file) {
+    if let (Some(prd), Some(file), true) = (prd, &state.prd_file, state.parallel > 0) {
+        let stories = crate::parallel::pick(prd, &[], state.parallel);
+        if !stories.is_empty() {
+            let root = root.to_string_lossy();
+            out.push('\n');
+            out.push_str(&crate::parallel::dispatch(
+                state.parallel,
+                &format!("{root}/{file}"),
+                &format!("{root}/{}", crate::parallel::hooks::NOTES_FILE),
+                &stories,
+                0,
+                "",
+            ));
+            out.push('\n');
+        }
+    } else if let (Some(prd), Some(file)) = (prd, &state.prd_file) {
         let (pass, total) = prd.progress();
         if let Some(story) = prd.next_runnable() {
             let progress = format!("{pass}/{total} stories pass");
@@ -247,7 +269,12 @@ pub fn task(state: &LoopState, prd: Option<&Prd>) -> String {
 /// (after a compaction, a resume, or a `/clear` that handed it the loop):
 /// that it is in a loop, the iteration, the settings (how to finish, the
 /// cap, budgets, checks), the rules, and the task or current story.
-pub fn reminder(state: &LoopState, prd: Option<&Prd>, source: Source) -> String {
+pub fn reminder(
+    state: &LoopState,
+    prd: Option<&Prd>,
+    source: Source,
+    root: &std::path::Path,
+) -> String {
     let why = match source {
         Source::Compact => "the conversation was compacted",
         Source::Resume => "this session was resumed",
@@ -258,16 +285,16 @@ pub fn reminder(state: &LoopState, prd: Option<&Prd>, source: Source) -> String 
         "[Ralph loop reminder: {why}.] You are working in a Ralph loop, at iteration {}. Each time you end your turn, the Stop hook gives you the task again, until it is really done.\n{}Rules: work on the task below; never edit, move or delete the loop's files (.claude/ralph-loop.*) or fake progress; print the completion promise only when it is completely true, never to leave the loop; the user ends the loop with /ralph:cancel-ralph.\n{}",
         state.iteration_label(state.iteration),
         settings(state, prd),
-        task(state, prd).trim_start()
+        task(state, prd, root).trim_start()
     )
 }
 
 /// `show` with a loop running: the loop, as the model should start on it.
-pub fn show(state: &LoopState, prd: Option<&Prd>) -> String {
+pub fn show(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) -> String {
     format!(
         "A Ralph loop is active (iteration {}).\n{}",
         state.iteration_label(state.iteration),
-        describe(state, prd)
+        describe(state, prd, root)
     )
 }
 
@@ -293,7 +320,7 @@ mod tests {
     #[test]
     fn prd_loop_description() {
         let (s, prd) = crate::setup::rules::tests::prd_loop();
-        let text = describe(&s, Some(&prd));
+        let text = describe(&s, Some(&prd), std::path::Path::new("/p"));
         assert!(text.contains("First story: A First"), "{text}");
         assert!(text.contains("at most 9"));
     }
@@ -305,7 +332,7 @@ mod tests {
                 .unwrap();
         let mut s = new_state(&args, "Fix the parser".into(), None, None, "s", "t");
         s.iteration = 4;
-        let text = reminder(&s, None, Source::Compact);
+        let text = reminder(&s, None, Source::Compact, std::path::Path::new("/p"));
         assert!(
             text.starts_with("[Ralph loop reminder: the conversation was compacted.]"),
             "{text}"
@@ -320,7 +347,12 @@ mod tests {
             assert!(text.contains(part), "{part}: {text}");
         }
         let (prd_state, prd) = crate::setup::rules::tests::prd_loop();
-        let text = reminder(&prd_state, Some(&prd), Source::Resume);
+        let text = reminder(
+            &prd_state,
+            Some(&prd),
+            Source::Resume,
+            std::path::Path::new("/p"),
+        );
         assert!(text.contains("# Ralph loop: story A of prd.json"), "{text}");
     }
 

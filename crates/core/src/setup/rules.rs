@@ -111,6 +111,9 @@ pub fn resolve_prompt(
     if story_review && args.prd_file.is_none() {
         return Err(StartError::StoryReviewWithoutPrd);
     }
+    if args.parallel.is_some() && args.prd_file.is_none() {
+        return Err(StartError::ParallelWithoutPrd);
+    }
     let prompt = match prompt_file_text {
         Some(_) if !args.prompt.trim().is_empty() => return Err(StartError::PromptTwice),
         Some(text) => match frontmatter::split(text) {
@@ -248,15 +251,24 @@ pub fn new_state(
         budgets: Budgets::default(),
         review: review_config(args),
         blocked: None,
-        fresh: args.fresh,
+        fresh: args.fresh || args.parallel.is_some(),
+        parallel: args.parallel.unwrap_or(0),
         prompt,
     }
 }
 
-/// The re-injection counter at start: the first story counts as fed once.
-pub fn first_injection(prd: Option<&Prd>) -> Option<Injected> {
-    prd.and_then(Prd::next_runnable)
-        .map(|s| Injected::next(None, &s.id))
+/// The re-injection counter at start: the first story (`--parallel`: the
+/// first stories, as one key) counts as fed once.
+pub fn first_injection(prd: Option<&Prd>, parallel: u32) -> Option<Injected> {
+    let prd = prd?;
+    if parallel > 0 {
+        let ids: Vec<&str> = crate::parallel::pick(prd, &[], parallel)
+            .iter()
+            .map(|s| s.id.as_str())
+            .collect();
+        return (!ids.is_empty()).then(|| Injected::next(None, &ids.join("+")));
+    }
+    prd.next_runnable().map(|s| Injected::next(None, &s.id))
 }
 
 #[cfg(test)]
@@ -336,7 +348,7 @@ pub(crate) mod tests {
         assert_eq!(s.completion_promise.as_deref(), Some(DEFAULT_PRD_PROMISE));
         assert_eq!(s.story_ids, ["A"]);
         assert_eq!(Mode::of(&s), Mode::Prd);
-        assert_eq!(first_injection(Some(&prd)).unwrap().count, 1);
+        assert_eq!(first_injection(Some(&prd), 0).unwrap().count, 1);
         assert!(check_prd("p", r#"{"stories":[{"id":"A","depends_on":["B"]}]}"#).is_err());
         let empty = check_prd("p", r#"{"stories":[]}"#).unwrap_err();
         assert_eq!(

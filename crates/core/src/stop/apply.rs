@@ -34,6 +34,10 @@ pub fn apply(
         // The hook's own record is the only verdict that counts.
         let _ = store::atomic_write(&paths.review, log.render().as_bytes());
     }
+    // --parallel: workers run and nothing else can go out; nothing advances.
+    if decision.next == Next::Wait {
+        return wait_for_worker(paths, inputs);
+    }
     if plan.claims {
         // Recorded for `status`; a failure shows with the decision's own.
         let claim = Entry::now(session, state.iteration, Action::Claim, CLAIMED);
@@ -112,11 +116,18 @@ pub fn apply(
         }
         Next::End { iterations } => {
             remove_loop(paths)?;
+            if let Some(removed) = remove_worktrees(paths, inputs) {
+                message.push_str(&format!(" (ralph {removed})"));
+            }
             let entry = Entry::now(session, iterations, Action::End, code);
             (entry.with_message(Some(&message)), None)
         }
+        Next::Wait => unreachable!("answered above"),
         Next::Cancel => {
             remove_loop(paths)?;
+            if let Some(removed) = remove_worktrees(paths, inputs) {
+                message.push_str(&format!(" (ralph {removed})"));
+            }
             (control::cancel_entry(state, Some(&message)), None)
         }
     };
@@ -203,6 +214,14 @@ fn next_turn(paths: &LoopPaths, message: &mut String) {
     if let Err(e) = turn_tools::reset(&paths.turn_tools) {
         message.push_str(&format!(" (the turn's tool record was not reset: {e})"));
     }
+}
+
+/// `--parallel`: the loop is over, its workers' worktrees and branches go.
+fn remove_worktrees(paths: &LoopPaths, inputs: &StopInputs) -> Option<String> {
+    let state = &inputs.state;
+    (state.parallel > 0)
+        .then(|| crate::parallel::hooks::remove_all(paths, &inputs.session, state.iteration))
+        .flatten()
 }
 
 /// The loop is over: its state and sidecars go (the log stays).

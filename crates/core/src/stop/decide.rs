@@ -60,6 +60,10 @@ pub struct StopContext<'a> {
     pub budgets: &'a Budgets,
     /// Seconds since the loop started, when known.
     pub elapsed_secs: Option<u64>,
+    /// `--parallel`: the stories whose worker still runs.
+    pub in_flight: &'a [Option<String>],
+    /// The project root (the workers' tasks name the PRD by its path).
+    pub root: &'a std::path::Path,
 }
 
 impl<'a> StopContext<'a> {
@@ -77,6 +81,8 @@ impl<'a> StopContext<'a> {
             stalls: plan.stalls,
             budgets: &plan.budgets,
             elapsed_secs: plan.elapsed_secs,
+            in_flight: &inputs.in_flight,
+            root: &inputs.root,
         }
     }
 }
@@ -171,6 +177,15 @@ pub enum Outcome<'a> {
         /// The story claims `passes`, but its review did not approve it.
         review: Option<&'a Verdict>,
     },
+    /// `--parallel`: these stories go out at once, each to its own worker.
+    Dispatch {
+        stories: Vec<&'a Story>,
+        standing: Standing<'a>,
+    },
+    // Nothing advances:
+    /// `--parallel`: workers run and no other story can go out: the turn
+    /// ends; a worker's report (or its merge) brings the next Stop.
+    WaitForWorkers,
 }
 
 impl Outcome<'_> {
@@ -208,6 +223,8 @@ impl Outcome<'_> {
                 Code::PromiseRefused
             }
             Outcome::Story { .. } => Code::Story,
+            Outcome::Dispatch { .. } => Code::Dispatched,
+            Outcome::WaitForWorkers => Code::WorkerRunning,
         }
     }
 
@@ -231,6 +248,13 @@ impl Outcome<'_> {
     pub fn story(&self) -> Option<String> {
         match self {
             Outcome::Story { story, .. } => Some(story.id.clone()),
+            Outcome::Dispatch { stories, .. } => Some(
+                stories
+                    .iter()
+                    .map(|s| s.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
             Outcome::StoryStuck(key) => Some(key.as_str().to_string()),
             Outcome::Blocked(b) => (!b.story_id.is_empty()).then(|| b.story_id.clone()),
             _ => None,
@@ -289,6 +313,8 @@ pub enum Next {
     End { iterations: u64 },
     /// Let the session stop: the user cancelled the loop.
     Cancel,
+    /// `--parallel`: let the turn end while workers run; nothing advances.
+    Wait,
 }
 
 /// The rules, in their order (see the module's doc).
@@ -410,6 +436,23 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
         vanished,
         early_promise,
     };
+    if cx.state.parallel > 0 {
+        let stories = crate::parallel::pick(prd, cx.in_flight, cx.state.parallel);
+        if !stories.is_empty() {
+            let ids: Vec<&str> = stories.iter().map(|s| s.id.as_str()).collect();
+            let key = FeedKey::Story(ids.join("+"));
+            let fed = feed(
+                cx,
+                key,
+                Outcome::Dispatch { stories, standing },
+                remove_blocker,
+            );
+            return with_ignored(fed, ignored_blocker);
+        }
+        if !cx.in_flight.is_empty() {
+            return alone(Outcome::WaitForWorkers);
+        }
+    }
     let Some(story) = prd.next_runnable() else {
         if !vanished.is_empty() {
             let outcome = Outcome::Vanished(standing);

@@ -20,6 +20,7 @@ struct Case {
     elapsed_secs: Option<u64>,
     review: ReviewGate,
     review_rounds: u32,
+    in_flight: Vec<Option<String>>,
 }
 
 impl Case {
@@ -37,6 +38,7 @@ impl Case {
             elapsed_secs: None,
             review: ReviewGate::Off,
             review_rounds: 0,
+            in_flight: Vec::new(),
         }
     }
 
@@ -68,6 +70,8 @@ impl Case {
             elapsed_secs: self.elapsed_secs,
             review: &self.review,
             review_rounds: self.review_rounds,
+            in_flight: &self.in_flight,
+            root: std::path::Path::new("/p"),
         })
     }
 }
@@ -585,4 +589,73 @@ fn review_gates_a_completion_that_stands() {
         ..Case::new(state(10, 10, Some("DONE")), Some("<promise>DONE</promise>"))
     };
     assert_eq!(last.decide().code, Code::MaxIterations);
+}
+
+const THREE_CHAINS: &str = r#"{"userStories":[
+    {"id":"A1","passes":false},{"id":"A2","passes":false,"dependsOn":["A1"]},
+    {"id":"B1","passes":false},{"id":"B2","passes":false,"dependsOn":["B1"]},
+    {"id":"C1","passes":false},{"id":"C2","passes":false,"dependsOn":["C1"]}]}"#;
+
+fn parallel(n: u32) -> LoopState {
+    LoopState {
+        prd_file: Some("prd.json".into()),
+        fresh: true,
+        parallel: n,
+        ..state(1, 20, Some("RALPH-COMPLETE"))
+    }
+}
+
+#[test]
+fn parallel_hands_out_every_free_place_at_once() {
+    let d = Case::prd(parallel(3), None, THREE_CHAINS).decide();
+    assert_eq!(d.code, Code::Dispatched);
+    assert_eq!(d.story.as_deref(), Some("A1,B1,C1"));
+    let (iteration, reason, injected) = fed(&d);
+    assert_eq!(iteration, 2);
+    for id in ["A1", "B1", "C1"] {
+        assert!(
+            reason.contains(&format!(
+                "description \"story {id}\", prompt \"Work story {id} of /p/prd.json"
+            )),
+            "{reason}"
+        );
+    }
+    assert_eq!(injected.unwrap().story_id, "A1+B1+C1");
+    assert!(d.system_message.contains("parallel: A1, B1, C1 out"));
+}
+
+#[test]
+fn parallel_fills_only_the_free_places_and_never_sends_a_story_twice() {
+    let case = Case {
+        in_flight: vec![Some("A1".into()), None],
+        ..Case::prd(parallel(3), None, THREE_CHAINS)
+    };
+    let d = case.decide();
+    assert_eq!(d.story.as_deref(), Some("B1"));
+    assert!(d.system_message.contains("in flight: A1"));
+}
+
+#[test]
+fn parallel_waits_while_workers_run_and_nothing_else_can_go_out() {
+    let prd = r#"{"userStories":[{"id":"A1","passes":false},{"id":"A2","passes":false,"dependsOn":["A1"]}]}"#;
+    let case = Case {
+        in_flight: vec![Some("A1".into())],
+        ..Case::prd(parallel(3), None, prd)
+    };
+    let d = case.decide();
+    assert_eq!(d.next, Next::Wait);
+    assert_eq!(d.code, Code::WorkerRunning);
+    // Nothing in flight and nothing runnable is the deadlock it always was.
+    let stuck = r#"{"userStories":[{"id":"A1","passes":false,"dependsOn":["A2"]},{"id":"A2","passes":false,"dependsOn":["A1"]}]}"#;
+    assert_eq!(
+        Case::prd(parallel(3), None, stuck).decide().code,
+        Code::Deadlock
+    );
+}
+
+#[test]
+fn parallel_ends_when_every_story_passes() {
+    let done = r#"{"userStories":[{"id":"A1","passes":true},{"id":"B1","passes":true}]}"#;
+    let d = Case::prd(parallel(2), None, done).decide();
+    assert_eq!(d.code, Code::AllStoriesPass);
 }

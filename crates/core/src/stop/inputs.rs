@@ -73,6 +73,11 @@ pub struct StopInputs {
     pub now: u64,
     /// The project's mirror of the state, against the state.
     pub mirror: Mirror,
+    /// `--parallel`: the stories whose worker still runs (`None`: a worker
+    /// whose task names no story), from the hook's `background_tasks`.
+    pub in_flight: Vec<Option<String>>,
+    /// The project root.
+    pub root: std::path::PathBuf,
 }
 
 impl StopInputs {
@@ -144,7 +149,14 @@ impl StopInputs {
             turn.as_ref(),
             last_message,
         );
+        let in_flight = if state.parallel > 0 {
+            crate::parallel::in_flight(&input.background_tasks)
+        } else {
+            Vec::new()
+        };
         Ok(Gathered::Loop(Box::new(StopInputs {
+            in_flight,
+            root: paths.root.clone(),
             session: session.to_string(),
             turn_key,
             called_tools: recorded.is_some_and(|r| !r.is_empty()),

@@ -66,10 +66,15 @@ pub fn step(paths: &LoopPaths, input: &HookInput, ran: &Ran) -> Result<Step, Sto
     // ends while the worker works. Wait for its report (the notification
     // turn's Stop) instead of feeding a second worker for the same story;
     // nothing advances, so the worker's run counts as one iteration.
-    if inputs.state.fresh
-        && inputs.state.active
-        && crate::fresh::worker_in_flight(&input.background_tasks).is_some()
-    {
+    // --parallel: the same once every place is taken (with a place free,
+    // the decision hands out more stories, or waits: `decide`).
+    let state = &inputs.state;
+    let all_busy = if state.parallel > 0 {
+        inputs.in_flight.len() >= state.parallel as usize
+    } else {
+        crate::fresh::worker_in_flight(&input.background_tasks).is_some()
+    };
+    if state.fresh && state.active && all_busy {
         return apply::wait_for_worker(paths, &inputs).map(Step::Done);
     }
     let mut plan = Plan::new(&inputs, ran);

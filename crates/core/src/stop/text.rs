@@ -91,6 +91,7 @@ pub fn render(cx: &StopContext, j: Judgement) -> Decision {
             let why = blocked_why(blocker);
             (waiting_for_user(state, &why), Next::Hold { why })
         }
+        Outcome::WaitForWorkers => (String::new(), Next::Wait),
         Outcome::StillPaused(why) => (
             waiting_for_user(state, why),
             Next::Hold {
@@ -105,7 +106,9 @@ pub fn render(cx: &StopContext, j: Judgement) -> Decision {
             let (reason, message) = feeding(cx, feed);
             // --fresh: the main thread hands the feed to a worker.
             // (a story's feed is already a short dispatch: see story_feed)
-            let reason = if state.fresh && !matches!(feed, Outcome::Story { .. }) {
+            let reason = if state.fresh
+                && !matches!(feed, Outcome::Story { .. } | Outcome::Dispatch { .. })
+            {
                 crate::fresh::dispatch(&reason, story.as_deref())
             } else {
                 reason
@@ -261,8 +264,41 @@ fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
             refused,
             review,
         } => story_feed(cx, outcome, story, standing, *refused, *review),
+        Outcome::Dispatch { stories, standing } => dispatch_feed(cx, stories, standing),
         end => unreachable!("not a feed: {end:?}"),
     }
+}
+
+/// `--parallel`: stories out to workers at once. Short: every word stays in
+/// the main thread's context; each worker reads its story itself.
+fn dispatch_feed(cx: &StopContext, stories: &[&Story], standing: &Standing) -> (String, String) {
+    let state = cx.state;
+    let label = state.iteration_label(state.iteration.saturating_add(1));
+    let root = cx.root.to_string_lossy();
+    let prd_path = format!("{root}/{}", prd_name(state));
+    let notes = format!("{root}/{}", crate::parallel::hooks::NOTES_FILE);
+    let in_flight = cx.in_flight.len();
+    let reason = crate::parallel::dispatch(
+        state.parallel,
+        &prd_path,
+        &notes,
+        stories,
+        in_flight,
+        &preface(state, standing),
+    );
+    let ids: Vec<&str> = stories.iter().map(|s| s.id.as_str()).collect();
+    let running: Vec<&str> = cx.in_flight.iter().flatten().map(String::as_str).collect();
+    let running = if running.is_empty() {
+        String::new()
+    } else {
+        format!(" · in flight: {}", running.join(", "))
+    };
+    let message = format!(
+        "🔄 Ralph iteration {label} · parallel: {} out{running} · {}",
+        ids.join(", "),
+        progress(standing)
+    );
+    (reason, message)
 }
 
 /// Plain mode: the prompt again.

@@ -1,0 +1,282 @@
+//! The git a `--parallel` loop runs: a worker's commit, the merge into the
+//! loop's branch, undoing it, the new base for a story sent back, and the
+//! removal of a worktree and its branches. Does I/O (spawns git, each call
+//! bounded by [`GIT_TIMEOUT`]).
+
+use crate::worktree::wait_bounded;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// No git command ralph runs for a merge takes longer than this on a sane
+/// repository; one that does (a hook, a lock) is given up.
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The identity of ralph's commits when the repository has none configured
+/// (a commit would fail otherwise); the user's own identity wins.
+const FALLBACK_NAME: &str = "ralph";
+const FALLBACK_EMAIL: &str = "ralph@localhost";
+
+/// Run `git ARGS` in `dir`: its output (stdout and stderr), or the output
+/// with the exit status when it failed.
+pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    let out_path = std::env::temp_dir().join(format!(
+        "ralph-git-{}-{}.log",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    let started = Instant::now();
+    let spawned = File::create(&out_path).and_then(|out| {
+        let err = out.try_clone()?;
+        let mut cmd = Command::new("git");
+        cmd.args(args)
+            .current_dir(dir)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_EDITOR", "true")
+            .env("GIT_MERGE_AUTOEDIT", "no")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        if !has_identity(dir) {
+            cmd.env("GIT_AUTHOR_NAME", FALLBACK_NAME)
+                .env("GIT_AUTHOR_EMAIL", FALLBACK_EMAIL)
+                .env("GIT_COMMITTER_NAME", FALLBACK_NAME)
+                .env("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
+        cmd.spawn()
+    });
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&out_path);
+            return Err(format!("could not start git: {e}"));
+        }
+    };
+    let (exit, timed_out) = wait_bounded(&mut child, started, GIT_TIMEOUT);
+    let mut output = String::new();
+    if let Ok(mut f) = File::open(&out_path) {
+        let _ = f.by_ref().take(64 * 1024).read_to_string(&mut output);
+    }
+    let _ = std::fs::remove_file(&out_path);
+    let output = output.trim_end().to_string();
+    match (exit, timed_out) {
+        (Some(0), _) => Ok(output),
+        (_, true) => Err(format!(
+            "git {} timed out after {}s",
+            args.join(" "),
+            GIT_TIMEOUT.as_secs()
+        )),
+        (code, _) => Err(format!(
+            "git {} failed (exit {}): {}",
+            args.join(" "),
+            code.map_or("none".into(), |c| c.to_string()),
+            last_lines(&output, 6)
+        )),
+    }
+}
+
+fn has_identity(dir: &Path) -> bool {
+    let get = |key: &str| {
+        Command::new("git")
+            .args(["config", "--get", key])
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .is_ok_and(|o| o.status.success() && !o.stdout.trim_ascii().is_empty())
+    };
+    let env = |key: &str| std::env::var_os(key).is_some_and(|v| !v.is_empty());
+    (get("user.email") || env("GIT_AUTHOR_EMAIL")) && (get("user.name") || env("GIT_AUTHOR_NAME"))
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join(" / ")
+}
+
+/// The commit `dir` has checked out.
+pub fn head(dir: &Path) -> Result<String, String> {
+    git(dir, &["rev-parse", "HEAD"]).map(|s| s.trim().to_string())
+}
+
+/// The branch `dir` has checked out (empty when detached).
+pub fn current_branch(dir: &Path) -> String {
+    git(dir, &["branch", "--show-current"])
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Commit everything the worker left in its worktree, but `keep_out`
+/// (paths relative to the repository: the PRD, whose `passes` ralph sets in
+/// the main tree only, and the shared notes): whatever the worker did to
+/// those, in the worktree or in its own commits since `base`, is undone.
+/// Whether a commit was made.
+pub fn commit_work(
+    worktree: &Path,
+    base: &str,
+    keep_out: &[&str],
+    message: &str,
+) -> Result<bool, String> {
+    for path in keep_out {
+        let in_base = git(worktree, &["cat-file", "-e", &format!("{base}:{path}")]).is_ok();
+        if in_base {
+            git(worktree, &["checkout", base, "--", path])?;
+        } else if worktree.join(path).exists() {
+            git(
+                worktree,
+                &["rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", path],
+            )?;
+            let _ = std::fs::remove_file(worktree.join(path));
+        }
+    }
+    git(worktree, &["add", "-A"])?;
+    let staged = git(worktree, &["diff", "--cached", "--quiet"]).is_err();
+    if !staged {
+        return Ok(false);
+    }
+    git(worktree, &["commit", "-q", "--no-verify", "-m", message])?;
+    Ok(true)
+}
+
+/// Name the worktree's branch after its story (`ralph/US-1`), replacing a
+/// leftover branch of that name.
+pub fn name_branch(worktree: &Path, branch: &str) -> Result<(), String> {
+    if current_branch(worktree) == branch {
+        return Ok(());
+    }
+    git(worktree, &["branch", "-M", branch]).map(|_| ())
+}
+
+/// Files with unresolved conflicts in `dir`.
+pub fn conflicted(dir: &Path) -> Vec<String> {
+    git(dir, &["diff", "--name-only", "--diff-filter=U"])
+        .map(|s| s.lines().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Files in `dir` that still hold a conflict marker line among `files`.
+pub fn markers_left(dir: &Path, files: &[String]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| {
+            std::fs::read_to_string(dir.join(f)).is_ok_and(|t| {
+                t.lines()
+                    .any(|l| l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> "))
+            })
+        })
+        .cloned()
+        .collect()
+}
+
+/// How a merge into the loop's branch went.
+pub enum Merged {
+    /// The new commit of the loop's branch, and the one before.
+    Done { before: String, after: String },
+    /// Conflicts in these files; the merge was aborted.
+    Conflict(Vec<String>),
+}
+
+/// Merge `branch` into the branch `root` has checked out (a merge commit
+/// even when a fast-forward would do: the story's work stays one unit).
+/// `attributes`: a gitattributes file for this merge only.
+pub fn merge(root: &Path, branch: &str, message: &str) -> Result<Merged, String> {
+    let before = head(root)?;
+    match git(
+        root,
+        &["merge", "--no-ff", "--no-edit", "-m", message, branch],
+    ) {
+        Ok(_) => Ok(Merged::Done {
+            before,
+            after: head(root)?,
+        }),
+        Err(why) => {
+            let files = conflicted(root);
+            let _ = git(root, &["merge", "--abort"]);
+            if files.is_empty() {
+                Err(why)
+            } else {
+                Ok(Merged::Conflict(files))
+            }
+        }
+    }
+}
+
+/// Undo a merge whose story's check failed: back to `before`, keeping any
+/// change in the tree that is not the merge's (`reset --keep`); when that
+/// cannot be done safely, a revert commit instead.
+pub fn undo_merge(root: &Path, before: &str) -> Result<(), String> {
+    if git(root, &["reset", "-q", "--keep", before]).is_ok() {
+        return Ok(());
+    }
+    git(root, &["revert", "--no-edit", "-m", "1", "HEAD"]).map(|_| ())
+}
+
+/// Bring the loop's branch (now at `base`) into the story's worktree: the
+/// conflicted files, left with their markers for the worker to resolve.
+pub fn take_new_base(worktree: &Path, base: &str) -> Result<Vec<String>, String> {
+    match git(
+        worktree,
+        &[
+            "merge",
+            "--no-edit",
+            "-m",
+            "ralph: the loop's branch, merged in",
+            base,
+        ],
+    ) {
+        Ok(_) => Ok(Vec::new()),
+        Err(why) => {
+            let files = conflicted(worktree);
+            if files.is_empty() {
+                Err(why)
+            } else {
+                Ok(files)
+            }
+        }
+    }
+}
+
+/// Remove a worker's worktree (even while Claude Code holds its lock) and
+/// its branches; what is already gone is fine.
+pub fn remove_worktree(root: &Path, worktree: &str, branches: &[&str]) -> Result<(), String> {
+    let mut problems = Vec::new();
+    if Path::new(worktree).exists()
+        && let Err(e) = git(root, &["worktree", "remove", "-f", "-f", worktree])
+    {
+        problems.push(e);
+    }
+    let _ = git(root, &["worktree", "prune"]);
+    for branch in branches.iter().filter(|b| !b.is_empty()) {
+        let exists = git(
+            root,
+            &[
+                "show-ref",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{branch}"),
+            ],
+        )
+        .is_ok();
+        if exists && let Err(e) = git(root, &["branch", "-D", branch]) {
+            problems.push(e);
+        }
+    }
+    // Claude Code's folder for them, once empty (nothing of the user's).
+    if let Some(parent) = Path::new(worktree).parent() {
+        let _ = std::fs::remove_dir(parent);
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}

@@ -1,0 +1,438 @@
+//! `--parallel` at the hooks: a worker's start (`SubagentStart`: its
+//! worktree is recorded and set on the loop's branch), its stop
+//! (`SubagentStop`: the merge queue), and the removal of every worktree of
+//! the loop (its end, a cancel, the next start after a crash). Does I/O.
+//!
+//! Locks: the loop lock is held only to read and write the loop's files; a
+//! story's merge and its check run under the merge lock alone (one merge at
+//! a time, and a check never sees another story's merge half done). The
+//! merge lock is taken before the loop lock, never the other way round.
+
+use super::git::{self, Merged};
+use super::{Lane, LaneStatus, MergeOutcome, WORKER_TYPE};
+use crate::activity::{self, Action, Code, Entry};
+use crate::fresh;
+use crate::hook_input::HookInput;
+use crate::hook_output::HookOutput;
+use crate::paths::{LoopPaths, StateFile};
+use crate::prd_edit;
+use crate::state::LoopState;
+use crate::stop::inputs::owns;
+use crate::store::{self, LOCK_WAIT, LoopLock};
+use crate::verify::{CheckResult, VerifyLog};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a worker's stop waits for the merges before its own (each may
+/// run a story's check).
+pub const MERGE_WAIT: Duration = Duration::from_secs(1800);
+
+/// The shared notes every worker appends to, in the main tree.
+pub const NOTES_FILE: &str = "progress.txt";
+
+/// The running loop a parallel worker's hook call belongs to.
+fn worker_loop(paths: &LoopPaths, input: &HookInput) -> Option<LoopState> {
+    if input.agent_type.as_deref() != Some(WORKER_TYPE) {
+        return None;
+    }
+    let StateFile::Loop { state, .. } = paths.read_state() else {
+        return None;
+    };
+    (state.active && state.parallel > 0 && owns(&state.session_id, input.session()))
+        .then_some(*state)
+}
+
+/// The worker's worktree: its hook `cwd`, when that is not the main tree.
+fn worktree_of(paths: &LoopPaths, input: &HookInput) -> Option<PathBuf> {
+    let cwd = PathBuf::from(input.cwd.as_deref()?);
+    let same = |a: &Path, b: &Path| {
+        a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
+    };
+    (!same(&cwd, &paths.root)).then_some(cwd)
+}
+
+/// `SubagentStart` of a parallel worker: record its worktree (so it is
+/// removed whatever happens) and start it on the loop's branch as it is now
+/// (Claude Code branches from `origin/HEAD` when there is a remote).
+pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
+    let Some(worktree) = worktree_of(paths, input) else {
+        return HookOutput::Nothing;
+    };
+    let Ok(_lock) = LoopLock::acquire(&paths.lock, LOCK_WAIT) else {
+        return HookOutput::Nothing;
+    };
+    if worker_loop(paths, input).is_none() {
+        return HookOutput::Nothing;
+    }
+    let Ok(base) = git::head(&paths.root) else {
+        return HookOutput::Nothing;
+    };
+    if git::head(&worktree).ok().as_deref() != Some(base.as_str()) {
+        let _ = git::git(&worktree, &["reset", "-q", "--hard", &base]);
+    }
+    let mut board = paths.read_board();
+    board.lanes.insert(
+        input.agent_id.clone().unwrap_or_default(),
+        Lane {
+            worktree: worktree.to_string_lossy().into_owned(),
+            branch: git::current_branch(&worktree),
+            base,
+            story: None,
+            status: LaneStatus::Working,
+            sent_back: 0,
+        },
+    );
+    let _ = paths.write_board(&board);
+    HookOutput::Nothing
+}
+
+/// The task the main thread gave a subagent: the first message of its own
+/// transcript (read from the start, one line).
+fn task_of(input: &HookInput) -> Option<String> {
+    let file = std::fs::File::open(input.agent_transcript_path.as_deref()?).ok()?;
+    let mut line = String::new();
+    BufReader::new(file.take(1 << 20))
+        .read_line(&mut line)
+        .ok()?;
+    let v: serde_json::Value = serde_json::from_str(&line).ok()?;
+    let content = v.get("message")?.get("content")?;
+    Some(crate::queue::content_text(content))
+}
+
+/// What the first pass under the loop lock found.
+struct Claim {
+    state: LoopState,
+    story: String,
+    title: String,
+    check: Option<String>,
+    lane: Lane,
+}
+
+/// `SubagentStop` of a parallel worker: the merge queue. A worker that
+/// claims its story has its worktree committed, then (one story at a time)
+/// merged into the loop's branch and the story's check run there; merged,
+/// the story is marked passing in the main tree and the worktree removed;
+/// else the story goes back to the worker on the new base. `extend` pushes
+/// the hook's watchdog out before each long wait.
+pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duration)) -> HookOutput {
+    let agent = input.agent_id.clone().unwrap_or_default();
+    let said = input.last_assistant_message.as_deref().unwrap_or("");
+    let claim = {
+        let Ok(_lock) = LoopLock::acquire(&paths.lock, LOCK_WAIT) else {
+            return HookOutput::Nothing;
+        };
+        let Some(state) = worker_loop(paths, input) else {
+            return HookOutput::Nothing;
+        };
+        let Some(worktree) = worktree_of(paths, input) else {
+            return HookOutput::Nothing;
+        };
+        let mut board = paths.read_board();
+        let lane = board.lanes.get(&agent).cloned().unwrap_or_else(|| Lane {
+            worktree: worktree.to_string_lossy().into_owned(),
+            branch: git::current_branch(&worktree),
+            base: git::head(&paths.root).unwrap_or_default(),
+            story: None,
+            status: LaneStatus::Working,
+            sent_back: 0,
+        });
+        let story = lane
+            .story
+            .clone()
+            .or_else(|| task_of(input).and_then(|t| super::story_in_task(&t)));
+        let prd = state
+            .prd_file
+            .as_deref()
+            .and_then(|f| paths.read_prd(f).ok())
+            .map(|p| p.with_recorded_checks(&state.story_checks));
+        let found = story
+            .as_deref()
+            .and_then(|id| prd.as_ref()?.story(id).cloned());
+        let Some(found) = found.filter(|s| fresh::claims_done(said, &s.id)) else {
+            // No claim (or no story of the PRD): the work is not merged; the
+            // main loop hands the story out again, to a fresh worktree.
+            drop(board.lanes.remove(&agent));
+            let _ = paths.write_board(&board);
+            let _ = git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch]);
+            let entry = Entry::now(
+                input.session(),
+                state.iteration,
+                Action::Worker,
+                Code::WorktreeAbandoned.as_str(),
+            )
+            .with_story(story.clone());
+            let _ = activity::append(&paths.log, &entry);
+            return HookOutput::allow(format!(
+                "Ralph: the worker{} stopped without `{}`; its worktree was removed and the story goes out again.",
+                story.map(|s| format!(" for {s}")).unwrap_or_default(),
+                fresh::DONE_MARKER
+            ));
+        };
+        let branch = super::story_branch(&found.id);
+        let renamed = git::name_branch(&worktree, &branch).is_ok();
+        let lane = Lane {
+            story: Some(found.id.clone()),
+            branch: if renamed { branch } else { lane.branch },
+            ..lane
+        };
+        board.lanes.insert(agent.clone(), lane.clone());
+        let _ = paths.write_board(&board);
+        Claim {
+            state,
+            story: found.id,
+            title: found.title,
+            check: found.verify,
+            lane,
+        }
+    };
+    let worktree = PathBuf::from(&claim.lane.worktree);
+    let prd_file = claim.state.prd_file.clone().unwrap_or_default();
+    // A story sent back with a conflict: every marker must be gone.
+    let unresolved = git::markers_left(&worktree, &git::conflicted(&worktree));
+    if !unresolved.is_empty() {
+        let outcome = MergeOutcome::Conflict { files: unresolved };
+        return sent_back(paths, input, &claim, outcome);
+    }
+    let message = format!("ralph: story {} {}", claim.story, claim.title);
+    if let Err(why) = git::commit_work(
+        &worktree,
+        &claim.lane.base,
+        &[prd_file.as_str(), NOTES_FILE],
+        message.trim_end(),
+    ) {
+        return sent_back(paths, input, &claim, MergeOutcome::Failed(why));
+    }
+    extend(MERGE_WAIT + Duration::from_secs(30));
+    let Ok(_queue) = LoopLock::acquire(&paths.merge_lock, MERGE_WAIT) else {
+        return HookOutput::allow(format!(
+            "Ralph: story {} waited {} min for the merge queue and was not merged; it goes out again.",
+            claim.story,
+            MERGE_WAIT.as_secs() / 60
+        ));
+    };
+    if worker_loop(paths, input).is_none() {
+        // Cancelled (or ended) meanwhile: whoever ended it removes the worktrees.
+        return HookOutput::Nothing;
+    }
+    let merge_message = format!("ralph: merge story {} {}", claim.story, claim.title);
+    let outcome = match git::merge(&paths.root, &claim.lane.branch, merge_message.trim_end()) {
+        Err(why) => MergeOutcome::Failed(why),
+        Ok(Merged::Conflict(files)) => {
+            let base = git::head(&paths.root).unwrap_or_default();
+            match git::take_new_base(&worktree, &base) {
+                Ok(in_worktree) if !in_worktree.is_empty() => {
+                    MergeOutcome::Conflict { files: in_worktree }
+                }
+                _ => MergeOutcome::Conflict { files },
+            }
+        }
+        Ok(Merged::Done { before, after }) => {
+            let timeout = Duration::from_secs(claim.state.verify_timeout);
+            let result = claim.check.as_deref().map(|cmd| {
+                extend(timeout + Duration::from_secs(30));
+                crate::worktree::run_check(&paths.root, cmd, timeout, None)
+            });
+            match result {
+                Some(r) if !r.passed() => {
+                    let undone = git::undo_merge(&paths.root, &before);
+                    let base = git::head(&paths.root).unwrap_or_default();
+                    let _ = git::take_new_base(&worktree, &base);
+                    match undone {
+                        Ok(()) => MergeOutcome::CheckFailed(r),
+                        Err(why) => MergeOutcome::Failed(format!(
+                            "its check failed after the merge, and the merge could not be undone: {why}"
+                        )),
+                    }
+                }
+                passed => {
+                    extend(Duration::from_secs(30));
+                    return merged(paths, input, &claim, after, passed);
+                }
+            }
+        }
+    };
+    sent_back(paths, input, &claim, outcome)
+}
+
+/// The story is in the loop's branch and its check passed there: mark it
+/// passing in the main tree's PRD, keep the check's result, log, and
+/// remove the worktree and its branch. The merge lock is still held.
+fn merged(
+    paths: &LoopPaths,
+    input: &HookInput,
+    claim: &Claim,
+    commit: String,
+    check: Option<CheckResult>,
+) -> HookOutput {
+    let outcome = MergeOutcome::Merged { commit };
+    let message = super::merge_message(&claim.story, &outcome);
+    let Ok(_lock) = LoopLock::acquire(&paths.lock, LOCK_WAIT) else {
+        return HookOutput::allow(format!(
+            "{message} (but the loop's lock stayed busy, so it was not marked passing: the story goes out again)"
+        ));
+    };
+    if worker_loop(paths, input).is_none() {
+        // Cancelled while the check ran: the merge stays (it passed), the
+        // loop's files are not written again.
+        return HookOutput::allow(message);
+    }
+    let mut problems = Vec::new();
+    let prd_file = claim.state.prd_file.clone().unwrap_or_default();
+    match paths.read_project_file(&prd_file) {
+        Ok(text) => match prd_edit::mark_passing(&text, &claim.story) {
+            Some(out) if out != text => {
+                if let Err(e) = store::atomic_write(&paths.root.join(&prd_file), out.as_bytes()) {
+                    problems.push(format!("{prd_file} not written: {e}"));
+                }
+            }
+            Some(_) => {}
+            None => problems.push(format!(
+                "{prd_file}: story {} not found to mark",
+                claim.story
+            )),
+        },
+        Err(e) => problems.push(format!("{prd_file}: {e}")),
+    }
+    if let Some(mut result) = check {
+        result.fingerprint = crate::worktree::fingerprint(&paths.root);
+        let mut log = store::read_optional(&paths.verify)
+            .ok()
+            .flatten()
+            .map(|t| VerifyLog::parse(&t))
+            .unwrap_or_default();
+        log.stories.insert(claim.story.clone(), result);
+        let _ = store::atomic_write(&paths.verify, log.render().as_bytes());
+    }
+    let agent = input.agent_id.clone().unwrap_or_default();
+    let mut board = paths.read_board();
+    board.lanes.remove(&agent);
+    if !board.merged.contains(&claim.story) {
+        board.merged.push(claim.story.clone());
+    }
+    if let Err(e) = paths.write_board(&board) {
+        problems.push(format!("board not written: {e}"));
+    }
+    if let Err(e) = git::remove_worktree(
+        &paths.root,
+        &claim.lane.worktree,
+        &[&claim.lane.branch, &format!("worktree-agent-{agent}")],
+    ) {
+        problems.push(format!("worktree not removed: {e}"));
+    }
+    let text = if problems.is_empty() {
+        message
+    } else {
+        format!("{message} ({})", problems.join("; "))
+    };
+    let entry = Entry::now(
+        input.session(),
+        claim.state.iteration,
+        Action::Merge,
+        outcome.code().as_str(),
+    )
+    .with_story(Some(claim.story.clone()))
+    .with_message(Some(&text));
+    let _ = activity::append(&paths.log, &entry);
+    HookOutput::allow(text)
+}
+
+/// The story goes back to its worker (its stop blocked) with why; after
+/// `max_story_attempts` send-backs the worker may stop, its worktree goes,
+/// and the main loop hands the story out again (counting it).
+fn sent_back(
+    paths: &LoopPaths,
+    input: &HookInput,
+    claim: &Claim,
+    outcome: MergeOutcome,
+) -> HookOutput {
+    let Ok(_lock) = LoopLock::acquire(&paths.lock, LOCK_WAIT) else {
+        return HookOutput::allow(super::merge_message(&claim.story, &outcome));
+    };
+    if worker_loop(paths, input).is_none() {
+        return HookOutput::Nothing;
+    }
+    let agent = input.agent_id.clone().unwrap_or_default();
+    let mut board = paths.read_board();
+    *board.sent_back.entry(claim.story.clone()).or_default() += 1;
+    let times = claim.lane.sent_back + 1;
+    let max = claim.state.max_story_attempts;
+    let gave_up = times > max;
+    if gave_up {
+        board.lanes.remove(&agent);
+    } else {
+        board.lanes.insert(
+            agent,
+            Lane {
+                status: LaneStatus::SentBack,
+                sent_back: times,
+                ..claim.lane.clone()
+            },
+        );
+    }
+    let _ = paths.write_board(&board);
+    let message = super::merge_message(&claim.story, &outcome);
+    let entry = Entry::now(
+        input.session(),
+        claim.state.iteration,
+        Action::Merge,
+        outcome.code().as_str(),
+    )
+    .with_story(Some(claim.story.clone()))
+    .with_message(Some(&message));
+    let _ = activity::append(&paths.log, &entry);
+    if gave_up {
+        let _ = git::remove_worktree(&paths.root, &claim.lane.worktree, &[&claim.lane.branch]);
+        return HookOutput::allow(format!(
+            "{message} It was sent back {max} times already: the worker stops, its worktree is removed, and the story goes out again."
+        ));
+    }
+    HookOutput::Block {
+        reason: super::send_back_reason(
+            &claim.story,
+            &outcome,
+            claim.state.verify_timeout,
+            times,
+            max,
+        ),
+        system_message: Some(message),
+    }
+}
+
+/// Remove every worktree and branch the board names (the loop ended, was
+/// cancelled, or a new one starts over a crashed one's), and the board.
+/// Only what ralph recorded is touched. What was removed, in words.
+pub fn remove_all(paths: &LoopPaths, session: &str, iteration: u64) -> Option<String> {
+    let board = paths.read_board();
+    if board.lanes.is_empty() {
+        let _ = store::remove_if_present(&paths.board);
+        return None;
+    }
+    let mut removed = Vec::new();
+    let mut problems = Vec::new();
+    for (agent, lane) in &board.lanes {
+        let client_branch = format!("worktree-agent-{agent}");
+        match git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch]) {
+            Ok(()) => removed.push(lane.story.clone().unwrap_or_else(|| agent.clone())),
+            Err(e) => problems.push(e),
+        }
+    }
+    let _ = store::remove_if_present(&paths.board);
+    let mut text = format!(
+        "removed {} of the loop's worker worktrees ({})",
+        removed.len(),
+        removed.join(", ")
+    );
+    if !problems.is_empty() {
+        text.push_str(&format!("; could not remove: {}", problems.join("; ")));
+    }
+    let entry = Entry::now(
+        session,
+        iteration,
+        Action::Cleanup,
+        Code::WorktreesRemoved.as_str(),
+    )
+    .with_message(Some(&text));
+    let _ = activity::append(&paths.log, &entry);
+    Some(text)
+}

@@ -1,0 +1,186 @@
+//! `--parallel` loops: a worker writes only inside its own git worktree
+//! (Claude Code's `.claude/worktrees/agent-…`, the worker's `cwd`), never in
+//! the main tree, where its story's work arrives only through ralph's merge,
+//! nor in another worker's worktree. The one exception is the loop's shared
+//! notes, `progress.txt` in the main tree. Pure.
+//!
+//! Like the rest of the guard, a rail for a cooperative model: a Bash
+//! command that writes is judged by the paths it names (absolute ones, and
+//! `..` climbing out of the worktree).
+
+use crate::fresh::{bash_writes, write_targets};
+use crate::protect::normalize;
+use crate::{LoopContext, ToolCall, fresh_main_write};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The main tree's file every worker may append to.
+pub const NOTES_FILE: &str = "progress.txt";
+
+/// Why a parallel worker's call is refused; `None` when it stays inside
+/// its worktree (or only reads).
+pub fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) -> Option<String> {
+    let write = fresh_main_write(call)?;
+    let in_main_tree =
+        tree == ctx.root || !tree.starts_with(ctx.root.join(".claude").join("worktrees"));
+    if !in_main_tree && !tree.exists() {
+        return Some(
+            "ralph-guard: your worktree is gone: the Ralph loop was cancelled or your story was already merged. Stop now, \
+             with a one-line report."
+                .to_string(),
+        );
+    }
+    if in_main_tree {
+        return Some(format!(
+            "ralph-guard: this Ralph loop runs with --parallel: a worker works in its own git worktree, but this one runs in \
+             the main tree ({}), so {write} is refused. The main thread must start workers as subagent_type \
+             \"ralph:ralph-parallel-worker\" (its file asks for isolation: worktree).",
+            tree.display()
+        ));
+    }
+    let notes = ctx.root.join(NOTES_FILE);
+    let outside = |p: &Path| !p.starts_with(tree) && p != notes;
+    match call.tool_name.as_str() {
+        "Bash" => {
+            let command = call.tool_input.get("command").and_then(Value::as_str)?;
+            if !bash_writes(command) {
+                return None;
+            }
+            let escapes: Vec<PathBuf> = write_targets(command)
+                .iter()
+                .filter_map(|w| resolve(w, tree, ctx.home.as_deref()))
+                .filter(|p| outside(p) && touches_project(p, ctx))
+                .collect();
+            let first = escapes.first()?;
+            Some(refusal(&write, first, tree))
+        }
+        _ => {
+            let target = call.file_target(tree, ctx.home.as_deref())?;
+            outside(&target).then(|| refusal(&write, &target, tree))
+        }
+    }
+}
+
+/// A path in the project (the main tree, or another worker's worktree):
+/// what a worker must not write. `/tmp` and the like stay free.
+fn touches_project(p: &Path, ctx: &LoopContext) -> bool {
+    p.starts_with(&ctx.root) || ctx.real_root.as_ref().is_some_and(|r| p.starts_with(r))
+}
+
+fn refusal(write: &str, target: &Path, tree: &Path) -> String {
+    format!(
+        "ralph-guard: this Ralph loop runs with --parallel: a worker writes only in its own worktree ({}); {write} reaching \
+         {} is refused. Work with paths inside your worktree; your story reaches the main tree when ralph merges it. \
+         Append your notes to the main tree's {NOTES_FILE} only.",
+        tree.display(),
+        target.display()
+    )
+}
+
+/// A path a command writes, made absolute against the worktree (`~/…`
+/// against the home folder); `None` for a word that holds a variable.
+fn resolve(word: &str, tree: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    if word.contains('$') {
+        return None;
+    }
+    Some(match (word.strip_prefix("~/"), home) {
+        (Some(rest), Some(h)) => normalize(&h.join(rest)),
+        _ => normalize(&tree.join(word)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx() -> LoopContext {
+        LoopContext {
+            root: "/p".into(),
+            ..LoopContext::default()
+        }
+    }
+
+    fn call(tool: &str, input: Value) -> ToolCall {
+        ToolCall {
+            tool_name: tool.into(),
+            tool_input: input,
+        }
+    }
+
+    #[test]
+    fn a_worker_writes_in_its_worktree_and_the_notes_only() {
+        let dir = tempdir();
+        let root = dir.clone();
+        let tree = root.join(".claude/worktrees/agent-a");
+        std::fs::create_dir_all(&tree).unwrap();
+        let ctx = LoopContext {
+            root: root.clone(),
+            ..LoopContext::default()
+        };
+        let t = tree.to_string_lossy();
+        let r = root.to_string_lossy();
+        let allowed = [
+            call(
+                "Write",
+                json!({"file_path": format!("{t}/src/a.rs"), "content": "x"}),
+            ),
+            call("Edit", json!({"file_path": format!("{r}/progress.txt")})),
+            call("Bash", json!({"command": "echo x > a.txt && git add -A"})),
+            call("Bash", json!({"command": format!("cat {r}/prd.json")})),
+            call(
+                "Bash",
+                json!({"command": format!("echo note >> {r}/progress.txt")}),
+            ),
+            call("Bash", json!({"command": "echo x > /tmp/scratch"})),
+        ];
+        for c in &allowed {
+            assert_eq!(outside_worktree(c, &ctx, &tree), None, "{c:?}");
+        }
+        let refused = [
+            call(
+                "Write",
+                json!({"file_path": format!("{r}/src/a.rs"), "content": "x"}),
+            ),
+            call(
+                "Edit",
+                json!({"file_path": format!("{r}/.claude/worktrees/agent-b/a.rs")}),
+            ),
+            call("Bash", json!({"command": format!("echo x > {r}/a.txt")})),
+            call("Bash", json!({"command": "cd ../../.. && touch a"})),
+            call(
+                "Bash",
+                json!({"command": format!("git -C {r} commit -am x")}),
+            ),
+        ];
+        for c in &refused {
+            assert!(outside_worktree(c, &ctx, &tree).is_some(), "{c:?}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_worker_in_the_main_tree_or_a_removed_worktree_writes_nothing() {
+        let c = call("Bash", json!({"command": "touch a"}));
+        assert!(
+            outside_worktree(&c, &ctx(), Path::new("/p"))
+                .unwrap()
+                .contains("main tree")
+        );
+        let gone = Path::new("/p/.claude/worktrees/agent-gone");
+        assert!(
+            outside_worktree(&c, &ctx(), gone)
+                .unwrap()
+                .contains("is gone")
+        );
+        let read = call("Bash", json!({"command": "ls"}));
+        assert_eq!(outside_worktree(&read, &ctx(), gone), None);
+    }
+
+    fn tempdir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ralph-policy-parallel-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}
