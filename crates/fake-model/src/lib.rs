@@ -289,6 +289,16 @@ fn route(request: &Request, body: &Value, shared: &Shared, state: &mut State) ->
         format!("{}_", shared.script.lanes[i].name)
     });
     let index = state.next[slot];
+    if slot == 0 && index >= shared.replies(0).len() && shared.script.follow_dispatches {
+        state.next[0] += 1;
+        return Routed {
+            kind: RequestKind::Main,
+            slot: Some(0),
+            reply_index: Some(index),
+            reply: Some(Reply::following_dispatch(&last_user_text(body))),
+            id: message_id("", index + 1),
+        };
+    }
     let Some(reply) = shared.replies(slot).get(index) else {
         let mut routed = plain(
             RequestKind::Exhausted,

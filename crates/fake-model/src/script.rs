@@ -18,6 +18,15 @@ pub struct Script {
     /// that matches wins.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lanes: Vec<Lane>,
+    /// Once the main replies are used up, answer each further main request
+    /// by doing what ralph's last feed says: one `Agent` call per
+    /// `- description "D", prompt "P"` line of the last user message (with
+    /// the `subagent_type "T"` it names, in the background), or a short
+    /// text when it holds none (a worker's report, a launch notice). Stands
+    /// for a model that follows `--parallel` dispatches, however many turns
+    /// the workers' timing brings.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub follow_dispatches: bool,
 }
 
 /// A script of its own for the requests whose system prompt contains
@@ -215,6 +224,38 @@ fn default_description() -> String {
 }
 
 impl Reply {
+    /// The reply of a model following the dispatch in `told` (see
+    /// [`Script::follow_dispatches`]).
+    pub fn following_dispatch(told: &str) -> Reply {
+        let agent_type = told
+            .split("subagent_type \"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap_or("general-purpose")
+            .to_string();
+        let calls: Vec<Block> = told
+            .lines()
+            .filter_map(|l| {
+                let rest = l.trim().strip_prefix("- description \"")?;
+                let (description, rest) = rest.split_once('"')?;
+                let prompt = rest.strip_prefix(", prompt \"")?.strip_suffix('"')?;
+                Some(Block::Tool {
+                    name: "Agent".into(),
+                    input: json!({"description": description, "prompt": prompt,
+                                  "subagent_type": agent_type, "run_in_background": true}),
+                })
+            })
+            .collect();
+        if calls.is_empty() {
+            Reply::text("Noted; waiting for the workers.")
+        } else {
+            Reply {
+                blocks: calls,
+                ..Reply::default()
+            }
+        }
+    }
+
     /// A reply of one text block.
     pub fn text(text: impl Into<String>) -> Reply {
         Reply {
@@ -276,6 +317,25 @@ impl Block {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dispatch_is_followed_call_by_call() {
+        let told = "Ralph loop (--parallel 2): ... each with subagent_type \"ralph:w\" and run_in_background: true:\n- description \"story A\", prompt \"Work story A of /p/prd.json.\"\n- description \"story B\", prompt \"Work story B (Bee) of /p/prd.json.\"\nThen end your turn.";
+        let r = Reply::following_dispatch(told);
+        let calls: Vec<Value> = r
+            .blocks
+            .iter()
+            .filter_map(|b| b.tool_call())
+            .map(|(_, i)| i)
+            .collect();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[1]["prompt"], "Work story B (Bee) of /p/prd.json.");
+        assert_eq!(calls[0]["subagent_type"], "ralph:w");
+        assert_eq!(
+            Reply::following_dispatch("Agent finished").text.as_deref(),
+            Some("Noted; waiting for the workers.")
+        );
+    }
 
     #[test]
     fn script_reads_from_json() {

@@ -120,6 +120,7 @@ fn laned_script() -> Script {
                 replies: vec![Reply::text("never")],
             },
         ],
+        ..Script::default()
     }
 }
 
@@ -137,6 +138,7 @@ fn parallel_workers_get_their_own_lane_by_their_task() {
     let model = FakeModel::start(Script {
         replies: vec![Reply::text("main 1")],
         lanes: vec![lane("a", "A"), lane("b", "B")],
+        ..Script::default()
     })
     .unwrap();
     let ask = |task: &str| {

@@ -196,6 +196,12 @@ pub fn status(paths: &LoopPaths) -> Status {
                 Status::at(project, Some(&state), None, prd.as_ref(), checks, last, now);
             status.state_file = Some(paths.state.display().to_string());
             status.worker = state.fresh.then(|| paths.read_worker()).flatten();
+            if state.parallel > 0 {
+                status.parallel = Some(status::ParallelStatus::new(
+                    state.parallel,
+                    &paths.read_board(),
+                ));
+            }
             if state.review.is_on() {
                 let log = paths.read_review_log().unwrap_or_default();
                 status.review = Some(status::ReviewStatus::new(&state.review, &log));

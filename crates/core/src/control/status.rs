@@ -64,6 +64,49 @@ pub struct Status {
     /// `--fresh`: the last worker's run not yet taken by a Stop.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worker: Option<crate::fresh::WorkerRecord>,
+    /// `--parallel`: the stories in flight, merged, sent back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<ParallelStatus>,
+}
+
+/// `--parallel`: where the stories stand in the merge queue.
+#[derive(Debug, Clone, Serialize)]
+pub struct ParallelStatus {
+    pub at_once: u32,
+    /// Each worker's story (or agent id, before its story is known) and
+    /// its worktree's branch; `sent back` when it is on its second try or later.
+    pub in_flight: Vec<String>,
+    pub merged: Vec<String>,
+    /// Story id and how many times it was sent back.
+    pub sent_back: Vec<(String, u32)>,
+}
+
+impl ParallelStatus {
+    pub fn new(at_once: u32, board: &crate::parallel::Board) -> ParallelStatus {
+        ParallelStatus {
+            at_once,
+            in_flight: board
+                .lanes
+                .iter()
+                .filter(|(_, l)| l.status != crate::parallel::LaneStatus::Merged)
+                .map(|(agent, l)| {
+                    let who = l.story.clone().unwrap_or_else(|| format!("worker {agent}"));
+                    let again = if l.sent_back > 0 {
+                        format!(", sent back {}x", l.sent_back)
+                    } else {
+                        String::new()
+                    };
+                    format!("{who} ({}{again})", l.branch)
+                })
+                .collect(),
+            merged: board.merged.clone(),
+            sent_back: board
+                .sent_back
+                .iter()
+                .map(|(k, v)| (k.clone(), *v))
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -177,6 +220,7 @@ impl Status {
             budgets: state.map(|s| budgets(s, now)).unwrap_or_default(),
             fresh: state.is_some_and(|s| s.fresh),
             worker: None,
+            parallel: None,
         }
     }
 
@@ -251,7 +295,29 @@ impl Status {
         if let Some(t) = &self.started_at {
             out.push_str(&format!("  started:   {t}\n"));
         }
-        if self.fresh {
+        if let Some(p) = &self.parallel {
+            let list = |v: &[String]| {
+                if v.is_empty() {
+                    "none".to_string()
+                } else {
+                    v.join(", ")
+                }
+            };
+            out.push_str(&format!(
+                "  parallel:  up to {} at once, each in its own worktree\n  in flight: {}\n  merged:    {}\n",
+                p.at_once,
+                list(&p.in_flight),
+                list(&p.merged)
+            ));
+            if !p.sent_back.is_empty() {
+                let back: Vec<String> = p
+                    .sent_back
+                    .iter()
+                    .map(|(s, n)| format!("{s} ({n}x)"))
+                    .collect();
+                out.push_str(&format!("  sent back: {}\n", back.join(", ")));
+            }
+        } else if self.fresh {
             out.push_str(&format!(
                 "  fresh:     each iteration runs in a fresh {} subagent\n",
                 crate::fresh::WORKER_TYPE

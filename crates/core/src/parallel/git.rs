@@ -139,11 +139,19 @@ pub fn commit_work(
         }
     }
     git(worktree, &["add", "-A"])?;
+    // A story sent back with a conflict: this commit concludes the merge of
+    // the new base, whatever else it holds.
+    let merging = git(worktree, &["rev-parse", "-q", "--verify", "MERGE_HEAD"]).is_ok();
     let staged = git(worktree, &["diff", "--cached", "--quiet"]).is_err();
-    if !staged {
+    if !staged && !merging {
         return Ok(false);
     }
-    git(worktree, &["commit", "-q", "--no-verify", "-m", message])?;
+    let message = if merging {
+        format!("{message} (on the loop's branch, conflicts resolved)")
+    } else {
+        message.to_string()
+    };
+    git(worktree, &["commit", "-q", "--no-verify", "-m", &message])?;
     Ok(true)
 }
 

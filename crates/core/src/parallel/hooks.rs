@@ -87,6 +87,27 @@ pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
     HookOutput::Nothing
 }
 
+/// Name each running worker's story on the board, from the Stop's
+/// `background_tasks` (the task's description): a worker's story is known
+/// to ralph only from its own transcript once it stops, and status wants it
+/// while it runs. Under the loop lock; writes only when something changed.
+pub fn label_lanes(paths: &LoopPaths, tasks: &[crate::hook_input::BackgroundTask]) {
+    let mut board = paths.read_board();
+    let mut changed = false;
+    for task in tasks.iter().filter(|t| t.agent_type == WORKER_TYPE) {
+        if let Some(lane) = board.lanes.get_mut(&task.id)
+            && lane.story.is_none()
+            && let Some(story) = super::story_in_task(&task.description)
+        {
+            lane.story = Some(story);
+            changed = true;
+        }
+    }
+    if changed {
+        let _ = paths.write_board(&board);
+    }
+}
+
 /// The task the main thread gave a subagent: the first message of its own
 /// transcript (read from the start, one line).
 fn task_of(input: &HookInput) -> Option<String> {
@@ -137,10 +158,11 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
             status: LaneStatus::Working,
             sent_back: 0,
         });
-        let story = lane
-            .story
-            .clone()
-            .or_else(|| task_of(input).and_then(|t| super::story_in_task(&t)));
+        // The task the worker was given is the word; the description the
+        // Stop noted while it ran, the fallback.
+        let story = task_of(input)
+            .and_then(|t| super::story_in_task(&t))
+            .or_else(|| lane.story.clone());
         let prd = state
             .prd_file
             .as_deref()

@@ -69,6 +69,9 @@ pub fn step(paths: &LoopPaths, input: &HookInput, ran: &Ran) -> Result<Step, Sto
     // --parallel: the same once every place is taken (with a place free,
     // the decision hands out more stories, or waits: `decide`).
     let state = &inputs.state;
+    if state.parallel > 0 && !input.background_tasks.is_empty() {
+        crate::parallel::hooks::label_lanes(paths, &input.background_tasks);
+    }
     let all_busy = if state.parallel > 0 {
         inputs.in_flight.len() >= state.parallel as usize
     } else {
