@@ -75,6 +75,10 @@ struct Scenario {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent switches a scenario file sets one by one, not a state"
+)]
 struct Run {
     /// A label for messages (default `run N`).
     #[serde(default)]
