@@ -839,7 +839,7 @@ fn do_steps(
 
 fn git_init(dir: &Path) -> Result<(), String> {
     let status = Command::new("git")
-        .args(["init", "-q"])
+        .args(["init", "-q", "--initial-branch=master"])
         .current_dir(dir)
         .stdout(Stdio::null())
         .status()

@@ -252,18 +252,21 @@ fn context(
     // --fresh: the main thread only dispatches; only a ralph:ralph-worker
     // (whose stop SubagentStop checks) writes. Another subagent the main
     // thread might start instead would write past that gate.
-    let worker = [
-        ralph_core::fresh::WORKER_TYPE,
-        ralph_core::parallel::WORKER_TYPE,
-    ]
-    .iter()
-    .any(|w| agent_type == Some(*w));
-    ctx.fresh_main_thread = !worker && state.as_deref().is_some_and(ralph_policy::fresh_from_state);
-    // --parallel: a worker writes in its own worktree, its hook `cwd`.
+    // --parallel: only its worktree workers write, each in its own worktree
+    // (its hook `cwd`); a plain ralph:ralph-worker would write in the main tree.
     let parallel = state
         .as_deref()
-        .map_or(0, ralph_policy::parallel_from_state);
-    if parallel > 0 && agent_type == Some(ralph_core::parallel::WORKER_TYPE) {
+        .map_or(0, ralph_policy::parallel_from_state)
+        > 0;
+    let worker = if parallel {
+        ralph_core::parallel::WORKER_TYPE
+    } else {
+        ralph_core::fresh::WORKER_TYPE
+    };
+    ctx.fresh_main_thread = (agent_type != Some(worker)
+        && state.as_deref().is_some_and(ralph_policy::fresh_from_state))
+    .then_some(worker);
+    if parallel && agent_type == Some(worker) {
         ctx.worker_tree = Some(cwd.to_path_buf());
     }
     let prd = state

@@ -24,6 +24,7 @@ mod launcher;
 mod loop_report;
 mod loop_state;
 mod notify;
+mod parallel;
 mod review;
 mod setup_cli;
 mod stop_hook;

@@ -232,7 +232,7 @@ impl Project {
     pub fn git_init(&self) {
         let _ = std::fs::remove_dir_all(self.path(".git"));
         let ok = Command::new("git")
-            .args(["init", "-q", "."])
+            .args(["init", "-q", "--initial-branch=master", "."])
             .current_dir(&self.root)
             .status()
             .unwrap()

@@ -15,11 +15,10 @@ use crate::shell;
 const MAX_DEPTH: usize = 8;
 
 /// Why the main thread's write is refused.
-pub fn delegate_reason(what: &str) -> String {
+pub fn delegate_reason(what: &str, worker: &str) -> String {
     format!(
         "ralph-guard: this Ralph loop runs with --fresh: the main thread only dispatches, so {what} is refused here. \
-         Delegate the work to the ralph:ralph-worker subagent (Agent tool, subagent_type \"ralph:ralph-worker\", \
-         run_in_background: false); reading stays free."
+         Delegate the work as the loop's last message says (Agent tool, subagent_type \"{worker}\"); reading stays free."
     )
 }
 

@@ -86,10 +86,11 @@ pub struct LoopContext {
     pub prd_file: Option<PathBuf>,
     /// The PRD's current text, for judging an Edit or a Write to it.
     pub prd_current: Option<String>,
-    /// A `--fresh` loop runs and this call is not a `ralph:ralph-worker`'s
-    /// (the main thread's, or another subagent's): it only dispatches, so its
-    /// writes are refused.
-    pub fresh_main_thread: bool,
+    /// A `--fresh` loop runs and this call is not its worker's (the main
+    /// thread's, or another subagent's): it only dispatches, so its writes
+    /// are refused. The worker's `subagent_type` (`ralph:ralph-worker`, or
+    /// `ralph:ralph-parallel-worker` with `--parallel`), to name in the refusal.
+    pub fresh_main_thread: Option<&'static str>,
     /// A `--parallel` loop runs and this call is one of its workers': the
     /// worker's worktree (its `cwd`), the only place it may write (and the
     /// loop's shared `progress.txt`).
@@ -218,11 +219,11 @@ pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> Guar
             ));
         wrap_notice_given = true;
     }
-    if ctx.fresh_main_thread
+    if let Some(worker) = ctx.fresh_main_thread
         && let Some(what) = fresh_main_write(call)
     {
         return GuardDecision {
-            verdict: Verdict::Deny(fresh::delegate_reason(&what)),
+            verdict: Verdict::Deny(fresh::delegate_reason(&what, worker)),
             system_message: (!messages.is_empty()).then(|| messages.join("\n")),
             wrap_notice_given,
         };

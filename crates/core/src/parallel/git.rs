@@ -103,6 +103,24 @@ fn last_lines(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join(" / ")
 }
 
+/// Paths with uncommitted changes in `dir` (untracked ones too), but those
+/// under `except` (relative paths or folders ending in `/`).
+pub fn uncommitted(dir: &Path, except: &[&str]) -> Vec<String> {
+    git(dir, &["status", "--porcelain", "--untracked-files=normal"])
+        .map(|out| {
+            out.lines()
+                .filter_map(|l| l.get(3..))
+                .map(|p| p.trim_matches('"').to_string())
+                .filter(|p| {
+                    !except
+                        .iter()
+                        .any(|e| p == e || (e.ends_with('/') && p.starts_with(e)))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The commit `dir` has checked out.
 pub fn head(dir: &Path) -> Result<String, String> {
     git(dir, &["rev-parse", "HEAD"]).map(|s| s.trim().to_string())

@@ -56,6 +56,9 @@ fn worktree_of(paths: &LoopPaths, input: &HookInput) -> Option<PathBuf> {
 /// removed whatever happens) and start it on the loop's branch as it is now
 /// (Claude Code branches from `origin/HEAD` when there is a remote).
 pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
+    if input.agent_type.as_deref() != Some(WORKER_TYPE) {
+        return HookOutput::Nothing;
+    }
     let Some(worktree) = worktree_of(paths, input) else {
         return HookOutput::Nothing;
     };

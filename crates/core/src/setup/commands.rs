@@ -85,10 +85,37 @@ pub fn start(
         gate,
         blocker: blocker.as_ref(),
     };
+    let mut summary = report.summary();
+    if let (true, Some(prd_file)) = (state.parallel > 0, &state.prd_file) {
+        summary.push_str(&parallel_note(&paths.root, prd_file));
+    }
     Ok(Started {
-        summary: report.summary(),
+        summary,
         task: report::task(&state, prd.as_ref(), &paths.root),
     })
+}
+
+/// `--parallel`: the workers' worktrees start from the last commit, so
+/// what is not committed is not in them; said at start, naming a few.
+fn parallel_note(root: &Path, prd_file: &str) -> String {
+    use crate::parallel::{git, hooks::NOTES_FILE};
+    let dirty = git::uncommitted(
+        root,
+        &[prd_file, NOTES_FILE, ".claude/", ".ralph-blocker.md"],
+    );
+    if dirty.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<&str> = dirty.iter().take(5).map(String::as_str).collect();
+    let more = if dirty.len() > shown.len() {
+        format!(" and {} more", dirty.len() - shown.len())
+    } else {
+        String::new()
+    };
+    format!(
+        "⚠️ Not committed: {}{more}. Each worker's worktree starts from the last commit, so the workers do not see these changes: commit them (then the workers build on them).\n",
+        shown.join(", ")
+    )
 }
 
 /// The model a session uses, as far as can be told before the loop runs:

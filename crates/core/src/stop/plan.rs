@@ -167,8 +167,11 @@ impl<'a> Plan<'a> {
             })
         });
         // A queued cancel or message is acted on at once, a duplicate Stop
-        // is answered again: no check runs.
-        let no_checks = ran.stories_done || queue.preempts() || duplicate;
+        // is answered again: no check runs. Nor while --parallel workers run:
+        // their merges change the tree under a check (each merged story was
+        // checked in the merge queue; all of them are again at the end).
+        let workers_run = state.parallel > 0 && !inputs.in_flight.is_empty();
+        let no_checks = ran.stories_done || queue.preempts() || duplicate || workers_run;
         let story_jobs = match (&inputs.prd, no_checks) {
             (Some(Ok(p)), false) => stories_to_check(p, &log, fingerprint),
             _ => Vec::new(),

@@ -1,0 +1,278 @@
+//! `--parallel` at hook level, with real git and no client: a worker's
+//! worktree (made here as Claude Code makes it) is recorded at
+//! `SubagentStart`; at `SubagentStop` its claimed story is committed, merged
+//! into the main tree's branch and checked there before it is marked
+//! passing; a failing check or a conflict sends it back with the new base
+//! merged in; an unclaimed worktree is removed; a cancel removes every
+//! worktree and branch; the guard keeps a worker inside its worktree.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::*;
+
+const WORKER: &str = "ralph:ralph-parallel-worker";
+
+const PRD: &str = r#"{"project": "demo", "userStories": [
+  {"id": "US-1", "title": "One", "priority": 1, "passes": false, "verify": "grep -q one one.txt"},
+  {"id": "US-2", "title": "Two", "priority": 2, "passes": false, "verify": "grep -q two one.txt"}
+]}
+"#;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A committed project running a `--parallel 2` loop owned by `s1`.
+fn parallel_loop(tag: &str) -> Project {
+    let p = Project::new(tag);
+    p.git_init();
+    p.write("prd.json", PRD);
+    p.write("one.txt", "base\n");
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-qm", "start"]);
+    let out = p.prompt("s1", "/ralph:ralph-loop --prd-file prd.json --parallel 2");
+    let started = message(out.as_ref());
+    assert!(started.contains("Parallel (--parallel 2)"), "{started}");
+    assert!(p.state().unwrap().contains("\nparallel: 2\n"));
+    p
+}
+
+/// A worker's worktree, as Claude Code makes it, and its `SubagentStart`.
+fn worker(p: &Project, agent: &str, story: &str) -> PathBuf {
+    let tree = p.path(&format!(".claude/worktrees/agent-{agent}"));
+    git(
+        &p.root,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            &format!("worktree-agent-{agent}"),
+            &tree.to_string_lossy(),
+        ],
+    );
+    let transcript = p.path(&format!("agent-{agent}.jsonl"));
+    let task = format!("Work story {story} of {}/prd.json.", p.root.display());
+    std::fs::write(
+        &transcript,
+        format!(
+            "{}\n",
+            json!({"type": "user", "message": {"role": "user", "content": task}})
+        ),
+    )
+    .unwrap();
+    let start = json!({
+        "session_id": "s1", "cwd": tree, "hook_event_name": "SubagentStart",
+        "agent_id": agent, "agent_type": WORKER,
+    });
+    assert_eq!(run_json(STOP, &[], &p.root, &start.to_string()), None);
+    tree
+}
+
+fn worker_stop(p: &Project, agent: &str, tree: &Path, said: &str) -> Option<Value> {
+    let v = json!({
+        "session_id": "s1", "cwd": tree, "hook_event_name": "SubagentStop",
+        "agent_id": agent, "agent_type": WORKER, "stop_hook_active": false,
+        "agent_transcript_path": p.path(&format!("agent-{agent}.jsonl")),
+        "last_assistant_message": said, "background_tasks": [],
+    });
+    run_json(STOP, &[], &p.root, &v.to_string())
+}
+
+fn board(p: &Project) -> Value {
+    let text = std::fs::read_to_string(p.loop_paths().board).unwrap_or_else(|_| "{}".into());
+    serde_json::from_str(&text).unwrap()
+}
+
+fn passes(p: &Project, story: &str) -> bool {
+    let prd: Value = serde_json::from_str(&p.read("prd.json").unwrap()).unwrap();
+    prd["userStories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["id"] == story && s["passes"] == true)
+}
+
+fn branches(p: &Project) -> Vec<String> {
+    git(&p.root, &["branch", "--format=%(refname:short)"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_claimed_story_is_merged_checked_and_only_then_marked_passing() {
+    let p = parallel_loop("par-merge");
+    let tree = worker(&p, "a1", "US-1");
+    let lane = &board(&p)["lanes"]["a1"];
+    assert_eq!(lane["worktree"], json!(tree), "{lane}");
+    assert_eq!(lane["status"], "working");
+    std::fs::write(tree.join("one.txt"), "one\n").unwrap();
+    // The worker also edits its copy of the PRD: that never reaches the main tree.
+    std::fs::write(tree.join("prd.json"), "{}").unwrap();
+    let out = worker_stop(&p, "a1", &tree, "Wrote one.txt.\nSTORY DONE: US-1");
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert!(
+        message(out.as_ref()).contains("story US-1 merged"),
+        "{out:?}"
+    );
+    assert_eq!(p.read("one.txt").as_deref(), Some("one\n"));
+    assert!(passes(&p, "US-1") && !passes(&p, "US-2"));
+    let log = git(&p.root, &["log", "--format=%s"]);
+    assert!(log.contains("ralph: merge story US-1 One"), "{log}");
+    assert!(log.contains("ralph: story US-1 One"), "{log}");
+    // The PRD in the story's commit was the committed one: only ralph's edit shows.
+    assert!(p.read("prd.json").unwrap().contains("\"userStories\""));
+    assert!(!tree.exists(), "the merged worktree is removed");
+    assert_eq!(branches(&p), ["master"]);
+    assert_eq!(board(&p)["merged"], json!(["US-1"]));
+    assert!(
+        p.log()
+            .iter()
+            .any(|e| e["decision"] == "merge" && e["reason"] == "story_merged")
+    );
+}
+
+#[test]
+fn a_check_that_fails_on_the_merged_tree_undoes_the_merge_and_sends_the_story_back() {
+    let p = parallel_loop("par-check");
+    let before = git(&p.root, &["rev-parse", "HEAD"]);
+    let tree = worker(&p, "a2", "US-2");
+    std::fs::write(tree.join("one.txt"), "not it\n").unwrap();
+    let out = worker_stop(&p, "a2", &tree, "STORY DONE: US-2");
+    assert!(is_block(out.as_ref()), "{out:?}");
+    let why = reason(out.as_ref());
+    assert!(
+        why.contains("story US-2 is sent back (attempt 1/5)"),
+        "{why}"
+    );
+    assert!(why.contains("grep -q two one.txt"), "{why}");
+    assert_eq!(git(&p.root, &["rev-parse", "HEAD"]), before, "merge undone");
+    assert_eq!(p.read("one.txt").as_deref(), Some("base\n"));
+    assert!(!passes(&p, "US-2"));
+    assert!(tree.exists(), "the worker keeps its worktree");
+    assert_eq!(board(&p)["lanes"]["a2"]["status"], "sent_back");
+    assert_eq!(board(&p)["lanes"]["a2"]["branch"], "ralph/US-2");
+    // Fixed, claimed again: merged.
+    std::fs::write(tree.join("one.txt"), "two\n").unwrap();
+    let out = worker_stop(&p, "a2", &tree, "STORY DONE: US-2");
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert!(passes(&p, "US-2"));
+    assert_eq!(p.read("one.txt").as_deref(), Some("two\n"));
+}
+
+#[test]
+fn a_conflict_leaves_the_main_branch_alone_and_hands_the_worker_the_markers() {
+    let p = parallel_loop("par-conflict");
+    let t1 = worker(&p, "b1", "US-1");
+    let t2 = worker(&p, "b2", "US-2");
+    std::fs::write(t1.join("one.txt"), "one\n").unwrap();
+    std::fs::write(t2.join("one.txt"), "two\n").unwrap();
+    assert!(!is_block(
+        worker_stop(&p, "b1", &t1, "STORY DONE: US-1").as_ref()
+    ));
+    let merged = git(&p.root, &["rev-parse", "HEAD"]);
+    let out = worker_stop(&p, "b2", &t2, "STORY DONE: US-2");
+    let why = reason(out.as_ref());
+    assert!(why.contains("conflict markers in: one.txt"), "{why}");
+    assert_eq!(git(&p.root, &["rev-parse", "HEAD"]), merged);
+    assert_eq!(
+        git(&p.root, &["status", "--porcelain", "--", "one.txt"]),
+        ""
+    );
+    let text = std::fs::read_to_string(t2.join("one.txt")).unwrap();
+    assert!(
+        text.contains("<<<<<<<") && text.contains("one") && text.contains("two"),
+        "{text}"
+    );
+    // Claimed with the markers still in: sent back again, nothing merged.
+    let out = worker_stop(&p, "b2", &t2, "STORY DONE: US-2");
+    assert!(reason(out.as_ref()).contains("attempt 2/5"), "{out:?}");
+    assert_eq!(git(&p.root, &["rev-parse", "HEAD"]), merged);
+    // Resolved: merged on top of US-1.
+    std::fs::write(t2.join("one.txt"), "one two\n").unwrap();
+    assert!(!is_block(
+        worker_stop(&p, "b2", &t2, "STORY DONE: US-2").as_ref()
+    ));
+    assert_eq!(p.read("one.txt").as_deref(), Some("one two\n"));
+    assert!(passes(&p, "US-1") && passes(&p, "US-2"));
+    assert_eq!(branches(&p), ["master"]);
+}
+
+#[test]
+fn an_unclaimed_worktree_goes_and_a_cancel_removes_every_worktree_and_branch() {
+    let p = parallel_loop("par-cancel");
+    let t1 = worker(&p, "c1", "US-1");
+    std::fs::write(t1.join("one.txt"), "half\n").unwrap();
+    let out = worker_stop(&p, "c1", &t1, "I could not finish.");
+    assert!(message(out.as_ref()).contains("goes out again"), "{out:?}");
+    assert!(!t1.exists());
+    assert_eq!(p.read("one.txt").as_deref(), Some("base\n"));
+    let t2 = worker(&p, "c2", "US-1");
+    let t3 = worker(&p, "c3", "US-2");
+    // The user's own branch and worktree are not ralph's.
+    git(&p.root, &["branch", "mine"]);
+    let (code, said) = p.setup(&["cancel"]);
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains("removed 2 of the loop's worker worktrees"),
+        "{said}"
+    );
+    assert!(!t2.exists() && !t3.exists());
+    assert_eq!(branches(&p), ["master", "mine"]);
+    assert!(!p.loop_paths().board.exists());
+}
+
+#[test]
+fn the_guard_keeps_a_worker_in_its_worktree_and_the_main_thread_out_of_the_work() {
+    let p = parallel_loop("par-guard");
+    let tree = worker(&p, "d1", "US-1");
+    let call = |cwd: &Path, agent: Option<&str>, tool: &str, input: Value| {
+        let mut v = json!({"session_id": "s1", "cwd": cwd, "hook_event_name": "PreToolUse",
+                           "tool_name": tool, "tool_input": input});
+        if let Some(a) = agent {
+            v["agent_id"] = json!("d1");
+            v["agent_type"] = json!(a);
+        }
+        run_json(GUARD, &[], &p.root, &v.to_string())
+    };
+    let denied = |o: Option<Value>| {
+        o.is_some_and(|o| o["hookSpecificOutput"]["permissionDecision"] == "deny")
+    };
+    let inside = json!({"file_path": tree.join("a.rs"), "content": "x"});
+    let main = json!({"file_path": p.path("a.rs"), "content": "x"});
+    assert!(!denied(call(&tree, Some(WORKER), "Write", inside.clone())));
+    assert!(denied(call(&tree, Some(WORKER), "Write", main.clone())));
+    let notes = json!({"command": format!("echo done >> {}/progress.txt", p.root.display())});
+    assert!(!denied(call(&tree, Some(WORKER), "Bash", notes)));
+    let escape = json!({"command": format!("cp a.rs {}/a.rs", p.root.display())});
+    assert!(denied(call(&tree, Some(WORKER), "Bash", escape)));
+    // A worker that runs in the main tree (no worktree) writes nothing.
+    assert!(denied(call(&p.root, Some(WORKER), "Write", main.clone())));
+    // The main thread and a plain --fresh worker only dispatch here.
+    let out = call(&p.root, None, "Write", main.clone());
+    let why = out.unwrap()["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(why.contains(WORKER), "{why}");
+    assert!(denied(call(
+        &p.root,
+        Some("ralph:ralph-worker"),
+        "Write",
+        main
+    )));
+}
