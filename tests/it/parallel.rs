@@ -276,3 +276,45 @@ fn the_guard_keeps_a_worker_in_its_worktree_and_the_main_thread_out_of_the_work(
         main
     )));
 }
+
+#[test]
+fn the_next_start_removes_what_a_crashed_loop_left() {
+    let p = parallel_loop("par-crash");
+    let tree = worker(&p, "e1", "US-1");
+    std::fs::write(tree.join("one.txt"), "half done\n").unwrap();
+    // The session died: its loop's state is gone, its worktree is not.
+    std::fs::remove_file(p.loop_paths().state).unwrap();
+    std::fs::remove_file(p.path(STATE_FILE)).unwrap();
+    assert!(tree.exists());
+    let out = p.prompt("s2", "/ralph:ralph-loop --prd-file prd.json --parallel 2");
+    assert!(
+        message(out.as_ref()).contains("Ralph loop started"),
+        "{out:?}"
+    );
+    assert!(!tree.exists(), "the crashed loop's worktree is removed");
+    assert_eq!(branches(&p), ["master"]);
+    assert_eq!(p.read("one.txt").as_deref(), Some("base\n"));
+    assert!(
+        p.log()
+            .iter()
+            .any(|e| e["decision"] == "cleanup" && e["reason"] == "worktrees_removed")
+    );
+}
+
+#[test]
+fn a_parallel_loop_needs_a_prd_and_a_commit() {
+    let p = Project::new("par-refused");
+    p.git_init();
+    p.write("prd.json", PRD);
+    let out = p.prompt("s1", "/ralph:ralph-loop --prd-file prd.json --parallel 2");
+    assert!(
+        reason(out.as_ref()).contains("needs a git repository with at least one commit"),
+        "{out:?}"
+    );
+    let out = p.prompt("s1", "/ralph:ralph-loop Fix it --parallel 2");
+    assert!(
+        reason(out.as_ref()).contains("give --prd-file PATH too"),
+        "{out:?}"
+    );
+    assert_eq!(p.state(), None);
+}

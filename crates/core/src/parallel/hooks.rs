@@ -111,10 +111,24 @@ pub fn label_lanes(paths: &LoopPaths, tasks: &[crate::hook_input::BackgroundTask
     }
 }
 
+/// The story a running worker was given, read from its own transcript
+/// (`<session transcript without .jsonl>/subagents/agent-<id>.jsonl`, as
+/// Claude Code 2.1.328 lays them out): for a worker whose description names
+/// no story.
+pub fn story_of_running(session_transcript: &str, agent_id: &str) -> Option<String> {
+    let base = session_transcript.strip_suffix(".jsonl")?;
+    let path = format!("{base}/subagents/agent-{agent_id}.jsonl");
+    first_message(&path).and_then(|t| super::story_in_task(&t))
+}
+
 /// The task the main thread gave a subagent: the first message of its own
 /// transcript (read from the start, one line).
 fn task_of(input: &HookInput) -> Option<String> {
-    let file = std::fs::File::open(input.agent_transcript_path.as_deref()?).ok()?;
+    first_message(input.agent_transcript_path.as_deref()?)
+}
+
+fn first_message(path: &str) -> Option<String> {
+    let file = std::fs::File::open(path).ok()?;
     let mut line = String::new();
     BufReader::new(file.take(1 << 20))
         .read_line(&mut line)
@@ -194,6 +208,16 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
                 fresh::DONE_MARKER
             ));
         };
+        if found.passes {
+            // Another worker's merge made it pass meanwhile.
+            drop(board.lanes.remove(&agent));
+            let _ = paths.write_board(&board);
+            let _ = git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch]);
+            return HookOutput::allow(format!(
+                "Ralph: story {} already passes (another worker's work was merged); this worker's worktree was removed.",
+                found.id
+            ));
+        }
         let branch = super::story_branch(&found.id);
         let renamed = git::name_branch(&worktree, &branch).is_ok();
         let lane = Lane {

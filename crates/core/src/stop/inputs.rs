@@ -150,7 +150,7 @@ impl StopInputs {
             last_message,
         );
         let in_flight = if state.parallel > 0 {
-            crate::parallel::in_flight(&input.background_tasks)
+            in_flight(input)
         } else {
             Vec::new()
         };
@@ -180,6 +180,26 @@ impl StopInputs {
             },
         })))
     }
+}
+
+/// `--parallel`: the stories of the running workers, by their description,
+/// else by the task in their own transcript.
+fn in_flight(input: &HookInput) -> Vec<Option<String>> {
+    let running = crate::parallel::in_flight(&input.background_tasks);
+    let workers = input
+        .background_tasks
+        .iter()
+        .filter(|t| t.agent_type == crate::parallel::WORKER_TYPE && t.status == "running");
+    running
+        .into_iter()
+        .zip(workers)
+        .map(|(story, task)| {
+            story.or_else(|| {
+                let transcript = input.transcript_path.as_deref()?;
+                crate::parallel::hooks::story_of_running(transcript, &task.id)
+            })
+        })
+        .collect()
 }
 
 // What is read, and when: the rules `gather` follows.
