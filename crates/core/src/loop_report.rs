@@ -96,6 +96,9 @@ impl Report {
     /// Each story fed, with when it was first fed and when the loop moved
     /// past it (the next story fed, or every story passing).
     pub fn stories(&self) -> Vec<(String, u64, Option<u64>)> {
+        if self.entries.iter().any(|e| e.decision == "merge") {
+            return self.parallel_stories();
+        }
         let mut out: Vec<(String, u64, Option<u64>)> = Vec::new();
         for (e, at) in self.entries.iter().zip(&self.at) {
             let at = at.unwrap_or(0);
@@ -116,6 +119,32 @@ impl Report {
             moved_on(&mut out);
             if !out.iter().any(|s| &s.0 == story) {
                 out.push((story.clone(), at, None));
+            }
+        }
+        out
+    }
+
+    /// `--parallel`: several stories are out at once; each is handed out
+    /// (at the start, or a `dispatched` feed naming several) and moves past
+    /// when it is merged.
+    fn parallel_stories(&self) -> Vec<(String, u64, Option<u64>)> {
+        let mut out: Vec<(String, u64, Option<u64>)> = Vec::new();
+        for (e, at) in self.entries.iter().zip(&self.at) {
+            let at = at.unwrap_or(0);
+            let Some(story) = &e.story else { continue };
+            let handed_out =
+                e.decision == "start" || (e.decision == "block" && e.reason == "dispatched");
+            if handed_out {
+                for id in story.split(',') {
+                    if !out.iter().any(|s| s.0 == id) {
+                        out.push((id.to_string(), at, None));
+                    }
+                }
+            } else if e.decision == "merge"
+                && e.reason == "story_merged"
+                && let Some(s) = out.iter_mut().find(|s| &s.0 == story)
+            {
+                s.2 = Some(at);
             }
         }
         out
@@ -327,6 +356,30 @@ mod tests {
             line("10:00", 4, "end", "all_stories_pass", None),
         ]
         .concat()
+    }
+
+    #[test]
+    fn parallel_stories_go_out_together_and_move_past_when_merged() {
+        let log = [
+            line("01:00", 1, "start", "prd", Some("A1,B1")),
+            line("02:00", 1, "wait", "worker_running", None),
+            line("04:00", 1, "merge", "story_merged", Some("B1")),
+            line("04:30", 2, "block", "dispatched", Some("B2")),
+            line("05:00", 2, "merge", "merge_conflict", Some("A1")),
+            line("06:00", 2, "merge", "story_merged", Some("A1")),
+            line("07:00", 2, "merge", "story_merged", Some("B2")),
+            line("07:10", 2, "end", "all_stories_pass", None),
+        ]
+        .concat();
+        let r = Report::of_log(&log, None).unwrap();
+        assert_eq!(
+            r.stories(),
+            [
+                ("A1".to_string(), 0, Some(300)),
+                ("B1".to_string(), 0, Some(180)),
+                ("B2".to_string(), 210, Some(360))
+            ]
+        );
     }
 
     #[test]

@@ -106,8 +106,8 @@ pub fn head(root: &Path) -> Option<String> {
     (out.status.success() && !sha.is_empty()).then_some(sha)
 }
 
-/// Run `command` with `sh -c` in `root`, at most `timeout`; stdout and stderr
-/// go to a temp file (no pipe to fill up), of which the tail is kept.
+/// Run `command` with `sh -c` in `root`, at most `timeout`; of what it
+/// prints, the tail is kept.
 pub fn run_check(
     root: &Path,
     command: &str,
@@ -116,45 +116,66 @@ pub fn run_check(
 ) -> CheckResult {
     let started = Instant::now();
     let time = clock::now_rfc3339();
-    let out_path = std::env::temp_dir().join(format!(
-        "ralph-check-{}-{}.log",
-        std::process::id(),
-        clock::unix_now()
-    ));
-    let result = |exit, timed_out, output_tail: String| CheckResult {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(command).current_dir(root);
+    let (exit, timed_out, output_tail) = match run_bounded(&mut cmd, timeout) {
+        Ok(b) => (b.exit, b.timed_out, b.output),
+        Err(e) => (None, false, format!("could not start `sh -c`: {e}")),
+    };
+    CheckResult {
         command: command.to_string(),
         exit,
         timed_out,
         output_tail,
-        fingerprint: fingerprint.clone(),
-        time: time.clone(),
+        fingerprint,
+        time,
         duration_ms: started.elapsed().as_millis() as u64,
-    };
-    let spawned = File::create(&out_path).and_then(|out| {
-        let err = out.try_clone()?;
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(root)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err);
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            // Own process group, so a timeout kills the whole tree it started.
-            cmd.process_group(0);
-        }
-        cmd.spawn()
-    });
-    let mut child = match spawned {
+    }
+}
+
+/// A process run by [`run_bounded`].
+#[derive(Debug)]
+pub struct Bounded {
+    pub exit: Option<i32>,
+    pub timed_out: bool,
+    /// The tail of its stdout and stderr, interleaved as written.
+    pub output: String,
+}
+
+/// Run `cmd` (no stdin) in its own process group, so a timeout kills the
+/// whole tree it started, at most `timeout`; stdout and stderr go to a temp
+/// file (no pipe to fill up), of which the tail is kept.
+pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> std::io::Result<Bounded> {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let started = Instant::now();
+    let out_path = std::env::temp_dir().join(format!(
+        "ralph-run-{}-{}.log",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let out = File::create(&out_path)?;
+    let err = out.try_clone()?;
+    cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return result(None, false, format!("could not start `sh -c`: {e}")),
+        Err(e) => {
+            let _ = std::fs::remove_file(&out_path);
+            return Err(e);
+        }
     };
     let (exit, timed_out) = wait_bounded(&mut child, started, timeout);
     let output = read_tail(&out_path);
     let _ = std::fs::remove_file(&out_path);
-    result(exit, timed_out, output)
+    Ok(Bounded {
+        exit,
+        timed_out,
+        output,
+    })
 }
 
 /// Wait for `child` (started in its own process group at `started`) at

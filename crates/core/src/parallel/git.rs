@@ -3,13 +3,10 @@
 //! removal of a worktree and its branches. Does I/O (spawns git, each call
 //! bounded by [`GIT_TIMEOUT`]).
 
-use crate::worktree::wait_bounded;
-use std::fs::File;
-use std::io::Read;
+use crate::worktree::run_bounded;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// No git command ralph runs for a merge takes longer than this on a sane
 /// repository; one that does (a hook, a lock) is given up.
@@ -23,52 +20,22 @@ const FALLBACK_EMAIL: &str = "ralph@localhost";
 /// Run `git ARGS` in `dir`: its output (stdout and stderr), or the output
 /// with the exit status when it failed.
 pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    static SEQ: AtomicU32 = AtomicU32::new(0);
-    let out_path = std::env::temp_dir().join(format!(
-        "ralph-git-{}-{}.log",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    let started = Instant::now();
-    let spawned = File::create(&out_path).and_then(|out| {
-        let err = out.try_clone()?;
-        let mut cmd = Command::new("git");
-        cmd.args(args)
-            .current_dir(dir)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_EDITOR", "true")
-            .env("GIT_MERGE_AUTOEDIT", "no")
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err);
-        if !has_identity(dir) {
-            cmd.env("GIT_AUTHOR_NAME", FALLBACK_NAME)
-                .env("GIT_AUTHOR_EMAIL", FALLBACK_EMAIL)
-                .env("GIT_COMMITTER_NAME", FALLBACK_NAME)
-                .env("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL);
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            cmd.process_group(0);
-        }
-        cmd.spawn()
-    });
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = std::fs::remove_file(&out_path);
-            return Err(format!("could not start git: {e}"));
-        }
-    };
-    let (exit, timed_out) = wait_bounded(&mut child, started, GIT_TIMEOUT);
-    let mut output = String::new();
-    if let Ok(mut f) = File::open(&out_path) {
-        let _ = f.by_ref().take(64 * 1024).read_to_string(&mut output);
+    let mut cmd = Command::new("git");
+    cmd.args(args)
+        .current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_EDITOR", "true")
+        .env("GIT_MERGE_AUTOEDIT", "no");
+    if !has_identity(dir) {
+        cmd.env("GIT_AUTHOR_NAME", FALLBACK_NAME)
+            .env("GIT_AUTHOR_EMAIL", FALLBACK_EMAIL)
+            .env("GIT_COMMITTER_NAME", FALLBACK_NAME)
+            .env("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL);
     }
-    let _ = std::fs::remove_file(&out_path);
-    let output = output.trim_end().to_string();
-    match (exit, timed_out) {
+    let ran =
+        run_bounded(&mut cmd, GIT_TIMEOUT).map_err(|e| format!("could not start git: {e}"))?;
+    let output = ran.output.trim_end().to_string();
+    match (ran.exit, ran.timed_out) {
         (Some(0), _) => Ok(output),
         (_, true) => Err(format!(
             "git {} timed out after {}s",
@@ -84,7 +51,14 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
+/// Whether commits in `dir` have an author (asked once a process: the main
+/// tree and its worktrees share their configuration).
 fn has_identity(dir: &Path) -> bool {
+    static KNOWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *KNOWN.get_or_init(|| identity_configured(dir))
+}
+
+fn identity_configured(dir: &Path) -> bool {
     let get = |key: &str| {
         Command::new("git")
             .args(["config", "--get", key])

@@ -374,6 +374,19 @@ fn merged(
     } else {
         format!("{message} ({})", problems.join("; "))
     };
+    log_merge(paths, input, claim, &outcome, &text);
+    HookOutput::allow(text)
+}
+
+/// One `merge` line in the activity log: the story, what came of it, and
+/// what the user was shown.
+fn log_merge(
+    paths: &LoopPaths,
+    input: &HookInput,
+    claim: &Claim,
+    outcome: &MergeOutcome,
+    text: &str,
+) {
     let entry = Entry::now(
         input.session(),
         claim.state.iteration,
@@ -381,9 +394,8 @@ fn merged(
         outcome.code().as_str(),
     )
     .with_story(Some(claim.story.clone()))
-    .with_message(Some(&text));
+    .with_message(Some(text));
     let _ = activity::append(&paths.log, &entry);
-    HookOutput::allow(text)
 }
 
 /// The story goes back to its worker (its stop blocked) with why; after
@@ -421,15 +433,7 @@ fn sent_back(
     }
     let _ = paths.write_board(&board);
     let message = super::merge_message(&claim.story, &outcome);
-    let entry = Entry::now(
-        input.session(),
-        claim.state.iteration,
-        Action::Merge,
-        outcome.code().as_str(),
-    )
-    .with_story(Some(claim.story.clone()))
-    .with_message(Some(&message));
-    let _ = activity::append(&paths.log, &entry);
+    log_merge(paths, input, claim, &outcome, &message);
     if gave_up {
         let _ = git::remove_worktree(&paths.root, &claim.lane.worktree, &[&claim.lane.branch]);
         return HookOutput::allow(format!(

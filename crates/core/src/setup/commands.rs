@@ -179,9 +179,17 @@ fn write_new_loop(
         }
     }
     let mode = Mode::of(state).as_str();
+    // --parallel: the stories the start hands out, as a dispatch names them.
+    let first = prd.filter(|_| state.parallel > 0).map(|prd| {
+        let ids: Vec<&str> = crate::parallel::pick(prd, &[], state.parallel)
+            .iter()
+            .map(|s| s.id.as_str())
+            .collect();
+        ids.join(",")
+    });
     let _ = activity::append(
         &paths.log,
-        &Entry::now(&state.session_id, 1, Action::Start, mode),
+        &Entry::now(&state.session_id, 1, Action::Start, mode).with_story(first),
     );
     Ok(())
 }
