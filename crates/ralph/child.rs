@@ -119,6 +119,8 @@ fn spawn(setup: &Setup) -> std::io::Result<Child> {
         .current_dir(&setup.paths.root)
         // The run notifies once, at its end; the session's hooks do not.
         .env(ralph_core::notify::RUNNER_ENV, "1")
+        // --parallel: the workers' hooks merge for the run's loop.
+        .env(ralph_core::parallel::hooks::RUN_SESSION_ENV, &setup.session)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -118,6 +118,9 @@ struct RunArgs {
     /// Stop when one story is fed N times in a row without passing (default 5)
     #[arg(long, value_name = "N")]
     max_story_attempts: Option<String>,
+    /// PRD mode: up to N stories at once, each by a worker in its own git worktree, merged before it counts
+    #[arg(long, value_name = "N")]
+    parallel: Option<String>,
     /// Take over another session's running loop in this project
     #[arg(long)]
     replace: bool,
@@ -230,6 +233,7 @@ fn config(a: RunArgs) -> Result<runner::Config, String> {
     pass("verify-timeout", a.verify_timeout);
     pass("max-stalls", a.max_stalls);
     pass("max-story-attempts", a.max_story_attempts);
+    pass("parallel", a.parallel);
     if a.replace {
         start.push("--replace".into());
     }

@@ -506,3 +506,77 @@ fn usage_errors_start_nothing_and_help_gives_the_exit_codes() {
     );
     p.done();
 }
+
+#[test]
+fn parallel_stories_run_at_once_in_worktrees_and_are_merged() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("parallel");
+    p.write(
+        "prd.json",
+        r#"{"project": "demo", "userStories": [
+  {"id": "US-1", "title": "One", "priority": 1, "passes": false, "verify": "grep -q one one.txt"},
+  {"id": "US-2", "title": "Two", "priority": 2, "passes": false, "verify": "grep -q two two.txt"}
+]}
+"#,
+    );
+    for args in [
+        &["add", "-A"][..],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@l",
+            "commit",
+            "-qm",
+            "start",
+        ],
+    ] {
+        assert!(
+            Command::new("git")
+                .args(args)
+                .current_dir(&p.dir)
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    let worker = |story: &str, file: &str, text: &str| ralph_fake_model::Lane {
+        name: story.into(),
+        system_contains: "RALPH-PARALLEL-WORKER".into(),
+        prompt_contains: format!("Work story {story}"),
+        replies: vec![
+            reply("", vec![bash(&format!("echo {text} > {file}"))]),
+            Reply::text(&format!("Done.\nSTORY DONE: {story}")),
+        ],
+    };
+    let m = ralph_fake_model::FakeModel::start(ralph_fake_model::Script {
+        lanes: vec![
+            worker("US-1", "one.txt", "one"),
+            worker("US-2", "two.txt", "two"),
+        ],
+        follow_dispatches: true,
+        ..ralph_fake_model::Script::default()
+    })
+    .unwrap();
+    let args = [
+        "--prd-file",
+        "prd.json",
+        "--parallel",
+        "2",
+        "--max-iterations",
+        "4",
+    ];
+    let f = finish(p.run_cmd(Some(&m), &claude, &args));
+    f.expect_code(0);
+    f.shows("2/2 stories pass");
+    assert_eq!(p.read("one.txt"), "one\n");
+    assert_eq!(p.read("two.txt"), "two\n");
+    let decisions = p.decisions();
+    assert!(
+        decisions.contains(&"merge/story_merged".to_string()),
+        "{decisions:?}"
+    );
+    assert_eq!(decisions.last().unwrap(), "end/all_stories_pass");
+    assert!(!p.path(".claude/worktrees").exists());
+    p.done();
+}
