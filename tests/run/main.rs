@@ -546,7 +546,7 @@ fn parallel_stories_run_at_once_in_worktrees_and_are_merged() {
         prompt_contains: format!("Work story {story}"),
         replies: vec![
             reply("", vec![bash(&format!("echo {text} > {file}"))]),
-            Reply::text(&format!("Done.\nSTORY DONE: {story}")),
+            Reply::text(format!("Done.\nSTORY DONE: {story}")),
         ],
     };
     let m = ralph_fake_model::FakeModel::start(ralph_fake_model::Script {
