@@ -318,3 +318,46 @@ fn a_parallel_loop_needs_a_prd_and_a_commit() {
     );
     assert_eq!(p.state(), None);
 }
+
+#[test]
+fn status_and_the_status_line_name_the_stories_in_flight() {
+    let p = parallel_loop("par-status");
+    let t1 = worker(&p, "f1", "US-1");
+    let _t2 = worker(&p, "f2", "US-2");
+    // The main thread's turn ends while both run: the Stop waits, and names them.
+    let running = |agent: &str, story: &str| {
+        json!({"id": agent, "type": "subagent", "status": "running",
+               "description": format!("story {story}"), "agent_type": WORKER})
+    };
+    let stop = json!({
+        "session_id": "s1", "cwd": p.root, "hook_event_name": "Stop",
+        "stop_hook_active": false, "last_assistant_message": "Dispatched.",
+        "background_tasks": [running("f1", "US-1"), running("f2", "US-2")],
+    });
+    assert_eq!(run_json(STOP, &[], &p.root, &stop.to_string()), None);
+    assert_eq!(p.log().last().unwrap()["reason"], "worker_running");
+    let (_, status) = p.setup(&["status"]);
+    assert!(
+        status.contains("in flight: US-1 (worktree-agent-f1), US-2 (worktree-agent-f2)"),
+        "{status}"
+    );
+    assert!(status.contains("merged:    none"), "{status}");
+    let line = Command::new(SETUP)
+        .arg("statusline")
+        .current_dir(&p.root)
+        .env("CLAUDE_PROJECT_DIR", &p.root)
+        .env("RALPH_DATA_DIR", p.data_dir())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let line = String::from_utf8_lossy(&line.stdout);
+    assert!(line.contains("US-1+US-2 0/2"), "{line}");
+    // One merged: status says so.
+    std::fs::write(t1.join("one.txt"), "one\n").unwrap();
+    assert!(!is_block(
+        worker_stop(&p, "f1", &t1, "STORY DONE: US-1").as_ref()
+    ));
+    let (_, status) = p.setup(&["status"]);
+    assert!(status.contains("merged:    US-1"), "{status}");
+    assert!(status.contains("in flight: US-2"), "{status}");
+}

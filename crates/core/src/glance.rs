@@ -130,7 +130,12 @@ impl Glance {
         let stories = state.prd_file.as_deref().and_then(|file| {
             let prd = paths.read_prd(file).ok()?;
             let (passing, total) = prd.progress();
-            Some((prd.next_runnable().map(|s| s.id.clone()), passing, total))
+            // --parallel: the stories the workers have now (`US-1+US-3`).
+            let working = (state.parallel > 0)
+                .then(|| paths.read_board().working().join("+"))
+                .filter(|w| !w.is_empty());
+            let name = working.or_else(|| prd.next_runnable().map(|s| s.id.clone()));
+            Some((name, passing, total))
         });
         let verify = state.verify.as_ref().and_then(|cmd| {
             let log = paths.read_verify_log()?;
