@@ -109,9 +109,9 @@ pub fn current_branch(dir: &Path) -> String {
 
 /// Commit everything the worker left in its worktree, but `keep_out`
 /// (paths relative to the repository: the PRD, whose `passes` ralph sets in
-/// the main tree only, and the shared notes): whatever the worker did to
-/// those, in the worktree or in its own commits since `base`, is undone.
-/// Whether a commit was made.
+/// the main tree only, and the shared notes): those are made what they are
+/// in commit `base` (the loop's branch now), whatever the worker did to
+/// them, in the worktree or in its own commits. Whether a commit was made.
 pub fn commit_work(
     worktree: &Path,
     base: &str,

@@ -254,9 +254,12 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
         return sent_back(paths, input, &claim, outcome);
     }
     let message = format!("ralph: story {} {}", claim.story, claim.title);
+    // The PRD and the notes as the loop's branch has them now: the story's
+    // merge then changes neither (nor undoes a commit of them made meanwhile).
+    let loop_head = git::head(&paths.root).unwrap_or_else(|_| claim.lane.base.clone());
     if let Err(why) = git::commit_work(
         &worktree,
-        &claim.lane.base,
+        &loop_head,
         &[prd_file.as_str(), NOTES_FILE],
         message.trim_end(),
     ) {
