@@ -361,3 +361,36 @@ fn status_and_the_status_line_name_the_stories_in_flight() {
     assert!(status.contains("merged:    US-1"), "{status}");
     assert!(status.contains("in flight: US-2"), "{status}");
 }
+
+#[test]
+fn a_stop_removes_the_worktree_of_a_worker_that_no_longer_runs() {
+    let p = parallel_loop("par-orphan");
+    let dead = worker(&p, "g1", "US-1");
+    let alive = worker(&p, "g2", "US-2");
+    // The client was killed while g1 worked; `--continue` goes on, g2 runs.
+    let stop = json!({
+        "session_id": "s1", "cwd": p.root, "hook_event_name": "Stop",
+        "stop_hook_active": false, "last_assistant_message": "Resumed.",
+        "background_tasks": [{"id": "g2", "type": "subagent", "status": "running",
+                              "description": "story US-2", "agent_type": WORKER}],
+    });
+    let out = run_json(STOP, &[], &p.root, &stop.to_string());
+    // US-1 goes out again at once (one place is free).
+    assert!(
+        reason(out.as_ref()).contains("description \"story US-1\""),
+        "{out:?}"
+    );
+    assert!(!dead.exists(), "the dead worker's worktree is removed");
+    assert!(alive.exists(), "the running worker's is not");
+    assert_eq!(branches(&p), ["master", "worktree-agent-g2"]);
+    let cleanup = p
+        .log()
+        .into_iter()
+        .find(|e| e["decision"] == "cleanup")
+        .unwrap();
+    // No Stop saw it run, so its story was never named to ralph: its agent id.
+    assert!(
+        cleanup["message"].as_str().unwrap().contains("(g1)"),
+        "{cleanup}"
+    );
+}

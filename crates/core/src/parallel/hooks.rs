@@ -100,13 +100,45 @@ pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
     HookOutput::Nothing
 }
 
-/// Name each running worker's story on the board, from the Stop's
-/// `background_tasks` (the task's description): a worker's story is known
-/// to ralph only from its own transcript once it stops, and status wants it
-/// while it runs. Under the loop lock; writes only when something changed.
-pub fn label_lanes(paths: &LoopPaths, tasks: &[crate::hook_input::BackgroundTask]) {
+/// The board against the Stop's `background_tasks`, under the loop lock:
+/// each running worker's story is named (from the task's description: ralph
+/// knows it from the worker's own transcript only once it stops, and status
+/// wants it while it runs), and a worker that no longer runs but still has a
+/// lane (its client was killed, or its stop never came) loses its worktree
+/// and branches: a lane outlives its worker only by a crash, since every
+/// worker's stop that lets it go removes its lane first. Writes only when
+/// something changed.
+pub fn sync_lanes(paths: &LoopPaths, input: &HookInput, session: &str, iteration: u64) {
+    let tasks = &input.background_tasks;
     let mut board = paths.read_board();
+    if board.lanes.is_empty() {
+        return;
+    }
     let mut changed = false;
+    let running = |id: &str| {
+        tasks
+            .iter()
+            .any(|t| t.id == id && t.agent_type == WORKER_TYPE && t.status == "running")
+    };
+    let gone: Vec<String> = board
+        .lanes
+        .keys()
+        .filter(|agent| !running(agent))
+        .cloned()
+        .collect();
+    let mut removed = Vec::new();
+    for agent in gone {
+        if let Some(lane) = board.lanes.remove(&agent) {
+            let client_branch = format!("worktree-agent-{agent}");
+            let _ =
+                git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch]);
+            let story = lane
+                .story
+                .or_else(|| story_of_running(input.transcript_path.as_deref()?, &agent));
+            removed.push(story.unwrap_or(agent));
+            changed = true;
+        }
+    }
     for task in tasks.iter().filter(|t| t.agent_type == WORKER_TYPE) {
         if let Some(lane) = board.lanes.get_mut(&task.id)
             && lane.story.is_none()
@@ -118,6 +150,20 @@ pub fn label_lanes(paths: &LoopPaths, tasks: &[crate::hook_input::BackgroundTask
     }
     if changed {
         let _ = paths.write_board(&board);
+    }
+    if !removed.is_empty() {
+        let text = format!(
+            "removed the worktrees of workers that no longer run ({}); their stories go out again",
+            removed.join(", ")
+        );
+        let entry = Entry::now(
+            session,
+            iteration,
+            Action::Cleanup,
+            Code::WorktreesRemoved.as_str(),
+        )
+        .with_message(Some(&text));
+        let _ = activity::append(&paths.log, &entry);
     }
 }
 

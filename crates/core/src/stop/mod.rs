@@ -69,8 +69,8 @@ pub fn step(paths: &LoopPaths, input: &HookInput, ran: &Ran) -> Result<Step, Sto
     // --parallel: the same once every place is taken (with a place free,
     // the decision hands out more stories, or waits: `decide`).
     let state = &inputs.state;
-    if state.parallel > 0 && !input.background_tasks.is_empty() {
-        crate::parallel::hooks::label_lanes(paths, &input.background_tasks);
+    if state.parallel > 0 && state.active {
+        crate::parallel::hooks::sync_lanes(paths, input, &inputs.session, state.iteration);
     }
     let all_busy = if state.parallel > 0 {
         inputs.in_flight.len() >= state.parallel as usize
