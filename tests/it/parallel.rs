@@ -394,3 +394,33 @@ fn a_stop_removes_the_worktree_of_a_worker_that_no_longer_runs() {
         "{cleanup}"
     );
 }
+
+#[test]
+fn the_users_uncommitted_changes_are_never_merged_over() {
+    let p = parallel_loop("par-dirty");
+    let tree = worker(&p, "h1", "US-1");
+    std::fs::write(tree.join("one.txt"), "one\n").unwrap();
+    // The user edits the same file in the main tree meanwhile.
+    p.write("one.txt", "the user's edit\n");
+    let before = git(&p.root, &["rev-parse", "HEAD"]);
+    let out = worker_stop(&p, "h1", &tree, "STORY DONE: US-1");
+    assert!(is_block(out.as_ref()), "{out:?}");
+    assert!(
+        reason(out.as_ref()).contains("uncommitted changes in the main tree to one.txt"),
+        "{out:?}"
+    );
+    assert!(
+        message(out.as_ref())
+            .contains("your uncommitted changes to one.txt block the merge of story US-1"),
+        "{out:?}"
+    );
+    assert_eq!(p.read("one.txt").as_deref(), Some("the user's edit\n"));
+    assert_eq!(git(&p.root, &["rev-parse", "HEAD"]), before);
+    assert_eq!(p.log().last().unwrap()["reason"], "merge_blocked");
+    // The user puts it away: the next claim merges.
+    git(&p.root, &["checkout", "--", "one.txt"]);
+    let out = worker_stop(&p, "h1", &tree, "STORY DONE: US-1");
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert_eq!(p.read("one.txt").as_deref(), Some("one\n"));
+    assert!(passes(&p, "US-1"));
+}

@@ -128,6 +128,8 @@ pub enum Code {
     MergeCheckFailed,
     /// `--parallel`: the merge could not be done (git failed); sent back.
     MergeFailed,
+    /// `--parallel`: the user's uncommitted changes are in the merge's way.
+    MergeBlocked,
     /// `--parallel`: the worker stopped without claiming its story.
     WorktreeAbandoned,
     /// `--parallel`: the loop ended, was cancelled, or a new one started: its worktrees went.
@@ -174,6 +176,7 @@ impl Code {
             Code::MergeConflict => "merge_conflict",
             Code::MergeCheckFailed => "merge_check_failed",
             Code::MergeFailed => "merge_failed",
+            Code::MergeBlocked => "merge_blocked",
             Code::WorktreeAbandoned => "worktree_abandoned",
             Code::WorktreesRemoved => "worktrees_removed",
             Code::ReviewRejected => "review_rejected",

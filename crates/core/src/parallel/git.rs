@@ -177,6 +177,24 @@ pub fn markers_left(dir: &Path, files: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The files `branch` changes (against its merge base with `root`'s
+/// `HEAD`) that the user has changed in `root` without committing, or left
+/// there untracked: a merge would overwrite them.
+pub fn in_the_way(root: &Path, branch: &str) -> Vec<String> {
+    let lines = |args: &[&str]| -> Vec<String> {
+        git(root, args)
+            .map(|o| o.lines().map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    let story = lines(&["diff", "--name-only", &format!("HEAD...{branch}")]);
+    if story.is_empty() {
+        return Vec::new();
+    }
+    let mut local = lines(&["diff", "--name-only", "HEAD"]);
+    local.extend(lines(&["ls-files", "--others", "--exclude-standard"]));
+    story.into_iter().filter(|f| local.contains(f)).collect()
+}
+
 /// How a merge into the loop's branch went.
 pub enum Merged {
     /// The new commit of the loop's branch, and the one before.

@@ -323,6 +323,11 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
         // Cancelled (or ended) meanwhile: whoever ended it removes the worktrees.
         return HookOutput::Nothing;
     }
+    let in_the_way = git::in_the_way(&paths.root, &claim.lane.branch);
+    if !in_the_way.is_empty() {
+        let outcome = MergeOutcome::UserChanges { files: in_the_way };
+        return sent_back(paths, input, &claim, outcome);
+    }
     let merge_message = format!("ralph: merge story {} {}", claim.story, claim.title);
     let outcome = match git::merge(&paths.root, &claim.lane.branch, merge_message.trim_end()) {
         Err(why) => MergeOutcome::Failed(why),

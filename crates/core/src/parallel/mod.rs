@@ -222,7 +222,11 @@ pub enum MergeOutcome {
     /// Merged, but the story's check failed there: the merge was undone and
     /// the new base merged into the worktree.
     CheckFailed(CheckResult),
-    /// git itself failed (the main tree has changes in the way, ...).
+    /// The user has uncommitted changes in the main tree to files the story
+    /// changes: ralph never merges over them (git would refuse anyway). The
+    /// worker waits and claims again; the user is told which files.
+    UserChanges { files: Vec<String> },
+    /// git itself failed.
     Failed(String),
 }
 
@@ -233,6 +237,7 @@ impl MergeOutcome {
             MergeOutcome::Merged { .. } => Code::StoryMerged,
             MergeOutcome::Conflict { .. } => Code::MergeConflict,
             MergeOutcome::CheckFailed(_) => Code::MergeCheckFailed,
+            MergeOutcome::UserChanges { .. } => Code::MergeBlocked,
             MergeOutcome::Failed(_) => Code::MergeFailed,
         }
     }
@@ -257,6 +262,12 @@ pub fn send_back_reason(
             "it was merged into the loop's branch, but its check failed there, so the merge was undone. {}\nThe new base is \
              merged into your worktree: make the check pass on it.",
             check.failure_report(timeout_secs)
+        ),
+        MergeOutcome::UserChanges { files } => format!(
+            "your work is committed, but the user has uncommitted changes in the main tree to {} and ralph never merges \
+             over them. Do not touch those files there. Run `sleep 60`, then end your report again with the line below: \
+             the merge is tried again.",
+            files.join(", ")
         ),
         MergeOutcome::Failed(why) => format!("ralph could not merge it: {why}"),
         MergeOutcome::Merged { .. } => "it was merged".to_string(),
@@ -283,6 +294,10 @@ pub fn merge_message(story: &str, outcome: &MergeOutcome) -> String {
         ),
         MergeOutcome::CheckFailed(_) => format!(
             "🔁 Ralph: story {story} merged but its check failed on the loop's branch; merge undone, sent back."
+        ),
+        MergeOutcome::UserChanges { files } => format!(
+            "⚠️ Ralph: your uncommitted changes to {} block the merge of story {story}: commit or stash them; its worker tries again in a minute.",
+            files.join(", ")
         ),
         MergeOutcome::Failed(why) => {
             format!("⚠️ Ralph: story {story} could not be merged ({why}); sent back.")
