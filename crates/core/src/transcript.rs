@@ -1,4 +1,5 @@
-//! Reading the last turn from a transcript (JSONL), from its end. Does I/O.
+//! Reading the last turn from a transcript (JSONL), from its end; and a
+//! subagent's task from the start of its own transcript. Does I/O.
 //!
 //! Used for the assistant's words when the Stop input lacks
 //! `last_assistant_message` (older clients) or when that message holds no
@@ -349,8 +350,55 @@ fn blocks(content: Option<&Value>) -> impl Iterator<Item = &Value> {
     content.and_then(Value::as_array).into_iter().flatten()
 }
 
+/// Where Claude Code (2.1.328) keeps a subagent's own transcript: beside the
+/// session's, `<session>/subagents/agent-<id>.jsonl`.
+pub fn subagent_transcript(
+    session_transcript: &Path,
+    agent_id: &str,
+) -> Option<std::path::PathBuf> {
+    let base = session_transcript.to_str()?.strip_suffix(".jsonl")?;
+    Some(format!("{base}/subagents/agent-{agent_id}.jsonl").into())
+}
+
+/// The task the main thread gave a subagent: the first line of its own
+/// transcript (the only line read).
+pub fn subagent_task(path: &Path) -> Option<String> {
+    use std::io::BufRead;
+    let file = File::open(path).ok()?;
+    let mut line = String::new();
+    io::BufReader::new(file.take(1 << 20))
+        .read_line(&mut line)
+        .ok()?;
+    let v: Value = serde_json::from_str(&line).ok()?;
+    let content = v.get("message")?.get("content")?;
+    Some(crate::queue::content_text(content))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_subagent_task_is_its_transcripts_first_line() {
+        let session = std::path::Path::new("/h/.claude/projects/p/abc.jsonl");
+        assert_eq!(
+            subagent_transcript(session, "a1").unwrap(),
+            std::path::PathBuf::from("/h/.claude/projects/p/abc/subagents/agent-a1.jsonl")
+        );
+        let dir = std::env::temp_dir().join(format!("ralph-subagent-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("agent-a1.jsonl");
+        std::fs::write(
+            &file,
+            "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"Work story US-1 of /p/prd.json.\"}}\n{\"type\":\"assistant\"}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            subagent_task(&file).as_deref(),
+            Some("Work story US-1 of /p/prd.json.")
+        );
+        assert_eq!(subagent_task(&dir.join("none.jsonl")), None);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     use super::*;
     use std::io::Write;
 

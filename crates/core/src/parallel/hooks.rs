@@ -20,7 +20,6 @@ use crate::state::LoopState;
 use crate::stop::inputs::owns;
 use crate::store::{self, LOCK_WAIT, LoopLock};
 use crate::verify::{CheckResult, VerifyLog};
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -132,9 +131,11 @@ pub fn sync_lanes(paths: &LoopPaths, input: &HookInput, session: &str, iteration
             let client_branch = format!("worktree-agent-{agent}");
             let _ =
                 git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch]);
-            let story = lane
-                .story
-                .or_else(|| story_of_running(input.transcript_path.as_deref()?, &agent));
+            let story = lane.story.or_else(|| {
+                let session = input.transcript_path.as_deref()?;
+                let own = crate::transcript::subagent_transcript(Path::new(session), &agent)?;
+                super::story_in_task(&crate::transcript::subagent_task(&own)?)
+            });
             removed.push(story.unwrap_or(agent));
             changed = true;
         }
@@ -167,31 +168,9 @@ pub fn sync_lanes(paths: &LoopPaths, input: &HookInput, session: &str, iteration
     }
 }
 
-/// The story a running worker was given, read from its own transcript
-/// (`<session transcript without .jsonl>/subagents/agent-<id>.jsonl`, as
-/// Claude Code 2.1.328 lays them out): for a worker whose description names
-/// no story.
-pub fn story_of_running(session_transcript: &str, agent_id: &str) -> Option<String> {
-    let base = session_transcript.strip_suffix(".jsonl")?;
-    let path = format!("{base}/subagents/agent-{agent_id}.jsonl");
-    first_message(&path).and_then(|t| super::story_in_task(&t))
-}
-
-/// The task the main thread gave a subagent: the first message of its own
-/// transcript (read from the start, one line).
+/// The task the main thread gave this subagent (its transcript's first line).
 fn task_of(input: &HookInput) -> Option<String> {
-    first_message(input.agent_transcript_path.as_deref()?)
-}
-
-fn first_message(path: &str) -> Option<String> {
-    let file = std::fs::File::open(path).ok()?;
-    let mut line = String::new();
-    BufReader::new(file.take(1 << 20))
-        .read_line(&mut line)
-        .ok()?;
-    let v: serde_json::Value = serde_json::from_str(&line).ok()?;
-    let content = v.get("message")?.get("content")?;
-    Some(crate::queue::content_text(content))
+    crate::transcript::subagent_task(Path::new(input.agent_transcript_path.as_deref()?))
 }
 
 /// What the first pass under the loop lock found.

@@ -195,8 +195,9 @@ fn in_flight(input: &HookInput) -> Vec<Option<String>> {
         .zip(workers)
         .map(|(story, task)| {
             story.or_else(|| {
-                let transcript = input.transcript_path.as_deref()?;
-                crate::parallel::hooks::story_of_running(transcript, &task.id)
+                let session = input.transcript_path.as_deref()?;
+                let own = transcript::subagent_transcript(session.as_ref(), &task.id)?;
+                crate::parallel::story_in_task(&transcript::subagent_task(&own)?)
             })
         })
         .collect()
