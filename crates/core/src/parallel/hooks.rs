@@ -173,6 +173,15 @@ fn task_of(input: &HookInput) -> Option<String> {
     crate::transcript::subagent_task(Path::new(input.agent_transcript_path.as_deref()?))
 }
 
+/// A worker let go without a merge: its lane, worktree and branch go (the
+/// main loop hands its story out again). Under the loop lock.
+fn drop_lane(paths: &LoopPaths, board: &mut super::Board, agent: &str, lane: &Lane) {
+    board.lanes.remove(agent);
+    let _ = paths.write_board(board);
+    let client_branch = format!("worktree-agent-{agent}");
+    let _ = git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch]);
+}
+
 /// What the first pass under the loop lock found.
 struct Claim {
     state: LoopState,
@@ -226,9 +235,7 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
         let Some(found) = found.filter(|s| fresh::claims_done(said, &s.id)) else {
             // No claim (or no story of the PRD): the work is not merged; the
             // main loop hands the story out again, to a fresh worktree.
-            drop(board.lanes.remove(&agent));
-            let _ = paths.write_board(&board);
-            let _ = git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch]);
+            drop_lane(paths, &mut board, &agent, &lane);
             let entry = Entry::now(
                 input.session(),
                 state.iteration,
@@ -245,9 +252,7 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
         };
         if found.passes {
             // Another worker's merge made it pass meanwhile.
-            drop(board.lanes.remove(&agent));
-            let _ = paths.write_board(&board);
-            let _ = git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch]);
+            drop_lane(paths, &mut board, &agent, &lane);
             return HookOutput::allow(format!(
                 "Ralph: story {} already passes (another worker's work was merged); this worker's worktree was removed.",
                 found.id
@@ -278,6 +283,7 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
         let outcome = MergeOutcome::Conflict { files: unresolved };
         return sent_back(paths, input, &claim, outcome);
     }
+    extend(MERGE_WAIT + Duration::from_secs(30));
     let message = format!("ralph: story {} {}", claim.story, claim.title);
     // The PRD and the notes as the loop's branch has them now: the story's
     // merge then changes neither (nor undoes a commit of them made meanwhile).
@@ -290,7 +296,6 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
     ) {
         return sent_back(paths, input, &claim, MergeOutcome::Failed(why));
     }
-    extend(MERGE_WAIT + Duration::from_secs(30));
     let Ok(_queue) = LoopLock::acquire(&paths.merge_lock, MERGE_WAIT) else {
         return HookOutput::allow(format!(
             "Ralph: story {} waited {} min for the merge queue and was not merged; it goes out again.",
