@@ -505,3 +505,38 @@ fn a_message_the_transcript_had_not_caught_up_with_is_counted_at_the_next_stop()
     );
     assert!(state.contains("\nusage_seen: \"m3\"\n"), "{state}");
 }
+
+#[test]
+fn a_pause_is_written_whole_though_the_exiting_client_sends_sigterm() {
+    use std::io::Write as _;
+    let p = Project::new("pause-term");
+    p.loop_state("\"s1\"", 2, 10, None, "", "Task\n");
+    let failure = json!({"session_id": "s1", "cwd": p.root, "hook_event_name": "StopFailure",
+        "error": "rate_limit"});
+    let mut child = std::process::Command::new(SETUP)
+        .arg("hook-event")
+        .current_dir(&p.root)
+        .env("CLAUDE_PROJECT_DIR", &p.root)
+        .env("RALPH_DATA_DIR", p.data_dir())
+        .env_remove("AI_AGENT")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The client exits and ends its hooks (measured: SIGTERM ~60 ms in),
+    // here while the hook still waits for its input.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(failure.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(p.state().unwrap().contains("\npaused: \"rate_limit\"\n"));
+    let log = p.log();
+    assert_eq!(log.last().unwrap()["decision"], "pause", "{log:?}");
+}
