@@ -251,11 +251,9 @@ fn hook_event() -> HookOutput {
     {
         return HookOutput::Nothing;
     }
-    // These events come as the client exits, and it ends their hooks with
-    // SIGTERM (measured, 2.1.328: a StopFailure hook got it ~60 ms after it
-    // started; SIGKILL follows ~1.5 s later). A pause and its log line take
-    // milliseconds: they are written whole, not cut in between.
-    hold_off_termination();
+    // These events come as the client starts or exits, and it ends their
+    // hooks with SIGTERM: a pause and its log line are written whole.
+    ralph_core::exit_signals::hold_off_termination();
     let Ok(input) = HookInput::read_stdin_with_deadline(10) else {
         return HookOutput::Nothing;
     };
@@ -270,16 +268,6 @@ fn hook_event() -> HookOutput {
     }
     continuity::on_event(&paths, &input, pid)
         .unwrap_or_else(|e| HookOutput::allow(format!("ralph: {e}")))
-}
-
-/// SIGTERM and SIGHUP only set a flag from here on (nobody reads it): the
-/// hook finishes its few milliseconds of writes; a SIGKILL still ends it.
-fn hold_off_termination() {
-    use signal_hook::consts::{SIGHUP, SIGTERM};
-    static HELD_OFF: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    for sig in [SIGTERM, SIGHUP] {
-        let _ = signal_hook::flag::register_usize(sig, &HELD_OFF, sig as usize);
-    }
 }
 
 /// UserPromptSubmit: every prompt of every session passes here, so anything

@@ -122,6 +122,8 @@ fn run() -> HookOutput {
     match input.hook_event_name.as_deref() {
         Some("SubagentStart") => return parallel::hooks::started(&paths, &input),
         Some("SubagentStop") if parallel_worker => {
+            // A merge into the user's tree is not cut short by the client's exit.
+            ralph_core::exit_signals::hold_off_termination();
             return parallel::hooks::worker_stop(&paths, &input, &watchdog::extend);
         }
         Some("SubagentStop") => return worker_stop(&paths, &input),

@@ -18,6 +18,7 @@ pub mod budget;
 pub mod clock;
 pub mod continuity;
 pub mod control;
+pub mod exit_signals;
 pub mod fmt;
 pub mod fresh;
 pub mod fresh_stop;
