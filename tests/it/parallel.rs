@@ -424,3 +424,53 @@ fn the_users_uncommitted_changes_are_never_merged_over() {
     assert_eq!(p.read("one.txt").as_deref(), Some("one\n"));
     assert!(passes(&p, "US-1"));
 }
+
+#[test]
+fn a_merge_cut_short_is_aborted_by_the_next_holder_of_the_merge_queue() {
+    let p = parallel_loop("par-cut");
+    p.write("one.txt", "one\n");
+    git(&p.root, &["commit", "-qam", "one"]);
+    git(&p.root, &["branch", "side", "HEAD~1"]);
+    let side_tree = p.path("side-tree");
+    git(
+        &p.root,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            &side_tree.to_string_lossy(),
+            "side",
+        ],
+    );
+    std::fs::write(side_tree.join("one.txt"), "other\n").unwrap();
+    git(&side_tree, &["commit", "-qam", "other"]);
+    git(
+        &p.root,
+        &["worktree", "remove", "-f", &side_tree.to_string_lossy()],
+    );
+    // A merge of ralph's was under way when its hook was killed: the tree is
+    // left mid-merge, conflict markers and all, and the marker says so.
+    let head = git(&p.root, &["rev-parse", "HEAD"]);
+    let _ = Command::new("git")
+        .args(["merge", "-q", "side"])
+        .current_dir(&p.root)
+        .output();
+    assert!(p.read("one.txt").unwrap().contains("<<<<<<<"));
+    std::fs::write(p.loop_paths().merging, format!("US-0 {head}")).unwrap();
+    let tree = worker(&p, "i1", "US-1");
+    let out = worker_stop(&p, "i1", &tree, "STORY DONE: US-1");
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert_eq!(p.read("one.txt").as_deref(), Some("one\n"));
+    assert!(passes(&p, "US-1"));
+    assert!(!p.loop_paths().merging.exists());
+    assert!(!p.path(".git/MERGE_HEAD").exists());
+    let cut = p
+        .log()
+        .into_iter()
+        .find(|e| e["reason"] == "merge_interrupted")
+        .unwrap();
+    assert!(
+        cut["message"].as_str().unwrap().contains("aborted"),
+        "{cut}"
+    );
+}

@@ -134,6 +134,8 @@ pub enum Code {
     WorktreeAbandoned,
     /// `--parallel`: the loop ended, was cancelled, or a new one started: its worktrees went.
     WorktreesRemoved,
+    /// `--parallel`: a merge into the main tree was cut short; it was aborted.
+    MergeInterrupted,
     /// A reviewer rejected the work claimed complete (`--review`).
     ReviewRejected,
     /// Still rejected after `--max-reviews` rounds: the loop stopped.
@@ -179,6 +181,7 @@ impl Code {
             Code::MergeBlocked => "merge_blocked",
             Code::WorktreeAbandoned => "worktree_abandoned",
             Code::WorktreesRemoved => "worktrees_removed",
+            Code::MergeInterrupted => "merge_interrupted",
             Code::ReviewRejected => "review_rejected",
             Code::ReviewsExhausted => "reviews_exhausted",
         }

@@ -84,6 +84,10 @@ pub struct LoopPaths {
     /// `--parallel`: the merge queue, one story's merge and check at a time
     /// (held without the loop lock, which a check must never hold).
     pub merge_lock: PathBuf,
+    /// `--parallel`: `STORY COMMIT` while a merge into the main tree is under
+    /// way (the commit it started from); found by the next holder of the
+    /// merge lock, it means that merge was cut short (see `parallel::hooks`).
+    pub merging: PathBuf,
 }
 
 impl LoopPaths {
@@ -107,6 +111,7 @@ impl LoopPaths {
             handover: dir.join("handover"),
             board: dir.join("parallel.json"),
             merge_lock: dir.join("merge.lock"),
+            merging: dir.join("merging"),
             dir,
             mirror: root.join(STATE_FILE),
             log: root.join(LOG_FILE),

@@ -195,6 +195,11 @@ pub fn in_the_way(root: &Path, branch: &str) -> Vec<String> {
     story.into_iter().filter(|f| local.contains(f)).collect()
 }
 
+/// Whether `dir` is in the middle of a merge (git's `MERGE_HEAD`).
+pub fn merge_in_progress(dir: &Path) -> bool {
+    git(dir, &["rev-parse", "-q", "--verify", "MERGE_HEAD"]).is_ok()
+}
+
 /// How a merge into the loop's branch went.
 pub enum Merged {
     /// The new commit of the loop's branch, and the one before.

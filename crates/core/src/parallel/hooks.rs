@@ -307,12 +307,18 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
         // Cancelled (or ended) meanwhile: whoever ended it removes the worktrees.
         return HookOutput::Nothing;
     }
+    recover_cut_merge(paths, input.session(), claim.state.iteration);
     let in_the_way = git::in_the_way(&paths.root, &claim.lane.branch);
     if !in_the_way.is_empty() {
         let outcome = MergeOutcome::UserChanges { files: in_the_way };
         return sent_back(paths, input, &claim, outcome);
     }
     let merge_message = format!("ralph: merge story {} {}", claim.story, claim.title);
+    let before = git::head(&paths.root).unwrap_or_default();
+    let _ = store::atomic_write(
+        &paths.merging,
+        format!("{} {before}\n", claim.story).as_bytes(),
+    );
     let outcome = match git::merge(&paths.root, &claim.lane.branch, merge_message.trim_end()) {
         Err(why) => MergeOutcome::Failed(why),
         Ok(Merged::Conflict(files)) => {
@@ -343,12 +349,14 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
                     }
                 }
                 passed => {
+                    let _ = store::remove_if_present(&paths.merging);
                     extend(Duration::from_secs(30));
                     return merged(paths, input, &claim, after, passed);
                 }
             }
         }
     };
+    let _ = store::remove_if_present(&paths.merging);
     sent_back(paths, input, &claim, outcome)
 }
 
@@ -500,10 +508,48 @@ fn sent_back(
     }
 }
 
+/// A merge into the main tree that was cut short (its hook killed: the
+/// client's SIGKILL, a crash) left `merging` behind, and maybe the tree in
+/// the middle of that merge: it is aborted, so the user's branch is as it
+/// was before it (a merge that had committed stays: its story is merged
+/// again, as a no-op, when it comes back). Only a holder of the merge lock
+/// calls this: no merge of ralph's is under way then.
+fn recover_cut_merge(paths: &LoopPaths, session: &str, iteration: u64) {
+    let Ok(Some(marker)) = store::read_optional(&paths.merging) else {
+        return;
+    };
+    let story = marker.split_whitespace().next().unwrap_or("?").to_string();
+    let aborted =
+        git::merge_in_progress(&paths.root) && git::git(&paths.root, &["merge", "--abort"]).is_ok();
+    let _ = store::remove_if_present(&paths.merging);
+    let text = if aborted {
+        format!(
+            "the merge of story {story} was cut short; it was aborted, the branch is as it was before it"
+        )
+    } else {
+        format!("the merge of story {story} was cut short before it changed the tree")
+    };
+    let entry = Entry::now(
+        session,
+        iteration,
+        Action::Cleanup,
+        Code::MergeInterrupted.as_str(),
+    )
+    .with_story(Some(story))
+    .with_message(Some(&text));
+    let _ = activity::append(&paths.log, &entry);
+}
+
 /// Remove every worktree and branch the board names (the loop ended, was
 /// cancelled, or a new one starts over a crashed one's), and the board.
 /// Only what ralph recorded is touched. What was removed, in words.
 pub fn remove_all(paths: &LoopPaths, session: &str, iteration: u64) -> Option<String> {
+    // A merge cut short is undone too, when no merge of ralph's is under way.
+    if paths.merging.exists()
+        && let Ok(_queue) = LoopLock::acquire(&paths.merge_lock, Duration::ZERO)
+    {
+        recover_cut_merge(paths, session, iteration);
+    }
     let board = paths.read_board();
     if board.lanes.is_empty() {
         let _ = store::remove_if_present(&paths.board);
