@@ -128,9 +128,7 @@ pub fn sync_lanes(paths: &LoopPaths, input: &HookInput, session: &str, iteration
     let mut removed = Vec::new();
     for agent in gone {
         if let Some(lane) = board.lanes.remove(&agent) {
-            let client_branch = format!("worktree-agent-{agent}");
-            let _ =
-                git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch]);
+            let _ = remove_lane_worktree(paths, &agent, &lane);
             let story = lane.story.or_else(|| {
                 let session = input.transcript_path.as_deref()?;
                 let own = crate::transcript::subagent_transcript(Path::new(session), &agent)?;
@@ -157,14 +155,7 @@ pub fn sync_lanes(paths: &LoopPaths, input: &HookInput, session: &str, iteration
             "removed the worktrees of workers that no longer run ({}); their stories go out again",
             removed.join(", ")
         );
-        let entry = Entry::now(
-            session,
-            iteration,
-            Action::Cleanup,
-            Code::WorktreesRemoved.as_str(),
-        )
-        .with_message(Some(&text));
-        let _ = activity::append(&paths.log, &entry);
+        log_cleanup(paths, session, iteration, &text);
     }
 }
 
@@ -178,8 +169,21 @@ fn task_of(input: &HookInput) -> Option<String> {
 fn drop_lane(paths: &LoopPaths, board: &mut super::Board, agent: &str, lane: &Lane) {
     board.lanes.remove(agent);
     let _ = paths.write_board(board);
+    let _ = remove_lane_worktree(paths, agent, lane);
+}
+
+/// A lane's worktree and its branches: the story's, and the one Claude Code
+/// named (`worktree-agent-<id>`) when it was not renamed yet.
+fn remove_lane_worktree(paths: &LoopPaths, agent: &str, lane: &Lane) -> Result<(), String> {
     let client_branch = format!("worktree-agent-{agent}");
-    let _ = git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch]);
+    git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch])
+}
+
+/// One `cleanup` line in the activity log.
+fn log_cleanup(paths: &LoopPaths, session: &str, iteration: u64, text: &str) {
+    let code = Code::WorktreesRemoved.as_str();
+    let entry = Entry::now(session, iteration, Action::Cleanup, code).with_message(Some(text));
+    let _ = activity::append(&paths.log, &entry);
 }
 
 /// What the first pass under the loop lock found.
@@ -418,11 +422,7 @@ fn merged(
     if let Err(e) = paths.write_board(&board) {
         problems.push(format!("board not written: {e}"));
     }
-    if let Err(e) = git::remove_worktree(
-        &paths.root,
-        &claim.lane.worktree,
-        &[&claim.lane.branch, &format!("worktree-agent-{agent}")],
-    ) {
+    if let Err(e) = remove_lane_worktree(paths, &agent, &claim.lane) {
         problems.push(format!("worktree not removed: {e}"));
     }
     let text = if problems.is_empty() {
@@ -479,7 +479,7 @@ fn sent_back(
         board.lanes.remove(&agent);
     } else {
         board.lanes.insert(
-            agent,
+            agent.clone(),
             Lane {
                 status: LaneStatus::SentBack,
                 sent_back: times,
@@ -491,7 +491,7 @@ fn sent_back(
     let message = super::merge_message(&claim.story, &outcome);
     log_merge(paths, input, claim, &outcome, &message);
     if gave_up {
-        let _ = git::remove_worktree(&paths.root, &claim.lane.worktree, &[&claim.lane.branch]);
+        let _ = remove_lane_worktree(paths, &agent, &claim.lane);
         return HookOutput::allow(format!(
             "{message} It was sent back {max} times already: the worker stops, its worktree is removed, and the story goes out again."
         ));
@@ -558,8 +558,7 @@ pub fn remove_all(paths: &LoopPaths, session: &str, iteration: u64) -> Option<St
     let mut removed = Vec::new();
     let mut problems = Vec::new();
     for (agent, lane) in &board.lanes {
-        let client_branch = format!("worktree-agent-{agent}");
-        match git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch]) {
+        match remove_lane_worktree(paths, agent, lane) {
             Ok(()) => removed.push(lane.story.clone().unwrap_or_else(|| agent.clone())),
             Err(e) => problems.push(e),
         }
@@ -573,13 +572,6 @@ pub fn remove_all(paths: &LoopPaths, session: &str, iteration: u64) -> Option<St
     if !problems.is_empty() {
         text.push_str(&format!("; could not remove: {}", problems.join("; ")));
     }
-    let entry = Entry::now(
-        session,
-        iteration,
-        Action::Cleanup,
-        Code::WorktreesRemoved.as_str(),
-    )
-    .with_message(Some(&text));
-    let _ = activity::append(&paths.log, &entry);
+    log_cleanup(paths, session, iteration, &text);
     Some(text)
 }
