@@ -334,7 +334,12 @@ fn status_and_the_status_line_name_the_stories_in_flight() {
         "stop_hook_active": false, "last_assistant_message": "Dispatched.",
         "background_tasks": [running("f1", "US-1"), running("f2", "US-2")],
     });
-    assert_eq!(run_json(STOP, &[], &p.root, &stop.to_string()), None);
+    let out = run_json(STOP, &[], &p.root, &stop.to_string());
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert_eq!(
+        message(out.as_ref()),
+        "⏳ Ralph: 2 workers at work (US-1, US-2) · 0/2 stories pass"
+    );
     assert_eq!(p.log().last().unwrap()["reason"], "worker_running");
     let (_, status) = p.setup(&["status"]);
     assert!(

@@ -163,7 +163,24 @@ pub fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> Result<HookOut
     let entry = Entry::now(&inputs.session, state.iteration, Action::Wait, code)
         .with_worker(Some("running".into()));
     let _ = log(paths, entry);
-    Ok(HookOutput::Nothing)
+    if state.parallel == 0 {
+        return Ok(HookOutput::Nothing);
+    }
+    // --parallel: the user sees where the stories stand at each worker's
+    // report (the interactive client shows a background worker's own
+    // messages only in that worker's view).
+    let passing = match &inputs.prd {
+        Some(Ok(prd)) => {
+            let (pass, total) = prd.progress();
+            format!(" · {pass}/{total} stories pass")
+        }
+        _ => String::new(),
+    };
+    Ok(HookOutput::allow(text::waiting_for_workers(
+        &inputs.in_flight,
+        &paths.read_board(),
+        &passing,
+    )))
 }
 
 /// A duplicate Stop: the answer `again` (the last one, judged again),

@@ -301,6 +301,35 @@ fn dispatch_feed(cx: &StopContext, stories: &[&Story], standing: &Standing) -> (
     (reason, message)
 }
 
+/// `--parallel`: the turn ends while workers run; where the stories stand.
+pub fn waiting_for_workers(
+    in_flight: &[Option<String>],
+    board: &crate::parallel::Board,
+    passing: &str,
+) -> String {
+    let running: Vec<&str> = in_flight
+        .iter()
+        .map(|s| s.as_deref().unwrap_or("?"))
+        .collect();
+    let mut out = format!(
+        "⏳ Ralph: {} at work ({}){passing}",
+        plural(running.len() as u64, "worker"),
+        running.join(", ")
+    );
+    if !board.merged.is_empty() {
+        out.push_str(&format!(" · merged: {}", board.merged.join(", ")));
+    }
+    if !board.sent_back.is_empty() {
+        let back: Vec<String> = board
+            .sent_back
+            .iter()
+            .map(|(s, n)| format!("{s} ({n}x)"))
+            .collect();
+        out.push_str(&format!(" · sent back: {}", back.join(", ")));
+    }
+    out
+}
+
 /// Plain mode: the prompt again.
 fn prompt(state: &LoopState, refused: Option<&Refusal>, mismatched_tag: bool) -> (String, String) {
     let label = state.iteration_label(state.iteration.saturating_add(1));
