@@ -92,6 +92,13 @@ fn worker_stop(p: &Project, agent: &str, tree: &Path, said: &str) -> Option<Valu
     run_json(STOP, &[], &p.root, &v.to_string())
 }
 
+/// The first log line with this decision and reason.
+fn logged(p: &Project, decision: &str, reason: &str) -> Option<Value> {
+    p.log()
+        .into_iter()
+        .find(|e| e["decision"] == decision && e["reason"] == reason)
+}
+
 fn board(p: &Project) -> Value {
     let text = std::fs::read_to_string(p.loop_paths().board).unwrap_or_else(|_| "{}".into());
     serde_json::from_str(&text).unwrap()
@@ -139,11 +146,7 @@ fn a_claimed_story_is_merged_checked_and_only_then_marked_passing() {
     assert!(!tree.exists(), "the merged worktree is removed");
     assert_eq!(branches(&p), ["master"]);
     assert_eq!(board(&p)["merged"], json!(["US-1"]));
-    assert!(
-        p.log()
-            .iter()
-            .any(|e| e["decision"] == "merge" && e["reason"] == "story_merged")
-    );
+    assert!(logged(&p, "merge", "story_merged").is_some());
 }
 
 #[test]
@@ -294,11 +297,7 @@ fn the_next_start_removes_what_a_crashed_loop_left() {
     assert!(!tree.exists(), "the crashed loop's worktree is removed");
     assert_eq!(branches(&p), ["master"]);
     assert_eq!(p.read("one.txt").as_deref(), Some("base\n"));
-    assert!(
-        p.log()
-            .iter()
-            .any(|e| e["decision"] == "cleanup" && e["reason"] == "worktrees_removed")
-    );
+    assert!(logged(&p, "cleanup", "worktrees_removed").is_some());
 }
 
 #[test]
@@ -388,11 +387,7 @@ fn a_stop_removes_the_worktree_of_a_worker_that_no_longer_runs() {
     assert!(!dead.exists(), "the dead worker's worktree is removed");
     assert!(alive.exists(), "the running worker's is not");
     assert_eq!(branches(&p), ["master", "worktree-agent-g2"]);
-    let cleanup = p
-        .log()
-        .into_iter()
-        .find(|e| e["decision"] == "cleanup")
-        .unwrap();
+    let cleanup = logged(&p, "cleanup", "worktrees_removed").unwrap();
     // No Stop saw it run, so its story was never named to ralph: its agent id.
     assert!(
         cleanup["message"].as_str().unwrap().contains("(g1)"),
@@ -469,13 +464,17 @@ fn a_merge_cut_short_is_aborted_by_the_next_holder_of_the_merge_queue() {
     assert!(passes(&p, "US-1"));
     assert!(!p.loop_paths().merging.exists());
     assert!(!p.path(".git/MERGE_HEAD").exists());
-    let cut = p
-        .log()
-        .into_iter()
-        .find(|e| e["reason"] == "merge_interrupted")
-        .unwrap();
+    let cut = logged(&p, "cleanup", "merge_interrupted").unwrap();
     assert!(
         cut["message"].as_str().unwrap().contains("aborted"),
         "{cut}"
+    );
+}
+
+#[test]
+fn the_guard_and_the_loop_name_the_same_shared_notes() {
+    assert_eq!(
+        ralph_core::parallel::NOTES_FILE,
+        ralph_policy::parallel::NOTES_FILE
     );
 }

@@ -88,7 +88,6 @@ impl ParallelStatus {
             in_flight: board
                 .lanes
                 .iter()
-                .filter(|(_, l)| l.status != crate::parallel::LaneStatus::Merged)
                 .map(|(agent, l)| {
                     let who = l.story.clone().unwrap_or_else(|| format!("worker {agent}"));
                     let again = if l.sent_back > 0 {

@@ -9,7 +9,7 @@
 //! merge lock is taken before the loop lock, never the other way round.
 
 use super::git::{self, Merged};
-use super::{Lane, LaneStatus, MergeOutcome, WORKER_TYPE};
+use super::{Lane, LaneStatus, MergeOutcome, NOTES_FILE, WORKER_TYPE};
 use crate::activity::{self, Action, Code, Entry};
 use crate::fresh;
 use crate::hook_input::HookInput;
@@ -26,9 +26,6 @@ use std::time::Duration;
 /// How long a worker's stop waits for the merges before its own (each may
 /// run a story's check).
 pub const MERGE_WAIT: Duration = Duration::from_secs(1800);
-
-/// The shared notes every worker appends to, in the main tree.
-pub const NOTES_FILE: &str = "progress.txt";
 
 /// The running loop a parallel worker's hook call belongs to.
 fn worker_loop(paths: &LoopPaths, input: &HookInput) -> Option<LoopState> {

@@ -33,9 +33,9 @@ pub const MAX_PARALLEL: u32 = 16;
 /// The prefix of a story's branch: `ralph/US-1`.
 pub const BRANCH_PREFIX: &str = "ralph/";
 
-/// The folder (relative to the project) where Claude Code puts a subagent's
-/// worktree.
-pub const WORKTREES_DIR: &str = ".claude/worktrees";
+/// The notes every worker appends to, in the main tree (the guard's one
+/// exception to a worker's worktree: `ralph_policy::parallel::NOTES_FILE`).
+pub const NOTES_FILE: &str = "progress.txt";
 
 /// The branch a story's work is kept on, named after the story: characters
 /// git does not take in a ref become `-`.
@@ -110,22 +110,42 @@ pub fn task(prd_path: &str, progress_path: &str, story: &Story) -> String {
     )
 }
 
-/// The main thread's feed: hand these stories out, all at once.
+/// A batch of stories as one key of the feed counter (`US-1+US-2`): the
+/// same batch fed again and again is a stuck one.
+pub fn batch_key(stories: &[&Story]) -> String {
+    ids(stories).join("+")
+}
+
+/// A batch of stories as the log names them (`US-1,US-2`).
+pub fn batch_names(stories: &[&Story]) -> String {
+    ids(stories).join(",")
+}
+
+fn ids<'s>(stories: &[&'s Story]) -> Vec<&'s str> {
+    stories.iter().map(|s| s.id.as_str()).collect()
+}
+
+/// The main thread's feed: hand these stories out, all at once. The
+/// workers run in their worktrees, so the PRD (`prd_file`, relative) and the
+/// notes are named by their paths in the main tree at `root`.
 pub fn dispatch(
     parallel: u32,
-    prd_path: &str,
-    progress_path: &str,
+    root: &std::path::Path,
+    prd_file: &str,
     stories: &[&Story],
     in_flight: usize,
     note: &str,
 ) -> String {
+    let root = root.to_string_lossy();
+    let prd_path = format!("{root}/{prd_file}");
+    let progress_path = format!("{root}/{NOTES_FILE}");
     let calls: Vec<String> = stories
         .iter()
         .map(|s| {
             format!(
                 "- description \"story {}\", prompt \"{}\"",
                 s.id,
-                task(prd_path, progress_path, s)
+                task(&prd_path, &progress_path, s)
             )
         })
         .collect();
@@ -157,8 +177,6 @@ pub enum LaneStatus {
     /// Its story was sent back (a conflict, or its check failed after the
     /// merge); the worker goes on, on the new base.
     SentBack,
-    /// Merged into the loop's branch; its worktree is gone.
-    Merged,
 }
 
 /// One worker's worktree, as recorded at its start.
@@ -181,7 +199,7 @@ pub struct Lane {
 /// Every worker of the loop and what came of each story: `parallel.json`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Board {
-    /// By agent id; a lane goes once its worktree is removed.
+    /// By agent id: the workers whose worktree exists (a lane goes with it).
     #[serde(default)]
     pub lanes: BTreeMap<String, Lane>,
     /// Stories merged, in order.
@@ -201,11 +219,10 @@ impl Board {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
-    /// The stories being worked on now (a worker's lane that is not merged).
+    /// The stories being worked on now (each worker's, when known).
     pub fn working(&self) -> Vec<&str> {
         self.lanes
             .values()
-            .filter(|l| l.status != LaneStatus::Merged)
             .filter_map(|l| l.story.as_deref())
             .collect()
     }
@@ -369,7 +386,9 @@ mod tests {
             r#"{"userStories":[{"id":"A","title":"Say \"a\"","passes":false},{"id":"B","passes":false}]}"#,
         );
         let stories = p.runnable();
-        let text = dispatch(2, "/p/prd.json", "/p/progress.txt", &stories, 0, "");
+        let text = dispatch(2, std::path::Path::new("/p"), "prd.json", &stories, 0, "");
+        assert_eq!(batch_key(&stories), "A+B");
+        assert_eq!(batch_names(&stories), "A,B");
         assert!(text.contains("- description \"story A\", prompt \"Work story A (Say 'a') of /p/prd.json. Notes: /p/progress.txt.\""));
         assert!(text.contains("- description \"story B\""));
         assert!(text.contains(WORKER_TYPE));

@@ -98,7 +98,7 @@ pub fn start(
 /// `--parallel`: the workers' worktrees start from the last commit, so
 /// what is not committed is not in them; said at start, naming a few.
 fn parallel_note(root: &Path, prd_file: &str) -> String {
-    use crate::parallel::{git, hooks::NOTES_FILE};
+    use crate::parallel::{NOTES_FILE, git};
     let dirty = git::uncommitted(
         root,
         &[prd_file, NOTES_FILE, ".claude/", ".ralph-blocker.md"],
@@ -180,13 +180,9 @@ fn write_new_loop(
     }
     let mode = Mode::of(state).as_str();
     // --parallel: the stories the start hands out, as a dispatch names them.
-    let first = prd.filter(|_| state.parallel > 0).map(|prd| {
-        let ids: Vec<&str> = crate::parallel::pick(prd, &[], state.parallel)
-            .iter()
-            .map(|s| s.id.as_str())
-            .collect();
-        ids.join(",")
-    });
+    let first = prd
+        .filter(|_| state.parallel > 0)
+        .map(|prd| crate::parallel::batch_names(&crate::parallel::pick(prd, &[], state.parallel)));
     let _ = activity::append(
         &paths.log,
         &Entry::now(&state.session_id, 1, Action::Start, mode).with_story(first),

@@ -219,12 +219,11 @@ pub fn task(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) -> Str
     if let (Some(prd), Some(file), true) = (prd, &state.prd_file, state.parallel > 0) {
         let stories = crate::parallel::pick(prd, &[], state.parallel);
         if !stories.is_empty() {
-            let root = root.to_string_lossy();
             out.push('\n');
             out.push_str(&crate::parallel::dispatch(
                 state.parallel,
-                &format!("{root}/{file}"),
-                &format!("{root}/{}", crate::parallel::hooks::NOTES_FILE),
+                root,
+                file,
                 &stories,
                 0,
                 "",

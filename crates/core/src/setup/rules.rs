@@ -262,11 +262,9 @@ pub fn new_state(
 pub fn first_injection(prd: Option<&Prd>, parallel: u32) -> Option<Injected> {
     let prd = prd?;
     if parallel > 0 {
-        let ids: Vec<&str> = crate::parallel::pick(prd, &[], parallel)
-            .iter()
-            .map(|s| s.id.as_str())
-            .collect();
-        return (!ids.is_empty()).then(|| Injected::next(None, &ids.join("+")));
+        let first = crate::parallel::pick(prd, &[], parallel);
+        return (!first.is_empty())
+            .then(|| Injected::next(None, &crate::parallel::batch_key(&first)));
     }
     prd.next_runnable().map(|s| Injected::next(None, &s.id))
 }

@@ -248,13 +248,7 @@ impl Outcome<'_> {
     pub fn story(&self) -> Option<String> {
         match self {
             Outcome::Story { story, .. } => Some(story.id.clone()),
-            Outcome::Dispatch { stories, .. } => Some(
-                stories
-                    .iter()
-                    .map(|s| s.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ),
+            Outcome::Dispatch { stories, .. } => Some(crate::parallel::batch_names(stories)),
             Outcome::StoryStuck(key) => Some(key.as_str().to_string()),
             Outcome::Blocked(b) => (!b.story_id.is_empty()).then(|| b.story_id.clone()),
             _ => None,
@@ -439,8 +433,7 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
     if cx.state.parallel > 0 {
         let stories = crate::parallel::pick(prd, cx.in_flight, cx.state.parallel);
         if !stories.is_empty() {
-            let ids: Vec<&str> = stories.iter().map(|s| s.id.as_str()).collect();
-            let key = FeedKey::Story(ids.join("+"));
+            let key = FeedKey::Story(crate::parallel::batch_key(&stories));
             let fed = feed(
                 cx,
                 key,

@@ -274,16 +274,12 @@ fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
 fn dispatch_feed(cx: &StopContext, stories: &[&Story], standing: &Standing) -> (String, String) {
     let state = cx.state;
     let label = state.iteration_label(state.iteration.saturating_add(1));
-    let root = cx.root.to_string_lossy();
-    let prd_path = format!("{root}/{}", prd_name(state));
-    let notes = format!("{root}/{}", crate::parallel::hooks::NOTES_FILE);
-    let in_flight = cx.in_flight.len();
     let reason = crate::parallel::dispatch(
         state.parallel,
-        &prd_path,
-        &notes,
+        cx.root,
+        prd_name(state),
         stories,
-        in_flight,
+        cx.in_flight.len(),
         &preface(state, standing),
     );
     let ids: Vec<&str> = stories.iter().map(|s| s.id.as_str()).collect();
