@@ -260,15 +260,11 @@ pub fn transcript_of(session: &str) -> Option<PathBuf> {
 
 /// `git log -1 --format='%h %s'` in the project, if it is a repository.
 pub fn last_commit(root: &Path) -> Option<String> {
-    let out = Command::new("git")
-        .args(["log", "-1", "--format=%h %s"])
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
+    let text = ralph_core::git::Git::read(root)
+        .text(&["log", "-1", "--format=%h %s"])
         .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (out.status.success() && !text.is_empty()).then_some(text)
+    let text = text.trim().to_string();
+    (!text.is_empty()).then_some(text)
 }
 
 // ---------------------------------------------------------------------------

@@ -149,7 +149,7 @@ fn run() -> HookOutput {
             Ok(Step::RunChecks(jobs)) => {
                 drop(lock);
                 watchdog::extend(jobs.budget() + watchdog::WORK);
-                jobs.run(&paths.root, &mut ran);
+                jobs.run(&paths, &mut ran);
                 watchdog::extend(watchdog::WORK);
             }
             Err(e) => return HookOutput::allow(text::paused(&e)),

@@ -23,6 +23,7 @@ pub mod fmt;
 pub mod fresh;
 pub mod fresh_stop;
 pub mod frontmatter;
+pub mod git;
 pub mod glance;
 pub mod glance_install;
 pub mod hook_input;

@@ -88,6 +88,15 @@ pub struct LoopPaths {
     /// way (the commit it started from); found by the next holder of the
     /// merge lock, it means that merge was cut short (see `parallel::hooks`).
     pub merging: PathBuf,
+    /// `--review`: each reviewer's instructions (`NAME.md`), copied at
+    /// start (`review::inputs`); review time reads only these.
+    pub reviewers: PathBuf,
+    /// `--review`: the absolute path of the `claude` that reviews,
+    /// resolved at start.
+    pub reviewer_bin: PathBuf,
+    /// `--review`: the paths the repository ignored at start (NUL-separated),
+    /// to name the ignored ones that appear during the loop.
+    pub ignored_at_start: PathBuf,
 }
 
 impl LoopPaths {
@@ -112,6 +121,9 @@ impl LoopPaths {
             board: dir.join("parallel.json"),
             merge_lock: dir.join("merge.lock"),
             merging: dir.join("merging"),
+            reviewers: dir.join("reviewers"),
+            reviewer_bin: dir.join("reviewer-claude"),
+            ignored_at_start: dir.join("ignored-at-start"),
             dir,
             mirror: root.join(STATE_FILE),
             log: root.join(LOG_FILE),

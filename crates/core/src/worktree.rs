@@ -1,7 +1,8 @@
 //! The working tree, seen from the loop: its fingerprint, and check commands
-//! run in it. Does I/O (spawns git and `sh -c`).
+//! run in it. Does I/O (spawns git, through `git`, and `sh -c`).
 
 use crate::clock;
+use crate::git::Git;
 use crate::verify::{self, CheckResult};
 use std::fs::File;
 use std::io::Read;
@@ -16,26 +17,19 @@ use std::time::{Duration, Instant};
 /// project that does not git-ignore `.claude/` would otherwise never look
 /// stalled. `None` outside a git repository.
 pub fn fingerprint(root: &Path) -> Option<String> {
-    let out = Command::new("git")
-        .args([
+    // A read: git never takes the index lock for a refresh (we only look),
+    // and nothing of the repository's runs (`git::Git`).
+    let out = Git::read(root)
+        .run(&[
             "status",
             "--porcelain=v2",
             "--branch",
             "-z",
             "--untracked-files=all",
         ])
-        .current_dir(root)
-        // Never take the index lock for a refresh: we only look.
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
         .ok()?;
-    if !out.status.success() {
-        return None;
-    }
     let mut hash = Fnv::new();
-    for (record, path) in status_records(&out.stdout) {
+    for (record, path) in status_records(&out) {
         if path.is_some_and(is_ralph_file) {
             continue;
         }
@@ -88,22 +82,17 @@ fn status_records(out: &[u8]) -> Vec<(&[u8], Option<&str>)> {
 }
 
 /// ralph's own files, which change at every Stop.
-fn is_ralph_file(path: &str) -> bool {
+pub(crate) fn is_ralph_file(path: &str) -> bool {
     path.starts_with(".claude/ralph-") || path == ".ralph-blocker.md"
 }
 
 /// The commit checked out in `root` (`git rev-parse HEAD`): `None` outside
 /// git or before the first commit.
 pub fn head(root: &Path) -> Option<String> {
-    let out = Command::new("git")
-        .args(["rev-parse", "--verify", "-q", "HEAD"])
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
+    let sha = Git::read(root)
+        .text(&["rev-parse", "--verify", "-q", "HEAD"])
         .ok()?;
-    let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (out.status.success() && !sha.is_empty()).then_some(sha)
+    (!sha.is_empty()).then_some(sha)
 }
 
 /// Run `command` with `sh -c` in `root`, at most `timeout`; of what it
@@ -146,36 +135,82 @@ pub struct Bounded {
 /// whole tree it started, at most `timeout`; stdout and stderr go to a temp
 /// file (no pipe to fill up), of which the tail is kept.
 pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> std::io::Result<Bounded> {
+    let (exit, timed_out, [output, _]) = spawn_bounded(cmd, timeout, false)?;
+    Ok(Bounded {
+        exit,
+        timed_out,
+        output: verify::tail(&String::from_utf8_lossy(&output)),
+    })
+}
+
+/// A process run by [`run_bounded_capture`]: its whole stdout (up to
+/// [`CAPTURE_LIMIT`]) apart from the tail of its stderr.
+#[derive(Debug)]
+pub struct Captured {
+    pub exit: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: Vec<u8>,
+    pub stderr_tail: String,
+}
+
+/// The most of a process's stdout [`run_bounded_capture`] reads.
+pub const CAPTURE_LIMIT: u64 = 256 << 20;
+
+/// [`run_bounded`], keeping stdout whole and apart (git's `-z` output, a
+/// diff): the same process group, timeout and temp files.
+pub fn run_bounded_capture(cmd: &mut Command, timeout: Duration) -> std::io::Result<Captured> {
+    let (exit, timed_out, [stdout, stderr]) = spawn_bounded(cmd, timeout, true)?;
+    Ok(Captured {
+        exit,
+        timed_out,
+        stdout,
+        stderr_tail: verify::tail(&String::from_utf8_lossy(&stderr)),
+    })
+}
+
+/// The one way ralph runs a process it waits for: no stdin, its own process
+/// group (a timeout kills the whole tree), output to temp files (no pipe to
+/// fill up), removed after. `apart`: stdout and stderr in two files (stdout
+/// read whole, up to [`CAPTURE_LIMIT`]; stderr's tail), else one file, its
+/// tail in the first slot.
+fn spawn_bounded(
+    cmd: &mut Command,
+    timeout: Duration,
+    apart: bool,
+) -> std::io::Result<(Option<i32>, bool, [Vec<u8>; 2])> {
     static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let started = Instant::now();
-    let out_path = std::env::temp_dir().join(format!(
-        "ralph-run-{}-{}.log",
-        std::process::id(),
-        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = |kind: &str| {
+        std::env::temp_dir().join(format!("ralph-run-{}-{seq}.{kind}", std::process::id()))
+    };
+    let (out_path, err_path) = (path("log"), path("err"));
     let out = File::create(&out_path)?;
-    let err = out.try_clone()?;
+    let err = if apart {
+        File::create(&err_path)
+    } else {
+        out.try_clone()
+    };
+    let cleanup = || {
+        let _ = std::fs::remove_file(&out_path);
+        let _ = std::fs::remove_file(&err_path);
+    };
+    let err = err.inspect_err(|_| cleanup())?;
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
     }
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = std::fs::remove_file(&out_path);
-            return Err(e);
-        }
-    };
+    let mut child = cmd.spawn().inspect_err(|_| cleanup())?;
     let (exit, timed_out) = wait_bounded(&mut child, started, timeout);
-    let output = read_tail(&out_path);
-    let _ = std::fs::remove_file(&out_path);
-    Ok(Bounded {
-        exit,
-        timed_out,
-        output,
-    })
+    let texts = if apart {
+        [read_all(&out_path), read_end(&err_path)]
+    } else {
+        [read_end(&out_path), Vec::new()]
+    };
+    cleanup();
+    Ok((exit, timed_out, texts))
 }
 
 /// Wait for `child` (started in its own process group at `started`) at
@@ -212,10 +247,11 @@ fn kill_group(pid: u32) {
         .status();
 }
 
-/// The tail of a possibly huge output file, without reading it whole.
-fn read_tail(path: &Path) -> String {
+/// The end of a possibly huge output file, without reading it whole
+/// (enough for [`verify::tail`]).
+fn read_end(path: &Path) -> Vec<u8> {
     let Ok(mut f) = File::open(path) else {
-        return String::new();
+        return Vec::new();
     };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let keep = (verify::TAIL_BYTES as u64) * 4;
@@ -225,7 +261,16 @@ fn read_tail(path: &Path) -> String {
     }
     let mut buf = Vec::new();
     let _ = f.read_to_end(&mut buf);
-    verify::tail(&String::from_utf8_lossy(&buf))
+    buf
+}
+
+/// A captured stdout, up to [`CAPTURE_LIMIT`].
+fn read_all(path: &Path) -> Vec<u8> {
+    let mut buf = Vec::new();
+    if let Ok(f) = File::open(path) {
+        let _ = f.take(CAPTURE_LIMIT).read_to_end(&mut buf);
+    }
+    buf
 }
 
 /// FNV-1a, 64 bit: a stable fingerprint hash with no dependency.

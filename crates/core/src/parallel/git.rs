@@ -1,80 +1,16 @@
 //! The git a `--parallel` loop runs: a worker's commit, the merge into the
 //! loop's branch, undoing it, the new base for a story sent back, and the
-//! removal of a worktree and its branches. Does I/O (spawns git, each call
-//! bounded by [`GIT_TIMEOUT`]).
+//! removal of a worktree and its branches. Does I/O (spawns git through
+//! `crate::git`, each call bounded).
 
-use crate::worktree::run_bounded;
+use crate::git::Git;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
-/// No git command ralph runs for a merge takes longer than this on a sane
-/// repository; one that does (a hook, a lock) is given up.
-pub const GIT_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// The identity of ralph's commits when the repository has none configured
-/// (a commit would fail otherwise); the user's own identity wins.
-const FALLBACK_NAME: &str = "ralph";
-const FALLBACK_EMAIL: &str = "ralph@localhost";
-
-/// Run `git ARGS` in `dir`: its output (stdout and stderr), or the output
-/// with the exit status when it failed.
+/// Run `git ARGS` in `dir` as a write (`crate::git`: nothing of the
+/// repository's runs, bounded by its timeout): its stdout, or why it
+/// failed.
 pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let mut cmd = Command::new("git");
-    cmd.args(args)
-        .current_dir(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_EDITOR", "true")
-        .env("GIT_MERGE_AUTOEDIT", "no");
-    if !has_identity(dir) {
-        cmd.env("GIT_AUTHOR_NAME", FALLBACK_NAME)
-            .env("GIT_AUTHOR_EMAIL", FALLBACK_EMAIL)
-            .env("GIT_COMMITTER_NAME", FALLBACK_NAME)
-            .env("GIT_COMMITTER_EMAIL", FALLBACK_EMAIL);
-    }
-    let ran =
-        run_bounded(&mut cmd, GIT_TIMEOUT).map_err(|e| format!("could not start git: {e}"))?;
-    let output = ran.output.trim_end().to_string();
-    match (ran.exit, ran.timed_out) {
-        (Some(0), _) => Ok(output),
-        (_, true) => Err(format!(
-            "git {} timed out after {}s",
-            args.join(" "),
-            GIT_TIMEOUT.as_secs()
-        )),
-        (code, _) => Err(format!(
-            "git {} failed (exit {}): {}",
-            args.join(" "),
-            code.map_or("none".into(), |c| c.to_string()),
-            last_lines(&output, 6)
-        )),
-    }
-}
-
-/// Whether commits in `dir` have an author (asked once a process: the main
-/// tree and its worktrees share their configuration).
-fn has_identity(dir: &Path) -> bool {
-    static KNOWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *KNOWN.get_or_init(|| identity_configured(dir))
-}
-
-fn identity_configured(dir: &Path) -> bool {
-    let get = |key: &str| {
-        Command::new("git")
-            .args(["config", "--get", key])
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .is_ok_and(|o| o.status.success() && !o.stdout.trim_ascii().is_empty())
-    };
-    let env = |key: &str| std::env::var_os(key).is_some_and(|v| !v.is_empty());
-    (get("user.email") || env("GIT_AUTHOR_EMAIL")) && (get("user.name") || env("GIT_AUTHOR_NAME"))
-}
-
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join(" / ")
+    Ok(Git::write(dir).text(args)?)
 }
 
 /// Paths with uncommitted changes in `dir` (untracked ones too), but those

@@ -9,6 +9,8 @@
 //! `.claude/ralph-review/NAME.md`, or any program given by `--review-cmd`
 //! (it reads the request as JSON on stdin and prints the verdict JSON).
 
+pub mod change;
+pub mod inputs;
 pub mod run;
 
 use serde::{Deserialize, Serialize};
@@ -302,10 +304,82 @@ pub struct Request {
     pub base: Option<String>,
     /// `git log --oneline BASE..HEAD`.
     pub commits: String,
-    /// `git status --short` (untracked files are listed there, not in the diff).
+    /// One line per changed file since the base, tracked or not: `A path`,
+    /// `M path`, `D path`, `R old -> new` (`review::change`).
     pub status: String,
-    /// `git diff BASE` (bounded; cut with a note when longer).
+    /// The patches since the base, new files' content included, each file
+    /// whole or named past the cap (`diff_limit`).
     pub diff: String,
+    /// Every changed file: its status, size, and whether its content is in
+    /// `diff`.
+    #[serde(default)]
+    pub files: Vec<ChangedFile>,
+    /// The most bytes of `diff`.
+    #[serde(default)]
+    pub diff_limit: usize,
+    /// Files the repository ignores that appeared during the loop (named,
+    /// with their size; a folder collapsed).
+    #[serde(default)]
+    pub ignored_appeared: Vec<IgnoredFile>,
+}
+
+/// One changed file of a review request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangedFile {
+    pub path: String,
+    /// `added`, `modified`, `deleted`, `renamed`, `copied`, `type-changed`.
+    pub status: String,
+    /// A renamed or copied file's former path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Bytes in the working tree (none once deleted).
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// A NUL in its first 8 KB: named, not shown.
+    #[serde(default)]
+    pub binary: bool,
+    /// Its patch is in `diff`.
+    #[serde(default)]
+    pub in_diff: bool,
+}
+
+/// An ignored path that appeared during the loop.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IgnoredFile {
+    pub path: String,
+    pub size: u64,
+}
+
+impl Request {
+    /// The files not shown in the diff, and the ignored ones that appeared:
+    /// lines for the prompt (empty when there are none).
+    pub fn unshown_text(&self) -> String {
+        let mut out = String::new();
+        for f in self.files.iter().filter(|f| !f.in_diff) {
+            let why = match (f.status.as_str(), f.binary) {
+                ("deleted", _) => "deleted".to_string(),
+                (_, true) => format!("binary, {} bytes", f.size.unwrap_or(0)),
+                _ => format!(
+                    "{}, {} bytes, past the diff's cap of {} bytes: read it",
+                    f.status,
+                    f.size.unwrap_or(0),
+                    self.diff_limit
+                ),
+            };
+            out.push_str(&format!(
+                "- {} ({why})
+",
+                f.path
+            ));
+        }
+        for f in &self.ignored_appeared {
+            out.push_str(&format!(
+                "- {} (ignored by the repository, appeared during the loop, {} bytes)\n",
+                f.path, f.size
+            ));
+        }
+        out
+    }
 }
 
 /// The verdict a reviewer gave, read from `{"verdict": ..., "findings": [...]}`.
@@ -386,10 +460,11 @@ pub fn prompt(instructions: &str, request: &Request) -> String {
         .as_deref()
         .unwrap_or("(no commit: the whole tree is new)");
     format!(
-        "{instructions}\n\n# The task\n\n{}\n\n# Acceptance criteria\n\n{criteria}\n\n# The change since the loop started (base {base})\n\nCommits:\n{}\n\n`git status --short`:\n{}\n\n`git diff {base}`:\n```diff\n{}\n```\n\nRead any file you need (Read, Grep, Glob). Then call StructuredOutput once with your verdict: \"approved\" only when nothing below your bar is left; otherwise \"rejected\" with one finding per problem (severity, file, line, what is wrong, how to fix it).\n",
+        "{instructions}\n\n# The task\n\n{}\n\n# Acceptance criteria\n\n{criteria}\n\n# The change since the loop started (base {base})\n\nCommits:\n{}\n\nChanged files:\n{}\n\nNot in the diff below:\n{}\n\nThe diff (every change, new files included):\n```diff\n{}\n```\n\nRead any file you need (Read, Grep, Glob). Then call StructuredOutput once with your verdict: \"approved\" only when nothing below your bar is left; otherwise \"rejected\" with one finding per problem (severity, file, line, what is wrong, how to fix it).\n",
         request.task.trim_end(),
         or_none(&request.commits),
         or_none(&request.status),
+        or_none(&request.unshown_text()),
         request.diff.trim_end()
     )
 }

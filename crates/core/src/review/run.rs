@@ -3,8 +3,10 @@
 //! parallel, each bounded by the loop's review timeout, its whole process
 //! group killed past it.
 
-use super::{Outcome, Request, Verdict, builtin_instructions, prompt, system_line};
+use super::change::{self, Change};
+use super::{Outcome, Request, Verdict, inputs, prompt, system_line};
 use crate::clock;
+use crate::paths::LoopPaths;
 use crate::worktree::wait_bounded;
 use std::fs::File;
 use std::io::Read;
@@ -12,9 +14,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Longest `git diff` given to a reviewer; past it the diff is cut, with a
-/// note (the reviewer can read the files).
-const DIFF_LIMIT: usize = 120_000;
 /// Longest answer read from a reviewer.
 const OUTPUT_LIMIT: u64 = 4 << 20;
 /// The environment variable that makes ralph's own hooks stand aside in a
@@ -34,67 +33,55 @@ pub struct Brief {
     pub base: Option<String>,
 }
 
-/// The review request for `reviewer`, with the change read from git.
-pub fn request(root: &Path, reviewer: &str, brief: &Brief) -> Request {
-    let git = |args: &[&str]| -> String {
-        Command::new("git")
-            .args(args)
-            .current_dir(root)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    };
-    let (commits, diff) = match &brief.base {
-        Some(base) => (
-            git(&["log", "--oneline", &format!("{base}..HEAD")]),
-            git(&["diff", base]),
-        ),
-        None => (String::new(), git(&["diff"])),
-    };
-    let diff = if diff.len() > DIFF_LIMIT {
-        let mut cut = DIFF_LIMIT;
-        while !diff.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        format!(
-            "{}\n[... the diff goes on for {} more bytes: read the files ...]",
-            &diff[..cut],
-            diff.len() - cut
-        )
-    } else {
-        diff
-    };
+/// The review request for `reviewer`, with the change since the base
+/// (`review::change`).
+pub fn request(root: &Path, reviewer: &str, brief: &Brief, change: &Change) -> Request {
     Request {
         reviewer: reviewer.to_string(),
         project: root.display().to_string(),
         task: brief.task.clone(),
         acceptance_criteria: brief.acceptance_criteria.clone(),
         base: brief.base.clone(),
-        commits,
-        status: git(&["status", "--short"]),
-        diff,
+        commits: change.commits.clone(),
+        status: change.status.clone(),
+        diff: change.diff.clone(),
+        files: change.files.clone(),
+        diff_limit: change::DIFF_LIMIT,
+        ignored_appeared: change.ignored.clone(),
     }
 }
 
 /// Run every reviewer of `reviews`, each with what it is told (or the
 /// `--review-cmd` program, when given, in their place), in parallel; their
-/// verdicts by name.
+/// verdicts by name. The change is read once for each base.
 pub fn review_all(
-    root: &Path,
+    paths: &LoopPaths,
     reviews: &[(String, Brief)],
     review_cmd: Option<&str>,
     timeout: Duration,
     fingerprint: Option<&str>,
 ) -> Vec<(String, Verdict)> {
+    let ignored = inputs::ignored_at_start(paths);
+    let mut changes: Vec<(Option<String>, Change)> = Vec::new();
+    for (_, brief) in reviews {
+        if !changes.iter().any(|(b, _)| *b == brief.base) {
+            let read = change::read(&paths.root, brief.base.as_deref(), ignored.as_deref());
+            changes.push((brief.base.clone(), read));
+        }
+    }
+    let changes = &changes;
     std::thread::scope(|scope| {
         let handles: Vec<_> = reviews
             .iter()
             .map(|(name, brief)| {
                 scope.spawn(move || {
-                    let request = request(root, name, brief);
-                    let verdict = review(root, &request, review_cmd, timeout, fingerprint);
+                    let change = changes
+                        .iter()
+                        .find(|(b, _)| *b == brief.base)
+                        .map(|(_, c)| c.clone())
+                        .unwrap_or_default();
+                    let request = request(&paths.root, name, brief, &change);
+                    let verdict = review(paths, &request, review_cmd, timeout, fingerprint);
                     (name.clone(), verdict)
                 })
             })
@@ -104,10 +91,10 @@ pub fn review_all(
 }
 
 /// One review: the `--review-cmd` program, or `claude -p` with the
-/// reviewer's prompt (the project's `.claude/ralph-review/NAME.md`, else the
-/// built-in one).
+/// reviewer's prompt (its instructions as kept at the loop's start) run by
+/// the `claude` recorded then.
 pub fn review(
-    root: &Path,
+    paths: &LoopPaths,
     request: &Request,
     review_cmd: Option<&str>,
     timeout: Duration,
@@ -125,11 +112,8 @@ pub fn review(
         None => {
             // A story's review (`story:US-1`) is the `story` reviewer's.
             let name = request.reviewer.split(':').next().unwrap_or_default();
-            let own = root.join(".claude/ralph-review").join(format!("{name}.md"));
-            let instructions = std::fs::read_to_string(own)
-                .unwrap_or_else(|_| builtin_instructions(name).to_string());
-            let bin = std::env::var("RALPH_CLAUDE").unwrap_or_else(|_| "claude".into());
-            let mut cmd = Command::new(bin);
+            let instructions = inputs::instructions(paths, name);
+            let mut cmd = Command::new(inputs::claude_bin(paths));
             cmd.args([
                 "-p",
                 "--output-format",
@@ -171,7 +155,7 @@ pub fn review(
         .and_then(|()| File::open(&in_path))
         .and_then(|input| {
             let out = File::create(&out_path)?;
-            cmd.current_dir(root)
+            cmd.current_dir(&paths.root)
                 .env(REVIEWER_ENV, "1")
                 // A reviewer is its own session, not a part of the user's.
                 .env_remove("CLAUDECODE")
@@ -236,10 +220,10 @@ mod tests {
 
     #[test]
     fn a_program_reviews_from_its_stdin() {
-        let dir = std::env::temp_dir();
+        let paths = LoopPaths::in_data_dir(&std::env::temp_dir(), std::env::temp_dir());
         let cmd = "grep -q 'greeting.txt says hello' && echo '{\"verdict\":\"rejected\",\"findings\":[{\"severity\":\"high\",\"what\":\"missing\"}]}'";
         let v = review_all(
-            &dir,
+            &paths,
             &[("custom".into(), brief())],
             Some(cmd),
             Duration::from_secs(20),
@@ -253,10 +237,10 @@ mod tests {
 
     #[test]
     fn a_program_that_fails_or_hangs_is_not_an_approval() {
-        let dir = std::env::temp_dir();
-        let r = request(&dir, "custom", &brief());
+        let paths = LoopPaths::in_data_dir(&std::env::temp_dir(), std::env::temp_dir());
+        let r = request(&paths.root, "custom", &brief(), &Change::default());
         let v = review(
-            &dir,
+            &paths,
             &r,
             Some("echo oops; exit 3"),
             Duration::from_secs(20),
@@ -264,7 +248,7 @@ mod tests {
         );
         assert_eq!(v.outcome, Outcome::Failed);
         assert!(v.error.as_deref().unwrap().contains("exited 3"), "{v:?}");
-        let v = review(&dir, &r, Some("sleep 30"), Duration::from_secs(1), None);
+        let v = review(&paths, &r, Some("sleep 30"), Duration::from_secs(1), None);
         assert_eq!(v.outcome, Outcome::Failed);
         assert!(v.error.as_deref().unwrap().contains("timed out"), "{v:?}");
     }

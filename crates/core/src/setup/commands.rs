@@ -75,6 +75,8 @@ pub fn start(
         state.last_fingerprint = worktree::fingerprint(&paths.root);
     }
     write_new_loop(paths, &state, prd.as_ref())?;
+    // The reviewers' instructions, their `claude`, the ignored paths: fixed now.
+    crate::review::inputs::record(paths, &state.review)?;
     let blocker = paths.read_blocker();
     let report = StartReport {
         root: &paths.root,

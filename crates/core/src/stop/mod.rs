@@ -42,7 +42,6 @@ use completion::Completion;
 use decide::{Decision, StopContext};
 use inputs::{Gathered, StopInputs};
 use plan::{Jobs, Plan, Ran};
-use std::path::Path;
 
 /// Where a pass of [`step`] got to.
 #[derive(Debug)]
@@ -118,8 +117,10 @@ fn repeat_decision(inputs: &StopInputs, plan: &Plan) -> Decision {
 }
 
 impl Jobs {
-    /// Run the checks in `root` (no lock held), adding their results to `ran`.
-    pub fn run(self, root: &Path, ran: &mut Ran) {
+    /// Run the checks in the project (no lock held), adding their results
+    /// to `ran`.
+    pub fn run(self, paths: &LoopPaths, ran: &mut Ran) {
+        let root = &paths.root;
         ran.stories_done = true;
         for (id, cmd) in self.stories {
             let result = worktree::run_check(root, &cmd, self.timeout, self.fingerprint.clone());
@@ -136,7 +137,7 @@ impl Jobs {
                 ran.reviews_done = true;
             }
             let verdicts = review::run::review_all(
-                root,
+                paths,
                 &r.reviews,
                 r.command.as_deref(),
                 r.timeout,

@@ -1,0 +1,415 @@
+//! Every git command ralph runs goes through here, with the repository's
+//! executable configuration turned off: an agent in the loop can write
+//! `.git/config` and `.gitattributes` (one Bash call), and whatever they
+//! make git run would run inside ralph's hooks, with the hook's rights
+//! (issue 23). Does I/O (spawns git, each call bounded by a timeout through
+//! [`worktree::run_bounded_capture`]).
+//!
+//! What is off, and how:
+//! - fsmonitor, hooks (`core.hooksPath` at a path that cannot hold one),
+//!   the attributes file of the user's config, gpg (signing and signature
+//!   display), automatic gc and maintenance, every transport
+//!   (`protocol.allow=never`: no ssh command, proxy or credential helper can
+//!   start), submodule recursion, editors and pagers: fixed `-c` values
+//!   (command-line config wins over every file);
+//! - filters, merge drivers, diff drivers: each name the repository's
+//!   config defines (one `git config --get-regexp` read, once a process and
+//!   folder) is given empty commands (`filter.N.required=false`, so an
+//!   emptied required filter is no error). The read comes before a
+//!   process's first call in a folder; a hook process lasts one event;
+//! - external diff and textconv: `--no-ext-diff --no-textconv` on every
+//!   command that can produce a diff (also `diff.external`, which `-c`
+//!   cannot unset, and `diff.N.command`);
+//! - replace refs: `GIT_NO_REPLACE_OBJECTS=1`;
+//! - aliases never run: ralph only calls built-in commands, and git never
+//!   lets an alias shadow a built-in.
+//!
+//! The author and committer are passed explicitly: the user's (environment,
+//! else the configuration as read once), else ralph's fallback.
+
+use crate::worktree;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// A read (status, diff, log, rev-parse) takes no longer than this on a
+/// sane repository.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// No git command ralph runs for a merge takes longer than this on a sane
+/// repository; one that does (a lock) is given up.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The identity of ralph's commits when the user has none configured (a
+/// commit would fail otherwise); the user's own identity wins.
+pub const FALLBACK_NAME: &str = "ralph";
+pub const FALLBACK_EMAIL: &str = "ralph@localhost";
+
+/// Fixed command-line configuration of every call (see the module's top).
+const FIXED: &[&str] = &[
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.attributesFile=/dev/null",
+    "core.useReplaceRefs=false",
+    "core.pager=cat",
+    "core.editor=true",
+    "sequence.editor=true",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "log.showSignature=false",
+    "merge.verifySignatures=false",
+    "merge.renormalize=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "protocol.allow=never",
+    "credential.helper=",
+    "submodule.recurse=false",
+];
+
+/// The subcommands that can produce a diff: given `--no-ext-diff
+/// --no-textconv` right after their name.
+const DIFFING: &[&str] = &[
+    "diff",
+    "diff-tree",
+    "diff-index",
+    "diff-files",
+    "log",
+    "show",
+];
+
+/// Environment a call must not inherit: it would point git at another
+/// repository, index or program.
+const UNSET_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_PROXY_COMMAND",
+    "GIT_EXEC_PATH",
+];
+
+/// Why a git call gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GitError {
+    /// git could not be started.
+    Start(String),
+    TimedOut {
+        command: String,
+        secs: u64,
+    },
+    Failed {
+        command: String,
+        code: Option<i32>,
+        output: String,
+    },
+}
+
+impl std::fmt::Display for GitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GitError::Start(e) => write!(f, "could not start git: {e}"),
+            GitError::TimedOut { command, secs } => {
+                write!(f, "git {command} timed out after {secs}s")
+            }
+            GitError::Failed {
+                command,
+                code,
+                output,
+            } => write!(
+                f,
+                "git {command} failed (exit {}): {}",
+                code.map_or("none".into(), |c| c.to_string()),
+                last_lines(output, 6)
+            ),
+        }
+    }
+}
+
+impl From<GitError> for String {
+    fn from(e: GitError) -> String {
+        e.to_string()
+    }
+}
+
+/// One git call in a folder: a read (no optional locks) or a write, with
+/// ralph's own index when given.
+#[derive(Debug, Clone)]
+pub struct Git<'a> {
+    dir: &'a Path,
+    read_only: bool,
+    index: Option<&'a Path>,
+    timeout: Duration,
+}
+
+impl<'a> Git<'a> {
+    /// A call that may write (commit, merge, reset, worktree).
+    pub fn write(dir: &'a Path) -> Git<'a> {
+        Git {
+            dir,
+            read_only: false,
+            index: None,
+            timeout: WRITE_TIMEOUT,
+        }
+    }
+
+    /// A call that only looks: git takes no optional lock (no index
+    /// refresh written behind the user's back).
+    pub fn read(dir: &'a Path) -> Git<'a> {
+        Git {
+            dir,
+            read_only: true,
+            index: None,
+            timeout: READ_TIMEOUT,
+        }
+    }
+
+    /// Use `index` (a file of ralph's) instead of the repository's index.
+    pub fn with_index(mut self, index: &'a Path) -> Git<'a> {
+        self.index = Some(index);
+        self
+    }
+
+    /// Run `git ARGS`: its stdout, or why not.
+    pub fn run(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        let mut cmd = self.command(args);
+        let ran = worktree::run_bounded_capture(&mut cmd, self.timeout)
+            .map_err(|e| GitError::Start(e.to_string()))?;
+        match (ran.exit, ran.timed_out) {
+            (Some(0), _) => Ok(ran.stdout),
+            (_, true) => Err(GitError::TimedOut {
+                command: args.join(" "),
+                secs: self.timeout.as_secs(),
+            }),
+            (code, _) => {
+                let mut output = String::from_utf8_lossy(&ran.stdout).into_owned();
+                output.push_str(&ran.stderr_tail);
+                Err(GitError::Failed {
+                    command: args.join(" "),
+                    code,
+                    output: output.trim_end().to_string(),
+                })
+            }
+        }
+    }
+
+    /// [`Git::run`], its stdout as text (trailing whitespace trimmed).
+    pub fn text(&self, args: &[&str]) -> Result<String, GitError> {
+        self.run(args)
+            .map(|o| String::from_utf8_lossy(&o).trim_end().to_string())
+    }
+
+    /// Whether `git ARGS` exits 0 (a question: `diff --quiet`, `cat-file -e`).
+    pub fn succeeds(&self, args: &[&str]) -> bool {
+        self.run(args).is_ok()
+    }
+
+    /// The command itself (for a test, or a caller that must spawn it).
+    pub fn command(&self, args: &[&str]) -> Command {
+        let config = repo_config(self.dir);
+        let mut cmd = Command::new("git");
+        for kv in FIXED {
+            cmd.arg("-c").arg(kv);
+        }
+        for kv in config.neutralising() {
+            cmd.arg("-c").arg(kv);
+        }
+        if let Some((sub, rest)) = args.split_first() {
+            cmd.arg(sub);
+            if DIFFING.contains(sub) {
+                cmd.args(["--no-ext-diff", "--no-textconv"]);
+            }
+            cmd.args(rest);
+        }
+        cmd.current_dir(self.dir);
+        for var in UNSET_ENV {
+            cmd.env_remove(var);
+        }
+        cmd.env("GIT_NO_REPLACE_OBJECTS", "1")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_EDITOR", "true")
+            .env("GIT_SEQUENCE_EDITOR", "true")
+            .env("GIT_PAGER", "cat")
+            .env("GIT_MERGE_AUTOEDIT", "no")
+            .env("GIT_AUTHOR_NAME", &config.name)
+            .env("GIT_AUTHOR_EMAIL", &config.email)
+            .env("GIT_COMMITTER_NAME", &config.name)
+            .env("GIT_COMMITTER_EMAIL", &config.email);
+        if self.read_only {
+            cmd.env("GIT_OPTIONAL_LOCKS", "0");
+        }
+        if let Some(index) = self.index {
+            cmd.env("GIT_INDEX_FILE", index);
+        }
+        cmd
+    }
+}
+
+/// What ralph needs of a repository's configuration, read once a process
+/// for each folder: the names of the drivers to neutralise, and the
+/// identity of commits.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RepoConfig {
+    pub filters: Vec<String>,
+    pub merge_drivers: Vec<String>,
+    pub diff_drivers: Vec<String>,
+    pub name: String,
+    pub email: String,
+}
+
+impl RepoConfig {
+    /// The `-c` values that leave each named driver without a command.
+    pub fn neutralising(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for n in &self.filters {
+            for key in ["clean", "smudge", "process"] {
+                out.push(format!("filter.{n}.{key}="));
+            }
+            out.push(format!("filter.{n}.required=false"));
+        }
+        for n in &self.merge_drivers {
+            // An empty driver cannot start: git reports a conflict (measured
+            // on git 2.47), which sends the story back; it never runs code.
+            out.push(format!("merge.{n}.driver="));
+        }
+        for n in &self.diff_drivers {
+            out.push(format!("diff.{n}.textconv="));
+            out.push(format!("diff.{n}.command="));
+        }
+        out
+    }
+
+    /// Read from `git config -z --get-regexp` output (`key\nvalue\0`...),
+    /// with the user's identity from `env` first.
+    pub fn parse(out: &[u8], env: impl Fn(&str) -> Option<String>) -> RepoConfig {
+        let mut c = RepoConfig::default();
+        let (mut name, mut email) = (None, None);
+        for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+            let text = String::from_utf8_lossy(record);
+            let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
+            match key {
+                "user.name" => name = Some(value.to_string()),
+                "user.email" => email = Some(value.to_string()),
+                _ => {}
+            }
+            let Some((section, rest)) = key.split_once('.') else {
+                continue;
+            };
+            let Some((driver, _var)) = rest.rsplit_once('.') else {
+                continue;
+            };
+            // A name git would read back intact from `-c` (no `=`).
+            if driver.is_empty() || driver.contains('=') {
+                continue;
+            }
+            let list = match section {
+                "filter" => &mut c.filters,
+                "merge" => &mut c.merge_drivers,
+                "diff" => &mut c.diff_drivers,
+                _ => continue,
+            };
+            if !list.iter().any(|d| d == driver) {
+                list.push(driver.to_string());
+            }
+        }
+        let pick = |var: &str, configured: Option<String>, fallback: &str| {
+            env(var)
+                .or(configured)
+                .filter(|v| !v.trim().is_empty())
+                .unwrap_or_else(|| fallback.to_string())
+        };
+        c.name = pick("GIT_AUTHOR_NAME", name, FALLBACK_NAME);
+        c.email = pick("GIT_AUTHOR_EMAIL", email, FALLBACK_EMAIL);
+        c
+    }
+}
+
+/// The configuration of `dir`, read at the first call for it in this process.
+pub fn repo_config(dir: &Path) -> Arc<RepoConfig> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<RepoConfig>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(c) = cache.lock().ok().and_then(|m| m.get(dir).cloned()) {
+        return c;
+    }
+    let read = Arc::new(read_config(dir));
+    if let Ok(mut m) = cache.lock() {
+        m.insert(dir.to_path_buf(), read.clone());
+    }
+    read
+}
+
+/// One `git config --get-regexp` (includes followed, every scope): it runs
+/// nothing of the repository's. A repository with none of these keys exits 1,
+/// which is an empty answer.
+fn read_config(dir: &Path) -> RepoConfig {
+    let mut cmd = Command::new("git");
+    cmd.args([
+        "config",
+        "-z",
+        "--get-regexp",
+        r"^(filter|merge|diff)\..*\.|^user\.(name|email)$",
+    ])
+    .current_dir(dir);
+    for var in UNSET_ENV {
+        cmd.env_remove(var);
+    }
+    let out = worktree::run_bounded_capture(&mut cmd, READ_TIMEOUT)
+        .map(|r| r.stdout)
+        .unwrap_or_default();
+    RepoConfig::parse(&out, |var| {
+        std::env::var(var).ok().filter(|v| !v.is_empty())
+    })
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join(" / ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_names_every_driver_and_the_identity() {
+        let out = b"filter.lfs.clean\ngit-lfs clean\0filter.evil.dots.smudge\nx\0merge.ours.driver\ntrue\0diff.tc.textconv\ncat\0merge.tool\nvimdiff\0user.name\nAda\0user.email\nada@x\0";
+        let c = RepoConfig::parse(out, |_| None);
+        assert_eq!(c.filters, ["lfs", "evil.dots"]);
+        assert_eq!(c.merge_drivers, ["ours"]);
+        assert_eq!(c.diff_drivers, ["tc"]);
+        assert_eq!((c.name.as_str(), c.email.as_str()), ("Ada", "ada@x"));
+        let n = c.neutralising();
+        assert!(n.contains(&"filter.evil.dots.smudge=".to_string()));
+        assert!(n.contains(&"filter.lfs.required=false".to_string()));
+        assert!(n.contains(&"merge.ours.driver=".to_string()));
+        assert!(n.contains(&"diff.tc.textconv=".to_string()));
+    }
+
+    #[test]
+    fn identity_from_the_environment_first_then_the_fallback() {
+        let c = RepoConfig::parse(b"user.name\nAda\0", |v| {
+            (v == "GIT_AUTHOR_NAME").then(|| "Env".to_string())
+        });
+        assert_eq!((c.name.as_str(), c.email.as_str()), ("Env", FALLBACK_EMAIL));
+    }
+
+    #[test]
+    fn a_diffing_command_gets_no_external_diff_nor_textconv() {
+        let dir = std::env::temp_dir();
+        let cmd = Git::read(&dir).command(&["diff", "HEAD"]);
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let at = args.iter().position(|a| a == "diff").unwrap();
+        assert_eq!(args[at + 1..], ["--no-ext-diff", "--no-textconv", "HEAD"]);
+        assert!(args.contains(&"core.fsmonitor=false".to_string()));
+    }
+}

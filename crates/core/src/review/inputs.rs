@@ -1,0 +1,218 @@
+//! What a review depends on besides the work, fixed at the loop's start and
+//! kept in the loop's folder (outside the project, out of the agent's
+//! reach): each reviewer's instructions, the `claude` that reviews, and the
+//! ignored paths there were. Review time reads only these copies, so
+//! nothing the agent writes during the loop (`.claude/ralph-review/`, a
+//! `claude` early on `PATH`) changes how the work is judged (issue 23).
+//! Does I/O.
+
+use super::{ReviewConfig, builtin_instructions, change};
+use crate::paths::LoopPaths;
+use crate::store::{self, StoreError};
+use std::path::{Path, PathBuf};
+
+/// Where a reviewer's instructions are kept for the loop.
+fn kept(paths: &LoopPaths, name: &str) -> PathBuf {
+    paths.reviewers.join(format!("{name}.md"))
+}
+
+/// Record, at a loop's start, what its reviews will use. Nothing for a loop
+/// without review.
+pub fn record(paths: &LoopPaths, config: &ReviewConfig) -> Result<(), StoreError> {
+    if !config.is_on() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(&paths.reviewers).map_err(|e| StoreError::io(&paths.reviewers, e))?;
+    if config.command.is_none() {
+        for name in &config.reviewers {
+            store::atomic_write(
+                &kept(paths, name),
+                project_instructions(&paths.root, name).as_bytes(),
+            )?;
+        }
+        let bin = resolve_claude(&Env::current());
+        store::atomic_write(&paths.reviewer_bin, bin.as_os_str().as_encoded_bytes())?;
+    }
+    let ignored = change::ignored_paths(&paths.root).join("\0");
+    store::atomic_write(&paths.ignored_at_start, ignored.as_bytes())
+}
+
+/// The project's `.claude/ralph-review/NAME.md`, else the built-in text.
+fn project_instructions(root: &Path, name: &str) -> String {
+    let own = root.join(".claude/ralph-review").join(format!("{name}.md"));
+    std::fs::read_to_string(own).unwrap_or_else(|_| builtin_instructions(name).to_string())
+}
+
+/// A reviewer's instructions for this loop: the copy made at start. A loop
+/// started before ralph kept them gets the built-in text, never the
+/// project's file as it is now.
+pub fn instructions(paths: &LoopPaths, name: &str) -> String {
+    std::fs::read_to_string(kept(paths, name))
+        .unwrap_or_else(|_| builtin_instructions(name).to_string())
+}
+
+/// The `claude` recorded at start; for a loop started before ralph recorded
+/// it, resolved now.
+pub fn claude_bin(paths: &LoopPaths) -> PathBuf {
+    match std::fs::read(&paths.reviewer_bin) {
+        Ok(b) if !b.is_empty() => PathBuf::from(String::from_utf8_lossy(&b).into_owned()),
+        _ => resolve_claude(&Env::current()),
+    }
+}
+
+/// The ignored paths at the loop's start, when recorded.
+pub fn ignored_at_start(paths: &LoopPaths) -> Option<Vec<String>> {
+    let text = std::fs::read(&paths.ignored_at_start).ok()?;
+    Some(
+        text.split(|b| *b == 0)
+            .filter(|r| !r.is_empty())
+            .map(|r| String::from_utf8_lossy(r).into_owned())
+            .collect(),
+    )
+}
+
+/// What [`resolve_claude`] looks at.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    /// `RALPH_CLAUDE`.
+    pub ralph_claude: Option<String>,
+    /// The executables of this process's ancestors, nearest first.
+    pub ancestors: Vec<PathBuf>,
+    /// `PATH`, now.
+    pub path: Option<std::ffi::OsString>,
+}
+
+impl Env {
+    pub fn current() -> Env {
+        Env {
+            ralph_claude: std::env::var("RALPH_CLAUDE").ok().filter(|v| !v.is_empty()),
+            ancestors: ancestor_exes(),
+            path: std::env::var_os("PATH"),
+        }
+    }
+}
+
+/// The `claude` that reviews: `RALPH_CLAUDE` if set; else the client that
+/// runs this session, when an ancestor process is one (its executable is
+/// named `claude` or `claude.exe`: the native client; a client run by
+/// `node` is not found this way); else `claude` on `PATH`, now, as an
+/// absolute path; else plain `claude` (which will fail, and say so).
+pub fn resolve_claude(env: &Env) -> PathBuf {
+    if let Some(bin) = &env.ralph_claude {
+        return absolute(Path::new(bin), env);
+    }
+    let is_client = |p: &&PathBuf| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n == "claude" || n == "claude.exe")
+    };
+    if let Some(client) = env.ancestors.iter().find(is_client) {
+        return client.clone();
+    }
+    absolute(Path::new("claude"), env)
+}
+
+/// `bin` as an absolute path: a bare name looked up on `env.path`.
+fn absolute(bin: &Path, env: &Env) -> PathBuf {
+    if bin.components().count() > 1 {
+        return std::path::absolute(bin).unwrap_or_else(|_| bin.to_path_buf());
+    }
+    env.path
+        .as_ref()
+        .and_then(|p| {
+            std::env::split_paths(p)
+                .map(|d| d.join(bin))
+                .find(|c| is_executable(c))
+        })
+        .unwrap_or_else(|| bin.to_path_buf())
+}
+
+fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
+}
+
+/// The executables of this process's ancestors (Linux `/proc`), nearest
+/// first, at most 16.
+fn ancestor_exes() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut pid = std::os::unix::process::parent_id();
+    for _ in 0..16 {
+        if pid <= 1 {
+            break;
+        }
+        if let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) {
+            out.push(exe);
+        }
+        let Some(parent) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| parent_of(&s))
+        else {
+            break;
+        };
+        pid = parent;
+    }
+    out
+}
+
+/// The parent pid in a `/proc/PID/stat` line (after the `)` that ends the
+/// command name, which may hold spaces and parentheses).
+fn parent_of(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_is_resolved_once_from_the_env_the_session_or_path() {
+        let dir = std::env::temp_dir().join(format!("ralph-resolve-{}", std::process::id()));
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let on_path = bin.join("claude");
+        std::fs::write(&on_path, "#!/bin/sh\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&on_path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let env = Env {
+            ralph_claude: None,
+            ancestors: vec!["/bin/sh".into(), "/opt/cc/claude.exe".into()],
+            path: Some(bin.clone().into_os_string()),
+        };
+        assert_eq!(resolve_claude(&env), PathBuf::from("/opt/cc/claude.exe"));
+        let env = Env {
+            ancestors: vec!["/usr/bin/node".into()],
+            ..env
+        };
+        assert_eq!(resolve_claude(&env), on_path);
+        let env = Env {
+            ralph_claude: Some("/x/claude-wrapper".into()),
+            ..env
+        };
+        assert_eq!(resolve_claude(&env), PathBuf::from("/x/claude-wrapper"));
+        let env = Env {
+            ralph_claude: None,
+            path: None,
+            ..env
+        };
+        assert_eq!(resolve_claude(&env), PathBuf::from("claude"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn parent_pid_after_a_name_with_parentheses() {
+        assert_eq!(parent_of("12 (a) b)) S 7 12 12 0"), Some(7));
+        assert_eq!(parent_of("garbage"), None);
+    }
+}
