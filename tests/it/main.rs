@@ -20,6 +20,7 @@ mod hardening_files;
 mod hardening_guard;
 mod hardening_lock;
 mod hardening_stdin;
+mod hermetic_git;
 mod launcher;
 mod loop_report;
 mod loop_state;
