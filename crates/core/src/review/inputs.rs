@@ -76,6 +76,9 @@ pub fn ignored_at_start(paths: &LoopPaths) -> Option<Vec<String>> {
 pub struct Env {
     /// `RALPH_CLAUDE`.
     pub ralph_claude: Option<String>,
+    /// The executable of the client process the hooks are told of
+    /// (`CLAUDE_PID`: measured on 2.1.328, the hook's `sh -c` is its child).
+    pub client: Option<PathBuf>,
     /// The executables of this process's ancestors, nearest first.
     pub ancestors: Vec<PathBuf>,
     /// `PATH`, now.
@@ -86,6 +89,9 @@ impl Env {
     pub fn current() -> Env {
         Env {
             ralph_claude: std::env::var("RALPH_CLAUDE").ok().filter(|v| !v.is_empty()),
+            client: std::env::var("CLAUDE_PID")
+                .ok()
+                .and_then(|pid| std::fs::read_link(format!("/proc/{}/exe", pid.trim())).ok()),
             ancestors: ancestor_exes(),
             path: std::env::var_os("PATH"),
         }
@@ -93,13 +99,26 @@ impl Env {
 }
 
 /// The `claude` that reviews: `RALPH_CLAUDE` if set; else the client that
-/// runs this session, when an ancestor process is one (its executable is
-/// named `claude` or `claude.exe`: the native client; a client run by
-/// `node` is not found this way); else `claude` on `PATH`, now, as an
-/// absolute path; else plain `claude` (which will fail, and say so).
+/// runs this session: the executable of `CLAUDE_PID` (a native client,
+/// whatever its file is called; not a `node` that runs a script, nor a file
+/// replaced since, `... (deleted)`), else an ancestor named `claude` or
+/// `claude.exe`; else `claude` on `PATH`, now, as an absolute path; else
+/// plain `claude` (which will fail, and say so).
 pub fn resolve_claude(env: &Env) -> PathBuf {
     if let Some(bin) = &env.ralph_claude {
         return absolute(Path::new(bin), env);
+    }
+    let interpreter = |p: &&PathBuf| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| ["node", "bun", "deno"].iter().any(|i| n.starts_with(i)))
+    };
+    if let Some(client) = env
+        .client
+        .as_ref()
+        .filter(|c| !interpreter(c) && c.is_file())
+    {
+        return client.clone();
     }
     let is_client = |p: &&PathBuf| {
         p.file_name()
@@ -187,6 +206,7 @@ mod tests {
         }
         let env = Env {
             ralph_claude: None,
+            client: Some("/usr/bin/node".into()),
             ancestors: vec!["/bin/sh".into(), "/opt/cc/claude.exe".into()],
             path: Some(bin.clone().into_os_string()),
         };
@@ -207,6 +227,12 @@ mod tests {
             ..env
         };
         assert_eq!(resolve_claude(&env), PathBuf::from("claude"));
+        // The session's client, whatever its file is called.
+        let env = Env {
+            client: Some(on_path.clone()),
+            ..env
+        };
+        assert_eq!(resolve_claude(&env), on_path);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

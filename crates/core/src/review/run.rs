@@ -14,6 +14,18 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The flags that keep a reviewer's `claude -p` from loading any of the
+/// project's (or the user's) files: `--setting-sources ""` drops every
+/// settings file with its hooks, enabled plugins, CLAUDE.md files, rules,
+/// skills and agents; `--strict-mcp-config` with an empty `--mcp-config`
+/// drops every MCP server.
+pub const ISOLATED: &[&str] = &[
+    "--setting-sources",
+    "",
+    "--strict-mcp-config",
+    "--mcp-config",
+    r#"{"mcpServers":{}}"#,
+];
 /// Longest answer read from a reviewer.
 const OUTPUT_LIMIT: u64 = 4 << 20;
 /// The environment variable that makes ralph's own hooks stand aside in a
@@ -124,7 +136,12 @@ pub fn review(
             // Read-only: no Bash, no edits; the change is in the prompt.
             .args(["--tools", "Read,Grep,Glob"])
             .args(["--append-system-prompt", &system_line(name)])
-            .arg("--no-session-persistence");
+            .arg("--no-session-persistence")
+            // Nothing of the project's (nor the user's files): no CLAUDE.md,
+            // rules, settings, hooks, plugins, skills, agents or MCP servers
+            // (measured on 2.1.328, docs/client-measurements.md). The
+            // environment, settings' `env` included, still reaches it.
+            .args(ISOLATED);
             (
                 prompt(&instructions, request),
                 cmd,
