@@ -47,11 +47,12 @@ pub fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<Prepared
     let run_dir = root.join(edge::RUNS_DIR).join(&run_id);
     std::fs::create_dir_all(&run_dir)
         .map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
-    let summary = start_loop(&setup_bin, root, &session, &cfg.start_args).inspect_err(|_| {
-        // Nothing was started: leave no trace of this run.
-        let _ = std::fs::remove_dir(&run_dir);
-        let _ = std::fs::remove_dir(root.join(edge::RUNS_DIR));
-    })?;
+    let summary = start_loop(&setup_bin, root, &session, &cfg.start_args, &cfg.claude)
+        .inspect_err(|_| {
+            // Nothing was started: leave no trace of this run.
+            let _ = std::fs::remove_dir(&run_dir);
+            let _ = std::fs::remove_dir(root.join(edge::RUNS_DIR));
+        })?;
     // A hand-off left by an earlier run is not this run's: kept aside.
     let old = root.join(HANDOFF_FILE);
     if old.exists() {
@@ -78,8 +79,15 @@ pub fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<Prepared
 }
 
 /// `ralph-setup start --session S ARGS`: the same start as `/ralph-loop`.
-/// Returns its summary (the lines before the task).
-fn start_loop(bin: &Path, root: &Path, session: &str, args: &[String]) -> Result<String, String> {
+/// Returns its summary (the lines before the task). `claude`: the client
+/// this run drives, recorded at start as the reviewers' (`RALPH_CLAUDE`).
+fn start_loop(
+    bin: &Path,
+    root: &Path,
+    session: &str,
+    args: &[String],
+    claude: &str,
+) -> Result<String, String> {
     let out = Command::new(bin)
         .arg("start")
         .arg("--session")
@@ -87,6 +95,7 @@ fn start_loop(bin: &Path, root: &Path, session: &str, args: &[String]) -> Result
         .args(args)
         .current_dir(root)
         .env("CLAUDE_PROJECT_DIR", root)
+        .env("RALPH_CLAUDE", claude)
         .env_remove("CLAUDE_CODE_SESSION_ID")
         .stdin(Stdio::null())
         .output()

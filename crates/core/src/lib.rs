@@ -5,7 +5,7 @@
 //! here, tested without I/O. The modules that do I/O say so at their top: `paths` (typed
 //! reads of the loop's files), `store` (the lock, atomic writes),
 //! `transcript`, `hook_input`, `hook_output` (prints), `activity`,
-//! `worktree` (spawns git and checks), `control` (cancel, status),
+//! `git` (every git call, hermetic), `worktree` (checks), `control` (cancel, status),
 //! `setup::commands`, `stop::inputs` (gather), `stop::apply`, `parallel::git`
 //! and `parallel::hooks`. The Stop
 //! path is `stop` (gather, plan, decide, apply); docs/architecture.md draws
