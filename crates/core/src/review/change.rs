@@ -155,7 +155,7 @@ fn add_paths(git: &Git, paths: &[&String], unreadable: &mut Vec<String>) {
             .run(&["update-index", "--add", "--remove", "--", p])
             .is_err()
         {
-            unreadable.push(p.to_string());
+            unreadable.push((*p).clone());
         }
     }
 }
