@@ -13,6 +13,8 @@ pub mod change;
 pub mod inputs;
 pub mod run;
 
+pub use change::{ChangedFile, IgnoredFile};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -321,65 +323,6 @@ pub struct Request {
     /// with their size; a folder collapsed).
     #[serde(default)]
     pub ignored_appeared: Vec<IgnoredFile>,
-}
-
-/// One changed file of a review request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChangedFile {
-    pub path: String,
-    /// `added`, `modified`, `deleted`, `renamed`, `copied`, `type-changed`.
-    pub status: String,
-    /// A renamed or copied file's former path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<String>,
-    /// Bytes in the working tree (none once deleted).
-    #[serde(default)]
-    pub size: Option<u64>,
-    /// A NUL in its first 8 KB: named, not shown.
-    #[serde(default)]
-    pub binary: bool,
-    /// Its patch is in `diff`.
-    #[serde(default)]
-    pub in_diff: bool,
-}
-
-/// An ignored path that appeared during the loop.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IgnoredFile {
-    pub path: String,
-    pub size: u64,
-}
-
-impl Request {
-    /// The files not shown in the diff, and the ignored ones that appeared:
-    /// lines for the prompt (empty when there are none).
-    pub fn unshown_text(&self) -> String {
-        let mut out = String::new();
-        for f in self.files.iter().filter(|f| !f.in_diff) {
-            let why = match (f.status.as_str(), f.binary) {
-                ("deleted", _) => "deleted".to_string(),
-                (_, true) => format!("binary, {} bytes", f.size.unwrap_or(0)),
-                _ => format!(
-                    "{}, {} bytes, past the diff's cap of {} bytes: read it",
-                    f.status,
-                    f.size.unwrap_or(0),
-                    self.diff_limit
-                ),
-            };
-            out.push_str(&format!(
-                "- {} ({why})
-",
-                f.path
-            ));
-        }
-        for f in &self.ignored_appeared {
-            out.push_str(&format!(
-                "- {} (ignored by the repository, appeared during the loop, {} bytes)\n",
-                f.path, f.size
-            ));
-        }
-        out
-    }
 }
 
 /// The verdict a reviewer gave, read from `{"verdict": ..., "findings": [...]}`.
