@@ -271,6 +271,9 @@ fn the_review_sees_every_change_however_it_is_hidden() {
     git(&p.root, &["commit", "-qm", "work in a commit"]);
     let work = git(&p.root, &["rev-parse", "HEAD"]).trim().to_string();
     git(&p.root, &["replace", &base, &work]);
+    // `ident` in info/attributes would fold `$Id: ... $` away.
+    std::fs::write(p.path(".git/info/attributes"), "*.md ident\n").unwrap();
+    p.write("notes.md", "$Id: MARKER-IDENT $\n");
     // A rename, a deletion, a binary file, an ignored file that appears.
     git(&p.root, &["mv", "old.txt", "moved.txt"]);
     p.write("b.dat", [0u8, 1, 2, 3, 4]);
@@ -286,6 +289,7 @@ fn the_review_sees_every_change_however_it_is_hidden() {
         "MARKER-SKIPPED",
         "MARKER_RS",
         "MARKER-COMMITTED",
+        "MARKER-IDENT",
     ] {
         assert!(
             c.diff.contains(marker),

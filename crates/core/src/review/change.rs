@@ -165,7 +165,7 @@ fn tree_change(root: &Path, base: Option<&str>) -> Result<Change, GitError> {
         .collect::<Vec<_>>()
         .chunks(CHUNK)
     {
-        add_paths(&git, chunk, &mut unreadable);
+        add_paths(&git, root, chunk, &mut unreadable);
     }
     let tree = git.text(&["write-tree"])?;
     let mut files = name_status(&git.run(&[
@@ -204,20 +204,66 @@ fn tree_change(root: &Path, base: Option<&str>) -> Result<Change, GitError> {
 
 /// Put `paths` in the index as they are in the working tree (removed when
 /// gone); a path git cannot add (unreadable) is left out and kept aside.
-fn add_paths(git: &Git, paths: &[&String], unreadable: &mut Vec<String>) {
+/// Regular files are hashed as they are on disk (`--no-filters`): no
+/// attribute, not even `.git/info/attributes` (`ident`, `eol`, an encoding),
+/// changes what the reviewer sees. Symlinks, folders (a nested repository)
+/// and removals go through `update-index`, where no conversion applies.
+fn add_paths(git: &Git, root: &Path, paths: &[&String], unreadable: &mut Vec<String>) {
+    let (files, others): (Vec<&String>, Vec<&String>) = paths
+        .iter()
+        .partition(|p| std::fs::symlink_metadata(root.join(p)).is_ok_and(|m| m.is_file()));
+    if !files.is_empty() && add_files(git, root, &files).is_err() {
+        for f in &files {
+            if add_files(git, root, &[f]).is_err() {
+                unreadable.push((*f).clone());
+            }
+        }
+    }
+    if others.is_empty() {
+        return;
+    }
     let mut args = vec!["update-index", "--add", "--remove", "--"];
-    args.extend(paths.iter().map(|p| p.as_str()));
+    args.extend(others.iter().map(|p| p.as_str()));
     if git.run(&args).is_ok() {
         return;
     }
-    for p in paths {
+    for p in others {
         if git
             .run(&["update-index", "--add", "--remove", "--", p])
             .is_err()
         {
-            unreadable.push((*p).clone());
+            unreadable.push(p.clone());
         }
     }
+}
+
+/// Regular files, hashed unconverted and put in the index with their mode.
+fn add_files(git: &Git, root: &Path, files: &[&String]) -> Result<(), GitError> {
+    let mut args = vec!["hash-object", "-w", "--no-filters", "--"];
+    args.extend(files.iter().map(|p| p.as_str()));
+    let out = git.text(&args)?;
+    let oids: Vec<&str> = out.lines().collect();
+    if oids.len() != files.len() {
+        return Err(GitError::Start("hash-object gave a wrong count".into()));
+    }
+    let mut args = vec!["update-index", "--add"];
+    for (path, oid) in files.iter().zip(&oids) {
+        args.extend(["--cacheinfo", mode_of(&root.join(path)), oid, path.as_str()]);
+    }
+    git.run(&args).map(|_| ())
+}
+
+/// A regular file's git mode: executable or not.
+fn mode_of(path: &Path) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0) {
+            return "100755";
+        }
+    }
+    let _ = path;
+    "100644"
 }
 
 /// `diff-tree -z --name-status` records: `S\0path\0`, `R100\0old\0new\0`.
