@@ -12,6 +12,7 @@ use ralph_core::hook_output::{HookOutput, fail_open};
 use ralph_core::notify::Pending;
 use ralph_core::parallel;
 use ralph_core::paths::{LoopPaths, project_root_from_env};
+use ralph_core::pins;
 use ralph_core::stop::plan::Ran;
 use ralph_core::stop::{Step, step, text};
 use ralph_core::store::{LOCK_WAIT, LoopLock};
@@ -147,9 +148,11 @@ fn run() -> HookOutput {
         match step(&paths, &input, &ran) {
             Ok(Step::Done(out)) => return out,
             Ok(Step::RunChecks(jobs)) => {
+                // Checks run against the files pinned at start (under the lock).
+                let pins = pins::disk::before_checks(&paths);
                 drop(lock);
                 watchdog::extend(jobs.budget() + watchdog::WORK);
-                jobs.run(&paths.root, &mut ran);
+                jobs.run(&paths.root, &pins, &mut ran);
                 watchdog::extend(watchdog::WORK);
             }
             Err(e) => return HookOutput::allow(text::paused(&e)),
@@ -171,14 +174,13 @@ fn worker_stop(paths: &LoopPaths, input: &HookInput) -> HookOutput {
         match fresh_stop::step(paths, input, ran.as_ref()) {
             Ok(WorkerStep::Done(out)) => return out,
             Ok(WorkerStep::RunCheck { command, timeout }) => {
+                let pins = pins::disk::before_checks(paths);
                 drop(lock);
                 watchdog::extend(timeout + watchdog::WORK);
-                ran = Some(ralph_core::worktree::run_check(
-                    &paths.root,
-                    &command,
-                    timeout,
-                    None,
-                ));
+                ran = Some(
+                    ralph_core::worktree::run_check(&paths.root, &command, timeout, None)
+                        .with_pins(pins.pinned, &pins.put_back),
+                );
                 watchdog::extend(watchdog::WORK);
             }
             Err(e) => return HookOutput::allow(text::paused(&e)),

@@ -220,6 +220,8 @@ mod tests {
             fingerprint: None,
             time: "t".into(),
             duration_ms: 1,
+            pinned: false,
+            put_back: Vec::new(),
         }
     }
 

@@ -54,6 +54,15 @@ pub const POLICY_FILE: &str = ".ralph/command-policy";
 /// Second, documented policy location; `.ralph/command-policy` wins when both exist.
 pub const POLICY_FILE_ALT: &str = ".claude/ralph-policy";
 
+/// The project's settings file (`notify`), read at a loop's start only.
+pub const SETTINGS_FILE: &str = ".claude/ralph.toml";
+/// The custom reviewers' instructions (`NAME.md`).
+pub const REVIEW_DIR: &str = ".claude/ralph-review";
+/// The loop's configuration in the project, fixed at its start: while a loop
+/// runs, the agent may not write these (the guard), and a `--parallel`
+/// worker's change to them is not merged. The user edits them between loops.
+pub const CONFIG_FILES: [&str; 3] = [SETTINGS_FILE, POLICY_FILE, POLICY_FILE_ALT];
+
 /// The loop files of one project, as absolute paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoopPaths {
@@ -88,6 +97,9 @@ pub struct LoopPaths {
     /// way (the commit it started from); found by the next holder of the
     /// merge lock, it means that merge was cut short (see `parallel::hooks`).
     pub merging: PathBuf,
+    /// Pinned checks: the manifest, each pinned file's bytes at start, the
+    /// versions put back (see `pins::disk`).
+    pub pins: PathBuf,
 }
 
 impl LoopPaths {
@@ -112,6 +124,7 @@ impl LoopPaths {
             board: dir.join("parallel.json"),
             merge_lock: dir.join("merge.lock"),
             merging: dir.join("merging"),
+            pins: dir.join("pins"),
             dir,
             mirror: root.join(STATE_FILE),
             log: root.join(LOG_FILE),

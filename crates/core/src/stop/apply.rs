@@ -221,9 +221,40 @@ pub fn answer_queued(paths: &LoopPaths, out: HookOutput, queue: &QueueAction) ->
 }
 
 fn save(paths: &LoopPaths, inputs: &StopInputs, next: &LoopState) -> Result<(), StoreError> {
+    let pinned;
+    let next = match new_story_pins(paths, &inputs.state, next) {
+        Some(pins) => {
+            pinned = LoopState {
+                pins,
+                ..next.clone()
+            };
+            &pinned
+        }
+        None => next,
+    };
     let updated = state::updated_text(&inputs.text, next);
     // A mirror that could not be written is seen (and reported) at the next Stop.
     paths.write_state(&updated).map(|_| ())
+}
+
+/// A story that first appeared at this Stop has its check recorded: the
+/// files that check names are pinned now (see `pins`). The loop's pins
+/// when they grew.
+fn new_story_pins(
+    paths: &LoopPaths,
+    before: &LoopState,
+    next: &LoopState,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    let mut grown = None;
+    for (id, cmd) in &next.story_checks {
+        if before.story_checks.contains_key(id) {
+            continue;
+        }
+        if let Ok(Some(manifest)) = crate::pins::disk::add(paths, cmd) {
+            grown = Some(manifest.by_path());
+        }
+    }
+    grown
 }
 
 /// The next turn's tools are recorded afresh (see `turn_tools`).

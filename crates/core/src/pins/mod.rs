@@ -1,0 +1,325 @@
+//! Pinned checks: the files a check depends on, fixed at the loop's start.
+//!
+//! A check's command is recorded at start (`story_checks`, `verify`), but
+//! the files it runs are part of the check too: an agent that rewrites
+//! `tests/check.sh` to `exit 0` would otherwise pass it. At start ralph
+//! pins, for every check, each existing regular file of the project that a
+//! word of the command names (`sh tests/check.sh`, `pytest tests/x.py`,
+//! `./scripts/verify`, `make -f Makefile.ci`; not folders, not the project
+//! root), plus what the user pins (`--pin GLOB`, a PRD's top-level `"pin"`).
+//! Before any check runs, a pinned file that differs from its pin is put back
+//! (`disk::put_back`) and the agent's version is kept in the loop's folder;
+//! the guard refuses writes to pinned files while the loop runs.
+//!
+//! This module holds the rules (which words name files, the glob matcher,
+//! the caps, the manifest's shape); `disk` reads and writes. Pure.
+
+pub mod disk;
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// At most this many pinned files...
+pub const MAX_FILES: usize = 2000;
+/// ...holding at most this many bytes in all.
+pub const MAX_BYTES: u64 = 32 << 20;
+
+/// One pinned file as recorded at start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pin {
+    /// Relative to the project root, `/`-separated.
+    pub path: String,
+    pub size: u64,
+    /// FNV-1a 64 of the content (for people; comparison is byte by byte).
+    pub hash: String,
+    /// Unix permission bits, put back with the content.
+    #[serde(default)]
+    pub mode: u32,
+    /// What pinned it: the check's command, or `--pin GLOB`.
+    pub why: String,
+}
+
+/// The manifest kept in the loop's folder (`pins/manifest.json`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub files: Vec<Pin>,
+}
+
+impl Manifest {
+    pub fn parse(text: &str) -> Manifest {
+        serde_json::from_str(text).unwrap_or_default()
+    }
+
+    pub fn render(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Path -> why, as the state's `pins:` line holds them (the guard's copy).
+    pub fn by_path(&self) -> BTreeMap<String, String> {
+        self.files
+            .iter()
+            .map(|p| (p.path.clone(), p.why.clone()))
+            .collect()
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|p| p.size).sum()
+    }
+}
+
+/// Why the pins of a new loop cannot be taken (a start error).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum PinError {
+    #[error(
+        "{origin} `{glob}` matches no file in the project: fix the pattern (globs are relative to the project root, e.g. 'tests/**')"
+    )]
+    NoMatch { origin: &'static str, glob: String },
+    #[error(
+        "the pinned files are too many: {files} files, {bytes} bytes (at most {MAX_FILES} files and {MAX_BYTES} bytes): pin fewer with narrower --pin globs"
+    )]
+    TooMany { files: usize, bytes: u64 },
+    #[error("cannot keep the pinned file {path}: {why}")]
+    Io { path: String, why: String },
+}
+
+/// Where a user's glob came from, for the start error.
+pub const FROM_FLAG: &str = "--pin";
+pub const FROM_PRD: &str = "the PRD's \"pin\"";
+
+/// The words of `command` that may name a file: shell words (quotes and
+/// backslashes read as `sh` does; `;`, `|`, `&`, `<`, `>`, `(`, `)`
+/// separate), options dropped, `--opt=VALUE` and `VAR=VALUE` giving VALUE.
+/// Which of them are existing files is `disk`'s question.
+pub fn candidate_words(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for word in shell_words(command) {
+        let value = match word.split_once('=') {
+            Some((name, value)) if !name.contains('/') => value.to_string(),
+            _ => word,
+        };
+        let keep = !value.is_empty()
+            && !value.starts_with('-')
+            && !value.contains(['$', '`', '*', '?'])
+            && value != "."
+            && value != "/";
+        if keep && !out.contains(&value) {
+            out.push(value);
+        }
+    }
+    out
+}
+
+/// `command` split into words, roughly as `sh` would (no expansions).
+fn shell_words(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = command.chars();
+    let flush = |cur: &mut String, in_word: &mut bool, words: &mut Vec<String>| {
+        if *in_word {
+            words.push(std::mem::take(cur));
+        }
+        *in_word = false;
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                cur.extend(chars.by_ref().take_while(|&c| c != '\''));
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => cur.extend(chars.next()),
+                        c => cur.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                cur.extend(chars.next());
+            }
+            c if c.is_whitespace() || ";|&<>()".contains(c) => {
+                flush(&mut cur, &mut in_word, &mut words)
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    flush(&mut cur, &mut in_word, &mut words);
+    words
+}
+
+/// Does the `/`-separated relative `path` match `glob`? `*` and `?` stay
+/// within one name, `**` is any number of folders (`tests/**` is every
+/// file under `tests`), `[abc]` one of the characters.
+pub fn glob_matches(glob: &str, path: &str) -> bool {
+    let g: Vec<&str> = glob.trim_start_matches("./").split('/').collect();
+    let p: Vec<&str> = path.split('/').collect();
+    match_parts(&g, &p)
+}
+
+fn match_parts(g: &[&str], p: &[&str]) -> bool {
+    match (g.first(), p.first()) {
+        (None, None) => true,
+        (Some(&"**"), _) => {
+            // `**` at the end takes at least one name (a file under it).
+            if g.len() == 1 {
+                return !p.is_empty();
+            }
+            (0..=p.len()).any(|skip| match_parts(&g[1..], &p[skip..]))
+        }
+        (Some(gc), Some(pc)) => name_matches(gc, pc) && match_parts(&g[1..], &p[1..]),
+        _ => false,
+    }
+}
+
+/// One name against one glob component (`*`, `?`, `[...]`).
+fn name_matches(glob: &str, name: &str) -> bool {
+    let g: Vec<char> = glob.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    name_from(&g, &n)
+}
+
+fn name_from(g: &[char], n: &[char]) -> bool {
+    match g.first() {
+        None => n.is_empty(),
+        Some('*') => (0..=n.len()).any(|i| name_from(&g[1..], &n[i..])),
+        Some('?') => !n.is_empty() && name_from(&g[1..], &n[1..]),
+        Some('[') => match (g.iter().position(|&c| c == ']'), n.first()) {
+            (Some(end), Some(c)) if end > 1 => {
+                let set = &g[1..end];
+                let (negated, set) = match set.first() {
+                    Some('!' | '^') => (true, &set[1..]),
+                    _ => (false, set),
+                };
+                set.contains(c) != negated && name_from(&g[end + 1..], &n[1..])
+            }
+            _ => n.first() == Some(&'[') && name_from(&g[1..], &n[1..]),
+        },
+        Some(c) => n.first() == Some(c) && name_from(&g[1..], &n[1..]),
+    }
+}
+
+/// The folder a glob's matches all lie under: its leading names without a
+/// wildcard (`tests/unit/**` -> `tests/unit`; `**/*.sh` -> ``).
+pub fn literal_prefix(glob: &str) -> String {
+    let parts: Vec<&str> = glob.trim_start_matches("./").split('/').collect();
+    let fixed: Vec<&str> = parts[..parts.len().saturating_sub(1)]
+        .iter()
+        .take_while(|p| !p.contains(['*', '?', '[']))
+        .copied()
+        .collect();
+    fixed.join("/")
+}
+
+/// A PRD's top-level `"pin"`: a list of globs (or one glob as a string).
+pub fn prd_globs(prd_text: &str) -> Vec<String> {
+    let text = prd_text.strip_prefix('\u{feff}').unwrap_or(prd_text);
+    let Ok(serde_json::Value::Object(top)) = serde_json::from_str(text) else {
+        return Vec::new();
+    };
+    match top.get("pin") {
+        Some(serde_json::Value::String(g)) => vec![g.clone()],
+        Some(serde_json::Value::Array(list)) => list
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
+    .into_iter()
+    .filter(|g| !g.trim().is_empty())
+    .collect()
+}
+
+/// FNV-1a 64 of `bytes`, as the manifest writes it.
+pub fn fnv1a(bytes: &[u8]) -> String {
+    let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("fnv1a:{h:016x}")
+}
+
+/// The guard's refusal for a write to a pinned file.
+pub fn refusal(path: &str, why: &str) -> String {
+    let what = if why.starts_with(FROM_FLAG) || why.starts_with("prd pin") {
+        format!("pinned by the user ({why})")
+    } else {
+        format!("part of a check: `{why}`")
+    };
+    format!(
+        "{path} is pinned by this loop (it is {what}); ralph judges the work with the version from the loop's start. Change the code under test, not the check."
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn which_words_may_name_files() {
+        assert_eq!(
+            candidate_words("sh tests/check.sh"),
+            ["sh", "tests/check.sh"]
+        );
+        assert_eq!(
+            candidate_words("make -f Makefile.ci check"),
+            ["make", "Makefile.ci", "check"]
+        );
+        assert_eq!(
+            candidate_words("pytest -q 'tests/test api.py' && ./scripts/verify >out.log"),
+            ["pytest", "tests/test api.py", "./scripts/verify", "out.log"]
+        );
+        assert_eq!(
+            candidate_words("FOO=1 node --config=ci/jest.json $X *.js ."),
+            ["1", "node", "ci/jest.json"]
+        );
+        assert_eq!(candidate_words("cargo test"), ["cargo", "test"]);
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_matches("tests/**", "tests/check.sh"));
+        assert!(glob_matches("tests/**", "tests/a/b/c.py"));
+        assert!(!glob_matches("tests/**", "tests"));
+        assert!(!glob_matches("tests/**", "src/tests/x"));
+        assert!(glob_matches("**/*.sh", "a.sh"));
+        assert!(glob_matches("**/*.sh", "x/y/a.sh"));
+        assert!(glob_matches("tests/*.py", "tests/test_a.py"));
+        assert!(!glob_matches("tests/*.py", "tests/sub/test_a.py"));
+        assert!(glob_matches("./Makefile", "Makefile"));
+        assert!(glob_matches("t?st/[ab].txt", "test/b.txt"));
+        assert!(!glob_matches("t?st/[!ab].txt", "test/b.txt"));
+        assert_eq!(literal_prefix("tests/unit/**"), "tests/unit");
+        assert_eq!(literal_prefix("**/*.sh"), "");
+        assert_eq!(literal_prefix("Makefile"), "");
+    }
+
+    #[test]
+    fn a_prd_pins_globs() {
+        assert_eq!(
+            prd_globs(r#"{"pin":["tests/**","Makefile"],"stories":[]}"#),
+            ["tests/**", "Makefile"]
+        );
+        assert_eq!(prd_globs(r#"{"pin":"ci/*.sh"}"#), ["ci/*.sh"]);
+        assert!(prd_globs(r#"{"stories":[]}"#).is_empty());
+        assert!(prd_globs("not json").is_empty());
+    }
+
+    #[test]
+    fn the_refusal_names_the_pin_and_the_check() {
+        let r = refusal("tests/check.sh", "sh tests/check.sh");
+        assert!(r.starts_with(
+            "tests/check.sh is pinned by this loop (it is part of a check: `sh tests/check.sh`)"
+        ));
+        assert!(r.contains("Change the code under test, not the check."));
+        assert!(
+            refusal("tests/a.py", "--pin tests/**").contains("pinned by the user (--pin tests/**)")
+        );
+    }
+}
