@@ -216,6 +216,10 @@ pub struct Entry {
     /// (`passed`, `check_failed`, `no_claim`, ...), or `running`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<String>,
+    /// The checks this decision rests on ran against the files pinned at
+    /// the loop's start (see `pins`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 impl Entry {
@@ -230,7 +234,14 @@ impl Entry {
             story: None,
             message: None,
             worker: None,
+            pinned: false,
         }
+    }
+
+    #[must_use]
+    pub fn with_pinned(mut self, pinned: bool) -> Entry {
+        self.pinned = pinned;
+        self
     }
 
     pub fn with_worker(mut self, worker: Option<String>) -> Entry {

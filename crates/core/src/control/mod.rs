@@ -196,6 +196,14 @@ pub fn status(paths: &LoopPaths) -> Status {
                 Status::at(project, Some(&state), None, prd.as_ref(), checks, last, now);
             status.state_file = Some(paths.state.display().to_string());
             status.worker = state.fresh.then(|| paths.read_worker()).flatten();
+            if !state.pins.is_empty() {
+                let mut back: Vec<String> = crate::pins::disk::history(paths)
+                    .into_iter()
+                    .map(|b| b.path)
+                    .collect();
+                back.dedup();
+                status.pins = Some(status::PinsStatus::new(&state, back));
+            }
             if state.parallel > 0 {
                 status.parallel = Some(status::ParallelStatus::new(
                     state.parallel,

@@ -153,7 +153,10 @@ pub fn collect(
 /// Keep a copy of each file of `wanted` in the loop's folder and write the
 /// manifest, replacing the pins of any earlier loop. Under the loop lock.
 pub fn record(paths: &LoopPaths, wanted: &[(String, String)]) -> Result<Manifest, PinError> {
-    let _ = fs::remove_dir_all(&paths.pins);
+    // An earlier loop's pins go; the versions it put back stay (never lost).
+    let _ = fs::remove_dir_all(paths.pins.join("files"));
+    let _ = fs::remove_file(manifest_path(paths));
+    let _ = fs::remove_file(history_path(paths));
     let mut manifest = Manifest::default();
     keep(paths, wanted, &mut manifest)?;
     Ok(manifest)
@@ -327,6 +330,23 @@ pub fn history(paths: &LoopPaths) -> Vec<PutBack> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// For the loop's end message: the pinned files that were changed during
+/// the loop and put back, and where the agent's versions are; `None` when
+/// none was.
+pub fn end_note(paths: &LoopPaths) -> Option<String> {
+    let history = history(paths);
+    if history.is_empty() {
+        return None;
+    }
+    let mut files: Vec<&str> = history.iter().map(|b| b.path.as_str()).collect();
+    files.dedup();
+    Some(format!(
+        "📌 Pinned files were changed during the loop and put back before its checks ran: {} (the changed versions are kept in {}).",
+        files.join(", "),
+        paths.pins.join("displaced").display()
+    ))
 }
 
 /// The log's entry for files put back (decision `pin`, reason

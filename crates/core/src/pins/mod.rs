@@ -245,18 +245,6 @@ pub fn fnv1a(bytes: &[u8]) -> String {
     format!("fnv1a:{h:016x}")
 }
 
-/// The guard's refusal for a write to a pinned file.
-pub fn refusal(path: &str, why: &str) -> String {
-    let what = if why.starts_with(FROM_FLAG) || why.starts_with("prd pin") {
-        format!("pinned by the user ({why})")
-    } else {
-        format!("part of a check: `{why}`")
-    };
-    format!(
-        "{path} is pinned by this loop (it is {what}); ralph judges the work with the version from the loop's start. Change the code under test, not the check."
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,17 +297,5 @@ mod tests {
         assert_eq!(prd_globs(r#"{"pin":"ci/*.sh"}"#), ["ci/*.sh"]);
         assert!(prd_globs(r#"{"stories":[]}"#).is_empty());
         assert!(prd_globs("not json").is_empty());
-    }
-
-    #[test]
-    fn the_refusal_names_the_pin_and_the_check() {
-        let r = refusal("tests/check.sh", "sh tests/check.sh");
-        assert!(r.starts_with(
-            "tests/check.sh is pinned by this loop (it is part of a check: `sh tests/check.sh`)"
-        ));
-        assert!(r.contains("Change the code under test, not the check."));
-        assert!(
-            refusal("tests/a.py", "--pin tests/**").contains("pinned by the user (--pin tests/**)")
-        );
     }
 }

@@ -115,6 +115,9 @@ pub fn apply(
             )
         }
         Next::End { iterations } => {
+            if let Some(note) = crate::pins::disk::end_note(paths) {
+                message.push_str(&format!("\n{note}"));
+            }
             remove_loop(paths)?;
             if let Some(removed) = remove_worktrees(paths, inputs) {
                 message.push_str(&format!(" (ralph {removed})"));
@@ -134,7 +137,11 @@ pub fn apply(
     if decision.remove_blocker {
         let _ = store::remove_if_present(&paths.blocker);
     }
-    if let Err(e) = log(paths, entry.with_story(decision.story).with_worker(worker)) {
+    let entry = entry
+        .with_story(decision.story)
+        .with_worker(worker)
+        .with_pinned(plan.ran_pinned);
+    if let Err(e) = log(paths, entry) {
         message.push_str(&format!(" (activity log not written: {e})"));
     }
     Ok(match reason {
