@@ -67,18 +67,23 @@ impl CheckResult {
         } else {
             self.output_tail.trim_end().to_string()
         };
-        let pinned = if self.put_back.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "\nBefore it ran, ralph put back {}, pinned at the loop's start: a check's files are fixed when the loop starts (the version you wrote is kept in the loop's folder). Change the code under test, not the check.",
-                self.put_back.join(", ")
-            )
-        };
+        let pinned = self.put_back_note();
         format!(
             "`{}` failed ({}). Last lines of its output:\n```\n{tail}\n```{pinned}",
             self.command,
             self.status_text(timeout_secs)
+        )
+    }
+
+    /// What the model is told when pinned files were put back before it
+    /// ran ("" when none was).
+    pub fn put_back_note(&self) -> String {
+        if self.put_back.is_empty() {
+            return String::new();
+        }
+        format!(
+            "\nBefore it ran, ralph put back {}, pinned at the loop's start: a check's files are fixed when the loop starts (the version you wrote is kept in the loop's folder). Change the code under test, not the check.",
+            self.put_back.join(", ")
         )
     }
 

@@ -87,41 +87,103 @@ pub enum PinError {
 pub const FROM_FLAG: &str = "--pin";
 pub const FROM_PRD: &str = "the PRD's \"pin\"";
 
-/// The words of `command` that may name a file: shell words (quotes and
-/// backslashes read as `sh` does; `;`, `|`, `&`, `<`, `>`, `(`, `)`
-/// separate), options dropped, `--opt=VALUE` and `VAR=VALUE` giving VALUE.
-/// Which of them are existing files is `disk`'s question.
+/// Programs whose operands are code they run (a script, a test file): a
+/// check's `sh tests/check.sh`, `pytest tests/test_api.py`.
+const RUNNERS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "source", ".", "python", "python2", "python3", "node",
+    "deno", "bun", "ruby", "perl", "php", "lua", "Rscript", "julia", "tclsh", "pytest", "py.test",
+    "jest", "vitest", "mocha", "bats", "phpunit", "rspec",
+];
+/// Prefixes that only change how the program after them runs.
+const WRAPPERS: &[&str] = &["env", "nice", "time", "command", "exec", "nohup", "timeout"];
+
+/// The words of `command` that name code the check runs, which `disk`
+/// pins when they are files of the project: each simple command's program
+/// when it is a path (`./scripts/verify`), the operands of a program that
+/// runs its operands (`sh tests/check.sh`, `python3 -m pytest tests/x.py`,
+/// `--config=ci/jest.json`; see `RUNNERS`), and `make -f FILE`. The files
+/// a check only reads (`grep -q ok out.txt`, `diff a b`) are the work, not
+/// the check: they are not pinned (`--pin` pins them).
 pub fn candidate_words(command: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for word in shell_words(command) {
-        let value = match word.split_once('=') {
-            Some((name, value)) if !name.contains('/') => value.to_string(),
-            _ => word,
-        };
-        let keep = !value.is_empty()
-            && !value.starts_with('-')
-            && !value.contains(['$', '`', '*', '?'])
-            && value != "."
-            && value != "/";
-        if keep && !out.contains(&value) {
-            out.push(value);
+    let mut out: Vec<String> = Vec::new();
+    for words in simple_commands(command) {
+        let mut rest = words
+            .iter()
+            .map(String::as_str)
+            .skip_while(|w| is_assignment(w));
+        let mut program = rest.next();
+        while let Some(p) = program.filter(|p| WRAPPERS.contains(&base(p))) {
+            let skip_duration = p == "timeout";
+            program = rest.by_ref().find(|w| {
+                !w.starts_with('-')
+                    && !is_assignment(w)
+                    && !(skip_duration && w.starts_with(|c: char| c.is_ascii_digit()))
+            });
+        }
+        let Some(program) = program else { continue };
+        let operands: Vec<&str> = rest.collect();
+        let mut named: Vec<&str> = Vec::new();
+        if program.contains('/') {
+            named.push(program);
+        }
+        if RUNNERS.contains(&base(program)) {
+            named.extend(operands.iter().map(|w| option_value(w)));
+        } else if base(program) == "make" {
+            let files = operands
+                .windows(2)
+                .filter(|p| p[0] == "-f" || p[0] == "--file");
+            named.extend(files.map(|p| p[1]));
+        }
+        for w in named {
+            let keep = !w.is_empty() && !w.starts_with('-') && !w.contains(['$', '`', '*', '?']);
+            if keep && !out.iter().any(|o| o == w) {
+                out.push(w.to_string());
+            }
         }
     }
     out
 }
 
-/// `command` split into words, roughly as `sh` would (no expansions).
-fn shell_words(command: &str) -> Vec<String> {
-    let mut words = Vec::new();
+fn base(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty() && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+    })
+}
+
+/// `--config=ci/jest.json` -> `ci/jest.json`; any other word as it is.
+fn option_value(word: &str) -> &str {
+    match word.split_once('=') {
+        Some((opt, value)) if opt.starts_with('-') => value,
+        _ => word,
+    }
+}
+
+/// `command` as simple commands, each a list of words, roughly as `sh`
+/// reads it (quotes and backslashes; no expansions): `;`, `|`, `&`, `(`,
+/// `)` and new lines end a command; the target of a redirection is dropped.
+fn simple_commands(command: &str) -> Vec<Vec<String>> {
+    let mut all = vec![Vec::new()];
     let mut cur = String::new();
     let mut in_word = false;
-    let mut chars = command.chars();
-    let flush = |cur: &mut String, in_word: &mut bool, words: &mut Vec<String>| {
-        if *in_word {
-            words.push(std::mem::take(cur));
-        }
-        *in_word = false;
-    };
+    let mut redirect = false;
+    let mut chars = command.chars().peekable();
+    let mut end_word =
+        |cur: &mut String, in_word: &mut bool, redirect: &mut bool, all: &mut Vec<Vec<String>>| {
+            if *in_word && !*redirect {
+                all.last_mut()
+                    .expect("one command")
+                    .push(std::mem::take(cur));
+            }
+            if *in_word {
+                *redirect = false;
+            }
+            cur.clear();
+            *in_word = false;
+        };
     while let Some(c) = chars.next() {
         match c {
             '\'' => {
@@ -142,17 +204,29 @@ fn shell_words(command: &str) -> Vec<String> {
                 in_word = true;
                 cur.extend(chars.next());
             }
-            c if c.is_whitespace() || ";|&<>()".contains(c) => {
-                flush(&mut cur, &mut in_word, &mut words)
+            '<' | '>' => {
+                end_word(&mut cur, &mut in_word, &mut redirect, &mut all);
+                redirect = true;
+                // `2>&1`: a descriptor, not a file.
+                if chars.peek() == Some(&'&') {
+                    chars.next();
+                }
             }
+            c if ";|&()\n".contains(c) => {
+                end_word(&mut cur, &mut in_word, &mut redirect, &mut all);
+                redirect = false;
+                all.push(Vec::new());
+            }
+            c if c.is_whitespace() => end_word(&mut cur, &mut in_word, &mut redirect, &mut all),
             c => {
                 in_word = true;
                 cur.push(c);
             }
         }
     }
-    flush(&mut cur, &mut in_word, &mut words);
-    words
+    end_word(&mut cur, &mut in_word, &mut redirect, &mut all);
+    all.retain(|c| !c.is_empty());
+    all
 }
 
 /// Does the `/`-separated relative `path` match `glob`? `*` and `?` stay
@@ -251,23 +325,26 @@ mod tests {
 
     #[test]
     fn which_words_may_name_files() {
+        let words = |c: &str| candidate_words(c);
+        assert_eq!(words("sh tests/check.sh"), ["tests/check.sh"]);
+        assert_eq!(words("make -f Makefile.ci check"), ["Makefile.ci"]);
         assert_eq!(
-            candidate_words("sh tests/check.sh"),
-            ["sh", "tests/check.sh"]
+            words("pytest -q 'tests/test api.py' && ./scripts/verify >out.log 2>&1"),
+            ["tests/test api.py", "./scripts/verify"]
         );
         assert_eq!(
-            candidate_words("make -f Makefile.ci check"),
-            ["make", "Makefile.ci", "check"]
+            words("FOO=1 timeout 60 node --config=ci/jest.json run.js $X *.js"),
+            ["ci/jest.json", "run.js"]
         );
         assert_eq!(
-            candidate_words("pytest -q 'tests/test api.py' && ./scripts/verify >out.log"),
-            ["pytest", "tests/test api.py", "./scripts/verify", "out.log"]
+            words("python3 -m pytest tests/test_x.py"),
+            ["pytest", "tests/test_x.py"]
         );
-        assert_eq!(
-            candidate_words("FOO=1 node --config=ci/jest.json $X *.js ."),
-            ["1", "node", "ci/jest.json"]
-        );
-        assert_eq!(candidate_words("cargo test"), ["cargo", "test"]);
+        // What a check only reads is the work, not the check.
+        assert!(words("grep -q one one.txt").is_empty());
+        assert!(words("test -f out.txt && diff expected.txt out.txt").is_empty());
+        assert!(words("cargo test").is_empty());
+        assert_eq!(words("cd sub; bash ../ci.sh | tee log"), ["../ci.sh"]);
     }
 
     #[test]

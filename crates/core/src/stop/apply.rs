@@ -140,7 +140,8 @@ pub fn apply(
     let entry = entry
         .with_story(decision.story)
         .with_worker(worker)
-        .with_pinned(plan.ran_pinned);
+        // Every check of a loop with pins runs against them.
+        .with_pinned(plan.ran_checks && !state.pins.is_empty());
     if let Err(e) = log(paths, entry) {
         message.push_str(&format!(" (activity log not written: {e})"));
     }

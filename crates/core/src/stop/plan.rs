@@ -96,8 +96,6 @@ pub struct Plan<'a> {
     pub verify_log: VerifyLog,
     /// Checks ran at this Stop: the log is saved.
     pub ran_checks: bool,
-    /// Those checks ran against the files pinned at start.
-    pub ran_pinned: bool,
     /// Reviewers ran at this Stop: the verdicts on file with theirs, to save.
     pub reviews_to_save: Option<ReviewLog>,
     /// Review rounds run so far, this Stop's included.
@@ -227,12 +225,6 @@ impl<'a> Plan<'a> {
             queue_seen,
             stalls,
             ran_checks: ran.stories_done || ran.loop_check.is_some(),
-            ran_pinned: ran
-                .stories
-                .iter()
-                .map(|(_, r)| r)
-                .chain(&ran.loop_check)
-                .any(|r| r.pinned),
             review_rounds: review_log.rounds,
             reviews_to_save: (ran.reviews_done || ran.story_reviews_done).then_some(review_log),
             review,
