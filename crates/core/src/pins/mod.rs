@@ -171,7 +171,7 @@ fn simple_commands(command: &str) -> Vec<Vec<String>> {
     let mut in_word = false;
     let mut redirect = false;
     let mut chars = command.chars().peekable();
-    let mut end_word =
+    let end_word =
         |cur: &mut String, in_word: &mut bool, redirect: &mut bool, all: &mut Vec<Vec<String>>| {
             if *in_word && !*redirect {
                 all.last_mut()
