@@ -140,16 +140,18 @@ fn run() -> HookOutput {
     // reviews run without the lock (a cancel must not wait for a long test
     // suite); each round reads the state afresh.
     let mut ran = Ran::default();
+    let mut put_back = Vec::new();
     for _round in 0..5 {
         let lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
             Ok(lock) => lock,
             Err(e) => return HookOutput::allow(text::lock_failed(&e)),
         };
         match step(&paths, &input, &ran) {
-            Ok(Step::Done(out)) => return out,
+            Ok(Step::Done(out)) => return pins::disk::told(out, &put_back),
             Ok(Step::RunChecks(jobs)) => {
                 // Checks run against the files pinned at start (under the lock).
                 let pins = pins::disk::before_checks(&paths);
+                put_back.extend(pins.put_back.iter().cloned());
                 drop(lock);
                 watchdog::extend(jobs.budget() + watchdog::WORK);
                 jobs.run(&paths.root, &pins, &mut ran);

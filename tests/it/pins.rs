@@ -300,3 +300,29 @@ fn the_projects_notify_is_read_at_start() {
     }
     assert!(p.path("NOTIFIED").exists());
 }
+
+#[test]
+fn a_check_that_passes_after_a_put_back_still_tells_the_model() {
+    let p = Project::with_claude_dir("pin-told");
+    p.git_init();
+    p.write("tests/check.sh", CHECK);
+    p.write("src.txt", "fixed\n");
+    p.write(
+        "prd.json",
+        r#"{"userStories":[
+  {"id":"US-1","title":"Fix it","priority":1,"passes":false,"verify":"sh tests/check.sh"},
+  {"id":"US-2","title":"Next","priority":2,"passes":false}
+]}
+"#,
+    );
+    p.prompt("s1", "/ralph:ralph-loop --prd-file prd.json");
+    p.write("tests/check.sh", WEAK);
+    mark_passing(&p);
+    let out = p.stop("s1", Some("done"));
+    let r = reason(out.as_ref());
+    assert!(r.contains("story US-2"), "{r}");
+    assert!(
+        r.starts_with("ralph put back the pinned file(s) tests/check.sh (changed)"),
+        "{r}"
+    );
+}

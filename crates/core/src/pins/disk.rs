@@ -10,6 +10,7 @@
 
 use super::{FROM_FLAG, MAX_BYTES, MAX_FILES, Manifest, Pin, PinError, candidate_words, fnv1a};
 use crate::activity::{self, Action, Entry};
+use crate::hook_output::HookOutput;
 use crate::paths::LoopPaths;
 use crate::store;
 use serde::{Deserialize, Serialize};
@@ -364,6 +365,22 @@ pub fn log_put_back(paths: &LoopPaths, back: &[PutBack]) {
         &Entry::now(&session, iteration, Action::Pin, "pin_restored")
             .with_message(Some(&put_back_text(back))),
     );
+}
+
+/// The Stop's answer with the model told what was put back before this
+/// Stop's checks, when a feed does not say it already (a check that failed
+/// says it in its report; one that passed does not).
+pub fn told(out: HookOutput, back: &[PutBack]) -> HookOutput {
+    match out {
+        HookOutput::Block {
+            reason,
+            system_message,
+        } if !back.is_empty() && !reason.contains("ralph put back") => HookOutput::Block {
+            reason: format!("{}\n\n{reason}", put_back_text(back)),
+            system_message,
+        },
+        out => out,
+    }
 }
 
 /// "tests/check.sh (changed)" for each file, for the log and the model.
