@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use ralph_core::hook_input::{HookInput, InputError};
 use ralph_core::paths::{
-    LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, POLICY_FILE, POLICY_FILE_ALT, STATE_FILE,
-    VERIFY_FILE, project_root_from_env,
+    LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, POLICY_FILE, POLICY_FILE_ALT, REVIEW_DIR,
+    SETTINGS_FILE, STATE_FILE, VERIFY_FILE, project_root_from_env,
 };
 use ralph_core::store::{self, StoreError};
 use ralph_core::turn_tools;
@@ -233,6 +233,8 @@ fn context(
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
     // The verify results too: a forged one would pass the loop's checks.
+    // And the loop's configuration, fixed at its start (the settings file,
+    // the command policy, the reviewers' folder).
     ctx.loop_files = [
         STATE_FILE,
         LAST_INJECTED_FILE,
@@ -241,6 +243,7 @@ fn context(
         VERIFY_FILE,
         POLICY_FILE,
         POLICY_FILE_ALT,
+        SETTINGS_FILE,
     ]
     .iter()
     .map(PathBuf::from)
@@ -307,10 +310,20 @@ fn context(
                 .unwrap_or_default();
         }
     }
+    ctx.config_dirs = vec![PathBuf::from(REVIEW_DIR)];
+    // Pinned checks: their files may not be written (see ralph_core::pins).
+    ctx.pins = state
+        .as_deref()
+        .map(ralph_policy::pins_from_state)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(path, why)| (PathBuf::from(path), why))
+        .collect();
     let prd = PathBuf::from(prd);
     ctx.missing = ctx
         .loop_files
         .iter()
+        .chain(&ctx.config_dirs)
         .chain(std::iter::once(&prd))
         .filter(|rel| !root.join(rel).exists())
         .cloned()

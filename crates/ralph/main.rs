@@ -121,6 +121,9 @@ struct RunArgs {
     /// PRD mode: up to N stories at once, each by a worker in its own git worktree, merged before it counts
     #[arg(long, value_name = "N")]
     parallel: Option<String>,
+    /// Pin more files (repeatable, e.g. 'tests/**'): checks run with them as at start, the agent may not write them
+    #[arg(long, value_name = "GLOB")]
+    pin: Vec<String>,
     /// Take over another session's running loop in this project
     #[arg(long)]
     replace: bool,
@@ -234,6 +237,10 @@ fn config(a: RunArgs) -> Result<runner::Config, String> {
     pass("max-stalls", a.max_stalls);
     pass("max-story-attempts", a.max_story_attempts);
     pass("parallel", a.parallel);
+    for glob in a.pin {
+        start.push("--pin".into());
+        start.push(glob);
+    }
     if a.replace {
         start.push("--replace".into());
     }

@@ -66,8 +66,16 @@ pub fn run(cfg: &Config) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    // `--notify`, else the project's default (`.claude/ralph.toml`), read
+    // once now: a command planted there during the run never runs.
+    let notify = match &cfg.notify {
+        Some(spec) => ralph_core::notify::command_for(spec),
+        None => ralph_core::notify::resolve_at_start(None, &paths.root)
+            .and_then(|spec| ralph_core::notify::command_for(&spec)),
+    };
     let mut run = Run {
         cfg,
+        notify,
         paths,
         setup: prepared.setup,
         run_id: prepared.run_id,
@@ -97,6 +105,8 @@ pub fn run(cfg: &Config) -> ExitCode {
 
 struct Run<'a> {
     cfg: &'a Config,
+    /// The notify command, resolved when the run started.
+    notify: Option<String>,
     paths: LoopPaths,
     setup: Setup,
     run_id: String,
@@ -557,12 +567,7 @@ impl Run<'_> {
             self.run_dir.join("outcome.json"),
             serde_json::to_string_pretty(&record).unwrap_or_default(),
         );
-        // `--notify`, else the project's default (`.claude/ralph.toml`).
-        let notify = match &self.cfg.notify {
-            Some(spec) => ralph_core::notify::command_for(spec),
-            None => ralph_core::notify::configured(&self.paths, None),
-        };
-        if let Some(cmd) = &notify {
+        if let Some(cmd) = &self.notify {
             let env = notify_env(outcome, self.iterations, &self.run_id);
             if let Err(e) = ralph_core::notify::run(cmd, &env, &self.paths.root, NOTIFY_LIMIT) {
                 out.line(&progress::note(style, Tone::Warn, &e));

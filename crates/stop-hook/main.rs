@@ -12,6 +12,7 @@ use ralph_core::hook_output::{HookOutput, fail_open};
 use ralph_core::notify::Pending;
 use ralph_core::parallel;
 use ralph_core::paths::{LoopPaths, project_root_from_env};
+use ralph_core::pins;
 use ralph_core::stop::plan::Ran;
 use ralph_core::stop::{Step, step, text};
 use ralph_core::store::{LOCK_WAIT, LoopLock};
@@ -139,17 +140,21 @@ fn run() -> HookOutput {
     // reviews run without the lock (a cancel must not wait for a long test
     // suite); each round reads the state afresh.
     let mut ran = Ran::default();
+    let mut put_back = Vec::new();
     for _round in 0..5 {
         let lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
             Ok(lock) => lock,
             Err(e) => return HookOutput::allow(text::lock_failed(&e)),
         };
         match step(&paths, &input, &ran) {
-            Ok(Step::Done(out)) => return out,
+            Ok(Step::Done(out)) => return pins::disk::told(out, &put_back),
             Ok(Step::RunChecks(jobs)) => {
+                // Checks run against the files pinned at start (under the lock).
+                let pins = pins::disk::before_checks(&paths);
+                put_back.extend(pins.put_back.iter().cloned());
                 drop(lock);
                 watchdog::extend(jobs.budget() + watchdog::WORK);
-                jobs.run(&paths, &mut ran);
+                jobs.run(&paths, &pins, &mut ran);
                 watchdog::extend(watchdog::WORK);
             }
             Err(e) => return HookOutput::allow(text::paused(&e)),
@@ -171,14 +176,13 @@ fn worker_stop(paths: &LoopPaths, input: &HookInput) -> HookOutput {
         match fresh_stop::step(paths, input, ran.as_ref()) {
             Ok(WorkerStep::Done(out)) => return out,
             Ok(WorkerStep::RunCheck { command, timeout }) => {
+                let pins = pins::disk::before_checks(paths);
                 drop(lock);
                 watchdog::extend(timeout + watchdog::WORK);
-                ran = Some(ralph_core::worktree::run_check(
-                    &paths.root,
-                    &command,
-                    timeout,
-                    None,
-                ));
+                ran = Some(
+                    ralph_core::worktree::run_check(&paths.root, &command, timeout, None)
+                        .with_pins(pins.pinned, &pins.put_back),
+                );
                 watchdog::extend(watchdog::WORK);
             }
             Err(e) => return HookOutput::allow(text::paused(&e)),

@@ -28,6 +28,8 @@ pub enum Mode {
     Plain,
     /// As plain, with `--verify` (the same check as story US-1's).
     Verify,
+    /// As plain, with `--verify "sh tests/check.sh"`: the script is pinned.
+    Script,
     /// `--prd-file prd.json`: three stories, US-1 with a `verify` that fails.
     Prd,
 }

@@ -137,6 +137,14 @@ fn start(sb: &Sandbox, case: &Case) -> Result<u64, String> {
             "--",
             PROMPT,
         ]),
+        Mode::Script => args.extend([
+            "--completion-promise",
+            "DONE",
+            "--verify",
+            "sh tests/check.sh",
+            "--",
+            PROMPT,
+        ]),
         Mode::Prd => args.extend(["--prd-file", "prd.json"]),
     }
     let mut cmd = sb.user(SETUP);

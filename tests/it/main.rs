@@ -26,6 +26,7 @@ mod loop_report;
 mod loop_state;
 mod notify;
 mod parallel;
+mod pins;
 mod review;
 mod setup_cli;
 mod stop_hook;

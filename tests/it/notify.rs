@@ -67,8 +67,10 @@ fn the_project_default_on_completion_and_not_on_cancel() {
 fn a_pause_on_a_usage_limit_and_not_under_ralph_run() {
     let p = Project::new("notify-pause");
     p.write("n.sh", SCRIPT);
+    // The project's default, as a start resolves it into the state (the
+    // file itself is not read during the loop).
     p.write(".claude/ralph.toml", "notify = 'sh n.sh'\n");
-    p.loop_state("\"s1\"", 2, 10, None, "", "Task\n");
+    p.loop_state("\"s1\"", 2, 10, None, "notify: \"sh n.sh\"\n", "Task\n");
     let failure = json!({"session_id": "s1", "cwd": p.root, "hook_event_name": "StopFailure",
         "error": "rate_limit", "last_assistant_message": "API Error: 429"});
     let (code, _) = run_raw(

@@ -128,8 +128,18 @@ fn a_claimed_story_is_merged_checked_and_only_then_marked_passing() {
     assert_eq!(lane["worktree"], json!(tree), "{lane}");
     assert_eq!(lane["status"], "working");
     std::fs::write(tree.join("one.txt"), "one\n").unwrap();
-    // The worker also edits its copy of the PRD: that never reaches the main tree.
-    std::fs::write(tree.join("prd.json"), "{}").unwrap();
+    // The worker also marks the story passing in its copy of the PRD: ralph
+    // marks it in the main tree itself (any other change to the PRD is
+    // refused: `a_workers_change_to_what_the_loop_fixed_is_sent_back`).
+    std::fs::write(
+        tree.join("prd.json"),
+        PRD.replacen(
+            "\"priority\": 1, \"passes\": false",
+            "\"priority\": 1, \"passes\": true",
+            1,
+        ),
+    )
+    .unwrap();
     let out = worker_stop(&p, "a1", &tree, "Wrote one.txt.\nSTORY DONE: US-1");
     assert!(!is_block(out.as_ref()), "{out:?}");
     assert!(
@@ -477,4 +487,62 @@ fn the_guard_and_the_loop_name_the_same_shared_notes() {
         ralph_core::parallel::NOTES_FILE,
         ralph_policy::parallel::NOTES_FILE
     );
+}
+
+#[test]
+fn a_workers_change_to_what_the_loop_fixed_is_sent_back() {
+    let p = Project::new("par-refuse");
+    p.git_init();
+    p.write(
+        "prd.json",
+        &PRD.replacen("grep -q one one.txt", "sh check.sh", 1),
+    );
+    p.write("check.sh", "grep -q one one.txt\n");
+    p.write("one.txt", "base\n");
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-qm", "start"]);
+    p.prompt("s1", "/ralph:ralph-loop --prd-file prd.json --parallel 2");
+    assert!(
+        p.state()
+            .unwrap()
+            .contains(r#"pins: {"check.sh":"sh check.sh"}"#)
+    );
+    let tree = worker(&p, "a1", "US-1");
+    // A weakened check, a planted notify and a reworded story: not merged.
+    std::fs::write(tree.join("check.sh"), "exit 0\n").unwrap();
+    std::fs::create_dir_all(tree.join(".claude")).unwrap();
+    std::fs::write(
+        tree.join(".claude/ralph.toml"),
+        "notify = \"touch PLANTED\"\n",
+    )
+    .unwrap();
+    let out = worker_stop(&p, "a1", &tree, "STORY DONE: US-1");
+    let why = reason(out.as_ref());
+    assert!(is_block(out.as_ref()), "{out:?}");
+    assert!(
+        why.contains("check.sh (pinned: part of the check `sh check.sh`)")
+            && why.contains(".claude/ralph.toml (the loop's configuration, fixed at its start)"),
+        "{why}"
+    );
+    assert!(logged(&p, "merge", "merge_refused").is_some());
+    assert!(!passes(&p, "US-1"));
+    assert_eq!(p.read("check.sh").as_deref(), Some("grep -q one one.txt\n"));
+    assert!(p.read(".claude/ralph.toml").is_none());
+    // The worker puts them back and does the work; a PRD edit beyond
+    // `passes` is refused too.
+    git(&tree, &["rm", "-q", "--cached", ".claude/ralph.toml"]);
+    std::fs::remove_file(tree.join(".claude/ralph.toml")).unwrap();
+    std::fs::write(tree.join("check.sh"), "grep -q one one.txt\n").unwrap();
+    std::fs::write(tree.join("one.txt"), "one\n").unwrap();
+    std::fs::write(tree.join("prd.json"), "{}").unwrap();
+    let out = worker_stop(&p, "a1", &tree, "STORY DONE: US-1");
+    assert!(
+        reason(out.as_ref()).contains("prd.json (the PRD: ralph marks the story passing itself"),
+        "{out:?}"
+    );
+    git(&tree, &["checkout", "HEAD", "--", "prd.json"]);
+    let out = worker_stop(&p, "a1", &tree, "STORY DONE: US-1");
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert!(passes(&p, "US-1"));
+    assert!(!p.path("PLANTED").exists());
 }

@@ -47,6 +47,9 @@ pub enum Action {
     Merge,
     /// `--parallel`: the loop's worker worktrees and branches were removed.
     Cleanup,
+    /// Pinned files that differed from their pins were put back before a
+    /// check ran (see `pins`).
+    Pin,
 }
 
 impl Action {
@@ -68,6 +71,7 @@ impl Action {
             Action::Worker => "worker",
             Action::Merge => "merge",
             Action::Cleanup => "cleanup",
+            Action::Pin => "pin",
         }
     }
 }
@@ -130,6 +134,9 @@ pub enum Code {
     MergeFailed,
     /// `--parallel`: the user's uncommitted changes are in the merge's way.
     MergeBlocked,
+    /// `--parallel`: the worker changed what it may not (the loop's
+    /// configuration, the PRD beyond `passes`, a pinned file); sent back.
+    MergeRefused,
     /// `--parallel`: the worker stopped without claiming its story.
     WorktreeAbandoned,
     /// `--parallel`: the loop ended, was cancelled, or a new one started: its worktrees went.
@@ -179,6 +186,7 @@ impl Code {
             Code::MergeCheckFailed => "merge_check_failed",
             Code::MergeFailed => "merge_failed",
             Code::MergeBlocked => "merge_blocked",
+            Code::MergeRefused => "merge_refused",
             Code::WorktreeAbandoned => "worktree_abandoned",
             Code::WorktreesRemoved => "worktrees_removed",
             Code::MergeInterrupted => "merge_interrupted",
@@ -208,6 +216,10 @@ pub struct Entry {
     /// (`passed`, `check_failed`, `no_claim`, ...), or `running`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<String>,
+    /// The checks this decision rests on ran against the files pinned at
+    /// the loop's start (see `pins`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 impl Entry {
@@ -222,7 +234,14 @@ impl Entry {
             story: None,
             message: None,
             worker: None,
+            pinned: false,
         }
+    }
+
+    #[must_use]
+    pub fn with_pinned(mut self, pinned: bool) -> Entry {
+        self.pinned = pinned;
+        self
     }
 
     pub fn with_worker(mut self, worker: Option<String>) -> Entry {

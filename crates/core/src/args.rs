@@ -43,15 +43,18 @@ pub struct StartArgs {
     /// `--parallel N`: up to N stories at once, each in its own worktree
     /// (implies `--fresh`; PRD mode).
     pub parallel: Option<u32>,
+    /// `--pin GLOB` (repeatable): files pinned at start besides those the
+    /// checks name (see `pins`).
+    pub pin: Vec<String>,
     pub help: bool,
 }
 
-pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--review [LIST]] [--review-cmd CMD] [--max-reviews N] [--review-timeout SECS] [--fresh] [--parallel N] [--notify CMD|desktop] [--replace]";
+pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--review [LIST]] [--review-cmd CMD] [--max-reviews N] [--review-timeout SECS] [--fresh] [--parallel N] [--notify CMD|desktop] [--pin GLOB]... [--replace]";
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ArgsError {
     #[error(
-        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --review [LIST], --review-cmd CMD, --max-reviews N, --review-timeout SECS, --fresh, --parallel N, --notify CMD|desktop, --replace. To use `{0}` as prompt text, put it after ` -- `"
+        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --review [LIST], --review-cmd CMD, --max-reviews N, --review-timeout SECS, --fresh, --parallel N, --notify CMD|desktop, --pin GLOB, --replace. To use `{0}` as prompt text, put it after ` -- `"
     )]
     UnknownFlag(String),
     #[error("`{flag}` takes {what}, not `{value}`")]
@@ -93,6 +96,7 @@ enum Flag {
     Replace,
     Fresh,
     Parallel,
+    Pin,
     Help,
 }
 
@@ -118,6 +122,7 @@ impl Flag {
             "--replace" => Flag::Replace,
             "--fresh" => Flag::Fresh,
             "--parallel" => Flag::Parallel,
+            "--pin" => Flag::Pin,
             "--help" | "-h" => Flag::Help,
             _ => return None,
         })
@@ -144,6 +149,7 @@ impl Flag {
             Flag::Replace => "--replace",
             Flag::Fresh => "--fresh",
             Flag::Parallel => "--parallel",
+            Flag::Pin => "--pin",
             Flag::Help => "--help",
         }
     }
@@ -167,6 +173,7 @@ impl Flag {
             Flag::ReviewTimeout => "600",
             Flag::Notify => "desktop",
             Flag::Parallel => "4",
+            Flag::Pin => "'tests/**'",
             Flag::Replace | Flag::Fresh | Flag::Help => "",
         }
     }
@@ -271,6 +278,13 @@ impl StartArgs {
                     });
                 }
                 self.parallel = Some(n);
+            }
+            // Repeatable: each adds a glob.
+            Flag::Pin => {
+                if value.trim().is_empty() {
+                    return Err(ArgsError::MissingValue(flag.name(), flag.example()));
+                }
+                self.pin.push(value);
             }
             Flag::Help => self.help = true,
         }

@@ -178,11 +178,12 @@ pub fn judge_worker(
 pub fn worker_block_reason(verdict: &WorkerVerdict, story: &str, attempt: u32, max: u32) -> String {
     let why = match verdict {
         WorkerVerdict::CheckFailed(c) => format!(
-            "its check `{}` failed (exit {}{}):\n{}",
+            "its check `{}` failed (exit {}{}):\n{}{}",
             c.command,
             c.exit.map_or("none".to_string(), |e| e.to_string()),
             if c.timed_out { ", timed out" } else { "" },
-            c.output_tail.trim_end()
+            c.output_tail.trim_end(),
+            c.put_back_note()
         ),
         _ => "its \"passes\" is not true in the PRD".to_string(),
     };
@@ -220,6 +221,8 @@ mod tests {
             fingerprint: None,
             time: "t".into(),
             duration_ms: 1,
+            pinned: false,
+            put_back: Vec::new(),
         }
     }
 

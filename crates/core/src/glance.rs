@@ -109,6 +109,8 @@ pub struct Glance {
     pub stories: Option<(Option<String>, usize, usize)>,
     /// The loop's check: did its last run pass?
     pub verify: Option<bool>,
+    /// Its last run was against the files pinned at start (`verify ✔📌`).
+    pub verify_pinned: bool,
     /// The largest share of a limit spent (cap or budget), in percent.
     pub spent_percent: u64,
     pub context_percent: Option<f64>,
@@ -137,17 +139,14 @@ impl Glance {
             let name = working.or_else(|| prd.next_runnable().map(|s| s.id.clone()));
             Some((name, passing, total))
         });
-        let verify = state.verify.as_ref().and_then(|cmd| {
+        let last = state.verify.as_ref().and_then(|cmd| {
             let log = paths.read_verify_log()?;
-            log.r#loop.filter(|r| &r.command == cmd).map(|r| r.passed())
+            log.r#loop.filter(|r| &r.command == cmd)
         });
-        Some(Glance::of(
-            &state,
-            stories,
-            verify,
-            input.context_percent(),
-            now,
-        ))
+        let verify = last.as_ref().map(crate::verify::CheckResult::passed);
+        let mut glance = Glance::of(&state, stories, verify, input.context_percent(), now);
+        glance.verify_pinned = last.is_some_and(|r| r.pinned);
+        Some(glance)
     }
 
     /// The glance of `state` (pure).
@@ -171,6 +170,7 @@ impl Glance {
             waiting,
             stories,
             verify,
+            verify_pinned: false,
             spent_percent: spent_percent(state, now),
             context_percent,
         }
@@ -195,7 +195,8 @@ impl Glance {
             parts.push(format!("{name} {passing}/{total}"));
         }
         if let Some(passed) = self.verify {
-            parts.push(format!("verify {}", if passed { "✔" } else { "✘" }));
+            let pin = if self.verify_pinned { "📌" } else { "" };
+            parts.push(format!("verify {}{pin}", if passed { "✔" } else { "✘" }));
         }
         if let Some(pct) = self.context_percent {
             parts.push(format!("{} % ctx", pct.round() as u64));

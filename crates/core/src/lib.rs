@@ -33,6 +33,7 @@ pub mod notify;
 pub mod parallel;
 pub mod paths;
 pub mod pause;
+pub mod pins;
 pub mod prd;
 pub mod prd_edit;
 pub mod progress;

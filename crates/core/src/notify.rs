@@ -3,8 +3,9 @@
 //! its environment) or `--notify desktop` (what the OS has: `notify-send`,
 //! `osascript`, PowerShell; silently nothing where none exists).
 //!
-//! Which command: the loop's own `--notify` (kept in its state), else the
-//! project's default, `notify = "..."` in `.claude/ralph.toml`. `ralph run`
+//! Which command: the loop's own `--notify`, else the project's default,
+//! `notify = "..."` in `.claude/ralph.toml`, resolved once at the loop's
+//! start and kept in its state (the file is not read during the loop). `ralph run`
 //! runs it once at the end of a run (its own `--notify` first); in a session
 //! the Stop hook (and the StopFailure hook, for a pause on a usage limit)
 //! runs it once per loop end, after the lock is released, for at most
@@ -21,7 +22,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The project's settings file (one key is read: `notify`).
-pub const SETTINGS_FILE: &str = ".claude/ralph.toml";
+pub const SETTINGS_FILE: &str = crate::paths::SETTINGS_FILE;
 /// How long a hook lets the notify command run before stopping it.
 pub const HOOK_LIMIT: Duration = Duration::from_secs(5);
 /// Set by `ralph run` for the Stop hook it runs: the runner notifies itself.
@@ -134,13 +135,20 @@ pub fn setting(toml: &str, key: &str) -> Option<String> {
     None
 }
 
-/// The command configured for the loop of `paths` whose state says
-/// `loop_notify`: the loop's own, else the project's default.
-pub fn configured(paths: &LoopPaths, loop_notify: Option<&str>) -> Option<String> {
-    loop_notify
-        .map(str::to_string)
-        .or_else(|| project_default(&paths.root))
-        .and_then(|spec| command_for(&spec))
+/// The notify setting of a new loop, resolved once at its start: the
+/// loop's own `--notify`, else the project's default (`notify` in
+/// `.claude/ralph.toml`). Kept in the state: the file is not read again
+/// while the loop runs, so a command planted there mid-loop never runs.
+pub fn resolve_at_start(own: Option<&str>, root: &Path) -> Option<String> {
+    own.map(str::to_string)
+        .or_else(|| project_default(root))
+        .filter(|n| !n.trim().is_empty())
+}
+
+/// The command of a loop whose state says `loop_notify` (resolved at its
+/// start, see [`resolve_at_start`]). Reads no file.
+pub fn configured(_paths: &LoopPaths, loop_notify: Option<&str>) -> Option<String> {
+    loop_notify.and_then(command_for)
 }
 
 /// Run `cmd` once with `env`, in `root`, for at most `limit` (then its

@@ -54,6 +54,15 @@ pub const POLICY_FILE: &str = ".ralph/command-policy";
 /// Second, documented policy location; `.ralph/command-policy` wins when both exist.
 pub const POLICY_FILE_ALT: &str = ".claude/ralph-policy";
 
+/// The project's settings file (`notify`), read at a loop's start only.
+pub const SETTINGS_FILE: &str = ".claude/ralph.toml";
+/// The custom reviewers' instructions (`NAME.md`).
+pub const REVIEW_DIR: &str = ".claude/ralph-review";
+/// The loop's configuration in the project, fixed at its start: while a loop
+/// runs, the agent may not write these (the guard), and a `--parallel`
+/// worker's change to them is not merged. The user edits them between loops.
+pub const CONFIG_FILES: [&str; 3] = [SETTINGS_FILE, POLICY_FILE, POLICY_FILE_ALT];
+
 /// The loop files of one project, as absolute paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoopPaths {
@@ -97,6 +106,9 @@ pub struct LoopPaths {
     /// `--review`: the paths the repository ignored at start (NUL-separated),
     /// to name the ignored ones that appear during the loop.
     pub ignored_at_start: PathBuf,
+    /// Pinned checks: the manifest, each pinned file's bytes at start, the
+    /// versions put back (see `pins::disk`).
+    pub pins: PathBuf,
 }
 
 impl LoopPaths {
@@ -124,6 +136,7 @@ impl LoopPaths {
             reviewers: dir.join("reviewers"),
             reviewer_bin: dir.join("reviewer-claude"),
             ignored_at_start: dir.join("ignored-at-start"),
+            pins: dir.join("pins"),
             dir,
             mirror: root.join(STATE_FILE),
             log: root.join(LOG_FILE),

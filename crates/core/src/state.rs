@@ -36,6 +36,10 @@ pub struct LoopState {
     /// when the story first appears), story id -> command. The recorded
     /// check is what runs: an edit of the PRD cannot weaken it.
     pub story_checks: BTreeMap<String, String>,
+    /// Pinned checks: each pinned file (relative) and what pinned it (the
+    /// check's command, or `--pin GLOB`). The guard refuses writes to them;
+    /// their content at start is in the loop's folder (see `pins`).
+    pub pins: BTreeMap<String, String>,
     /// How many times in a row one story may be fed before the loop stops.
     pub max_story_attempts: u32,
     /// Run when completion is claimed; the loop completes only if it exits 0.
@@ -150,7 +154,14 @@ impl LoopState {
                 .text("prd_file", "must be a path")?
                 .filter(|s| !s.is_empty()),
             story_ids: f.story_ids()?,
-            story_checks: f.story_checks()?,
+            story_checks: f.string_map(
+                "story_checks",
+                "must map story ids to commands, like {\"US-001\": \"cargo test\"}",
+            )?,
+            pins: f.string_map(
+                "pins",
+                "must map pinned files to their checks, like {\"tests/check.sh\": \"sh tests/check.sh\"}",
+            )?,
             max_story_attempts: f
                 .small(
                     "max_story_attempts",
@@ -279,6 +290,9 @@ impl LoopState {
         if let Some(why) = &self.blocked {
             lines.push(("blocked", quote(why)));
         }
+        if !self.pins.is_empty() {
+            lines.push(("pins", checks_text(&self.pins)));
+        }
         if self.fresh {
             lines.push(("fresh", "true".into()));
         }
@@ -393,6 +407,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         prd_file: None,
         story_ids: vec![],
         story_checks: BTreeMap::new(),
+        pins: BTreeMap::new(),
         max_story_attempts: DEFAULT_MAX_STORY_ATTEMPTS,
         verify: None,
         notify: None,
@@ -569,18 +584,22 @@ impl Fields {
         })
     }
 
-    fn story_checks(&self) -> Result<BTreeMap<String, String>, StateError> {
-        let problem = "must map story ids to commands, like {\"US-001\": \"cargo test\"}";
-        match self.get("story_checks") {
+    /// A flow mapping of text to text (`story_checks`, `pins`).
+    fn string_map(
+        &self,
+        field: &'static str,
+        problem: &'static str,
+    ) -> Result<BTreeMap<String, String>, StateError> {
+        match self.get(field) {
             None => Ok(BTreeMap::new()),
             Some(Value::Mapping(m)) => m
                 .iter()
                 .map(|(k, v)| match (scalar_text(k), scalar_text(v)) {
                     (Some(k), Some(v)) => Ok((k, v)),
-                    _ => Err(bad("story_checks", problem, v)),
+                    _ => Err(bad(field, problem, v)),
                 })
                 .collect(),
-            Some(v) => Err(bad("story_checks", problem, v)),
+            Some(v) => Err(bad(field, problem, v)),
         }
     }
 

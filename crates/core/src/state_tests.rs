@@ -30,6 +30,14 @@ fn round_trips_awkward_prompt_and_promise() {
             ("a, b".to_string(), "make".to_string()),
         ]
         .into(),
+        pins: [
+            (
+                "tests/check.sh".to_string(),
+                "sh tests/check.sh".to_string(),
+            ),
+            ("tests/a b.py".to_string(), "--pin tests/**".to_string()),
+        ]
+        .into(),
         max_story_attempts: 5,
         verify: Some("cargo test -- --quiet".into()),
         notify: None,

@@ -36,6 +36,12 @@ pub struct CheckResult {
     pub time: String,
     #[serde(default)]
     pub duration_ms: u64,
+    /// It ran with the loop's pinned files as they were at start (see `pins`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
+    /// Pinned files that differed and were put back just before it ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub put_back: Vec<String>,
 }
 
 impl CheckResult {
@@ -61,11 +67,32 @@ impl CheckResult {
         } else {
             self.output_tail.trim_end().to_string()
         };
+        let pinned = self.put_back_note();
         format!(
-            "`{}` failed ({}). Last lines of its output:\n```\n{tail}\n```",
+            "`{}` failed ({}). Last lines of its output:\n```\n{tail}\n```{pinned}",
             self.command,
             self.status_text(timeout_secs)
         )
+    }
+
+    /// What the model is told when pinned files were put back before it
+    /// ran ("" when none was).
+    pub fn put_back_note(&self) -> String {
+        if self.put_back.is_empty() {
+            return String::new();
+        }
+        format!(
+            "\nBefore it ran, ralph put back {}, pinned at the loop's start: a check's files are fixed when the loop starts (the version you wrote is kept in the loop's folder). Change the code under test, not the check.",
+            self.put_back.join(", ")
+        )
+    }
+
+    /// Mark it as run against the loop's pins, naming the files put back.
+    #[must_use]
+    pub fn with_pins(mut self, pinned: bool, put_back: &[crate::pins::disk::PutBack]) -> Self {
+        self.pinned = pinned;
+        self.put_back = put_back.iter().map(|b| b.path.clone()).collect();
+        self
     }
 }
 

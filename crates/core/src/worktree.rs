@@ -119,6 +119,8 @@ pub fn run_check(
         fingerprint,
         time,
         duration_ms: started.elapsed().as_millis() as u64,
+        pinned: false,
+        put_back: Vec::new(),
     }
 }
 

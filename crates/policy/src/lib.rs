@@ -113,6 +113,12 @@ pub struct LoopContext {
     pub story_checks: BTreeMap<String, String>,
     /// The `[wrap]` rows of this policy were already reported to the user.
     pub wrap_reported: bool,
+    /// Folders (relative) of the loop's configuration, fixed at its start
+    /// (`.claude/ralph-review`): no file in them may be written.
+    pub config_dirs: Vec<PathBuf>,
+    /// Files pinned by the loop (relative), with what pinned them (a check's
+    /// command, or `--pin GLOB`): `pins:` in the state's frontmatter.
+    pub pins: Vec<(PathBuf, String)>,
 }
 
 /// The policy as found on disk.
@@ -266,10 +272,44 @@ pub(crate) fn fresh_main_write(call: &ToolCall) -> Option<String> {
     }
 }
 
+/// The project files that hold the loop's configuration (`.claude/ralph.toml`,
+/// the command policy, the reviewers' folder): fixed at the loop's start.
+const CONFIG_NAMES: [&str; 4] = [
+    ".claude/ralph.toml",
+    ".ralph/command-policy",
+    ".claude/ralph-policy",
+    ".claude/ralph-review",
+];
+
+fn is_config(display: &str) -> bool {
+    CONFIG_NAMES
+        .iter()
+        .any(|c| display == *c || display.starts_with(&format!("{c}/")))
+}
+
 fn loop_file_reason(display: &str, what: &str) -> String {
+    if is_config(display) {
+        return format!(
+            "ralph-guard: {what} {display}, which is the running Ralph loop's configuration, fixed at its start; \
+             the agent may read it but not write, move or delete it (the user edits it between loops). {END_LOOP_HINT}"
+        );
+    }
     format!(
         "ralph-guard: {what} {display}, which belongs to the running Ralph loop; the agent may read it but \
          not write, move or delete it. {END_LOOP_HINT}"
+    )
+}
+
+/// The refusal of a write to a pinned file, naming the pin.
+pub fn pinned_reason(path: &str, why: &str) -> String {
+    let what = if why.starts_with("--pin") || why.starts_with("prd pin") {
+        format!("pinned by the user ({why})")
+    } else {
+        format!("part of a check: `{why}`")
+    };
+    format!(
+        "ralph-guard: {path} is pinned by this loop (it is {what}); ralph judges the work with the version from the \
+         loop's start. Change the code under test, not the check."
     )
 }
 
@@ -314,6 +354,7 @@ fn decide_bash(
             }
             Some(Hit::Prd(d)) => return Verdict::Deny(prd_removal_reason(&d)),
             Some(Hit::Control(c)) => return Verdict::Deny(control_reason(&c)),
+            Some(Hit::Pinned { path, why }) => return Verdict::Deny(pinned_reason(&path, &why)),
             Some(Hit::Arg(_)) | None => {}
         }
     }
@@ -489,6 +530,26 @@ fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
             return Verdict::Deny(loop_file_reason(&rel.display().to_string(), what));
         }
     }
+    for rel in &ctx.config_dirs {
+        let under = |p: &&Path| {
+            p.starts_with(ctx.root.join(rel))
+                || ctx
+                    .real_root
+                    .as_ref()
+                    .is_some_and(|r| p.starts_with(r.join(rel)))
+        };
+        if candidates.iter().any(under) {
+            return Verdict::Deny(loop_file_reason(
+                &rel.display().to_string(),
+                "this edit would change a file in",
+            ));
+        }
+    }
+    for (rel, why) in &ctx.pins {
+        if candidates.iter().any(|p| is_under_roots(p, rel, ctx)) {
+            return Verdict::Deny(pinned_reason(&rel.display().to_string(), why));
+        }
+    }
     for dir in &ctx.protected_dirs {
         if candidates.iter().any(|p| p.starts_with(dir)) {
             return Verdict::Deny(loop_file_reason(
@@ -595,6 +656,17 @@ pub fn prd_file_from_state(state: &str) -> Option<String> {
 /// `story_checks: {"US-1": "cargo test a"}`. Absent, empty or unreadable:
 /// none recorded (nothing is denied for it).
 pub fn story_checks_from_state(state: &str) -> BTreeMap<String, String> {
+    map_from_state(state, "story_checks:")
+}
+
+/// The loop's pinned files: the `pins:` frontmatter key, a JSON object of
+/// relative path -> what pinned it (`{"tests/check.sh": "sh tests/check.sh"}`).
+pub fn pins_from_state(state: &str) -> BTreeMap<String, String> {
+    map_from_state(state, "pins:")
+}
+
+/// A frontmatter key whose value is a JSON object of text to text.
+fn map_from_state(state: &str, key: &str) -> BTreeMap<String, String> {
     let mut lines = state.lines();
     if lines.next().map(str::trim) != Some("---") {
         return BTreeMap::new();
@@ -615,7 +687,7 @@ pub fn story_checks_from_state(state: &str) -> BTreeMap<String, String> {
                 }
             }
             None => {
-                if let Some(v) = line.strip_prefix("story_checks:") {
+                if let Some(v) = line.strip_prefix(key) {
                     value = Some(v.trim().to_string());
                 }
             }

@@ -58,6 +58,9 @@ pub struct Status {
     /// Each budget the loop has: what was spent of what.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub budgets: Vec<BudgetStatus>,
+    /// Pinned checks: the files pinned and those put back (set by the caller).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pins: Option<PinsStatus>,
     /// `--fresh`: each iteration runs in a `ralph:ralph-worker` subagent.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub fresh: bool,
@@ -218,6 +221,9 @@ impl Status {
             }),
             budgets: state.map(|s| budgets(s, now)).unwrap_or_default(),
             fresh: state.is_some_and(|s| s.fresh),
+            pins: state
+                .filter(|s| !s.pins.is_empty())
+                .map(|s| PinsStatus::new(s, Vec::new())),
             worker: None,
             parallel: None,
         }
@@ -350,6 +356,9 @@ impl Status {
         if let Some(f) = &self.state_file {
             out.push_str(&format!("  state:     {f}\n"));
         }
+        if let Some(p) = &self.pins {
+            out.push_str(&p.text());
+        }
         if let Some(r) = &self.review {
             out.push_str(&r.text());
         }
@@ -373,8 +382,9 @@ impl Status {
         } else {
             format!("FAILED ({})", r.status_text(self.verify_timeout))
         };
+        let pinned = if r.pinned { " (pinned)" } else { "" };
         format!(
-            "  check:     {who}: `{}` {outcome} at {}\n",
+            "  check:     {who}: `{}` {outcome}{pinned} at {}\n",
             r.command, r.time
         )
     }
@@ -484,6 +494,51 @@ mod tests {
         assert_eq!(json["budgets"][0]["spent"], "12345");
         assert_eq!(json["budgets"][2]["spent"], "5400");
         assert_eq!(json["paused"]["reason"], "rate_limit");
+    }
+}
+
+/// The pins of a loop, as `status` shows them.
+#[derive(Debug, Clone, Serialize)]
+pub struct PinsStatus {
+    pub count: usize,
+    /// Each pinned file (relative) with what pinned it.
+    pub files: std::collections::BTreeMap<String, String>,
+    /// Pinned files changed during the loop and put back before a check.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub put_back: Vec<String>,
+}
+
+impl PinsStatus {
+    pub fn new(state: &LoopState, put_back: Vec<String>) -> PinsStatus {
+        PinsStatus {
+            count: state.pins.len(),
+            files: state.pins.clone(),
+            put_back,
+        }
+    }
+
+    /// Up to 5 paths named, then how many more.
+    fn text(&self) -> String {
+        let shown: Vec<&str> = self.files.keys().take(5).map(String::as_str).collect();
+        let more = self.count.saturating_sub(shown.len());
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        let mut out = format!(
+            "  pins:      {} file{} fixed at start: {}{more}\n",
+            self.count,
+            if self.count == 1 { "" } else { "s" },
+            shown.join(", ")
+        );
+        if !self.put_back.is_empty() {
+            out.push_str(&format!(
+                "  put back:  {} (changed during the loop; restored before a check)\n",
+                self.put_back.join(", ")
+            ));
+        }
+        out
     }
 }
 

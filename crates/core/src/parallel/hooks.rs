@@ -9,7 +9,7 @@
 //! merge lock is taken before the loop lock, never the other way round.
 
 use super::git::{self, Merged};
-use super::{Lane, LaneStatus, MergeOutcome, NOTES_FILE, WORKER_TYPE};
+use super::{Lane, LaneStatus, MergeOutcome, NOTES_FILE, WORKER_TYPE, refuse};
 use crate::activity::{self, Action, Code, Entry};
 use crate::fresh;
 use crate::hook_input::HookInput;
@@ -289,6 +289,12 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
     // The PRD and the notes as the loop's branch has them now: the story's
     // merge then changes neither (nor undoes a commit of them made meanwhile).
     let loop_head = git::head(&paths.root).unwrap_or_else(|_| claim.lane.base.clone());
+    // What the loop fixed at start is not the worker's to change.
+    let bases = [claim.lane.base.as_str(), loop_head.as_str()];
+    if let Some(prd) = refuse::prd_refusal(&worktree, &prd_file, &bases) {
+        let outcome = MergeOutcome::Refused { files: vec![prd] };
+        return sent_back(paths, input, &claim, outcome);
+    }
     if let Err(why) = git::commit_work(
         &worktree,
         &loop_head,
@@ -296,6 +302,11 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
         message.trim_end(),
     ) {
         return sent_back(paths, input, &claim, MergeOutcome::Failed(why));
+    }
+    let refused = refuse::branch_refusals(&worktree, &loop_head, &claim.state.pins);
+    if !refused.is_empty() {
+        let outcome = MergeOutcome::Refused { files: refused };
+        return sent_back(paths, input, &claim, outcome);
     }
     let Ok(_queue) = LoopLock::acquire(&paths.merge_lock, MERGE_WAIT) else {
         return HookOutput::allow(format!(
@@ -335,7 +346,10 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
             let timeout = Duration::from_secs(claim.state.verify_timeout);
             let result = claim.check.as_deref().map(|cmd| {
                 extend(timeout + Duration::from_secs(30));
+                // On the merged tree, with the pinned files as at start.
+                let pins = crate::pins::disk::before_checks(paths);
                 crate::worktree::run_check(&paths.root, cmd, timeout, None)
+                    .with_pins(pins.pinned, &pins.put_back)
             });
             match result {
                 Some(r) if !r.passed() => {

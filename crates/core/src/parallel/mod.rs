@@ -16,6 +16,7 @@
 
 pub mod git;
 pub mod hooks;
+pub mod refuse;
 
 use crate::hook_input::BackgroundTask;
 use crate::prd::{Prd, Story};
@@ -243,6 +244,9 @@ pub enum MergeOutcome {
     /// changes: ralph never merges over them (git would refuse anyway). The
     /// worker waits and claims again; the user is told which files.
     UserChanges { files: Vec<String> },
+    /// The worker changed what the loop fixed at start: each file with why
+    /// it may not change (see `refuse`). Nothing was merged.
+    Refused { files: Vec<(String, String)> },
     /// git itself failed.
     Failed(String),
 }
@@ -255,6 +259,7 @@ impl MergeOutcome {
             MergeOutcome::Conflict { .. } => Code::MergeConflict,
             MergeOutcome::CheckFailed(_) => Code::MergeCheckFailed,
             MergeOutcome::UserChanges { .. } => Code::MergeBlocked,
+            MergeOutcome::Refused { .. } => Code::MergeRefused,
             MergeOutcome::Failed(_) => Code::MergeFailed,
         }
     }
@@ -286,6 +291,11 @@ pub fn send_back_reason(
              the merge is tried again.",
             files.join(", ")
         ),
+        MergeOutcome::Refused { files } => format!(
+            "ralph does not merge changes to what the loop fixed at its start: {}. Put each of them back as it is on the \
+             loop's branch (e.g. `git checkout <base> -- FILE`, then commit), keep your other work, and claim again.",
+            refuse::listed(files)
+        ),
         MergeOutcome::Failed(why) => format!("ralph could not merge it: {why}"),
         MergeOutcome::Merged { .. } => "it was merged".to_string(),
     };
@@ -315,6 +325,10 @@ pub fn merge_message(story: &str, outcome: &MergeOutcome) -> String {
         MergeOutcome::UserChanges { files } => format!(
             "⚠️ Ralph: your uncommitted changes to {} block the merge of story {story}: commit or stash them; its worker tries again in a minute.",
             files.join(", ")
+        ),
+        MergeOutcome::Refused { files } => format!(
+            "🛑 Ralph: story {story} was not merged: its worker changed {}; sent back.",
+            refuse::listed(files)
         ),
         MergeOutcome::Failed(why) => {
             format!("⚠️ Ralph: story {story} could not be merged ({why}); sent back.")

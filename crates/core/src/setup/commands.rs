@@ -9,6 +9,7 @@ use crate::args::StartArgs;
 use crate::clock;
 use crate::fmt;
 use crate::paths::{LoopPaths, PrdReadError, StateFile};
+use crate::pins;
 use crate::prd::Prd;
 use crate::progress::TurnEffect;
 use crate::state::LoopState;
@@ -44,12 +45,14 @@ pub fn start(
         None => None,
     };
     let prompt = rules::resolve_prompt(args, prompt_file_text.as_deref())?;
+    let mut prd_globs = Vec::new();
     let prd = match &args.prd_file {
         Some(file) => {
             let text = paths.read_project_file(file).map_err(|e| StartError::Prd {
                 path: file.clone(),
                 why: PrdReadError::File(e),
             })?;
+            prd_globs = pins::prd_globs(&text);
             Some(rules::check_prd(file, &text)?)
         }
         None => None,
@@ -59,6 +62,11 @@ pub fn start(
             paths.root.display().to_string(),
         ));
     }
+    // What the checks depend on, found before anything is written: a glob
+    // that matches nothing is a start error.
+    let pin_globs = rules::pin_globs(args, &prd_globs);
+    let checks = rules::checks_at_start(args, prd.as_ref(), gate.as_ref());
+    let wanted = pins::disk::collect(&paths.root, &checks, &pin_globs)?;
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
     let prior = rules::check_existing(&existing(paths)?, session, args.replace)?;
     // Worktrees a crashed --parallel loop left behind go before a new loop starts.
@@ -67,6 +75,8 @@ pub fn start(
     let now = clock::now_rfc3339();
     let mut state = rules::new_state(args, prompt, prd.as_ref(), gate, session, &now);
     state.budgets = rules::budgets(args, cost_model);
+    state.notify = crate::notify::resolve_at_start(args.notify.as_deref(), &paths.root);
+    state.pins = pins::disk::record(paths, &wanted)?.by_path();
     if state.review.is_on() {
         state.review.base = worktree::head(&paths.root);
     }

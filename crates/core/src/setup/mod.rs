@@ -76,6 +76,9 @@ pub enum StartError {
         "--parallel needs a git repository with at least one commit in {0} (each story is worked in its own git worktree and merged): run `git init && git add -A && git commit -m start` first"
     )]
     ParallelWithoutGit(String),
+    /// The files the checks depend on cannot be pinned (see `pins`).
+    #[error("{0}")]
+    Pins(#[from] crate::pins::PinError),
     /// The loop's files could not be locked, read or written.
     #[error("{0}")]
     Store(#[from] StoreError),

@@ -154,6 +154,30 @@ pub fn gate_used<'g>(args: &StartArgs, gate: Option<&'g Gate>) -> Option<&'g Gat
     gate.filter(|_| args.verify.is_none())
 }
 
+/// Every check a new loop runs, as recorded at start: its `verify` (or
+/// the policy's gate) and each story's.
+pub fn checks_at_start(args: &StartArgs, prd: Option<&Prd>, gate: Option<&Gate>) -> Vec<String> {
+    let verify = match gate_used(args, gate) {
+        Some(gate) => Some(gate.command.clone()),
+        None => args.verify.clone(),
+    };
+    let stories = prd
+        .map(|p| p.checks_to_record(&BTreeMap::new()))
+        .unwrap_or_default();
+    verify
+        .into_iter()
+        .chain(stories.into_values())
+        .filter(|c| !c.trim().is_empty())
+        .collect()
+}
+
+/// The user's pins: `--pin GLOB`s, then the PRD's `"pin"`.
+pub fn pin_globs(args: &StartArgs, prd_globs: &[String]) -> Vec<(&'static str, String)> {
+    let flags = args.pin.iter().map(|g| (crate::pins::FROM_FLAG, g.clone()));
+    let prd = prd_globs.iter().map(|g| (crate::pins::FROM_PRD, g.clone()));
+    flags.chain(prd).collect()
+}
+
 /// The model a cost budget is priced at: the session's `model`, which must
 /// be known and in the price table. `None` without `--max-cost`.
 pub fn cost_model(args: &StartArgs, model: Option<&str>) -> Result<Option<String>, StartError> {
@@ -233,6 +257,7 @@ pub fn new_state(
         story_checks: prd
             .map(|p| p.checks_to_record(&BTreeMap::new()))
             .unwrap_or_default(),
+        pins: BTreeMap::new(),
         max_story_attempts: args
             .max_story_attempts
             .unwrap_or(DEFAULT_MAX_STORY_ATTEMPTS),

@@ -115,6 +115,9 @@ pub fn apply(
             )
         }
         Next::End { iterations } => {
+            if let Some(note) = crate::pins::disk::end_note(paths) {
+                message.push_str(&format!("\n{note}"));
+            }
             remove_loop(paths)?;
             if let Some(removed) = remove_worktrees(paths, inputs) {
                 message.push_str(&format!(" (ralph {removed})"));
@@ -134,7 +137,12 @@ pub fn apply(
     if decision.remove_blocker {
         let _ = store::remove_if_present(&paths.blocker);
     }
-    if let Err(e) = log(paths, entry.with_story(decision.story).with_worker(worker)) {
+    let entry = entry
+        .with_story(decision.story)
+        .with_worker(worker)
+        // Every check of a loop with pins runs against them.
+        .with_pinned(plan.ran_checks && !state.pins.is_empty());
+    if let Err(e) = log(paths, entry) {
         message.push_str(&format!(" (activity log not written: {e})"));
     }
     Ok(match reason {
@@ -221,9 +229,40 @@ pub fn answer_queued(paths: &LoopPaths, out: HookOutput, queue: &QueueAction) ->
 }
 
 fn save(paths: &LoopPaths, inputs: &StopInputs, next: &LoopState) -> Result<(), StoreError> {
+    let pinned;
+    let next = match new_story_pins(paths, &inputs.state, next) {
+        Some(pins) => {
+            pinned = LoopState {
+                pins,
+                ..next.clone()
+            };
+            &pinned
+        }
+        None => next,
+    };
     let updated = state::updated_text(&inputs.text, next);
     // A mirror that could not be written is seen (and reported) at the next Stop.
     paths.write_state(&updated).map(|_| ())
+}
+
+/// A story that first appeared at this Stop has its check recorded: the
+/// files that check names are pinned now (see `pins`). The loop's pins
+/// when they grew.
+fn new_story_pins(
+    paths: &LoopPaths,
+    before: &LoopState,
+    next: &LoopState,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    let mut grown = None;
+    for (id, cmd) in &next.story_checks {
+        if before.story_checks.contains_key(id) {
+            continue;
+        }
+        if let Ok(Some(manifest)) = crate::pins::disk::add(paths, cmd) {
+            grown = Some(manifest.by_path());
+        }
+    }
+    grown
 }
 
 /// The next turn's tools are recorded afresh (see `turn_tools`).

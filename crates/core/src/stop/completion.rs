@@ -208,6 +208,8 @@ mod tests {
             fingerprint: Some("f".into()),
             time: "t".into(),
             duration_ms: 1,
+            pinned: false,
+            put_back: Vec::new(),
         }
     }
 

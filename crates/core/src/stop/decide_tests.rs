@@ -123,6 +123,8 @@ fn check(cmd: &str, exit: Option<i32>, timed_out: bool, out: &str) -> CheckResul
         fingerprint: Some("f".into()),
         time: "t".into(),
         duration_ms: 5,
+        pinned: false,
+        put_back: Vec::new(),
     }
 }
 

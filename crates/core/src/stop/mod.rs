@@ -33,6 +33,7 @@ pub mod text;
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
 use crate::paths::LoopPaths;
+use crate::pins::disk::Guarded;
 use crate::queue::QueueAction;
 use crate::review;
 use crate::state::LoopState;
@@ -118,17 +119,20 @@ fn repeat_decision(inputs: &StopInputs, plan: &Plan) -> Decision {
 
 impl Jobs {
     /// Run the checks in the project (no lock held), adding their results
-    /// to `ran`.
-    pub fn run(self, paths: &LoopPaths, ran: &mut Ran) {
+    /// to `ran`; `pins` says what was put back before them (see
+    /// `pins::disk::before_checks`).
+    pub fn run(self, paths: &LoopPaths, pins: &Guarded, ran: &mut Ran) {
         let root = &paths.root;
         ran.stories_done = true;
-        for (id, cmd) in self.stories {
-            let result = worktree::run_check(root, &cmd, self.timeout, self.fingerprint.clone());
-            ran.stories.push((id, result));
+        let check = |cmd: &str| {
+            worktree::run_check(root, cmd, self.timeout, self.fingerprint.clone())
+                .with_pins(pins.pinned, &pins.put_back)
+        };
+        for (id, cmd) in &self.stories {
+            ran.stories.push((id.clone(), check(cmd)));
         }
-        if let Some(cmd) = self.loop_verify {
-            let result = worktree::run_check(root, &cmd, self.timeout, self.fingerprint.clone());
-            ran.loop_check = Some(result);
+        if let Some(cmd) = &self.loop_verify {
+            ran.loop_check = Some(check(cmd));
         }
         if let Some(r) = self.reviews {
             if r.stories {

@@ -459,6 +459,8 @@ mod tests {
             fingerprint: Some(fp.into()),
             time: "t".into(),
             duration_ms: 1,
+            pinned: false,
+            put_back: Vec::new(),
         }
     }
 

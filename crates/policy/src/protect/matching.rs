@@ -65,6 +65,32 @@ impl<'a> Checker<'a> {
                     display: rel.display().to_string(),
                     exists: exists(rel),
                     kept_from_whole_tree: ctx.kept_from_whole_tree.contains(rel),
+                    pin: None,
+                });
+            }
+            // The loop's configuration folders: every file in them.
+            for rel in &ctx.config_dirs {
+                targets.push(Target {
+                    abs: root.join(rel),
+                    is_prd: false,
+                    is_dir: true,
+                    display: rel.display().to_string(),
+                    exists: exists(rel),
+                    kept_from_whole_tree: false,
+                    pin: None,
+                });
+            }
+            // Pinned files exist (stat-ing thousands per call would cost
+            // more than the guard); one the agent removed is put back anyway.
+            for (rel, why) in &ctx.pins {
+                targets.push(Target {
+                    abs: root.join(rel),
+                    is_prd: false,
+                    is_dir: false,
+                    display: rel.display().to_string(),
+                    exists: true,
+                    kept_from_whole_tree: false,
+                    pin: Some(why.clone()),
                 });
             }
         }
@@ -80,6 +106,7 @@ impl<'a> Checker<'a> {
                 display,
                 exists: true,
                 kept_from_whole_tree: false,
+                pin: None,
             });
         }
         let loop_count = targets.len();
@@ -92,6 +119,7 @@ impl<'a> Checker<'a> {
                     display: prd.display().to_string(),
                     exists: exists(prd),
                     kept_from_whole_tree: ctx.kept_from_whole_tree.contains(prd),
+                    pin: None,
                 });
             }
         }
@@ -128,13 +156,20 @@ struct Target {
     exists: bool,
     /// A `git stash -u` or `git clean` of the whole tree may not take it.
     kept_from_whole_tree: bool,
+    /// A pinned file: what pinned it.
+    pin: Option<String>,
 }
 
-fn hit(is_prd: bool, display: &str) -> Hit {
-    if is_prd {
-        Hit::Prd(display.to_string())
-    } else {
-        Hit::Loop(display.to_string())
+impl Target {
+    fn hit(&self) -> Hit {
+        match &self.pin {
+            Some(why) => Hit::Pinned {
+                path: self.display.clone(),
+                why: why.clone(),
+            },
+            None if self.is_prd => Hit::Prd(self.display.clone()),
+            None => Hit::Loop(self.display.clone()),
+        }
     }
 }
 
@@ -265,7 +300,7 @@ pub(super) fn classify_except(
                         && ancestor_counts(&path, kind, t, ctx))
             };
             if reaches {
-                return Some(hit(t.is_prd, &t.display));
+                return Some(t.hit());
             }
         }
     }
@@ -339,16 +374,16 @@ pub(super) fn classify_find(
             }
             // Inside a protected folder, every file found is protected.
             if t.is_dir && s.starts_with(&t.abs) {
-                return Some(hit(t.is_prd, &t.display));
+                return Some(t.hit());
             }
             let Ok(rel) = t.abs.strip_prefix(&s) else {
                 if glob::has_glob(start) {
-                    return Some(hit(t.is_prd, &t.display));
+                    return Some(t.hit());
                 }
                 continue;
             };
             if f.names.is_empty() && f.paths.is_empty() {
-                return Some(hit(t.is_prd, &t.display));
+                return Some(t.hit());
             }
             let comps: Vec<String> = rel
                 .components()
@@ -366,7 +401,7 @@ pub(super) fn classify_find(
             let printed = format!("{}/{}", start.trim_end_matches('/'), rel.display());
             let path_hit = f.paths.iter().any(|pat| glob::fnmatch(pat, &printed));
             if name_hit || path_hit || t.is_dir {
-                return Some(hit(t.is_prd, &t.display));
+                return Some(t.hit());
             }
         }
     }
@@ -380,7 +415,9 @@ pub(super) fn classify_into(
     ctx: &Checker,
 ) -> Option<Hit> {
     // Onto the file itself (the PRD may be replaced: only its removal is guarded).
-    if let Some(h @ (Hit::Loop(_) | Hit::Arg(_))) = classify(dest, Kind::Onto, cwd, ctx) {
+    if let Some(h @ (Hit::Loop(_) | Hit::Pinned { .. } | Hit::Arg(_))) =
+        classify(dest, Kind::Onto, cwd, ctx)
+    {
         return Some(h);
     }
     // Into a folder, where `folder/basename(source)` lands on (or over) a loop file.
@@ -390,7 +427,9 @@ pub(super) fn classify_into(
             continue;
         }
         let landed = format!("{}/{}", dest.trim_end_matches('/'), name);
-        if let Some(h @ Hit::Loop(_)) = classify(&landed, Kind::Remove, cwd, ctx) {
+        if let Some(h @ (Hit::Loop(_) | Hit::Pinned { .. })) =
+            classify(&landed, Kind::Remove, cwd, ctx)
+        {
             return Some(h);
         }
     }

@@ -71,6 +71,9 @@ pub enum Hit {
     Prd(String),
     /// One of ralph's own commands that ends, starts or takes over a loop.
     Control(String),
+    /// A file pinned by the loop (part of a check, or pinned by the user):
+    /// its relative path and what pinned it.
+    Pinned { path: String, why: String },
     /// The command acts on its operands this way (internal: see [`ARG`];
     /// never returned by [`check_bash`]).
     Arg(Kind),
@@ -477,7 +480,7 @@ fn check_effects(
     for e in effects(name, args) {
         let h = match &e {
             Effect::On(Kind::HardLink, w) => match classify(w, Kind::HardLink, here, ctx) {
-                Some(Hit::Loop(d)) => Some(Hit::Link(d)),
+                Some(Hit::Loop(d) | Hit::Pinned { path: d, .. }) => Some(Hit::Link(d)),
                 h => h,
             },
             Effect::On(kind, w) => classify(w, *kind, here, ctx),

@@ -1,0 +1,418 @@
+//! The pins on disk: which files a new loop pins (`collect`), their copies
+//! in the loop's folder (`record`, `add`), and putting back before a check
+//! runs (`put_back`). Does I/O.
+//!
+//! The loop's folder holds `pins/manifest.json` (path, size, hash, mode,
+//! why), `pins/files/<path>` (each file's bytes at start),
+//! `pins/displaced/<path>` (the agent's versions that were put back, never
+//! lost) and `pins/restored.jsonl` (one line per file put back, for status
+//! and the end message).
+
+use super::{FROM_FLAG, MAX_BYTES, MAX_FILES, Manifest, Pin, PinError, candidate_words, fnv1a};
+use crate::activity::{self, Action, Entry};
+use crate::hook_output::HookOutput;
+use crate::paths::LoopPaths;
+use crate::store;
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Folders a glob never looks into (git's own, ralph's loop files).
+const SKIPPED_DIRS: &[&str] = &[".git"];
+/// A walk for globs stops after this many entries (a huge `node_modules`).
+const MAX_WALK: usize = 200_000;
+
+fn manifest_path(paths: &LoopPaths) -> PathBuf {
+    paths.pins.join("manifest.json")
+}
+
+fn copy_path(paths: &LoopPaths, rel: &str) -> PathBuf {
+    paths.pins.join("files").join(rel)
+}
+
+fn history_path(paths: &LoopPaths) -> PathBuf {
+    paths.pins.join("restored.jsonl")
+}
+
+/// The project-relative path of an existing regular file that `word` (a
+/// word of a check run in `root`) names; `None` for anything else (a folder,
+/// the root, a path outside the project, a missing file). A symbolic link is
+/// followed: its target inside the project is what is pinned.
+pub fn project_file(root: &Path, word: &str) -> Option<String> {
+    let canon_root = fs::canonicalize(root).ok()?;
+    let real = fs::canonicalize(root.join(word)).ok()?;
+    if !fs::metadata(&real).ok()?.is_file() {
+        return None;
+    }
+    let rel = real.strip_prefix(&canon_root).ok()?;
+    let rel = rel.to_str()?.replace('\\', "/");
+    let in_git = rel.split('/').next() == Some(".git");
+    (!rel.is_empty() && !in_git).then_some(rel)
+}
+
+/// The files `command` names that exist in the project.
+pub fn named_files(root: &Path, command: &str) -> Vec<String> {
+    candidate_words(command)
+        .iter()
+        .filter_map(|w| project_file(root, w))
+        .collect()
+}
+
+/// The files matching `glob` (relative to `root`), sorted.
+pub fn glob_files(root: &Path, glob: &str) -> Vec<String> {
+    let prefix = super::literal_prefix(glob);
+    let start = if prefix.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(&prefix)
+    };
+    let mut found = Vec::new();
+    let mut stack = vec![start];
+    let mut seen = 0;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_WALK {
+                break;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            let Some(rel) = path
+                .strip_prefix(root)
+                .ok()
+                .and_then(|r| r.to_str())
+                .map(|r| r.replace('\\', "/"))
+            else {
+                continue;
+            };
+            if kind.is_dir() && !SKIPPED_DIRS.contains(&entry.file_name().to_str().unwrap_or("")) {
+                stack.push(path);
+            } else if kind.is_file() && super::glob_matches(glob, &rel) {
+                found.push(rel);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// What a new loop pins: `(path, why)`, the check's files first, then the
+/// user's globs (`(origin, glob)`). A glob matching nothing and a set over
+/// the caps are start errors. Reads only.
+pub fn collect(
+    root: &Path,
+    checks: &[String],
+    globs: &[(&'static str, String)],
+) -> Result<Vec<(String, String)>, PinError> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut push = |path: String, why: &str| {
+        if !out.iter().any(|(p, _)| *p == path) {
+            out.push((path, why.to_string()));
+        }
+    };
+    for check in checks {
+        for file in named_files(root, check) {
+            push(file, check);
+        }
+    }
+    for (origin, glob) in globs {
+        let files = glob_files(root, glob);
+        if files.is_empty() {
+            return Err(PinError::NoMatch {
+                origin,
+                glob: glob.clone(),
+            });
+        }
+        let why = if *origin == FROM_FLAG {
+            format!("{FROM_FLAG} {glob}")
+        } else {
+            format!("prd pin {glob}")
+        };
+        for file in files {
+            push(file, &why);
+        }
+    }
+    let bytes: u64 = out
+        .iter()
+        .filter_map(|(p, _)| fs::metadata(root.join(p)).ok())
+        .map(|m| m.len())
+        .sum();
+    if out.len() > MAX_FILES || bytes > MAX_BYTES {
+        return Err(PinError::TooMany {
+            files: out.len(),
+            bytes,
+        });
+    }
+    Ok(out)
+}
+
+/// Keep a copy of each file of `wanted` in the loop's folder and write the
+/// manifest, replacing the pins of any earlier loop. Under the loop lock.
+pub fn record(paths: &LoopPaths, wanted: &[(String, String)]) -> Result<Manifest, PinError> {
+    // An earlier loop's pins go; the versions it put back stay (never lost).
+    let _ = fs::remove_dir_all(paths.pins.join("files"));
+    let _ = fs::remove_file(manifest_path(paths));
+    let _ = fs::remove_file(history_path(paths));
+    let mut manifest = Manifest::default();
+    keep(paths, wanted, &mut manifest)?;
+    Ok(manifest)
+}
+
+/// A story that first appears mid-loop: the files its check names are
+/// pinned as they are now. Returns the new manifest when it grew.
+pub fn add(paths: &LoopPaths, command: &str) -> Result<Option<Manifest>, PinError> {
+    let mut manifest = read_manifest(paths);
+    let new: Vec<(String, String)> = named_files(&paths.root, command)
+        .into_iter()
+        .filter(|f| !manifest.files.iter().any(|p| p.path == *f))
+        .map(|f| (f, command.to_string()))
+        .collect();
+    if new.is_empty() || manifest.files.len() + new.len() > MAX_FILES {
+        return Ok(None);
+    }
+    keep(paths, &new, &mut manifest)?;
+    Ok(Some(manifest))
+}
+
+/// Copy each file into `pins/files/` and write the manifest with them added.
+fn keep(
+    paths: &LoopPaths,
+    wanted: &[(String, String)],
+    manifest: &mut Manifest,
+) -> Result<(), PinError> {
+    let io = |path: &str, e: &dyn std::fmt::Display| PinError::Io {
+        path: path.to_string(),
+        why: e.to_string(),
+    };
+    for (rel, why) in wanted {
+        let src = paths.root.join(rel);
+        let bytes = fs::read(&src).map_err(|e| io(rel, &e))?;
+        let mode = file_mode(&src);
+        store::atomic_write(&copy_path(paths, rel), &bytes).map_err(|e| io(rel, &e))?;
+        manifest.files.push(Pin {
+            path: rel.clone(),
+            size: bytes.len() as u64,
+            hash: fnv1a(&bytes),
+            mode,
+            why: why.clone(),
+        });
+    }
+    if manifest.bytes() > MAX_BYTES {
+        return Err(PinError::TooMany {
+            files: manifest.files.len(),
+            bytes: manifest.bytes(),
+        });
+    }
+    store::atomic_write(&manifest_path(paths), manifest.render().as_bytes())
+        .map_err(|e| io("manifest.json", &e))
+}
+
+/// The manifest of the running loop (empty when it has no pins).
+pub fn read_manifest(paths: &LoopPaths) -> Manifest {
+    match fs::read_to_string(manifest_path(paths)) {
+        Ok(text) => Manifest::parse(&text),
+        Err(_) => Manifest::default(),
+    }
+}
+
+/// A pinned file that differed from its pin and was put back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PutBack {
+    pub path: String,
+    /// `changed` or `missing`.
+    pub was: String,
+    /// Where the agent's version is kept (in the loop's folder), if it existed.
+    #[serde(default)]
+    pub kept: Option<String>,
+    #[serde(default)]
+    pub time: String,
+}
+
+/// Before a check runs: every pinned file that differs from its pin (size
+/// first, then bytes) or is missing is put back as it was at start; the
+/// version found is kept under `pins/displaced/`. When nothing differs
+/// (the common case) this costs the manifest's read and, per pin, one
+/// `stat` and two reads. Each file put back is recorded in
+/// `pins/restored.jsonl`. Under the loop lock (or the merge lock).
+pub fn put_back(paths: &LoopPaths, manifest: &Manifest) -> Vec<PutBack> {
+    let mut done = Vec::new();
+    for pin in &manifest.files {
+        let target = paths.root.join(&pin.path);
+        let copy = copy_path(paths, &pin.path);
+        let meta = fs::symlink_metadata(&target).ok();
+        let same = meta.as_ref().is_some_and(|m| {
+            m.is_file() && m.len() == pin.size && fs::read(&target).ok() == fs::read(&copy).ok()
+        });
+        if same {
+            continue;
+        }
+        let Ok(pinned) = fs::read(&copy) else {
+            continue;
+        };
+        let kept = meta
+            .as_ref()
+            .and_then(|_| displace(paths, &pin.path, &target));
+        if store::atomic_write(&target, &pinned).is_err() {
+            continue;
+        }
+        set_mode(&target, pin.mode);
+        let back = PutBack {
+            path: pin.path.clone(),
+            was: if meta.is_some() { "changed" } else { "missing" }.to_string(),
+            kept,
+            time: crate::clock::now_rfc3339(),
+        };
+        if let Ok(line) = serde_json::to_string(&back) {
+            let _ = store::append_line(&history_path(paths), &line);
+        }
+        done.push(back);
+    }
+    done
+}
+
+/// Keep what is at `target` under `pins/displaced/<rel>` (`.1`, `.2`, ...
+/// when that name is taken); the kept path, relative to the loop's folder.
+fn displace(paths: &LoopPaths, rel: &str, target: &Path) -> Option<String> {
+    let base = paths.pins.join("displaced").join(rel);
+    let mut dest = base.clone();
+    let mut n = 1;
+    while dest.symlink_metadata().is_ok() {
+        dest = PathBuf::from(format!("{}.{n}", base.display()));
+        n += 1;
+    }
+    fs::create_dir_all(dest.parent()?).ok()?;
+    // A copy, not a rename: the loop's folder may be on another disk.
+    let kept = match fs::symlink_metadata(target).ok()? {
+        m if m.is_file() => fs::copy(target, &dest).is_ok(),
+        _ => fs::rename(target, &dest).is_ok(),
+    };
+    kept.then(|| {
+        dest.strip_prefix(&paths.dir)
+            .unwrap_or(&dest)
+            .display()
+            .to_string()
+    })
+}
+
+/// How a round of checks stands with the pins: whether the loop has any,
+/// and what was put back before it.
+#[derive(Debug, Clone, Default)]
+pub struct Guarded {
+    pub pinned: bool,
+    pub put_back: Vec<PutBack>,
+}
+
+/// Before checks run: put back what differs ([`put_back`]) and log it.
+/// A loop without pins costs one failed `open`.
+pub fn before_checks(paths: &LoopPaths) -> Guarded {
+    let manifest = read_manifest(paths);
+    if manifest.files.is_empty() {
+        return Guarded::default();
+    }
+    let put_back = put_back(paths, &manifest);
+    log_put_back(paths, &put_back);
+    Guarded {
+        pinned: true,
+        put_back,
+    }
+}
+
+/// Every file put back during this loop, oldest first.
+pub fn history(paths: &LoopPaths) -> Vec<PutBack> {
+    fs::read_to_string(history_path(paths))
+        .map(|t| {
+            t.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// For the loop's end message: the pinned files that were changed during
+/// the loop and put back, and where the agent's versions are; `None` when
+/// none was.
+pub fn end_note(paths: &LoopPaths) -> Option<String> {
+    let history = history(paths);
+    if history.is_empty() {
+        return None;
+    }
+    let mut files: Vec<&str> = history.iter().map(|b| b.path.as_str()).collect();
+    files.dedup();
+    Some(format!(
+        "📌 Pinned files were changed during the loop and put back before its checks ran: {} (the changed versions are kept in {}).",
+        files.join(", "),
+        paths.pins.join("displaced").display()
+    ))
+}
+
+/// The log's entry for files put back (decision `pin`, reason
+/// `pin_restored`), with the loop's session and iteration.
+pub fn log_put_back(paths: &LoopPaths, back: &[PutBack]) {
+    if back.is_empty() {
+        return;
+    }
+    let (session, iteration) = match paths.read_state() {
+        crate::paths::StateFile::Loop { state, .. } => (state.session_id, state.iteration),
+        _ => (String::new(), 0),
+    };
+    let _ = activity::append(
+        &paths.log,
+        &Entry::now(&session, iteration, Action::Pin, "pin_restored")
+            .with_message(Some(&put_back_text(back))),
+    );
+}
+
+/// The Stop's answer with the model told what was put back before this
+/// Stop's checks, when a feed does not say it already (a check that failed
+/// says it in its report; one that passed does not).
+pub fn told(out: HookOutput, back: &[PutBack]) -> HookOutput {
+    match out {
+        HookOutput::Block {
+            reason,
+            system_message,
+        } if !back.is_empty() && !reason.contains("ralph put back") => HookOutput::Block {
+            reason: format!("{}\n\n{reason}", put_back_text(back)),
+            system_message,
+        },
+        out => out,
+    }
+}
+
+/// "tests/check.sh (changed)" for each file, for the log and the model.
+pub fn put_back_text(back: &[PutBack]) -> String {
+    let names: Vec<String> = back
+        .iter()
+        .map(|b| format!("{} ({})", b.path, b.was))
+        .collect();
+    format!(
+        "ralph put back the pinned file(s) {} as they were at the loop's start before running the check: a check's files are fixed when the loop starts (your version is kept in the loop's folder). Change the code under test, not the check.",
+        names.join(", ")
+    )
+}
+
+#[cfg(unix)]
+fn file_mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777)
+}
+
+#[cfg(not(unix))]
+fn file_mode(_path: &Path) -> u32 {
+    0o644
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    if mode != 0 {
+        let _ = fs::set_permissions(path, fs::Permissions::from_mode(mode));
+    }
+}
+
+#[cfg(not(unix))]
+fn set_mode(_path: &Path, _mode: u32) {}
