@@ -264,6 +264,8 @@ fn the_review_sees_every_change_however_it_is_hidden() {
     p.write(".gitattributes", "*.rs binary\n*.txt diff=blank\n");
     git(&p.root, &["config", "diff.blank.textconv", "true"]);
     git(&p.root, &["config", "diff.external", "true"]);
+    git(&p.root, &["config", "color.diff", "always"]);
+    git(&p.root, &["config", "color.ui", "always"]);
     p.write("lib.rs", "fn main() { MARKER_RS }\n");
     // A commit made during the loop, and a replace ref hiding it.
     p.write("committed.txt", "MARKER-COMMITTED\n");
@@ -298,6 +300,10 @@ fn the_review_sees_every_change_however_it_is_hidden() {
         );
     }
     assert!(c.commits.contains("work in a commit"), "{}", c.commits);
+    assert!(
+        !c.diff.contains('\x1b') && !c.commits.contains('\x1b'),
+        "colour codes"
+    );
     let file = |path: &str| {
         c.files
             .iter()
@@ -443,4 +449,19 @@ fn reviewer_instructions_and_client_are_the_ones_fixed_at_start() {
     assert_eq!(args[at + 1], "");
     assert!(args.contains(&"--strict-mcp-config"), "{args:?}");
     let _ = std::fs::remove_dir_all(&bins);
+}
+
+#[test]
+fn a_project_in_a_sub_folder_is_reviewed_with_its_repository_paths() {
+    let (p, base) = repo("review-subdir");
+    p.write("app/new.bin", [0u8, 9, 9]);
+    p.write("app/new.rs", "MARKER-SUB\n");
+    let c = change::read(&p.path("app"), Some(&base), None);
+    let bin = c
+        .files
+        .iter()
+        .find(|f| f.path == "app/new.bin")
+        .expect("repository path");
+    assert!(bin.binary && bin.size == Some(3), "{bin:?}");
+    assert!(c.diff.contains("MARKER-SUB"), "{}", c.diff);
 }

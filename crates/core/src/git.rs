@@ -17,6 +17,7 @@
 //!   folder) is given empty commands (`filter.N.required=false`, so an
 //!   emptied required filter is no error). The read comes before a
 //!   process's first call in a folder; a hook process lasts one event;
+//! - a recorded conflict resolution (`rerere.enabled=false`);
 //! - external diff and textconv: `--no-ext-diff --no-textconv` on every
 //!   command that can produce a diff (also `diff.external`, which `-c`
 //!   cannot unset, and `diff.N.command`);
@@ -65,10 +66,14 @@ const FIXED: &[&str] = &[
     "protocol.allow=never",
     "credential.helper=",
     "submodule.recurse=false",
+    // A resolution recorded in `.git/rr-cache` (which the agent can write)
+    // must never resolve a conflict of the merge queue.
+    "rerere.enabled=false",
 ];
 
 /// The subcommands that can produce a diff: given `--no-ext-diff
-/// --no-textconv` right after their name.
+/// --no-textconv --no-color` right after their name (`color.diff=always`
+/// would put escape codes in what ralph reads).
 const DIFFING: &[&str] = &[
     "diff",
     "diff-tree",
@@ -224,7 +229,7 @@ impl<'a> Git<'a> {
         if let Some((sub, rest)) = args.split_first() {
             cmd.arg(sub);
             if DIFFING.contains(sub) {
-                cmd.args(["--no-ext-diff", "--no-textconv"]);
+                cmd.args(["--no-ext-diff", "--no-textconv", "--no-color"]);
             }
             cmd.args(rest);
         }
@@ -409,7 +414,10 @@ mod tests {
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         let at = args.iter().position(|a| a == "diff").unwrap();
-        assert_eq!(args[at + 1..], ["--no-ext-diff", "--no-textconv", "HEAD"]);
+        assert_eq!(
+            args[at + 1..],
+            ["--no-ext-diff", "--no-textconv", "--no-color", "HEAD"]
+        );
         assert!(args.contains(&"core.fsmonitor=false".to_string()));
     }
 }

@@ -112,6 +112,9 @@ impl Drop for TempIndex {
 /// name the ones that appeared since. A failing git call is said in the
 /// diff, never hidden.
 pub fn read(root: &Path, base: Option<&str>, ignored_at_start: Option<&[String]>) -> Change {
+    // Paths are the repository's: a project in a sub-folder of one is
+    // reviewed with its whole repository, as `git diff` showed it.
+    let root = &toplevel(root);
     let mut change = match tree_change(root, base) {
         Ok(c) => c,
         Err(e) => Change {
@@ -409,7 +412,7 @@ fn status_lines(files: &[ChangedFile]) -> String {
 /// a loop's start: the repository's own ignore rules (every kind: these are
 /// only named, never reviewed).
 pub fn ignored_paths(root: &Path) -> Vec<String> {
-    Git::read(root)
+    Git::read(&toplevel(root))
         .run(&[
             "ls-files",
             "-z",
@@ -420,6 +423,17 @@ pub fn ignored_paths(root: &Path) -> Vec<String> {
         ])
         .map(|o| nul_list(&o))
         .unwrap_or_default()
+}
+
+/// The top folder of the repository `root` is in (`root` itself when git
+/// cannot say).
+fn toplevel(root: &Path) -> PathBuf {
+    Git::read(root)
+        .text(&["rev-parse", "--show-toplevel"])
+        .ok()
+        .filter(|t| !t.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.to_path_buf())
 }
 
 /// The ignored paths that were not there at the start, with their sizes.
