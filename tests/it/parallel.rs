@@ -495,7 +495,7 @@ fn a_workers_change_to_what_the_loop_fixed_is_sent_back() {
     p.git_init();
     p.write(
         "prd.json",
-        &PRD.replacen("grep -q one one.txt", "sh check.sh", 1),
+        PRD.replacen("grep -q one one.txt", "sh check.sh", 1),
     );
     p.write("check.sh", "grep -q one one.txt\n");
     p.write("one.txt", "base\n");
