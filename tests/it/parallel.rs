@@ -495,7 +495,7 @@ fn a_workers_change_to_what_the_loop_fixed_is_sent_back() {
     p.git_init();
     p.write(
         "prd.json",
-        &PRD.replacen("grep -q one one.txt", "sh check.sh", 1),
+        PRD.replacen("grep -q one one.txt", "sh check.sh", 1),
     );
     p.write("check.sh", "grep -q one one.txt\n");
     p.write("one.txt", "base\n");
@@ -541,8 +541,13 @@ fn a_workers_change_to_what_the_loop_fixed_is_sent_back() {
         "{out:?}"
     );
     git(&tree, &["checkout", "HEAD", "--", "prd.json"]);
+    // The pinned script changed in the main tree meanwhile (an interpreter):
+    // the check on the merged tree runs the pinned one.
+    p.write("check.sh", "exit 1\n");
     let out = worker_stop(&p, "a1", &tree, "STORY DONE: US-1");
     assert!(!is_block(out.as_ref()), "{out:?}");
     assert!(passes(&p, "US-1"));
+    assert_eq!(p.read("check.sh").as_deref(), Some("grep -q one one.txt\n"));
+    assert!(logged(&p, "pin", "pin_restored").is_some());
     assert!(!p.path("PLANTED").exists());
 }

@@ -326,3 +326,30 @@ fn a_check_that_passes_after_a_put_back_still_tells_the_model() {
         "{r}"
     );
 }
+
+#[test]
+fn a_story_that_appears_mid_loop_has_its_check_pinned_when_recorded() {
+    let p = prd_loop("pin-new-story", "");
+    p.write("tests/two.sh", "exit 1\n");
+    let prd = p.read("prd.json").unwrap();
+    p.write(
+        "prd.json",
+        prd.replacen(
+            "\n]}",
+            ",\n  {\"id\":\"US-2\",\"title\":\"Two\",\"priority\":2,\"passes\":false,\"verify\":\"bash tests/two.sh\"}\n]}",
+            1,
+        ),
+    );
+    assert!(is_block(p.stop("s1", Some("working")).as_ref()));
+    let state = p.state().unwrap();
+    assert!(
+        state.contains(r#""tests/two.sh":"bash tests/two.sh""#),
+        "{state}"
+    );
+    let why = denied(guard(
+        &p,
+        "Write",
+        json!({"file_path": p.path("tests/two.sh"), "content": "exit 0\n"}),
+    ));
+    assert!(why.contains("tests/two.sh is pinned"), "{why}");
+}

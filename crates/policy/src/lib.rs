@@ -14,6 +14,7 @@
 pub mod fresh;
 pub mod glob;
 pub mod parallel;
+pub mod pinned;
 pub mod policy;
 pub mod prd;
 pub mod protect;
@@ -272,44 +273,13 @@ pub(crate) fn fresh_main_write(call: &ToolCall) -> Option<String> {
     }
 }
 
-/// The project files that hold the loop's configuration (`.claude/ralph.toml`,
-/// the command policy, the reviewers' folder): fixed at the loop's start.
-const CONFIG_NAMES: [&str; 4] = [
-    ".claude/ralph.toml",
-    ".ralph/command-policy",
-    ".claude/ralph-policy",
-    ".claude/ralph-review",
-];
-
-fn is_config(display: &str) -> bool {
-    CONFIG_NAMES
-        .iter()
-        .any(|c| display == *c || display.starts_with(&format!("{c}/")))
-}
-
 fn loop_file_reason(display: &str, what: &str) -> String {
-    if is_config(display) {
-        return format!(
-            "ralph-guard: {what} {display}, which is the running Ralph loop's configuration, fixed at its start; \
-             the agent may read it but not write, move or delete it (the user edits it between loops). {END_LOOP_HINT}"
-        );
+    if pinned::is_config(display) {
+        return pinned::config_reason(display, what);
     }
     format!(
         "ralph-guard: {what} {display}, which belongs to the running Ralph loop; the agent may read it but \
          not write, move or delete it. {END_LOOP_HINT}"
-    )
-}
-
-/// The refusal of a write to a pinned file, naming the pin.
-pub fn pinned_reason(path: &str, why: &str) -> String {
-    let what = if why.starts_with("--pin") || why.starts_with("prd pin") {
-        format!("pinned by the user ({why})")
-    } else {
-        format!("part of a check: `{why}`")
-    };
-    format!(
-        "ralph-guard: {path} is pinned by this loop (it is {what}); ralph judges the work with the version from the \
-         loop's start. Change the code under test, not the check."
     )
 }
 
@@ -354,7 +324,9 @@ fn decide_bash(
             }
             Some(Hit::Prd(d)) => return Verdict::Deny(prd_removal_reason(&d)),
             Some(Hit::Control(c)) => return Verdict::Deny(control_reason(&c)),
-            Some(Hit::Pinned { path, why }) => return Verdict::Deny(pinned_reason(&path, &why)),
+            Some(Hit::Pinned { path, why }) => {
+                return Verdict::Deny(pinned::pinned_reason(&path, &why));
+            }
             Some(Hit::Arg(_)) | None => {}
         }
     }
@@ -547,7 +519,7 @@ fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
     }
     for (rel, why) in &ctx.pins {
         if candidates.iter().any(|p| is_under_roots(p, rel, ctx)) {
-            return Verdict::Deny(pinned_reason(&rel.display().to_string(), why));
+            return Verdict::Deny(pinned::pinned_reason(&rel.display().to_string(), why));
         }
     }
     for dir in &ctx.protected_dirs {

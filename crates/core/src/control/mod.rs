@@ -40,6 +40,7 @@ pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
     for file in paths.sidecars() {
         let _ = store::remove_if_present(file);
     }
+    crate::pins::disk::forget(paths);
     Ok(message)
 }
 

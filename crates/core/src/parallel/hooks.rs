@@ -291,7 +291,7 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
     let loop_head = git::head(&paths.root).unwrap_or_else(|_| claim.lane.base.clone());
     // What the loop fixed at start is not the worker's to change.
     let bases = [claim.lane.base.as_str(), loop_head.as_str()];
-    if let Some(prd) = refuse::prd_refusal(&worktree, &prd_file, &bases) {
+    if let Some(prd) = refuse::prd_refusal(&paths.root, &worktree, &prd_file, &bases) {
         let outcome = MergeOutcome::Refused { files: vec![prd] };
         return sent_back(paths, input, &claim, outcome);
     }

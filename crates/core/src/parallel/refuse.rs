@@ -6,9 +6,9 @@
 //! files and why (`MergeOutcome::Refused`).
 //!
 //! `forbidden` and `prd_changed` are pure; `prd_refusal` and `branch_refusals`
-//! read the worktree and run git. Does I/O.
+//! read the worktree and run git (whole outputs, so not through
+//! `parallel::git::git`, which keeps a tail). Does I/O.
 
-use super::git;
 use crate::paths::{CONFIG_FILES, REVIEW_DIR};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -74,17 +74,43 @@ pub fn listed(files: &[(String, String)]) -> String {
 }
 
 /// Before the worktree is committed: the PRD as the worker left it, against
-/// its version in each of `bases` (the commit the worker started from, the
-/// loop's branch now). A change beyond `passes` is refused; no PRD in the
-/// worktree, or none in the bases, is not judged here.
-pub fn prd_refusal(worktree: &Path, prd_file: &str, bases: &[&str]) -> Option<(String, String)> {
+/// the main tree's (where ralph marks stories passing) and its version in
+/// each of `bases` (the commit the worker started from, the loop's branch
+/// now). A change beyond `passes` from all of them is refused; no PRD in the
+/// worktree, or none to compare with, is not judged here.
+pub fn prd_refusal(
+    root: &Path,
+    worktree: &Path,
+    prd_file: &str,
+    bases: &[&str],
+) -> Option<(String, String)> {
     let worker = std::fs::read_to_string(worktree.join(prd_file)).ok()?;
-    let known: Vec<String> = bases
-        .iter()
-        .filter_map(|b| git::git(worktree, &["show", &format!("{b}:{prd_file}")]).ok())
+    let main = std::fs::read_to_string(root.join(prd_file)).ok();
+    let known: Vec<String> = main
+        .into_iter()
+        .chain(
+            bases
+                .iter()
+                .filter_map(|b| committed(worktree, b, prd_file)),
+        )
         .collect();
     let changed = !known.is_empty() && known.iter().all(|base| prd_changed(&worker, base));
     changed.then(|| (prd_file.to_string(), PRD_WHY.to_string()))
+}
+
+/// A file's whole text at `commit` (`git show`: a blob, read whole; the
+/// merge queue's own git helper keeps only an output's tail).
+fn committed(dir: &Path, commit: &str, path: &str) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["show", &format!("{commit}:{path}")])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// After the commit: what the worker's branch changes (against its merge
@@ -95,18 +121,22 @@ pub fn branch_refusals(
     pins: &BTreeMap<String, String>,
 ) -> Vec<(String, String)> {
     let range = format!("{loop_head}...HEAD");
-    let args = [
-        "-c",
-        "core.quotePath=false",
-        "diff",
-        "--no-renames",
-        "--name-only",
-        range.as_str(),
-    ];
-    let Ok(out) = git::git(worktree, &args) else {
+    // Read whole (`-z`, no quoting): the merge queue's git helper keeps only
+    // the tail of an output, and a long list must not hide a file.
+    let out = std::process::Command::new("git")
+        .args(["diff", "--no-renames", "--name-only", "-z", &range])
+        .current_dir(worktree)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    let Ok(out) = out else {
         return Vec::new();
     };
-    let changed: Vec<String> = out.lines().map(str::to_string).collect();
+    let changed: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split('\0')
+        .filter(|f| !f.is_empty())
+        .map(str::to_string)
+        .collect();
     forbidden(&changed, pins)
 }
 

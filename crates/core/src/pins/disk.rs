@@ -154,13 +154,19 @@ pub fn collect(
 /// Keep a copy of each file of `wanted` in the loop's folder and write the
 /// manifest, replacing the pins of any earlier loop. Under the loop lock.
 pub fn record(paths: &LoopPaths, wanted: &[(String, String)]) -> Result<Manifest, PinError> {
-    // An earlier loop's pins go; the versions it put back stay (never lost).
-    let _ = fs::remove_dir_all(paths.pins.join("files"));
-    let _ = fs::remove_file(manifest_path(paths));
+    forget(paths);
     let _ = fs::remove_file(history_path(paths));
     let mut manifest = Manifest::default();
     keep(paths, wanted, &mut manifest)?;
     Ok(manifest)
+}
+
+/// The loop is over (or a new one starts): its pins no longer hold, so no
+/// later check (of a loop started without ralph's start) puts them back.
+/// The versions put back, and their record, stay (never lost).
+pub fn forget(paths: &LoopPaths) {
+    let _ = fs::remove_file(manifest_path(paths));
+    let _ = fs::remove_dir_all(paths.pins.join("files"));
 }
 
 /// A story that first appears mid-loop: the files its check names are

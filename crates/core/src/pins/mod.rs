@@ -114,11 +114,11 @@ pub fn candidate_words(command: &str) -> Vec<String> {
         let mut program = rest.next();
         while let Some(p) = program.filter(|p| WRAPPERS.contains(&base(p))) {
             let skip_duration = p == "timeout";
-            program = rest.by_ref().find(|w| {
-                !w.starts_with('-')
-                    && !is_assignment(w)
-                    && !(skip_duration && w.starts_with(|c: char| c.is_ascii_digit()))
-            });
+            // Its options, assignments (`env X=1`) and `timeout`'s duration.
+            let duration = |w: &str| skip_duration && w.starts_with(|c: char| c.is_ascii_digit());
+            program = rest
+                .by_ref()
+                .find(|w| !(w.starts_with('-') || is_assignment(w) || duration(w)));
         }
         let Some(program) = program else { continue };
         let operands: Vec<&str> = rest.collect();

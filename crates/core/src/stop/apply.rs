@@ -291,6 +291,7 @@ fn remove_sidecars(paths: &LoopPaths) {
     for file in paths.sidecars() {
         let _ = store::remove_if_present(file);
     }
+    crate::pins::disk::forget(paths);
 }
 
 /// A corrupt state file: stop the loop, keep the file aside, say which field.
