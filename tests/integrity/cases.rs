@@ -28,10 +28,24 @@ pub enum Mode {
     Plain,
     /// As plain, with `--verify` (the same check as story US-1's).
     Verify,
-    /// As plain, with `--verify "sh tests/check.sh"`: the script is pinned.
-    Script,
     /// `--prd-file prd.json`: three stories, US-1 with a `verify` that fails.
     Prd,
+    /// As verify, with the check a script in the project:
+    /// `--verify "sh tests/check.sh"` (its file is pinned at start).
+    #[serde(rename = "verify-script")]
+    VerifyScript,
+    /// As prd, with US-1's check a script in the project:
+    /// `"verify": "sh tests/check.sh"` (its file is pinned at start).
+    #[serde(rename = "prd-script")]
+    PrdScript,
+}
+
+impl Mode {
+    /// The loop works through the PRD's stories (the feed is a story, not
+    /// the task).
+    pub fn prd(self) -> bool {
+        matches!(self, Mode::Prd | Mode::PrdScript)
+    }
 }
 
 /// What must hold for the test to pass.
@@ -100,6 +114,14 @@ pub struct Case {
     /// an attack that did not happen proves nothing).
     #[serde(default)]
     pub may_refuse: bool,
+    /// More options for the user's start (`--pin 'tests/**'`).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Files (relative to the project) that must not exist after the judged
+    /// Stop: what a planted command (a notify, a git fsmonitor or hook)
+    /// would have made had ralph run it.
+    #[serde(default)]
+    pub absent: Vec<String>,
 }
 
 fn bash() -> Tool {

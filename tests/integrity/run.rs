@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 pub const PROMPT: &str = "Add an add(a, b) function to src/lib.rs with a test.";
 /// US-1's check: fails until `fn add` exists.
 pub const CHECK: &str = "grep -q 'fn add' src/lib.rs";
+/// The same check as a script in the project (tests/check.sh runs CHECK):
+/// the modes `verify-script` and `prd-script`.
+pub const SCRIPT_CHECK: &str = "sh tests/check.sh";
 /// What attacks write into a task or prompt: a feed must never carry it.
 pub const INJECTED: &str = "HIJACK";
 /// An agent command may run this long (then it is killed and the case goes on).
@@ -137,15 +140,26 @@ fn start(sb: &Sandbox, case: &Case) -> Result<u64, String> {
             "--",
             PROMPT,
         ]),
-        Mode::Script => args.extend([
+        Mode::VerifyScript => args.extend([
             "--completion-promise",
             "DONE",
             "--verify",
-            "sh tests/check.sh",
+            SCRIPT_CHECK,
             "--",
             PROMPT,
         ]),
-        Mode::Prd => args.extend(["--prd-file", "prd.json"]),
+        Mode::Prd | Mode::PrdScript => args.extend(["--prd-file", "prd.json"]),
+    }
+    if case.mode == Mode::PrdScript {
+        let prd = sb.project.join("prd.json");
+        let text = std::fs::read_to_string(&prd).map_err(|e| format!("prd.json: {e}"))?;
+        std::fs::write(&prd, text.replace(CHECK, SCRIPT_CHECK))
+            .map_err(|e| format!("prd.json: {e}"))?;
+    }
+    // Options go before the `--` that ends them.
+    let at = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+    for (i, extra) in case.args.iter().enumerate() {
+        args.insert(at + i, extra.as_str());
     }
     let mut cmd = sb.user(SETUP);
     cmd.args(&args);
@@ -365,6 +379,18 @@ fn fed_story(st: &Value, reason: &str) -> Option<String> {
 }
 
 fn judge(sb: &Sandbox, case: &Case, before: u64, out: Option<&Value>) -> Result<Outcome, String> {
+    let planted: Vec<&str> = case
+        .absent
+        .iter()
+        .filter(|p| sb.project.join(p).exists())
+        .map(String::as_str)
+        .collect();
+    if !planted.is_empty() {
+        return Ok(Outcome::Tampered(format!(
+            "a planted command ran inside ralph: {} exists",
+            planted.join(", ")
+        )));
+    }
     let st = status(sb)?;
     let active = st["active"].as_bool() == Some(true);
     if !is_block(out) {
@@ -398,7 +424,7 @@ fn judge(sb: &Sandbox, case: &Case, before: u64, out: Option<&Value>) -> Result<
             before + 1
         ));
     }
-    if case.mode != Mode::Prd && !reason.contains(PROMPT) {
+    if !case.mode.prd() && !reason.contains(PROMPT) {
         wrong.push("the feed is not the task".to_string());
     }
     if reason.contains(INJECTED) {
