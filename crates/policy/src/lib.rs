@@ -227,7 +227,7 @@ pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> Guar
         wrap_notice_given = true;
     }
     if let Some(worker) = ctx.fresh_main_thread
-        && let Some(what) = fresh_main_write(call)
+        && let Some(what) = fresh_main_write(call, ctx)
     {
         return GuardDecision {
             verdict: Verdict::Deny(fresh::delegate_reason(&what, worker)),
@@ -260,14 +260,14 @@ pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> Guar
 
 /// What the main thread of a `--fresh` loop would write, in words; `None`
 /// for a call that only reads.
-pub(crate) fn fresh_main_write(call: &ToolCall) -> Option<String> {
+pub(crate) fn fresh_main_write(call: &ToolCall, ctx: &LoopContext) -> Option<String> {
     match call.tool_name.as_str() {
         "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => {
             Some(format!("{} (a file change)", call.tool_name))
         }
         "Bash" => {
             let command = call.tool_input.get("command").and_then(Value::as_str)?;
-            fresh::bash_writes(command).then(|| "a Bash command that writes files".to_string())
+            fresh::bash_writes(command, ctx).then(|| "a Bash command that writes files".to_string())
         }
         _ => None,
     }

@@ -8,11 +8,10 @@
 //! command that writes is judged by the paths it names (absolute ones, and
 //! `..` climbing out of the worktree).
 
-use crate::fresh::{bash_writes, write_targets};
-use crate::protect::normalize;
+use crate::protect;
 use crate::{LoopContext, ToolCall, fresh_main_write};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The main tree's file every worker may append to: the loop's notes,
 /// `ralph_core::parallel::NOTES_FILE` (this crate does not depend on the
@@ -22,7 +21,20 @@ pub const NOTES_FILE: &str = "progress.txt";
 /// Why a parallel worker's call is refused; `None` when it stays inside
 /// its worktree (or only reads).
 pub fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) -> Option<String> {
-    let write = fresh_main_write(call)?;
+    // One reading of the command: a worker's commands start in its worktree
+    // (its hook's `cwd`), and each `cd` of the command moves on from there.
+    let bash = match call.tool_name.as_str() {
+        "Bash" => {
+            let command = call.tool_input.get("command").and_then(Value::as_str)?;
+            let writes = protect::bash_writes(command, tree, &ctx.root, ctx.home.as_deref());
+            Some(writes).filter(protect::Writes::any)
+        }
+        _ => None,
+    };
+    let write = match &bash {
+        Some(_) => "a Bash command that writes files".to_string(),
+        None => fresh_main_write(call, ctx)?,
+    };
     let in_main_tree =
         tree == ctx.root || !tree.starts_with(ctx.root.join(".claude").join("worktrees"));
     if !in_main_tree && !tree.exists() {
@@ -42,23 +54,24 @@ pub fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) -> Opti
     }
     let notes = ctx.root.join(NOTES_FILE);
     let outside = |p: &Path| !p.starts_with(tree) && p != notes;
-    match call.tool_name.as_str() {
-        "Bash" => {
-            let command = call.tool_input.get("command").and_then(Value::as_str)?;
-            if !bash_writes(command) {
-                return None;
-            }
-            let escapes: Vec<PathBuf> = write_targets(command)
+    match bash {
+        Some(writes) => {
+            let first = writes
+                .paths
                 .iter()
-                .filter_map(|w| resolve(w, tree, ctx.home.as_deref()))
-                .filter(|p| outside(p) && touches_project(p, ctx))
-                .collect();
-            let first = escapes.first()?;
+                .find(|p| outside(p) && touches_project(p, ctx))?;
             Some(refusal(&write, first, tree))
         }
-        _ => {
+        // A file tool: its target as named, with symlinked folders resolved,
+        // and a hard link made in the worktree to a protected file of the
+        // main tree (`main-prd.json`): each must stay inside.
+        None => {
             let target = call.file_target(tree, ctx.home.as_deref())?;
-            outside(&target).then(|| refusal(&write, &target, tree))
+            std::iter::once(&target)
+                .chain(ctx.file_real_path.iter())
+                .chain(ctx.file_aliases.iter())
+                .find(|p| outside(p))
+                .map(|p| refusal(&write, p, tree))
         }
     }
 }
@@ -77,18 +90,6 @@ fn refusal(write: &str, target: &Path, tree: &Path) -> String {
         tree.display(),
         target.display()
     )
-}
-
-/// A path a command writes, made absolute against the worktree (`~/…`
-/// against the home folder); `None` for a word that holds a variable.
-fn resolve(word: &str, tree: &Path, home: Option<&Path>) -> Option<PathBuf> {
-    if word.contains('$') {
-        return None;
-    }
-    Some(match (word.strip_prefix("~/"), home) {
-        (Some(rest), Some(h)) => normalize(&h.join(rest)),
-        _ => normalize(&tree.join(word)),
-    })
 }
 
 #[cfg(test)]
@@ -135,6 +136,16 @@ mod tests {
                 json!({"command": format!("echo note >> {r}/progress.txt")}),
             ),
             call("Bash", json!({"command": "echo x > /tmp/scratch"})),
+            // Each `cd` moves on from the one before (a false deny before).
+            call(
+                "Bash",
+                json!({"command": "mkdir -p src && cd src && touch x && cd .. && git status"}),
+            ),
+            call(
+                "Bash",
+                json!({"command": "git add -A && git commit -qm work"}),
+            ),
+            call("Bash", json!({"command": "git branch --show-current"})),
         ];
         for c in &allowed {
             assert_eq!(outside_worktree(c, &ctx, &tree), None, "{c:?}");
@@ -154,10 +165,48 @@ mod tests {
                 "Bash",
                 json!({"command": format!("git -C {r} commit -am x")}),
             ),
+            // Forms a path-by-path reading missed (issue 24).
+            call(
+                "Bash",
+                json!({"command": format!("M={r}; sed -i s/false/true/ $M/prd.json")}),
+            ),
+            call(
+                "Bash",
+                json!({"command": format!("git --work-tree={r} add -A")}),
+            ),
+            call(
+                "Bash",
+                json!({"command": format!("GIT_WORK_TREE={r} git checkout -- .")}),
+            ),
+            call("Bash", json!({"command": format!("env -C {r} touch a")})),
+            call("Bash", json!({"command": format!("cp -t {r} a.txt")})),
+            call(
+                "Bash",
+                json!({"command": format!("tar -xf a.tar --directory={r}")}),
+            ),
+            call(
+                "Bash",
+                json!({"command": "git worktree remove -f -f ../agent-b"}),
+            ),
+            call(
+                "Bash",
+                json!({"command": format!("ln {r}/prd.json main-prd.json")}),
+            ),
+            call(
+                "Bash",
+                json!({"command": "cd .. && echo x > agent-b/a.txt"}),
+            ),
         ];
         for c in &refused {
             assert!(outside_worktree(c, &ctx, &tree).is_some(), "{c:?}");
         }
+        // A file tool through a link made in the worktree to the main PRD.
+        let linked = LoopContext {
+            file_aliases: vec![root.join("prd.json")],
+            ..ctx.clone()
+        };
+        let edit = call("Edit", json!({"file_path": format!("{t}/main-prd.json")}));
+        assert!(outside_worktree(&edit, &linked, &tree).is_some());
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -179,7 +228,7 @@ mod tests {
         assert_eq!(outside_worktree(&read, &ctx(), gone), None);
     }
 
-    fn tempdir() -> PathBuf {
+    fn tempdir() -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!("ralph-policy-parallel-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();

@@ -23,6 +23,11 @@ pub(super) enum Effect {
     },
 
     Cd(Option<String>),
+    /// A git command that changes a repository (its index, refs, config,
+    /// objects or work tree): the folder it is run for (`-C`, `--work-tree`,
+    /// `--git-dir`, else `.`). Loop-file protection judges git by the paths
+    /// it names; the `--fresh` and `--parallel` rules by this.
+    Repo(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -268,6 +273,48 @@ pub(super) fn effects(name: &str, args: &[String]) -> Vec<Effect> {
             out
         }
         "git" => git_effects(args),
+        // Creators: a new file or folder under exactly this name.
+        "touch" => on(
+            Kind::Create,
+            operands(args, "rdt", &["--reference", "--date"]).0,
+        ),
+        "mkdir" => on(Kind::Onto, operands(args, "m", &["--mode", "--context"]).0),
+        "mkfifo" | "mknod" => on(
+            Kind::Create,
+            operands(args, "mZ", &["--mode", "--context"]).0,
+        ),
+        "tar" | "bsdtar" | "gtar" => tar_effects(args),
+        "unzip" => {
+            let (ops, opts) = operands(args, "dxP", &[]);
+            let dir = opt(&opts, &["-d"]).map_or_else(|| ".".to_string(), str::to_string);
+            if has_opt(&opts, &["-l", "-t", "-v", "-Z"]) || ops.is_empty() {
+                Vec::new()
+            } else {
+                vec![Effect::On(Kind::WriteBelowRoot, dir)]
+            }
+        }
+        "patch" => {
+            let (ops, opts) = operands(
+                args,
+                "dipBoDrVYzFg",
+                &["--directory", "--input", "--output", "--reject-file"],
+            );
+            if has_opt(&opts, &["--dry-run"]) {
+                return Vec::new();
+            }
+            let dir = opt(&opts, &["-d", "--directory"]).unwrap_or(".");
+            let mut out = on(
+                Kind::Write,
+                ops.into_iter().take(1).map(|f| join_dir(dir, &f)).collect(),
+            );
+            out.extend(
+                opt(&opts, &["-o", "--output"]).map(|o| Effect::On(Kind::Write, o.to_string())),
+            );
+            if out.is_empty() {
+                out.push(Effect::On(Kind::WriteBelowRoot, dir.to_string()));
+            }
+            out
+        }
         "cd" | "pushd" => vec![Effect::Cd(operands(args, "", &[]).0.into_iter().next())],
         _ => Vec::new(),
     }
@@ -555,8 +602,19 @@ pub(super) fn find_effect(args: &[String]) -> FindEffect {
 fn git_effects(args: &[String]) -> Vec<Effect> {
     let mut i = 0;
     let mut dir: Option<String> = None;
+    // `--work-tree` or `--git-dir`: the repository the command changes.
+    let mut repo: Option<String> = None;
     while i < args.len() && args[i].starts_with('-') {
-        match args[i].as_str() {
+        let a = args[i].as_str();
+        if let Some(v) = a
+            .strip_prefix("--work-tree=")
+            .or_else(|| a.strip_prefix("--git-dir="))
+        {
+            repo = Some(v.to_string());
+            i += 1;
+            continue;
+        }
+        match a {
             "-C" => {
                 let d = args.get(i + 1).cloned().unwrap_or_default();
                 dir = Some(match dir {
@@ -565,8 +623,11 @@ fn git_effects(args: &[String]) -> Vec<Effect> {
                 });
                 i += 2;
             }
-            "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix"
-            | "--config-env" => i += 2,
+            "--git-dir" | "--work-tree" => {
+                repo = args.get(i + 1).cloned();
+                i += 2;
+            }
+            "-c" | "--namespace" | "--super-prefix" | "--config-env" => i += 2,
             _ => i += 1,
         }
     }
@@ -574,7 +635,28 @@ fn git_effects(args: &[String]) -> Vec<Effect> {
         return Vec::new();
     };
     let rest = &args[(i + 1).min(args.len())..];
-    let out = match sub.as_str() {
+    let mut out = git_path_effects(sub, rest);
+    out.extend(git_repo_effects(sub, rest));
+    let here = |p: String| match &dir {
+        Some(d) if !p.starts_with('/') && !p.starts_with('$') && !p.starts_with('~') => {
+            format!("{d}/{p}")
+        }
+        _ => p,
+    };
+    out.into_iter()
+        .map(|e| match e {
+            Effect::Repo(_) => Effect::Repo(here(repo.clone().unwrap_or_else(|| ".".into()))),
+            other => match &dir {
+                Some(d) => under_dir(other, d),
+                None => other,
+            },
+        })
+        .collect()
+}
+
+/// What a git subcommand does to the paths it names (loop-file protection).
+fn git_path_effects(sub: &str, rest: &[String]) -> Vec<Effect> {
+    match sub {
         "rm" => {
             let (ops, opts) = operands(rest, "", &["--pathspec-from-file"]);
             if has_opt(&opts, &["--cached"]) {
@@ -596,11 +678,211 @@ fn git_effects(args: &[String]) -> Vec<Effect> {
         ),
         "clean" => git_clean(rest),
         "stash" => git_stash(rest),
+        "worktree" => {
+            let ops = operands(rest, "bB", &["--reason"]).0;
+            match ops.first().map(String::as_str) {
+                Some("add" | "remove" | "move") => on(Kind::Write, ops[1..].to_vec()),
+                _ => Vec::new(),
+            }
+        }
+        "init" | "clone" => {
+            let ops = operands(
+                rest,
+                "bcou",
+                &[
+                    "--template",
+                    "--separate-git-dir",
+                    "--branch",
+                    "--origin",
+                    "--depth",
+                    "--reference",
+                    "--config",
+                    "--upload-pack",
+                ],
+            )
+            .0;
+            let target = if sub == "init" {
+                ops.first()
+            } else {
+                ops.get(1)
+            };
+            on(Kind::Onto, target.cloned().into_iter().collect())
+        }
+        "format-patch" | "archive" | "diff" | "log" | "show" | "bundle" => git_outputs(sub, rest),
         _ => Vec::new(),
+    }
+}
+
+/// Files a reading git command writes when told to (`--output`, `-o`).
+fn git_outputs(sub: &str, rest: &[String]) -> Vec<Effect> {
+    let (ops, opts) = operands(rest, "o", &["--output", "--output-directory"]);
+    let mut files: Vec<String> = opts
+        .iter()
+        .filter(|(k, _)| matches!(k.as_str(), "-o" | "--output" | "--output-directory"))
+        .map(|(_, v)| v.clone())
+        .collect();
+    match sub {
+        // format-patch writes its patches into the folder it runs in.
+        "format-patch" if files.is_empty() => files.push(".".into()),
+        "bundle" if ops.first().is_some_and(|o| o == "create") => files.extend(ops.get(1).cloned()),
+        _ => {}
+    }
+    on(Kind::Write, files)
+}
+
+/// Whether a git subcommand changes the repository: its work tree, index,
+/// refs, objects or config. Judged by what it writes, not by its name: a
+/// listing form (`branch --show-current`, `stash list`, `tag -l`,
+/// `worktree list`, `config --get`) only reads. An unknown subcommand (an
+/// alias) may do anything, so it counts as writing.
+fn git_repo_effects(sub: &str, rest: &[String]) -> Vec<Effect> {
+    let (ops, opts) = operands(rest, "", &[]);
+    let flag = |names: &[&str]| opts.iter().any(|(k, _)| names.contains(&k.as_str()));
+    let first = ops.first().map(String::as_str);
+    let writes = match sub {
+        "status" | "log" | "diff" | "show" | "blame" | "grep" | "ls-files" | "ls-tree"
+        | "ls-remote" | "rev-parse" | "rev-list" | "describe" | "shortlog" | "cat-file"
+        | "for-each-ref" | "show-ref" | "name-rev" | "merge-base" | "whatchanged" | "help"
+        | "version" | "var" | "check-ignore" | "check-attr" | "check-ref-format" | "cherry"
+        | "count-objects" | "fsck" | "diff-tree" | "diff-index" | "diff-files" | "range-diff"
+        | "verify-commit" | "verify-tag" | "show-branch" | "annotate" | "archive"
+        | "format-patch" | "bugreport" | "fetch-pack" | "get-tar-commit-id" => false,
+        "branch" => {
+            !(ops.is_empty()
+                || flag(&[
+                    "--list",
+                    "-l",
+                    "--show-current",
+                    "--contains",
+                    "--no-contains",
+                    "--merged",
+                    "--no-merged",
+                    "--points-at",
+                ]))
+                || flag(&[
+                    "-d",
+                    "-D",
+                    "--delete",
+                    "-m",
+                    "-M",
+                    "--move",
+                    "-c",
+                    "-C",
+                    "--copy",
+                    "-u",
+                    "--set-upstream-to",
+                    "--unset-upstream",
+                    "--edit-description",
+                    "-f",
+                    "--force",
+                ])
+        }
+        "tag" => {
+            !(ops.is_empty()
+                || flag(&[
+                    "-l",
+                    "--list",
+                    "-v",
+                    "--verify",
+                    "--contains",
+                    "--points-at",
+                ]))
+                || flag(&["-d", "--delete", "-a", "-s", "-f", "-m", "-F"])
+        }
+        "stash" => !matches!(first, Some("list" | "show")),
+        "worktree" | "remote" | "notes" | "submodule" | "reflog" | "replace"
+        | "sparse-checkout" | "bisect" => !matches!(
+            first,
+            None | Some("list" | "show" | "-v" | "--verbose" | "get-url" | "status" | "summary")
+        ),
+        "config" => {
+            let reads = flag(&[
+                "--get",
+                "--get-all",
+                "--get-regexp",
+                "--get-urlmatch",
+                "--list",
+                "-l",
+                "--show-origin",
+                "--show-scope",
+                "--name-only",
+            ]) || matches!(first, Some("get" | "list"))
+                || (ops.len() == 1
+                    && !flag(&[
+                        "--unset",
+                        "--unset-all",
+                        "--add",
+                        "--replace-all",
+                        "-e",
+                        "--edit",
+                        "--remove-section",
+                        "--rename-section",
+                    ]));
+            !reads
+        }
+        "symbolic-ref" => ops.len() > 1 || flag(&["-d", "--delete"]),
+        "apply" => !flag(&["--check", "--stat", "--numstat", "--summary"]),
+        _ => true,
     };
-    match dir {
-        Some(d) => out.into_iter().map(|e| under_dir(e, &d)).collect(),
-        None => out,
+    if writes {
+        vec![Effect::Repo(".".into())]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `tar -x` writes into its folder (`-C`, `--directory`); `tar -c` writes
+/// its archive (`-f`).
+fn tar_effects(args: &[String]) -> Vec<Effect> {
+    // An old-style first word without a dash (`tar xf a.tar`) is a cluster.
+    let mut args = args.to_vec();
+    if let Some(first) = args.first_mut()
+        && !first.starts_with('-')
+        && first.chars().all(|c| c.is_ascii_alphabetic())
+    {
+        *first = format!("-{first}");
+    }
+    let (_, opts) = operands(
+        &args,
+        "fCbHKLNTVXg",
+        &[
+            "--file",
+            "--directory",
+            "--exclude",
+            "--files-from",
+            "--transform",
+            "--strip-components",
+        ],
+    );
+    let extract = has_opt(&opts, &["-x", "--extract", "--get"]);
+    let create = has_opt(
+        &opts,
+        &["-c", "--create", "-r", "--append", "-u", "--update"],
+    );
+    let dir = opts
+        .iter()
+        .filter(|(k, _)| k == "-C" || k == "--directory")
+        .map(|(_, v)| v.clone())
+        .next_back();
+    let mut out = Vec::new();
+    if extract {
+        out.push(Effect::On(
+            Kind::WriteBelowRoot,
+            dir.clone().unwrap_or_else(|| ".".into()),
+        ));
+    }
+    if create && let Some(f) = opt(&opts, &["-f", "--file"]).filter(|f| *f != "-") {
+        out.push(Effect::On(Kind::Onto, f.to_string()));
+    }
+    out
+}
+
+/// A path relative to `dir` (`patch -d DIR FILE`).
+fn join_dir(dir: &str, p: &str) -> String {
+    if dir == "." || p.starts_with('/') {
+        p.to_string()
+    } else {
+        format!("{dir}/{p}")
     }
 }
 

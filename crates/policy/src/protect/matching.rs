@@ -290,7 +290,11 @@ pub(super) fn classify_except(
             if skip(&t.abs) {
                 continue;
             }
-            let reaches = if glob::has_glob(&cand) {
+            let reaches = if kind == Kind::Create {
+                // An existing file keeps its content; a folder of the
+                // loop's own (its data folder) takes nothing new.
+                (path == t.abs && !t.exists) || (t.is_dir && path.starts_with(&t.abs))
+            } else if glob::has_glob(&cand) {
                 t.exists && glob_reaches(&path, t, kind, ctx)
             } else {
                 path == t.abs
@@ -310,7 +314,7 @@ pub(super) fn classify_except(
 fn ancestor_counts(path: &Path, kind: Kind, t: &Target, ctx: &Checker) -> bool {
     match kind {
         Kind::Remove | Kind::Write | Kind::HardLink => true,
-        Kind::Onto => false,
+        Kind::Onto | Kind::Create => false,
         // A folder strictly inside the project (`git checkout .claude`), not
         // the project itself (`git checkout .`), under either spelling of the root.
         // For a file ralph cannot put back, the whole tree counts too.
@@ -335,7 +339,7 @@ fn glob_reaches(pattern: &Path, t: &Target, kind: Kind, ctx: &Checker) -> bool {
         .collect();
     let ancestors_ok = match kind {
         Kind::Remove | Kind::Write | Kind::HardLink => true,
-        Kind::Onto => false,
+        Kind::Onto | Kind::Create => false,
         Kind::RemoveBelowRoot if t.kept_from_whole_tree => true,
         Kind::WriteBelowRoot | Kind::RemoveBelowRoot => pc.len() > ctx.root.components().count(),
     };

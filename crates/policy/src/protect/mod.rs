@@ -14,6 +14,7 @@ mod effects;
 mod matching;
 mod scope;
 mod wrappers;
+mod writes;
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +26,7 @@ use matching::{Checker, classify, classify_except, classify_find, classify_into,
 use scope::Scope;
 use wrappers::is_shell;
 pub use wrappers::{Invocation, Unwrapped, unwrap, unwrap_full};
+pub use writes::{Writes, bash_writes};
 
 /// How deep `sh -c "eval \"...\""` nesting is followed.
 const MAX_DEPTH: usize = 8;
@@ -57,6 +59,10 @@ pub enum Kind {
     /// Gives it a second name (`ln FILE other`, `cp -l`): the file tools
     /// could then change it through the other name.
     HardLink,
+    /// Makes it when it is missing, and leaves an existing one's content
+    /// as it is (`touch`, `mkdir -p`, `mkfifo`): only creating a loop file
+    /// under its own name counts.
+    Create,
 }
 
 /// Which protected file a command reaches.
@@ -496,6 +502,9 @@ fn check_effects(
                 *cwd = next_cwd(here, dir.as_deref());
                 None
             }
+            // Judged by the `--fresh` and `--parallel` rules (`writes`);
+            // loop files are judged by the paths git names.
+            Effect::Repo(_) => None,
         };
         if found.add(h) {
             return found.0;

@@ -1,0 +1,411 @@
+//! Where a Bash command writes: one walk of the command with the same parse,
+//! scope and per-program table ([`super::effects`]) the loop-file
+//! protection reads, returning every path it writes, removes or creates,
+//! made absolute against the folder each part runs in (`cd`, `env -C`,
+//! `git -C`, `--work-tree`, tracked in order; variables assigned earlier in
+//! the command expanded). It serves the `--fresh` main-thread rule (does the
+//! command write at all?) and the `--parallel` confinement (does it write
+//! outside the worker's worktree?), so the three rules read a command one
+//! way. Pure.
+
+use std::path::{Path, PathBuf};
+
+use super::effects::{Effect, effects};
+use super::matching::normalize;
+use super::scope::Scope;
+use super::wrappers::{Invocation, is_shell, unwrap_full};
+use super::{ARG, MAX_DEPTH, run_dir};
+use crate::shell::{self, Segment};
+
+/// What a command writes, as far as the guard can read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Writes {
+    /// Absolute, lexically normalised paths the command writes, removes,
+    /// creates or gives another name; a git command that changes a
+    /// repository (its index, refs, config or work tree) names the work
+    /// tree's folder. In the order they are met.
+    pub paths: Vec<PathBuf>,
+    /// It writes somewhere the guard cannot place: an interpreter's inline
+    /// code, a shell reading a script it cannot see, a target known only at
+    /// run time (a variable, a relative path after `cd "$X"`).
+    pub unseen: bool,
+}
+
+impl Writes {
+    /// Whether the command writes anything at all.
+    pub fn any(&self) -> bool {
+        self.unseen || !self.paths.is_empty()
+    }
+}
+
+/// What `command`, run in `cwd` of the project `root`, writes.
+pub fn bash_writes(command: &str, cwd: &Path, root: &Path, home: Option<&Path>) -> Writes {
+    let mut scope = Scope::new(Some(cwd.to_path_buf())).with_places(root, home);
+    let mut out = Writes::default();
+    walk(command, &mut scope, home, 0, &mut out);
+    out
+}
+
+fn walk(command: &str, scope: &mut Scope, home: Option<&Path>, depth: usize, out: &mut Writes) {
+    if depth > MAX_DEPTH {
+        out.unseen = true;
+        return;
+    }
+    let segments = shell::split_chain(command);
+    for (idx, seg) in segments.iter().enumerate() {
+        segment(seg, idx, &segments, scope, home, depth, out);
+    }
+}
+
+fn nested(
+    script: &str,
+    scope: &Scope,
+    cwd: Option<&Path>,
+    positional: Option<&[String]>,
+    home: Option<&Path>,
+    depth: usize,
+    out: &mut Writes,
+) {
+    let mut inner = scope.nested(cwd.map(Path::to_path_buf), positional);
+    walk(script, &mut inner, home, depth + 1, out);
+}
+
+fn segment(
+    seg: &Segment,
+    idx: usize,
+    all: &[Segment],
+    scope: &mut Scope,
+    home: Option<&Path>,
+    depth: usize,
+    out: &mut Writes,
+) {
+    for sub in &seg.substitutions {
+        nested(
+            sub,
+            scope,
+            scope.cwd.clone().as_deref(),
+            None,
+            home,
+            depth,
+            out,
+        );
+    }
+    let words = scope.expand_words(seg);
+    for r in seg.redirects.iter().filter(|r| r.writes_file()) {
+        for t in scope.expand(&r.target) {
+            if !harmless(&t) {
+                place(&t, scope.cwd.as_deref(), home, out);
+            }
+        }
+    }
+    let u = unwrap_full(&words);
+    let dir = if u.chdir.is_empty() {
+        scope.cwd.clone()
+    } else {
+        run_dir(scope.cwd.as_deref(), &u.chdir)
+    };
+    for w in &u.writes {
+        place(w, dir.as_deref(), home, out);
+    }
+    match &u.invocation {
+        Invocation::Nothing => {}
+        Invocation::Script { text, args, .. } => {
+            let positional = (!args.is_empty()).then_some(args.as_slice());
+            nested(text, scope, dir.as_deref(), positional, home, depth, out);
+        }
+        Invocation::ShellStdin => {
+            let mut texts: Vec<String> = seg.heredocs.clone();
+            texts.extend(
+                seg.redirects
+                    .iter()
+                    .filter_map(|r| r.here_string())
+                    .map(str::to_string),
+            );
+            if seg.piped_in && idx > 0 {
+                let feeder = &all[idx - 1];
+                match scope.produced_text(&scope.expand_words(feeder), feeder) {
+                    Some(t) => texts.push(t),
+                    None => out.unseen = true,
+                }
+            } else if texts.is_empty() {
+                out.unseen = true;
+            }
+            for t in &texts {
+                nested(t, scope, dir.as_deref(), None, home, depth, out);
+            }
+        }
+        Invocation::Exec { name, args, .. } => {
+            let mut cwd = dir.clone();
+            exec(name, args, &words, scope, &mut cwd, home, depth, out);
+            if u.chdir.is_empty() {
+                scope.cwd = cwd;
+            }
+        }
+    }
+    scope.record(&words, seg);
+}
+
+/// A program run with these arguments; `cwd` moves with a `cd`.
+#[allow(clippy::too_many_arguments)]
+fn exec(
+    name: &str,
+    args: &[String],
+    words: &[String],
+    scope: &Scope,
+    cwd: &mut Option<PathBuf>,
+    home: Option<&Path>,
+    depth: usize,
+    out: &mut Writes,
+) {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    // A script the command wrote itself and then runs is read; another is
+    // out of sight, as everywhere in the guard.
+    if is_shell(base) {
+        if let Some(text) = args.first().and_then(|a| scope.script_named(a)) {
+            nested(text, scope, cwd.as_deref(), Some(args), home, depth, out);
+        }
+        return;
+    }
+    if inline_code(base, args) {
+        out.unseen = true;
+    }
+    // `GIT_WORK_TREE=DIR git add`, `GIT_DIR=DIR git commit`: the repository
+    // the git command changes is named by its environment.
+    let git_env: Vec<&str> = words
+        .iter()
+        .take_while(|w| shell::is_assignment(w))
+        .filter_map(|w| {
+            w.strip_prefix("GIT_WORK_TREE=")
+                .or_else(|| w.strip_prefix("GIT_DIR="))
+        })
+        .collect();
+    let here = cwd.clone();
+    for e in effects(base, args) {
+        match e {
+            Effect::On(_, w) => place(&w, here.as_deref(), home, out),
+            Effect::Into { dest, .. } => place(&dest, here.as_deref(), home, out),
+            Effect::Clean { paths, .. } => {
+                for p in &paths {
+                    place(p, here.as_deref(), home, out);
+                }
+            }
+            Effect::Find(f) => find(&f, scope, here.as_deref(), home, depth, out),
+            Effect::Repo(dir) => {
+                for d in git_env.iter().copied().chain(std::iter::once(dir.as_str())) {
+                    place(d, here.as_deref(), home, out);
+                }
+            }
+            Effect::Cd(d) => *cwd = super::next_cwd(here.as_deref(), d.as_deref()),
+        }
+    }
+}
+
+/// `find` with `-delete`, or `-exec` of a command that writes its operand:
+/// it writes under the folders it starts from.
+fn find(
+    f: &super::effects::FindEffect,
+    scope: &Scope,
+    here: Option<&Path>,
+    home: Option<&Path>,
+    depth: usize,
+    out: &mut Writes,
+) {
+    let mut writes_found = f.delete;
+    for exec in &f.execs {
+        let words: Vec<String> = exec.words.iter().map(|w| w.replace("{}", ARG)).collect();
+        let dir = if exec.in_found_dir { None } else { here };
+        let mut inner = Writes::default();
+        nested(
+            &shell::join(&words),
+            scope,
+            dir,
+            None,
+            home,
+            depth,
+            &mut inner,
+        );
+        out.unseen |= inner.unseen;
+        for p in inner.paths {
+            if p.to_string_lossy().contains(ARG) {
+                writes_found = true;
+            } else {
+                out.paths.push(p);
+            }
+        }
+    }
+    if writes_found {
+        if f.starts.is_empty() {
+            place(".", here, home, out);
+        }
+        for s in &f.starts {
+            place(s, here, home, out);
+        }
+    }
+}
+
+/// An interpreter given its code on the command line: what it writes is
+/// another language.
+fn inline_code(name: &str, args: &[String]) -> bool {
+    let has = |flags: &[&str]| {
+        args.iter().any(|a| {
+            flags
+                .iter()
+                .any(|f| a == f || (f.len() == 2 && a.starts_with(f)))
+        })
+    };
+    match name {
+        "python" | "python2" | "python3" | "pypy" | "pypy3" => has(&["-c"]),
+        "ruby" | "perl" => has(&["-e", "-E"]),
+        "node" | "nodejs" | "deno" | "bun" => has(&["-e", "--eval", "-p", "--print"]),
+        "php" => has(&["-r"]),
+        "Rscript" | "R" | "osascript" | "lua" => has(&["-e"]),
+        _ => false,
+    }
+}
+
+/// Where nothing is kept: writing there is not writing a file.
+fn harmless(target: &str) -> bool {
+    matches!(
+        target,
+        "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
+    ) || target.starts_with("/dev/fd/")
+}
+
+/// Record `word` as a path written from `here` (`~` against the home
+/// folder); one whose place is known only at run time is unseen.
+fn place(word: &str, here: Option<&Path>, home: Option<&Path>, out: &mut Writes) {
+    if word.contains('$') || word.contains('`') {
+        out.unseen = true;
+        return;
+    }
+    let path = if word.starts_with('/') {
+        normalize(Path::new(word))
+    } else if let (Some(rest), Some(h)) = (
+        word.strip_prefix("~/").or((word == "~").then_some("")),
+        home,
+    ) {
+        normalize(&h.join(rest))
+    } else if let Some(dir) = here {
+        normalize(&dir.join(word))
+    } else {
+        out.unseen = true;
+        return;
+    };
+    out.paths.push(path);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(command: &str) -> Writes {
+        bash_writes(
+            command,
+            Path::new("/p/wt"),
+            Path::new("/p"),
+            Some(Path::new("/h")),
+        )
+    }
+
+    fn paths(command: &str) -> Vec<String> {
+        w(command)
+            .paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn reading_writes_nothing() {
+        for c in [
+            "cat prd.json",
+            "ls -la",
+            "git status --short",
+            "git log --oneline -5",
+            "git diff",
+            "git branch --show-current",
+            "git branch",
+            "git branch -a -v",
+            "git stash list",
+            "git stash show -p",
+            "git tag -l",
+            "git tag",
+            "git worktree list",
+            "git remote -v",
+            "git config --get user.name",
+            "git config user.name",
+            "git config --list --local",
+            "git rev-parse --show-toplevel",
+            "grep -rn foo src 2>/dev/null",
+            "test -f a.txt && echo yes",
+            "echo done >&2",
+            "sed -n 1,5p f",
+            "find . -name '*.rs'",
+            "cd src && ls && cd .. && git status",
+        ] {
+            assert!(!w(c).any(), "{c}: {:?}", w(c));
+        }
+    }
+
+    #[test]
+    fn writes_are_placed_where_they_land() {
+        assert_eq!(
+            paths("grep -c x /p/log; touch /h/m && echo a > b.txt 2>/dev/null"),
+            ["/h/m", "/p/wt/b.txt"]
+        );
+        assert_eq!(paths("cp /p/prd.json ./x"), ["/p/wt/x"]);
+        assert_eq!(paths("cd /p && rm -f a"), ["/p/a"]);
+        assert_eq!(
+            paths("cd src && touch x && cd .. && git status"),
+            ["/p/wt/src/x"]
+        );
+        assert_eq!(paths("git -C /p commit -am x"), ["/p"]);
+        assert_eq!(paths("sh -c 'echo x >> /p/n'"), ["/p/n"]);
+        // A variable assigned earlier in the same command.
+        assert_eq!(paths("M=/p; sed -i s/a/b/ $M/prd.json"), ["/p/prd.json"]);
+        assert_eq!(paths("git --work-tree=/p add -A"), ["/p"]);
+        assert_eq!(paths("git --work-tree /p add -A"), ["/p"]);
+        assert_eq!(paths("GIT_WORK_TREE=/p git add -A"), ["/p", "/p/wt"]);
+        assert_eq!(paths("env -C /p touch a"), ["/p/a"]);
+        assert_eq!(paths("cp -t /p a b"), ["/p"]);
+        assert_eq!(paths("tar -xf a.tar --directory=/p"), ["/p"]);
+        assert_eq!(paths("tar -C /p -xf a.tar"), ["/p"]);
+        assert_eq!(
+            paths("git worktree remove -f -f ../agent-b"),
+            ["/p/agent-b", "/p/wt"]
+        );
+        assert_eq!(paths("git config core.fsmonitor x"), ["/p/wt"]);
+        assert_eq!(
+            paths("ln /p/prd.json main-prd.json"),
+            ["/p/prd.json", "/p/wt/main-prd.json"]
+        );
+    }
+
+    #[test]
+    fn writes_the_main_thread_must_not_make() {
+        for c in [
+            "sed -ri 's/a/b/' f",
+            "sed -Ei 's/a/b/' f",
+            "find . -name '*.tmp' -delete",
+            "find . -name '*.rs' -exec sed -i s/a/b/ {} +",
+            "ex -sc '%s/a/b/|x' f",
+            "printf '1d\\nw\\n' | ed -s f",
+            "git config core.fsmonitor x",
+            "git branch feature",
+            "git branch -D feature",
+            "git tag v1",
+            "git stash",
+            "git stash pop",
+            "git commit -am wip",
+            "git -C sub checkout -- .",
+            "mkdir -p d",
+            "python3 -c 'open(\"x\",\"w\")'",
+            "sudo cp a b",
+            "printf x | tee out",
+            "echo 'rm x' | sh",
+            "curl -o page.html http://localhost/",
+        ] {
+            assert!(w(c).any(), "{c}");
+        }
+    }
+}
