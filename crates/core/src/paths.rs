@@ -97,6 +97,9 @@ pub struct LoopPaths {
     /// `--review`: the paths the repository ignored at start (NUL-separated),
     /// to name the ignored ones that appear during the loop.
     pub ignored_at_start: PathBuf,
+    /// The repository's configuration as `git::repo_config` read it, with
+    /// the stat of every file it came from (`git_config::CacheFile`, JSON).
+    pub git_config: PathBuf,
 }
 
 impl LoopPaths {
@@ -124,6 +127,7 @@ impl LoopPaths {
             reviewers: dir.join("reviewers"),
             reviewer_bin: dir.join("reviewer-claude"),
             ignored_at_start: dir.join("ignored-at-start"),
+            git_config: dir.join("git-config.json"),
             dir,
             mirror: root.join(STATE_FILE),
             log: root.join(LOG_FILE),
