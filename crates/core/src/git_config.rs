@@ -197,10 +197,26 @@ pub fn standard_files(
             out.extend(home.as_ref().map(|h| h.join(".gitconfig")));
         }
     }
-    out.push(
-        env("GIT_CONFIG_SYSTEM").map_or_else(|| PathBuf::from("/etc/gitconfig"), PathBuf::from),
-    );
+    match env("GIT_CONFIG_SYSTEM") {
+        Some(s) => out.push(PathBuf::from(s)),
+        None => {
+            out.push(PathBuf::from("/etc/gitconfig"));
+            // A git built with another prefix (`/usr/local/bin/git` reads
+            // `/usr/local/etc/gitconfig`): the prefix of the git on PATH.
+            let prefix = git_on_path(env).and_then(|g| Some(g.parent()?.parent()?.to_path_buf()));
+            out.extend(prefix.map(|p| p.join("etc/gitconfig")));
+        }
+    }
     out
+}
+
+/// The `git` the hooks run: the first on PATH.
+fn git_on_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let path = env("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("git"))
+        .find(|g| g.is_file())
+        .and_then(|g| std::fs::canonicalize(g).ok())
 }
 
 /// A watched file as it was at the read.
@@ -228,8 +244,8 @@ impl FileStat {
         if let Ok(m) = std::fs::metadata(path) {
             s.exists = true;
             s.size = m.size();
-            s.mtime_ns = m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128;
-            s.ctime_ns = m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128;
+            s.mtime_ns = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
+            s.ctime_ns = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
             s.inode = m.ino();
         }
         s
