@@ -272,7 +272,8 @@ impl<'a> Git<'a> {
 }
 
 /// What ralph needs of a repository's configuration, read once a process
-/// for each folder: the names of the drivers to neutralise, and the
+/// for each folder (or taken from the loop's cache of the read, see
+/// [`crate::git_config`]): the names of the drivers to neutralise, and the
 /// identity of commits.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepoConfig {
