@@ -92,6 +92,10 @@ fn run() -> Option<Value> {
     let root = project_root_from_env(hook_cwd);
     let paths = LoopPaths::new(&root);
     let loop_active = paths.has_loop();
+    if loop_active {
+        // Git's configuration read is kept in the loop's folder across hooks.
+        ralph_core::git::cache_config_in(&paths.git_config);
+    }
     let policy = read_policy(&root);
     if !loop_active && matches!(policy, PolicySource::Absent) {
         return None;

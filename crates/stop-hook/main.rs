@@ -113,6 +113,8 @@ fn run() -> HookOutput {
     if !paths.has_loop() {
         return HookOutput::Nothing;
     }
+    // Git's configuration read is kept in the loop's folder across hooks.
+    ralph_core::git::cache_config_in(&paths.git_config);
     let input = match input {
         Ok(input) => input,
         Err(e) => return HookOutput::allow(text::bad_input(&e)),

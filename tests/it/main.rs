@@ -10,6 +10,7 @@ mod support;
 
 mod continuity;
 mod fresh;
+mod git_config_cache;
 mod glance;
 mod glance_install;
 mod guard;

@@ -13,8 +13,9 @@
 //!   start), submodule recursion, editors and pagers: fixed `-c` values
 //!   (command-line config wins over every file);
 //! - filters, merge drivers, diff drivers: each name the repository's
-//!   config defines (one `git config --get-regexp` read, once a process and
-//!   folder) is given empty commands (`filter.N.required=false`, so an
+//!   config defines (one `git config --list` read, once a process and
+//!   folder, or none while the loop's cache of it holds: see
+//!   [`crate::git_config`]) is given empty commands (`filter.N.required=false`, so an
 //!   emptied required filter is no error). The read comes before a
 //!   process's first call in a folder; a hook process lasts one event;
 //! - a recorded conflict resolution (`rerere.enabled=false`);
@@ -28,6 +29,7 @@
 //! The author and committer are passed explicitly: the user's (environment,
 //! else the configuration as read once), else ralph's fallback.
 
+use crate::git_config::{self, ConfigRead};
 use crate::worktree;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -99,6 +101,18 @@ const UNSET_ENV: &[&str] = &[
     "GIT_SSH_COMMAND",
     "GIT_PROXY_COMMAND",
     "GIT_EXEC_PATH",
+    // Configuration from the environment (settings can give hooks any
+    // environment): it would reach git past the read that empties drivers.
+    // GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM stay: they name the user's own
+    // files, which the read covers (and the cache watches).
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG",
+    // Attributes from a tree of the agent's choosing, replace refs under
+    // another prefix, another namespace of refs.
+    "GIT_ATTR_SOURCE",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_NAMESPACE",
 ];
 
 /// Why a git call gave no answer.
@@ -258,7 +272,8 @@ impl<'a> Git<'a> {
 }
 
 /// What ralph needs of a repository's configuration, read once a process
-/// for each folder: the names of the drivers to neutralise, and the
+/// for each folder (or taken from the loop's cache of the read, see
+/// [`crate::git_config`]): the names of the drivers to neutralise, and the
 /// identity of commits.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepoConfig {
@@ -291,49 +306,44 @@ impl RepoConfig {
         out
     }
 
-    /// Read from `git config -z --get-regexp` output (`key\nvalue\0`...),
-    /// with the user's identity from `env` first.
+    /// Read from `git config -z` output (`key\nvalue\0`...), with the
+    /// user's identity from `env` first.
     pub fn parse(out: &[u8], env: impl Fn(&str) -> Option<String>) -> RepoConfig {
-        let mut c = RepoConfig::default();
-        let (mut name, mut email) = (None, None);
+        let mut read = ConfigRead::default();
         for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
             let text = String::from_utf8_lossy(record);
             let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
-            match key {
-                "user.name" => name = Some(value.to_string()),
-                "user.email" => email = Some(value.to_string()),
-                _ => {}
-            }
-            let Some((section, rest)) = key.split_once('.') else {
-                continue;
-            };
-            let Some((driver, _var)) = rest.rsplit_once('.') else {
-                continue;
-            };
-            // A name git would read back intact from `-c` (no `=`).
-            if driver.is_empty() || driver.contains('=') {
-                continue;
-            }
-            let list = match section {
-                "filter" => &mut c.filters,
-                "merge" => &mut c.merge_drivers,
-                "diff" => &mut c.diff_drivers,
-                _ => continue,
-            };
-            if !list.iter().any(|d| d == driver) {
-                list.push(driver.to_string());
-            }
+            read.add(key, value);
         }
+        RepoConfig::from_read(read, env)
+    }
+
+    /// The configuration as read, with the user's identity from `env` first.
+    pub fn from_read(read: ConfigRead, env: impl Fn(&str) -> Option<String>) -> RepoConfig {
         let pick = |var: &str, configured: Option<String>, fallback: &str| {
             env(var)
                 .or(configured)
                 .filter(|v| !v.trim().is_empty())
                 .unwrap_or_else(|| fallback.to_string())
         };
-        c.name = pick("GIT_AUTHOR_NAME", name, FALLBACK_NAME);
-        c.email = pick("GIT_AUTHOR_EMAIL", email, FALLBACK_EMAIL);
-        c
+        RepoConfig {
+            name: pick("GIT_AUTHOR_NAME", read.name, FALLBACK_NAME),
+            email: pick("GIT_AUTHOR_EMAIL", read.email, FALLBACK_EMAIL),
+            filters: read.filters,
+            merge_drivers: read.merge_drivers,
+            diff_drivers: read.diff_drivers,
+        }
     }
+}
+
+/// The loop's cache of configuration reads (`LoopPaths::git_config`), once
+/// the process knows its loop; without one, each process reads once.
+static CACHE_FILE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Keep this process's configuration reads in `file` (across processes),
+/// and use it. The first call wins; a hook knows one loop.
+pub fn cache_config_in(file: &Path) {
+    let _ = CACHE_FILE.set(file.to_path_buf());
 }
 
 /// The configuration of `dir`, read at the first call for it in this process.
@@ -350,27 +360,60 @@ pub fn repo_config(dir: &Path) -> Arc<RepoConfig> {
     read
 }
 
-/// One `git config --get-regexp` (includes followed, every scope): it runs
-/// nothing of the repository's. A repository with none of these keys exits 1,
-/// which is an empty answer.
+/// The configuration of `dir`: from the loop's cache when none of the
+/// files it came from changed, else read (and the cache rewritten).
 fn read_config(dir: &Path) -> RepoConfig {
+    let env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
+    let cache = CACHE_FILE
+        .get()
+        .filter(|f| f.parent().is_some_and(Path::is_dir));
+    let dirs = cache.and_then(|_| git_config::find_git_dirs(dir));
+    let (Some(file), Some(dirs)) = (cache, dirs) else {
+        let listing = list_config(dir).unwrap_or_default();
+        return RepoConfig::from_read(listing.read, env);
+    };
+    let key = git_config::key_env(&env);
+    if let Some(read) = git_config::cached(file, &dirs.0, &key) {
+        return RepoConfig::from_read(read, env);
+    }
+    let read_at_ns = git_config::now_ns();
+    let Some(listing) = list_config(dir) else {
+        return RepoConfig::from_read(ConfigRead::default(), env);
+    };
+    if !listing.cacheable {
+        return RepoConfig::from_read(listing.read, env);
+    }
+    let files = git_config::watched(dir, &dirs, &listing, &env)
+        .iter()
+        .map(|f| git_config::FileStat::of(f))
+        .collect();
+    git_config::remember(
+        file,
+        git_config::Entry {
+            git_dir: dirs.0,
+            env: key,
+            read_at_ns,
+            files,
+            read: listing.read.clone(),
+        },
+    );
+    RepoConfig::from_read(listing.read, env)
+}
+
+/// One `git config --list --show-origin` (includes followed, every scope):
+/// it runs nothing of the repository's. `None` when git gave no answer.
+fn list_config(dir: &Path) -> Option<git_config::Listing> {
     let mut cmd = Command::new("git");
-    cmd.args([
-        "config",
-        "-z",
-        "--get-regexp",
-        r"^(filter|merge|diff)\..*\.|^user\.(name|email)$",
-    ])
-    .current_dir(dir);
+    cmd.args(["config", "-z", "--list", "--show-origin"])
+        .current_dir(dir);
     for var in UNSET_ENV {
         cmd.env_remove(var);
     }
-    let out = worktree::run_bounded_capture(&mut cmd, READ_TIMEOUT)
-        .map(|r| r.stdout)
-        .unwrap_or_default();
-    RepoConfig::parse(&out, |var| {
-        std::env::var(var).ok().filter(|v| !v.is_empty())
-    })
+    let ran = worktree::run_bounded_capture(&mut cmd, READ_TIMEOUT).ok()?;
+    if ran.exit != Some(0) {
+        return None;
+    }
+    Some(git_config::parse_listing(&ran.stdout))
 }
 
 fn last_lines(text: &str, n: usize) -> String {

@@ -24,6 +24,7 @@ pub mod fresh;
 pub mod fresh_stop;
 pub mod frontmatter;
 pub mod git;
+pub mod git_config;
 pub mod glance;
 pub mod glance_install;
 pub mod hook_input;

@@ -109,6 +109,9 @@ pub struct LoopPaths {
     /// Pinned checks: the manifest, each pinned file's bytes at start, the
     /// versions put back (see `pins::disk`).
     pub pins: PathBuf,
+    /// The repository's configuration as `git::repo_config` read it, with
+    /// the stat of every file it came from (`git_config::CacheFile`, JSON).
+    pub git_config: PathBuf,
 }
 
 impl LoopPaths {
@@ -137,6 +140,7 @@ impl LoopPaths {
             reviewer_bin: dir.join("reviewer-claude"),
             ignored_at_start: dir.join("ignored-at-start"),
             pins: dir.join("pins"),
+            git_config: dir.join("git-config.json"),
             dir,
             mirror: root.join(STATE_FILE),
             log: root.join(LOG_FILE),
