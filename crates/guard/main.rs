@@ -42,10 +42,6 @@ const MARKER_LIMIT: u64 = 1 << 16;
 const GUARDED_TOOLS: &[&str] = &["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"];
 
 fn main() {
-    // A reviewer's session (`--review`) runs with read-only tools of its own.
-    if ralph_core::review::run::in_reviewer_session() {
-        return;
-    }
     let output = std::panic::catch_unwind(run).unwrap_or_else(|_| {
         // The panic message itself went to stderr through the default hook.
         Some(serde_json::json!({
@@ -92,6 +88,11 @@ fn run() -> Option<Value> {
     let root = project_root_from_env(hook_cwd);
     let paths = LoopPaths::new(&root);
     let loop_active = paths.has_loop();
+    // A reviewer's session (`--review`) runs with read-only tools of its own
+    // (a pass only ralph hands out: `standaside`).
+    if loop_active && ralph_core::standaside::in_reviewer_session(&paths) {
+        return None;
+    }
     let policy = read_policy(&root);
     if !loop_active && matches!(policy, PolicySource::Absent) {
         return None;

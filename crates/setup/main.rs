@@ -109,8 +109,8 @@ fn main() -> ExitCode {
         }
     }
     // A reviewer's session (`--review`) is not the loop's: its hooks stand aside.
-    if ralph_core::review::run::in_reviewer_session()
-        && matches!(command, Command::HookPrompt | Command::HookEvent)
+    if matches!(command, Command::HookPrompt | Command::HookEvent)
+        && ralph_core::standaside::in_reviewer_session(&paths())
     {
         return ExitCode::SUCCESS;
     }

@@ -101,15 +101,16 @@ fn run() -> HookOutput {
     {
         return HookOutput::Nothing;
     }
-    // A reviewer's own session (`--review`) is not the loop's.
-    if ralph_core::review::run::in_reviewer_session() {
-        return HookOutput::Nothing;
-    }
     watchdog::start();
     let input = HookInput::read_stdin_with_deadline(STDIN_DEADLINE_SECS);
     let root = project_root_from_env(input.as_ref().ok().and_then(|i| i.cwd.as_deref()));
     let paths = LoopPaths::new(root);
     if !paths.has_loop() {
+        return HookOutput::Nothing;
+    }
+    // A reviewer's own session (`--review`) is not the loop's (a pass only
+    // ralph hands out: `standaside`).
+    if ralph_core::standaside::in_reviewer_session(&paths) {
         return HookOutput::Nothing;
     }
     let input = match input {

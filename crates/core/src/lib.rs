@@ -41,6 +41,7 @@ pub mod reinject;
 pub mod review;
 pub mod run;
 pub mod setup;
+pub mod standaside;
 pub mod state;
 pub mod stop;
 pub mod store;

@@ -35,19 +35,10 @@ fn worker_loop(paths: &LoopPaths, input: &HookInput) -> Option<LoopState> {
     let StateFile::Loop { state, .. } = paths.read_state() else {
         return None;
     };
-    let ours = owns(&state.session_id, input.session()) || run_session() == state.session_id;
+    let ours = owns(&state.session_id, input.session())
+        || crate::standaside::run_session(paths).as_deref() == Some(state.session_id.as_str());
     (state.active && state.parallel > 0 && ours).then_some(*state)
 }
-
-/// Under `ralph run` each iteration is a client of its own session, while
-/// the loop belongs to the run's: the runner names it to its clients (and
-/// so to their hooks) in [`RUN_SESSION_ENV`].
-fn run_session() -> String {
-    std::env::var(RUN_SESSION_ENV).unwrap_or_default()
-}
-
-/// See [`run_session`].
-pub const RUN_SESSION_ENV: &str = "RALPH_RUN_SESSION";
 
 /// The worker's worktree: its hook `cwd`, when that is not the main tree.
 fn worktree_of(paths: &LoopPaths, input: &HookInput) -> Option<PathBuf> {
