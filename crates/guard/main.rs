@@ -93,6 +93,11 @@ fn run() -> Option<Value> {
     if loop_active && ralph_core::standaside::in_reviewer_session(&paths) {
         return None;
     }
+    // The agent running the guard itself from Bash (a forged call, recorded
+    // as this turn's work to fool the no-progress breaker) gets nothing.
+    if loop_active && ralph_core::control::this_process_run_by_agent() {
+        return None;
+    }
     let policy = read_policy(&root);
     if !loop_active && matches!(policy, PolicySource::Absent) {
         return None;
@@ -291,10 +296,7 @@ fn context(
             .collect()
     };
 
-    ctx.protected_dirs = Some(ralph_core::paths::data_root())
-        .filter(|d| d.is_dir())
-        .into_iter()
-        .collect();
+    ctx.protected_dirs = protected_dirs(root, ctx.home.as_deref());
     if call.tool_name != "Bash" {
         if let Some(lexical) = call.file_target(cwd, ctx.home.as_deref()) {
             ctx.file_real_path = real_path(&lexical).filter(|r| *r != lexical);
@@ -318,6 +320,46 @@ fn context(
         .collect();
     ctx.prd_file = Some(prd);
     ctx
+}
+
+/// Folders outside the project whose whole content is ralph's or the
+/// client's, kept from the agent's writes while a loop runs: ralph's data
+/// folder (the loop's state, its passes), the binaries the hooks run (this
+/// guard's own folder, `$RALPH_BIN_DIR`, the plugin's data folder with its
+/// downloaded release, the plugin itself: `cp /bin/true …/ralph-stop-hook`
+/// would end every check), and the client's transcripts (a worker's task is
+/// its transcript's first line). A folder that holds the project, or lies
+/// inside it (ralph developing itself), is left out: it would refuse every
+/// edit. Only folders that exist.
+fn protected_dirs(root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let client_config = var("CLAUDE_CONFIG_DIR").or_else(|| home.map(|h| h.join(".claude")));
+    let candidates = [
+        Some(ralph_core::paths::data_root()),
+        std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(Path::to_path_buf)),
+        var("RALPH_BIN_DIR"),
+        var("CLAUDE_PLUGIN_DATA"),
+        var("CLAUDE_PLUGIN_ROOT"),
+        client_config.map(|c| c.join("projects")),
+    ];
+    let real_root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in candidates.into_iter().flatten() {
+        let Ok(real) = fs::canonicalize(&dir) else {
+            continue;
+        };
+        let overlaps = |r: &Path| r.starts_with(&real) || real.starts_with(r);
+        if !real.is_dir() || overlaps(root) || overlaps(&real_root) || dirs.contains(&real) {
+            continue;
+        }
+        if real != dir {
+            dirs.push(dir);
+        }
+        dirs.push(real);
+    }
+    dirs
 }
 
 /// The protected files that are `target` under another name: hard links

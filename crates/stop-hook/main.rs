@@ -88,11 +88,6 @@ const STDIN_DEADLINE_SECS: u64 = 10;
 
 /// The hook's whole job; `Nothing` lets the session stop silently.
 fn run() -> HookOutput {
-    // Claude Code runs this hook (`AI_AGENT=…_harness`); the agent running it
-    // from Bash with a forged input (a promise, a burned iteration) gets nothing.
-    if ralph_core::control::this_process_run_by_agent() {
-        return HookOutput::Nothing;
-    }
     // The path every turn of every session takes: no state file, nothing to
     // do. Claude Code sets CLAUDE_PROJECT_DIR, so this costs two stats and
     // never waits on stdin.
@@ -106,6 +101,13 @@ fn run() -> HookOutput {
     let root = project_root_from_env(input.as_ref().ok().and_then(|i| i.cwd.as_deref()));
     let paths = LoopPaths::new(root);
     if !paths.has_loop() {
+        return HookOutput::Nothing;
+    }
+    // Claude Code runs this hook (`AI_AGENT=…_harness`, below the client);
+    // the agent running it from Bash with a forged input (a promise, a
+    // burned iteration, another worker's stop) gets nothing, whatever
+    // environment it gives it (`ancestry`).
+    if ralph_core::control::this_process_run_by_agent() {
         return HookOutput::Nothing;
     }
     // A reviewer's own session (`--review`) is not the loop's (a pass only

@@ -12,6 +12,7 @@
 //! it and says where each rule lives.
 
 pub mod activity;
+pub mod ancestry;
 pub mod args;
 pub mod blocker;
 pub mod budget;

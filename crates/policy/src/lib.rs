@@ -275,8 +275,10 @@ fn loop_file_reason(display: &str, what: &str) -> String {
 
 fn control_reason(command: &str) -> String {
     format!(
-        "ralph-guard: `{command}` would end, start or take over the running Ralph loop, and only the user \
-         does that (/ralph:cancel-ralph, or ralph-setup in their own terminal). {END_LOOP_HINT}"
+        "ralph-guard: `{command}` is one of ralph's own entry points (it would end, start, take over or feed \
+         the running Ralph loop, or write the user's files), and only the user runs those (/ralph:cancel-ralph, \
+         or ralph-setup in their own terminal). The agent may run `ralph-setup status`, `ralph-setup report` \
+         (on stdout) and the status line. {END_LOOP_HINT}"
     )
 }
 

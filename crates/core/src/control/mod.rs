@@ -222,15 +222,18 @@ pub fn help_text() -> String {
 /// the client runs the same way) rather than by a hook or the user? Claude
 /// Code marks the agent's commands `AI_AGENT=…_agent`, its hooks `…_harness`,
 /// and the user's own terminal has neither (measured on 2.1.328:
-/// docs/client-measurements.md). This stops accidents and casual attempts;
-/// an agent that unsets the variable is a documented limit (docs/guard.md).
+/// docs/client-measurements.md).
 pub fn run_by_agent(ai_agent: Option<&str>) -> bool {
     ai_agent.is_some_and(|v| v.ends_with("_agent"))
 }
 
-/// The same, from this process's environment.
+/// The same for this process: its environment, and, since the agent can
+/// unset that (`env -u AI_AGENT …`), its ancestors' initial environments
+/// (`ancestry`: the agent's shell above it, or a hook that no client
+/// started, or a process detached to init).
 pub fn this_process_run_by_agent() -> bool {
     run_by_agent(std::env::var("AI_AGENT").ok().as_deref())
+        || matches!(crate::ancestry::this_origin(), crate::ancestry::Origin::Agent(_))
 }
 
 /// The refusal when the agent runs a command that starts, replaces or ends a loop.

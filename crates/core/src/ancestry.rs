@@ -1,0 +1,240 @@
+//! Who started this process: the client's hook runner, or the agent's
+//! shell? I/O (reads `/proc`), over a pure rule ([`judge`]).
+//!
+//! The environment a process is given can be forged by whoever starts it
+//! (`env -u AI_AGENT ralph-setup hook-event`), but a running process's
+//! initial environment (`/proc/PID/environ`) cannot be changed by its
+//! children. Measured on the pinned client (2.1.328, docs/client-measurements.md):
+//! a hook is `ralph-*` ← `/bin/sh -c sh ".../plugin/ralph" VERB` (initial
+//! environment `AI_AGENT=…_harness`, `CLAUDE_PID=<the client>`) ← the client;
+//! a Bash tool call is `COMMAND` ← `/bin/bash -c source …/shell-snapshots/…`
+//! (`AI_AGENT=…_agent`) ← the client. So a process with the agent's shell
+//! among its ancestors was started by the agent, whatever its own
+//! environment says. Linux only: where `/proc` cannot be read, the
+//! environment check alone applies.
+
+use std::path::Path;
+
+/// How far up the walk goes (a hook is two steps below its client).
+const MAX_DEPTH: usize = 32;
+
+/// One process of the chain, as far as the rule needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Proc {
+    pub pid: u32,
+    pub ppid: u32,
+    /// The program's short name (`comm`).
+    pub name: String,
+    /// `AI_AGENT` in its initial environment.
+    pub ai_agent: Option<String>,
+    /// `CLAUDE_PID` in its initial environment.
+    pub claude_pid: Option<u32>,
+}
+
+/// What the chain says about who started the first process of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Below the client's hook runner (the walk found the client).
+    ClientHook,
+    /// The agent's shell is an ancestor, or the process was left to init
+    /// (a detached `setsid`/`nohup … &`: a hook's runner waits for it).
+    Agent(String),
+    /// Neither: the user's terminal, a test, `ralph run`'s own hook.
+    Other,
+}
+
+fn is_agent(v: Option<&str>) -> bool {
+    v.is_some_and(|v| v.ends_with("_agent"))
+}
+
+fn is_harness(v: Option<&str>) -> bool {
+    v.is_some_and(|v| v.ends_with("_harness"))
+}
+
+/// Init, or the user's service manager: where a detached process ends up.
+fn is_init(p: &Proc) -> bool {
+    p.pid == 1 || p.name == "systemd" || p.name == "init"
+}
+
+/// The rule, over the chain from this process (`chain[0]`) upward.
+pub fn judge(chain: &[Proc]) -> Origin {
+    let Some(me) = chain.first() else {
+        return Origin::Other;
+    };
+    for pair in chain.windows(2) {
+        let (child, parent) = (&pair[0], &pair[1]);
+        if is_agent(parent.ai_agent.as_deref()) {
+            return Origin::Agent(format!(
+                "the agent's shell (process {}, {}) started it",
+                parent.pid, parent.name
+            ));
+        }
+        // The client: the process every hook runner names as its own
+        // (`CLAUDE_PID`), the parent of a harness-marked child (the `sh -c`,
+        // or the hook itself where that shell `exec`s it). Checked after the
+        // agent's marks: a forged `CLAUDE_PID` naming the agent's own shell
+        // is found out above; one naming init, below.
+        let named = is_harness(child.ai_agent.as_deref()) && child.claude_pid == Some(parent.pid);
+        if named && !is_init(parent) {
+            return Origin::ClientHook;
+        }
+    }
+    // A hook's runner waits for it; only a detached process is init's.
+    if chain.get(1).is_some_and(is_init) && me.pid != 1 {
+        return Origin::Agent("it was detached from whoever started it (its parent is init)".into());
+    }
+    Origin::Other
+}
+
+/// This process and its ancestors; empty where `/proc` cannot be read.
+pub fn this_chain() -> Vec<Proc> {
+    let Some(me) = read_proc(std::process::id()) else {
+        return Vec::new();
+    };
+    let mut chain = vec![me];
+    while chain.len() < MAX_DEPTH {
+        let ppid = chain.last().map_or(0, |p| p.ppid);
+        if ppid == 0 {
+            break;
+        }
+        match read_proc(ppid) {
+            Some(p) => chain.push(p),
+            None => break,
+        }
+        if ppid == 1 {
+            break;
+        }
+    }
+    chain
+}
+
+/// Who started this process (see [`judge`]).
+pub fn this_origin() -> Origin {
+    judge(&this_chain())
+}
+
+fn read_proc(pid: u32) -> Option<Proc> {
+    let dir = Path::new("/proc").join(pid.to_string());
+    let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+    // `PID (COMM) STATE PPID …`; COMM may hold spaces and parentheses.
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let name = stat.get(open + 1..close)?.to_string();
+    let ppid = stat.get(close + 1..)?.split_whitespace().nth(1)?.parse().ok()?;
+    let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
+    let var = |key: &[u8]| -> Option<String> {
+        environ
+            .split(|b| *b == 0)
+            .find_map(|kv| kv.strip_prefix(key))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    };
+    Some(Proc {
+        pid,
+        ppid,
+        name,
+        ai_agent: var(b"AI_AGENT="),
+        claude_pid: var(b"CLAUDE_PID=").and_then(|v| v.parse().ok()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HARNESS: &str = "claude-code_2-1-328_harness";
+    const AGENT: &str = "claude-code_2-1-328_agent";
+
+    fn p(pid: u32, ppid: u32, name: &str, ai: Option<&str>, claude: Option<u32>) -> Proc {
+        Proc {
+            pid,
+            ppid,
+            name: name.into(),
+            ai_agent: ai.map(str::to_string),
+            claude_pid: claude,
+        }
+    }
+
+    fn client() -> Proc {
+        p(100, 50, "claude", None, None)
+    }
+
+    fn user_shell() -> Proc {
+        p(50, 10, "bash", None, None)
+    }
+
+    #[test]
+    fn a_hook_as_the_client_runs_it_is_the_clients() {
+        // ralph-setup <- sh -c (harness) <- claude: measured on 2.1.328.
+        let chain = [
+            p(300, 200, "ralph-setup", Some(HARNESS), Some(100)),
+            p(200, 100, "sh", Some(HARNESS), Some(100)),
+            client(),
+            user_shell(),
+        ];
+        assert_eq!(judge(&chain), Origin::ClientHook);
+        // Above a client started inside an agent's shell (a nested client
+        // would carry its parent's marks): the walk stops at the client.
+        let mut nested = chain.to_vec();
+        nested[2].ai_agent = None;
+        nested[3].ai_agent = Some(AGENT.into());
+        assert_eq!(judge(&nested), Origin::ClientHook);
+        // Where the client's `sh -c` execs the hook (bash as /bin/sh).
+        let direct = [p(300, 100, "ralph-setup", Some(HARNESS), Some(100)), client()];
+        assert_eq!(judge(&direct), Origin::ClientHook);
+    }
+
+    #[test]
+    fn the_agents_shell_anywhere_above_is_the_agent_whatever_the_process_says() {
+        // env -u AI_AGENT ralph-setup hook-event, from the Bash tool.
+        let bash = p(200, 100, "bash", Some(AGENT), Some(100));
+        let chain = [p(300, 200, "ralph-setup", None, None), bash.clone(), client()];
+        assert!(matches!(judge(&chain), Origin::Agent(_)));
+        // Forged marks on the way: a fake harness shell, CLAUDE_PID naming
+        // the agent's shell.
+        let chain = [
+            p(400, 300, "ralph-setup", Some(HARNESS), Some(200)),
+            p(300, 200, "sh", Some(HARNESS), Some(200)),
+            bash,
+            client(),
+        ];
+        assert!(matches!(judge(&chain), Origin::Agent(_)));
+    }
+
+    #[test]
+    fn a_detached_process_is_the_agents() {
+        // setsid -f env -i ralph-setup hook-event: left to init.
+        let chain = [
+            p(300, 1, "ralph-setup", None, None),
+            p(1, 0, "init", None, None),
+        ];
+        assert!(matches!(judge(&chain), Origin::Agent(_)));
+        // Left to the user's service manager (a subreaper).
+        let chain = [
+            p(400, 300, "ralph-setup", Some(HARNESS), Some(100)),
+            p(300, 1, "systemd", None, None),
+        ];
+        assert!(matches!(judge(&chain), Origin::Agent(_)));
+        // Detached with a CLAUDE_PID naming init.
+        let chain = [
+            p(400, 1, "ralph-setup", Some(HARNESS), Some(1)),
+            p(1, 0, "init", None, None),
+        ];
+        assert!(matches!(judge(&chain), Origin::Agent(_)));
+    }
+
+    #[test]
+    fn the_users_terminal_and_tests_are_neither() {
+        let chain = [p(300, 50, "ralph-setup", None, None), user_shell()];
+        assert_eq!(judge(&chain), Origin::Other);
+        assert_eq!(judge(&[]), Origin::Other);
+    }
+
+    #[test]
+    fn this_process_is_read_from_proc() {
+        let chain = this_chain();
+        if Path::new("/proc/self/stat").exists() {
+            assert_eq!(chain[0].pid, std::process::id());
+            assert!(chain.len() >= 2);
+        }
+    }
+}
