@@ -297,9 +297,18 @@ fn context(
     };
 
     ctx.protected_dirs = protected_dirs(root, ctx.home.as_deref());
+    let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from);
+    ctx.settings_files =
+        ralph_policy::settings::settings_files(root, ctx.home.as_deref(), config_dir.as_deref());
     if call.tool_name != "Bash" {
         if let Some(lexical) = call.file_target(cwd, ctx.home.as_deref()) {
             ctx.file_real_path = real_path(&lexical).filter(|r| *r != lexical);
+            let real = ctx.file_real_path.as_ref().unwrap_or(&lexical);
+            if ctx.settings_files.iter().any(|f| *f == lexical || f == real) {
+                ctx.settings_current = read_capped(real, POLICY_LIMIT).ok().flatten();
+            }
             ctx.file_aliases = hard_link_aliases(&lexical, root, paths, &ctx.loop_files, &prd);
         }
         if matches!(call.tool_name.as_str(), "Write" | "Edit" | "MultiEdit") {

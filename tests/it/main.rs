@@ -23,6 +23,7 @@ mod hardening_stdin;
 mod launcher;
 mod loop_report;
 mod loop_state;
+mod no_off_switch;
 mod notify;
 mod parallel;
 mod review;

@@ -17,6 +17,7 @@ pub mod parallel;
 pub mod policy;
 pub mod prd;
 pub mod protect;
+pub mod settings;
 pub mod shell;
 
 use std::collections::BTreeMap;
@@ -113,6 +114,11 @@ pub struct LoopContext {
     pub story_checks: BTreeMap<String, String>,
     /// The `[wrap]` rows of this policy were already reported to the user.
     pub wrap_reported: bool,
+    /// The client's settings files (absolute, `settings::settings_files`):
+    /// a file tool may not change their switches, Bash may not write them.
+    pub settings_files: Vec<PathBuf>,
+    /// For file tools aimed at one of `settings_files`: its current text.
+    pub settings_current: Option<String>,
 }
 
 /// The policy as found on disk.
@@ -305,6 +311,9 @@ fn decide_bash(
     };
     if ctx.loop_active {
         match protect::check_bash(&command, ctx) {
+            Some(Hit::Loop(d)) if settings::is_settings_name(&d) => {
+                return Verdict::Deny(settings::bash_reason(&d));
+            }
             Some(Hit::Loop(d)) => {
                 return Verdict::Deny(loop_file_reason(&d, "this command would change"));
             }
@@ -478,6 +487,21 @@ fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
         .chain(ctx.file_real_path.as_deref())
         .chain(ctx.file_aliases.iter().map(PathBuf::as_path))
         .collect();
+    if let Some(file) = ctx
+        .settings_files
+        .iter()
+        .find(|f| candidates.iter().any(|p| p == f))
+    {
+        let current = ctx.settings_current.as_deref();
+        let why = match new_text(call, current) {
+            Some(new) => settings::judge(current, &new),
+            None if call.tool_name == "NotebookEdit" => Some("a notebook edit".to_string()),
+            None => None,
+        };
+        if let Some(why) = why {
+            return Verdict::Deny(settings::edit_reason(&file.display().to_string(), &why));
+        }
+    }
     for rel in &ctx.loop_files {
         if candidates.iter().any(|p| is_under_roots(p, rel, ctx)) {
             let what = if candidates[..candidates.len() - ctx.file_aliases.len()]
@@ -516,8 +540,24 @@ fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
         return Verdict::Allow;
     }
     let current = ctx.prd_current.as_deref();
+    let Some(new) = new_text(call, current) else {
+        return Verdict::Allow;
+    };
+    match prd::judge_with_checks(current, &new, &ctx.story_checks) {
+        Some(why) => Verdict::Deny(format!(
+            "ralph-guard: this change to {} is refused: {why}. The loop feeds stories from it by id: keep it \
+             valid JSON with every story and its id, and record progress in fields such as `passes`.",
+            prd.display()
+        )),
+        None => Verdict::Allow,
+    }
+}
+
+/// The file's text after a Write, Edit or MultiEdit of `current`; `None`
+/// when it cannot be told (an edit that does not apply, another tool).
+fn new_text(call: &ToolCall, current: Option<&str>) -> Option<String> {
     let input = &call.tool_input;
-    let new = match call.tool_name.as_str() {
+    match call.tool_name.as_str() {
         "Write" => input
             .get("content")
             .and_then(Value::as_str)
@@ -530,17 +570,6 @@ fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
                 .try_fold(c.to_string(), |text, e| apply_one(&text, e))
         }),
         _ => None,
-    };
-    let Some(new) = new else {
-        return Verdict::Allow;
-    };
-    match prd::judge_with_checks(current, &new, &ctx.story_checks) {
-        Some(why) => Verdict::Deny(format!(
-            "ralph-guard: this change to {} is refused: {why}. The loop feeds stories from it by id: keep it \
-             valid JSON with every story and its id, and record progress in fields such as `passes`.",
-            prd.display()
-        )),
-        None => Verdict::Allow,
     }
 }
 

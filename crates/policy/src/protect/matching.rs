@@ -82,6 +82,21 @@ impl<'a> Checker<'a> {
                 kept_from_whole_tree: false,
             });
         }
+        // The client's settings: no Bash write (its content can't be judged).
+        for file in &ctx.settings_files {
+            let display = match ctx.home.as_deref().and_then(|h| file.strip_prefix(h).ok()) {
+                Some(rel) => format!("~/{}", rel.display()),
+                None => file.display().to_string(),
+            };
+            targets.push(Target {
+                abs: file.clone(),
+                is_prd: false,
+                is_dir: false,
+                display,
+                exists: file.exists(),
+                kept_from_whole_tree: false,
+            });
+        }
         let loop_count = targets.len();
         if let Some(prd) = &ctx.prd_file {
             for root in &roots {
