@@ -110,6 +110,17 @@ fn run() -> Option<Value> {
     };
     let agent_type = input.agent_type.as_deref();
     let ctx = context(&call, &root, &paths, &cwd, loop_active, &policy, agent_type);
+    // --parallel: a worker's story is read from its task once, at its first
+    // guarded call, before that call runs (`parallel::bound`).
+    if ctx.worker_tree.is_some()
+        && let Some(agent) = input.agent_id.as_deref()
+    {
+        ralph_core::parallel::bound::bind_at_first_call(
+            &paths,
+            input.transcript_path.as_deref(),
+            agent,
+        );
+    }
     let decision = decide(&call, &policy, &ctx);
     if loop_active && !matches!(decision.verdict, Verdict::Deny(_)) {
         // The no-progress breaker's record of this turn's tools (see

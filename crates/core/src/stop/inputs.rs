@@ -150,7 +150,7 @@ impl StopInputs {
             last_message,
         );
         let in_flight = if state.parallel > 0 {
-            in_flight(input)
+            in_flight(paths, input)
         } else {
             Vec::new()
         };
@@ -184,7 +184,7 @@ impl StopInputs {
 
 /// `--parallel`: the stories of the running workers, by their description,
 /// else by the task in their own transcript.
-fn in_flight(input: &HookInput) -> Vec<Option<String>> {
+fn in_flight(paths: &LoopPaths, input: &HookInput) -> Vec<Option<String>> {
     let running = crate::parallel::in_flight(&input.background_tasks);
     let workers = input
         .background_tasks
@@ -195,9 +195,7 @@ fn in_flight(input: &HookInput) -> Vec<Option<String>> {
         .zip(workers)
         .map(|(story, task)| {
             story.or_else(|| {
-                let session = input.transcript_path.as_deref()?;
-                let own = transcript::subagent_transcript(session.as_ref(), &task.id)?;
-                crate::parallel::story_in_task(&transcript::subagent_task(&own)?)
+                crate::parallel::bound::story_of(paths, input.transcript_path.as_deref(), &task.id)
             })
         })
         .collect()
