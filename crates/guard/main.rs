@@ -317,7 +317,11 @@ fn context(
         if let Some(lexical) = call.file_target(cwd, ctx.home.as_deref()) {
             ctx.file_real_path = real_path(&lexical).filter(|r| *r != lexical);
             let real = ctx.file_real_path.as_ref().unwrap_or(&lexical);
-            if ctx.settings_files.iter().any(|f| *f == lexical || f == real) {
+            if ctx
+                .settings_files
+                .iter()
+                .any(|f| *f == lexical || f == real)
+            {
                 ctx.settings_current = read_capped(real, POLICY_LIMIT).ok().flatten();
             }
             ctx.file_aliases = hard_link_aliases(&lexical, root, paths, &ctx.loop_files, &prd);
@@ -352,7 +356,11 @@ fn context(
 /// inside it (ralph developing itself), is left out: it would refuse every
 /// edit. Only folders that exist.
 fn protected_dirs(root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     let client_config = var("CLAUDE_CONFIG_DIR").or_else(|| home.map(|h| h.join(".claude")));
     let candidates = [
         Some(ralph_core::paths::data_root()),

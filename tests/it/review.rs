@@ -186,7 +186,10 @@ fn the_review_record_is_the_hooks_own() {
 fn no_environment_value_the_agent_can_set_makes_the_hooks_stand_aside() {
     use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
     let p = Project::new("review-no-switch");
-    p.prompt(SESSION, "/ralph:ralph-loop task --max-iterations 9 --max-stalls 0");
+    p.prompt(
+        SESSION,
+        "/ralph:ralph-loop task --max-iterations 9 --max-stalls 0",
+    );
     let spent = Pass::issue(&p.loop_paths(), &Purpose::Reviewer).expect("pass");
     let spent_token = spent.token().to_string();
     drop(spent);

@@ -81,7 +81,9 @@ pub fn judge(chain: &[Proc]) -> Origin {
     }
     // A hook's runner waits for it; only a detached process is init's.
     if chain.get(1).is_some_and(is_init) && me.pid != 1 {
-        return Origin::Agent("it was detached from whoever started it (its parent is init)".into());
+        return Origin::Agent(
+            "it was detached from whoever started it (its parent is init)".into(),
+        );
     }
     Origin::Other
 }
@@ -120,7 +122,12 @@ fn read_proc(pid: u32) -> Option<Proc> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     let name = stat.get(open + 1..close)?.to_string();
-    let ppid = stat.get(close + 1..)?.split_whitespace().nth(1)?.parse().ok()?;
+    let ppid = stat
+        .get(close + 1..)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
     let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
     let var = |key: &[u8]| -> Option<String> {
         environ
@@ -179,7 +186,10 @@ mod tests {
         nested[3].ai_agent = Some(AGENT.into());
         assert_eq!(judge(&nested), Origin::ClientHook);
         // Where the client's `sh -c` execs the hook (bash as /bin/sh).
-        let direct = [p(300, 100, "ralph-setup", Some(HARNESS), Some(100)), client()];
+        let direct = [
+            p(300, 100, "ralph-setup", Some(HARNESS), Some(100)),
+            client(),
+        ];
         assert_eq!(judge(&direct), Origin::ClientHook);
     }
 
@@ -187,7 +197,11 @@ mod tests {
     fn the_agents_shell_anywhere_above_is_the_agent_whatever_the_process_says() {
         // env -u AI_AGENT ralph-setup hook-event, from the Bash tool.
         let bash = p(200, 100, "bash", Some(AGENT), Some(100));
-        let chain = [p(300, 200, "ralph-setup", None, None), bash.clone(), client()];
+        let chain = [
+            p(300, 200, "ralph-setup", None, None),
+            bash.clone(),
+            client(),
+        ];
         assert!(matches!(judge(&chain), Origin::Agent(_)));
         // Forged marks on the way: a fake harness shell, CLAUDE_PID naming
         // the agent's shell.

@@ -41,6 +41,7 @@ pub mod queue;
 pub mod reinject;
 pub mod review;
 pub mod run;
+pub mod seal;
 pub mod setup;
 pub mod standaside;
 pub mod state;

@@ -266,13 +266,14 @@ impl LoopPaths {
     /// counts: a mirror that cannot be written (a link ralph will not write
     /// through) is returned as a note, not an error.
     pub fn write_state(&self, text: &str) -> Result<Option<StoreError>, StoreError> {
-        store::atomic_write(&self.state, text.as_bytes())?;
+        crate::seal::write(&self.state, text.as_bytes())?;
         Ok(store::atomic_write(&self.mirror, text.as_bytes()).err())
     }
 
     /// The loop is over: its state and mirror go.
     pub fn remove_state(&self) -> Result<(), StoreError> {
         store::remove_if_present(&self.state)?;
+        crate::seal::remove(&self.state)?;
         // Removing a link removes the link, never its target.
         store::remove_if_present(&self.mirror)?;
         Ok(())
@@ -286,6 +287,7 @@ impl LoopPaths {
             return store::move_aside(&self.mirror, unix_secs);
         }
         let _ = store::remove_if_present(&self.mirror);
+        let _ = crate::seal::remove(&self.state);
         let keep = store::aside_name(&self.mirror, unix_secs);
         if let Some(dir) = keep.parent() {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;

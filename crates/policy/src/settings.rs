@@ -58,9 +58,9 @@ pub fn judge(current: Option<&str>, new: &str) -> Option<String> {
         serde_json::from_str(text).ok()
     };
     let before = current.and_then(parse).unwrap_or(Value::Null);
-    let Some(after) = parse(new) else {
-        return Some("the new text is not JSON the client can read".to_string());
-    };
+    // Text that is not JSON has none of the keys (the client cannot read
+    // it): refused only when it would take away some that were there.
+    let after = parse(new).unwrap_or(Value::Null);
     let changed: Vec<&str> = SWITCH_KEYS
         .iter()
         .copied()
@@ -130,7 +130,10 @@ mod tests {
         let c = ctx(Some(r#"{"permissions": {"allow": []}}"#));
         let kill = json!({"file_path": local, "content": "{\"env\":{\"RALPH_REVIEWER\":\"1\"}}"});
         let why = denied(&verdict("Write", kill, &c)).map(str::to_string);
-        assert!(why.as_deref().is_some_and(|w| w.contains("`env`")), "{why:?}");
+        assert!(
+            why.as_deref().is_some_and(|w| w.contains("`env`")),
+            "{why:?}"
+        );
         let edit = json!({"file_path": local, "old_string": "{\"permissions\"",
             "new_string": "{\"disableAllHooks\": true, \"permissions\""});
         assert!(denied(&verdict("Edit", edit, &c)).is_some());
@@ -157,8 +160,14 @@ mod tests {
             let why = denied(&v).unwrap_or_else(|| panic!("{cmd}: allowed"));
             assert!(why.contains("settings file of the client"), "{cmd}: {why}");
         }
-        for cmd in ["cat .claude/settings.json", "jq .env ~/.claude/settings.json"] {
-            assert!(denied(&verdict("Bash", json!({"command": cmd}), &c)).is_none(), "{cmd}");
+        for cmd in [
+            "cat .claude/settings.json",
+            "jq .env ~/.claude/settings.json",
+        ] {
+            assert!(
+                denied(&verdict("Bash", json!({"command": cmd}), &c)).is_none(),
+                "{cmd}"
+            );
         }
     }
 
@@ -172,12 +181,15 @@ mod tests {
         assert_eq!(judge(Some(cur), r#"{"env":{"A":"1"},"model":"x"}"#), None);
         let forged = r#"{"env":{"A":"1","RALPH_REVIEWER":"1"}}"#;
         assert!(judge(Some(cur), forged).unwrap().contains("`env`"));
-        assert!(judge(None, r#"{"disableAllHooks":true}"#)
-            .unwrap()
-            .contains("disableAllHooks"));
+        assert!(
+            judge(None, r#"{"disableAllHooks":true}"#)
+                .unwrap()
+                .contains("disableAllHooks")
+        );
         assert!(judge(None, r#"{"hooks":{"Stop":[]}}"#).is_some());
         assert!(judge(None, r#"{"enabledPlugins":{"ralph@ralph":false}}"#).is_some());
-        assert!(judge(Some(cur), "not json").is_some());
+        assert!(judge(Some(cur), "not json").unwrap().contains("`env`"));
+        assert_eq!(judge(Some(r#"{"model":"x"}"#), "x"), None);
         // A new file without switches, an empty one.
         assert_eq!(judge(None, r#"{"model":"sonnet"}"#), None);
         assert_eq!(judge(Some(""), "{}"), None);

@@ -48,6 +48,9 @@ pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
 /// The message for the user either way.
 pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
+    if let Some(t) = crate::stop::tamper::found(paths) {
+        return accept_tampered(paths, &t);
+    }
     let (text, state) = match paths.read_state() {
         StateFile::Loop { text, state } => (text, state),
         StateFile::Missing => {
@@ -79,6 +82,27 @@ pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
     let _ = activity::append(&paths.log, &entry.with_message(Some(&why)));
     Ok(Resumed::Yes(format!(
         "▶️ Resumed the Ralph loop at iteration {at} (it was paused: {why}). .ralph-blocker.md was removed; the loop goes on when Claude next stops."
+    )))
+}
+
+/// The loop paused because its folder was changed outside ralph, and the
+/// user resumes it: the files are accepted as they are now (sealed again,
+/// the project's copy written from the state).
+fn accept_tampered(
+    paths: &LoopPaths,
+    t: &crate::stop::tamper::Tamper,
+) -> Result<Resumed, StoreError> {
+    for file in [&paths.state, &paths.verify, &paths.review] {
+        crate::seal::accept(file)?;
+    }
+    if let Some(text) = store::read_optional(&paths.state)? {
+        let _ = store::atomic_write(&paths.mirror, text.as_bytes());
+    }
+    let why = t.changes.join("; ");
+    let entry = Entry::now(&t.owner, t.iteration, Action::Resume, "user_accepted");
+    let _ = activity::append(&paths.log, &entry.with_message(Some(&why)));
+    Ok(Resumed::Yes(format!(
+        "▶️ Resumed the Ralph loop with its files as they are now (changed outside ralph: {why}). The loop goes on when Claude next stops."
     )))
 }
 
@@ -233,7 +257,10 @@ pub fn run_by_agent(ai_agent: Option<&str>) -> bool {
 /// started, or a process detached to init).
 pub fn this_process_run_by_agent() -> bool {
     run_by_agent(std::env::var("AI_AGENT").ok().as_deref())
-        || matches!(crate::ancestry::this_origin(), crate::ancestry::Origin::Agent(_))
+        || matches!(
+            crate::ancestry::this_origin(),
+            crate::ancestry::Origin::Agent(_)
+        )
 }
 
 /// The refusal when the agent runs a command that starts, replaces or ends a loop.

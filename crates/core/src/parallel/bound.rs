@@ -74,11 +74,16 @@ pub fn bind_at_first_call(paths: &LoopPaths, session_transcript: Option<&str>, a
 
 /// The story of worker `agent`: ralph's record, else (no guarded call was
 /// made) its task as its transcript still holds it.
-pub fn story_of(paths: &LoopPaths, session_transcript: Option<&str>, agent: &str) -> Option<String> {
+pub fn story_of(
+    paths: &LoopPaths,
+    session_transcript: Option<&str>,
+    agent: &str,
+) -> Option<String> {
     match record(paths, agent) {
         Record::Bound(story) => story,
         Record::None => {
-            let own = crate::transcript::subagent_transcript(Path::new(session_transcript?), agent)?;
+            let own =
+                crate::transcript::subagent_transcript(Path::new(session_transcript?), agent)?;
             super::story_in_task(&crate::transcript::subagent_task(&own)?)
         }
     }
@@ -115,7 +120,10 @@ mod tests {
     fn the_story_is_read_once_at_the_first_call_and_a_rewrite_after_is_ignored() {
         let (d, paths, session) = setup("rewrite");
         assert_eq!(record(&paths, "a1"), Record::None);
-        assert_eq!(story_of(&paths, Some(&session), "a1").as_deref(), Some("US-1"));
+        assert_eq!(
+            story_of(&paths, Some(&session), "a1").as_deref(),
+            Some("US-1")
+        );
         bind_at_first_call(&paths, Some(&session), "a1");
         assert_eq!(record(&paths, "a1"), Record::Bound(Some("US-1".into())));
         // The worker rewrites its transcript's first line.
@@ -126,7 +134,10 @@ mod tests {
         )
         .unwrap();
         bind_at_first_call(&paths, Some(&session), "a1");
-        assert_eq!(story_of(&paths, Some(&session), "a1").as_deref(), Some("US-1"));
+        assert_eq!(
+            story_of(&paths, Some(&session), "a1").as_deref(),
+            Some("US-1")
+        );
         forget(&paths, "a1");
         assert_eq!(record(&paths, "a1"), Record::None);
         let _ = std::fs::remove_dir_all(&d);

@@ -402,7 +402,7 @@ fn merged(
             .map(|t| VerifyLog::parse(&t))
             .unwrap_or_default();
         log.stories.insert(claim.story.clone(), result);
-        let _ = store::atomic_write(&paths.verify, log.render().as_bytes());
+        let _ = crate::seal::write(&paths.verify, log.render().as_bytes());
     }
     let agent = input.agent_id.clone().unwrap_or_default();
     let mut board = paths.read_board();

@@ -28,6 +28,8 @@ pub enum Gathered {
     NotOurs,
     /// The state file cannot be used: the loop stops.
     Corrupt(Corrupt),
+    /// The loop's folder was changed outside ralph: the loop pauses.
+    Tampered(super::tamper::Tamper),
     Loop(Box<StopInputs>),
 }
 
@@ -84,6 +86,14 @@ impl StopInputs {
     /// Read what this Stop needs, under the loop lock.
     pub fn gather(paths: &LoopPaths, input: &HookInput) -> Result<Gathered, StoreError> {
         let session = input.session();
+        // Before anything is read as the loop's: a state, a result or a
+        // verdict ralph did not write is told to the user, never used.
+        if let Some(t) = super::tamper::found(paths) {
+            if !owns(&t.owner, session) {
+                return Ok(Gathered::NotOurs);
+            }
+            return Ok(Gathered::Tampered(t));
+        }
         let (text, state) = match paths.read_state() {
             StateFile::Missing => return Ok(Gathered::NotOurs),
             StateFile::Unreadable(e) if e.is_not_text() => {

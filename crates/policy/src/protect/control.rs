@@ -52,9 +52,11 @@ fn setup(args: &[String]) -> Option<String> {
     if read_only(sub, rest) || sub == "show" {
         return None;
     }
-    let flag = rest
-        .iter()
-        .find(|a| ["--html", "--install", "--off"].iter().any(|f| a.starts_with(f)));
+    let flag = rest.iter().find(|a| {
+        ["--html", "--install", "--off"]
+            .iter()
+            .any(|f| a.starts_with(f))
+    });
     Some(match flag {
         Some(f) => format!("{sub} {}", f.split('=').next().unwrap_or(f)),
         None => sub.to_string(),
