@@ -3,6 +3,7 @@
 //! the e2e scenarios). Only the verdicts the Stop hook recorded count.
 
 use crate::support::*;
+use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
 
 /// A reviewer that approves once `fixed` exists, counting its runs in `reviews.log`.
 const REVIEWER: &str = r#"cat > request.json
@@ -168,7 +169,6 @@ fn the_review_record_is_the_hooks_own() {
     }
     // A reviewer's own session is not the loop's: ralph's hooks stand aside
     // in it, on a live pass ralph issued for it.
-    use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
     let pass = Pass::issue(&p.loop_paths(), &Purpose::Reviewer).expect("pass");
     let mut stop = command(STOP, &p, &[]);
     stop.env(PASS_ENV, pass.token());
@@ -184,7 +184,6 @@ fn the_review_record_is_the_hooks_own() {
 /// `env`), a forged pass and a spent one all leave the hooks at their work.
 #[test]
 fn no_environment_value_the_agent_can_set_makes_the_hooks_stand_aside() {
-    use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
     let p = Project::new("review-no-switch");
     p.prompt(
         SESSION,

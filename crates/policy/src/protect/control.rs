@@ -19,9 +19,7 @@ pub(super) fn loop_control(program: &str, args: &[String]) -> Option<String> {
         // Hooks: their input is the client's, never the agent's to forge.
         "ralph-stop-hook" | "ralph-guard" => Some(program.to_string()),
         "ralph" => {
-            let Some((sub, rest)) = subcommand(args) else {
-                return None;
-            };
+            let (sub, rest) = subcommand(args)?;
             match sub {
                 // The plugin's launcher, `plugin/ralph setup VERB`.
                 "setup" => setup(rest).map(|s| format!("ralph setup {s}")),
