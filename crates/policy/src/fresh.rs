@@ -51,47 +51,68 @@ fn writes_at(command: &str, depth: usize) -> bool {
 /// Where a Bash command writes, as far as can be seen: the files its
 /// redirections write, the paths a writing program is handed (for `cp`,
 /// `install`, `rsync` and `ln` the destination only), and the folders of
-/// `cd` and `git -C` (what follows them writes there). A script an
-/// interpreter runs is out of sight.
+/// `git -C`; each relative one taken from the folder the command's `cd`s
+/// (in order) have reached by then, so `cd src && touch x && cd .. && git
+/// status` writes `src/x` only. A folder that is not known (`cd "$X"`,
+/// `cd -`) makes what follows start with `$`, which no rule resolves. A
+/// script an interpreter runs is out of sight.
 pub fn write_targets(command: &str) -> Vec<String> {
     let mut out = Vec::new();
-    targets_at(command, 0, &mut out);
+    let mut cwd = String::new();
+    targets_at(command, 0, &mut cwd, &mut out);
     out
 }
 
-fn targets_at(command: &str, depth: usize, out: &mut Vec<String>) {
+/// `word` as seen from `cwd` (empty: where the command started).
+fn from_cwd(cwd: &str, word: &str) -> String {
+    if cwd.is_empty() || word.starts_with('/') || word.starts_with('~') {
+        word.to_string()
+    } else {
+        format!("{}/{word}", cwd.trim_end_matches('/'))
+    }
+}
+
+fn targets_at(command: &str, depth: usize, cwd: &mut String, out: &mut Vec<String>) {
     if depth > MAX_DEPTH {
         return;
     }
     for seg in shell::split_chain(command) {
+        let here = cwd.clone();
         out.extend(
             seg.redirects
                 .iter()
                 .filter(|r| r.writes_file() && !harmless_target(&r.target))
-                .map(|r| r.target.clone()),
+                .map(|r| from_cwd(&here, &r.target)),
         );
         for sub in &seg.substitutions {
-            targets_at(sub, depth + 1, out);
+            targets_at(sub, depth + 1, &mut here.clone(), out);
         }
         match unwrap(&seg.words) {
             Invocation::Exec { name, args, .. } => {
                 let base = name.rsplit('/').next().unwrap_or(&name).to_string();
                 let operands: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+                let mut put = |w: &String| out.push(from_cwd(&here, w));
                 match base.as_str() {
-                    "cd" | "pushd" => out.extend(operands.first().map(|a| (*a).clone())),
-                    "git" => out.extend(
-                        args.windows(2)
-                            .filter(|w| w[0] == "-C")
-                            .map(|w| w[1].clone()),
-                    ),
-                    "cp" | "install" | "rsync" | "ln" => {
-                        out.extend(operands.last().map(|a| (*a).clone()))
+                    "cd" | "pushd" => {
+                        let dir = args.iter().find(|a| *a == "-" || !a.starts_with('-'));
+                        *cwd = match dir {
+                            Some(dir) if dir.as_str() != "-" => from_cwd(&here, dir),
+                            Some(_) => "$OLDPWD".to_string(),
+                            None => "~".to_string(),
+                        };
                     }
-                    _ if program_writes(&name, &args) => out.extend(operands.into_iter().cloned()),
+                    "git" => args
+                        .windows(2)
+                        .filter(|w| w[0] == "-C")
+                        .for_each(|w| put(&w[1])),
+                    "cp" | "install" | "rsync" | "ln" => {
+                        operands.last().into_iter().for_each(|a| put(a))
+                    }
+                    _ if program_writes(&name, &args) => operands.into_iter().for_each(put),
                     _ => {}
                 }
             }
-            Invocation::Script { text, .. } => targets_at(&text, depth + 1, out),
+            Invocation::Script { text, .. } => targets_at(&text, depth + 1, &mut here.clone(), out),
             Invocation::ShellStdin | Invocation::Nothing => {}
         }
     }
@@ -145,6 +166,14 @@ fn git_writes(args: &[String]) -> bool {
             i += 1;
             continue;
         }
+        let rest = &args[i + 1..];
+        // Subcommands that also list: judged by their form.
+        match a {
+            "branch" | "tag" => return !lists_refs(a, rest),
+            "stash" => return !matches!(rest.first().map(String::as_str), Some("list" | "show")),
+            "worktree" => return rest.first().map(String::as_str) != Some("list"),
+            _ => {}
+        }
         return matches!(
             a,
             "add"
@@ -174,9 +203,122 @@ fn git_writes(args: &[String]) -> bool {
     false
 }
 
+/// `git branch` / `git tag` that only list (`--show-current`, `-l`, no
+/// name given): no flag that changes a ref, and a name only as a pattern
+/// of `--list` or as the value of a listing option.
+fn lists_refs(sub: &str, rest: &[String]) -> bool {
+    const CHANGES: &[&str] = &[
+        "-d",
+        "-D",
+        "-m",
+        "-M",
+        "-c",
+        "-C",
+        "-f",
+        "-u",
+        "--delete",
+        "--move",
+        "--copy",
+        "--force",
+        "--set-upstream-to",
+        "--unset-upstream",
+        "--edit-description",
+        "--track",
+        "--no-track",
+        "-a",
+        "-s",
+        "-F",
+        "--annotate",
+        "--sign",
+        "--file",
+        "--message",
+    ];
+    const VALUED: &[&str] = &[
+        "--contains",
+        "--no-contains",
+        "--merged",
+        "--no-merged",
+        "--points-at",
+        "--format",
+        "--sort",
+        "--column",
+    ];
+    let listing = rest
+        .iter()
+        .any(|a| a == "-l" || a == "--list" || a == "--show-current");
+    let mut named = false;
+    let mut skip = false;
+    for a in rest {
+        if skip {
+            skip = false;
+            continue;
+        }
+        let flag = a.split('=').next().unwrap_or(a);
+        // `-a` lists all branches for `git branch`, annotates for `git tag`.
+        let changes = CHANGES.contains(&flag) && !(sub == "branch" && matches!(flag, "-a"));
+        if changes || (sub == "tag" && (flag == "-m" || flag == "-u")) {
+            return false;
+        }
+        if VALUED.contains(&flag) && !a.contains('=') {
+            skip = true;
+        } else if !a.starts_with('-') {
+            named = true;
+        }
+    }
+    listing || !named
+}
+
 #[cfg(test)]
 mod tests {
     use super::bash_writes;
+
+    #[test]
+    fn git_that_only_lists_does_not_write() {
+        for c in [
+            "git branch --show-current",
+            "git branch",
+            "git branch -a -v",
+            "git branch --list 'ralph/*'",
+            "git branch --contains HEAD",
+            "git stash list",
+            "git stash show -p",
+            "git tag -l",
+            "git tag",
+            "git tag --points-at HEAD",
+            "git worktree list",
+            "git worktree list --porcelain",
+        ] {
+            assert!(!bash_writes(c), "{c}");
+        }
+        for c in [
+            "git branch new",
+            "git branch -D old",
+            "git branch -m a b",
+            "git stash",
+            "git stash pop",
+            "git tag v1",
+            "git tag -a v1 -m x",
+            "git tag -d v1",
+            "git worktree add ../x",
+            "git worktree remove -f -f ../agent-other",
+        ] {
+            assert!(bash_writes(c), "{c}");
+        }
+    }
+
+    #[test]
+    fn each_cd_is_taken_from_where_the_last_one_left() {
+        use super::write_targets;
+        assert_eq!(
+            write_targets("cd src && touch x && cd .. && git status"),
+            ["src/x"]
+        );
+        assert_eq!(write_targets("cd a; cd b; touch y"), ["a/b/y"]);
+        assert_eq!(write_targets("cd /p && rm -f a"), ["/p/a"]);
+        assert_eq!(write_targets("cd \"$X\" && rm -f a"), ["$X/a"]);
+        assert_eq!(write_targets("cd - && touch z"), ["$OLDPWD/z"]);
+        assert_eq!(write_targets("cd src && echo x > out.txt"), ["src/out.txt"]);
+    }
 
     #[test]
     fn writes_are_seen() {
@@ -206,7 +348,7 @@ mod tests {
             ["/h/m", "b.txt"]
         );
         assert_eq!(write_targets("cp /p/prd.json ./x"), ["./x"]);
-        assert_eq!(write_targets("cd /p && rm -f a"), ["/p", "a"]);
+        assert_eq!(write_targets("cd /p && rm -f a"), ["/p/a"]);
         assert_eq!(write_targets("git -C /p commit -am x"), ["/p"]);
         assert_eq!(write_targets("sh -c 'echo x >> /p/n'"), ["/p/n"]);
     }

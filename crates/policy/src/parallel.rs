@@ -135,6 +135,11 @@ mod tests {
                 json!({"command": format!("echo note >> {r}/progress.txt")}),
             ),
             call("Bash", json!({"command": "echo x > /tmp/scratch"})),
+            // Each `cd` from where the last one left (issue 24: refused before).
+            call(
+                "Bash",
+                json!({"command": "cd src && touch x && cd .. && git status"}),
+            ),
         ];
         for c in &allowed {
             assert_eq!(outside_worktree(c, &ctx, &tree), None, "{c:?}");
@@ -150,6 +155,10 @@ mod tests {
             ),
             call("Bash", json!({"command": format!("echo x > {r}/a.txt")})),
             call("Bash", json!({"command": "cd ../../.. && touch a"})),
+            call(
+                "Bash",
+                json!({"command": "cd src && cd ../../../.. && touch a"}),
+            ),
             call(
                 "Bash",
                 json!({"command": format!("git -C {r} commit -am x")}),
