@@ -56,31 +56,27 @@ fn is_init(p: &Proc) -> bool {
     p.pid == 1 || p.name == "systemd" || p.name == "init"
 }
 
-/// The rule, over the chain from this process (`chain[0]`) upward.
-pub fn judge(chain: &[Proc]) -> Origin {
-    let Some(me) = chain.first() else {
-        return Origin::Other;
-    };
-    for pair in chain.windows(2) {
-        let (child, parent) = (&pair[0], &pair[1]);
-        if is_agent(parent.ai_agent.as_deref()) {
-            return Origin::Agent(format!(
-                "the agent's shell (process {}, {}) started it",
-                parent.pid, parent.name
-            ));
-        }
-        // The client: the process every hook runner names as its own
-        // (`CLAUDE_PID`), the parent of a harness-marked child (the `sh -c`,
-        // or the hook itself where that shell `exec`s it). Checked after the
-        // agent's marks: a forged `CLAUDE_PID` naming the agent's own shell
-        // is found out above; one naming init, below.
-        let named = is_harness(child.ai_agent.as_deref()) && child.claude_pid == Some(parent.pid);
-        if named && !is_init(parent) {
-            return Origin::ClientHook;
-        }
+/// One step of the rule: `parent` above `child`, `me` at the bottom.
+fn step(child: &Proc, parent: &Proc) -> Option<Origin> {
+    if is_agent(parent.ai_agent.as_deref()) {
+        return Some(Origin::Agent(format!(
+            "the agent's shell (process {}, {}) started it",
+            parent.pid, parent.name
+        )));
     }
-    // A hook's runner waits for it; only a detached process is init's.
-    if chain.get(1).is_some_and(is_init) && me.pid != 1 {
+    // The client: the process every hook runner names as its own
+    // (`CLAUDE_PID`), the parent of a harness-marked child (the `sh -c`,
+    // or the hook itself where that shell `exec`s it). Checked after the
+    // agent's marks: a forged `CLAUDE_PID` naming the agent's own shell is
+    // found out above; one naming init, here.
+    let named = is_harness(child.ai_agent.as_deref()) && child.claude_pid == Some(parent.pid);
+    (named && !is_init(parent)).then_some(Origin::ClientHook)
+}
+
+/// Nothing above said who: a process detached to init is the agent's (a
+/// hook's runner waits for its hook), any other is neither.
+fn undecided(me: &Proc, parent: Option<&Proc>) -> Origin {
+    if parent.is_some_and(is_init) && me.pid != 1 {
         return Origin::Agent(
             "it was detached from whoever started it (its parent is init)".into(),
         );
@@ -88,9 +84,64 @@ pub fn judge(chain: &[Proc]) -> Origin {
     Origin::Other
 }
 
-/// This process and its ancestors; empty where `/proc` cannot be read.
+/// The rule, over the chain from this process (`chain[0]`) upward.
+pub fn judge(chain: &[Proc]) -> Origin {
+    let Some(me) = chain.first() else {
+        return Origin::Other;
+    };
+    chain
+        .windows(2)
+        .find_map(|pair| step(&pair[0], &pair[1]))
+        .unwrap_or_else(|| undecided(me, chain.get(1)))
+}
+
+/// Who started this process (see [`judge`]): the ancestors are read one at
+/// a time, up to the first that decides (a hook: two).
+pub fn this_origin() -> Origin {
+    let Some(me) = this_process() else {
+        return Origin::Other;
+    };
+    let mut child = me.clone();
+    let mut first_parent = None;
+    for _ in 0..MAX_DEPTH {
+        if child.ppid == 0 {
+            break;
+        }
+        let Some(parent) = read_proc(child.ppid) else {
+            break;
+        };
+        if let Some(origin) = step(&child, &parent) {
+            return origin;
+        }
+        first_parent.get_or_insert_with(|| parent.clone());
+        if parent.pid == 1 {
+            break;
+        }
+        child = parent;
+    }
+    undecided(&me, first_parent.as_ref())
+}
+
+/// This process, its environment read from its variables (the same as its
+/// initial one for a hook, which never changes them); `None` where `/proc`
+/// cannot be read.
+fn this_process() -> Option<Proc> {
+    if !Path::new("/proc/self/stat").exists() {
+        return None;
+    }
+    let var = |k: &str| std::env::var(k).ok();
+    Some(Proc {
+        pid: std::process::id(),
+        ppid: std::os::unix::process::parent_id(),
+        name: String::new(),
+        ai_agent: var("AI_AGENT"),
+        claude_pid: var("CLAUDE_PID").and_then(|v| v.parse().ok()),
+    })
+}
+
+/// This process and its ancestors (to init); empty where `/proc` cannot be read.
 pub fn this_chain() -> Vec<Proc> {
-    let Some(me) = read_proc(std::process::id()) else {
+    let Some(me) = this_process() else {
         return Vec::new();
     };
     let mut chain = vec![me];
@@ -110,14 +161,20 @@ pub fn this_chain() -> Vec<Proc> {
     chain
 }
 
-/// Who started this process (see [`judge`]).
-pub fn this_origin() -> Origin {
-    judge(&this_chain())
+/// A `/proc` file in one read: each read of another process's `environ`
+/// walks its memory, and the standard readers start with 32 bytes.
+fn read_all(path: &Path, cap: usize) -> Vec<u8> {
+    use std::io::Read;
+    let mut buf = Vec::with_capacity(cap);
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let _ = f.read_to_end(&mut buf);
+    }
+    buf
 }
 
 fn read_proc(pid: u32) -> Option<Proc> {
     let dir = Path::new("/proc").join(pid.to_string());
-    let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+    let stat = String::from_utf8(read_all(&dir.join("stat"), 1024)).ok()?;
     // `PID (COMM) STATE PPID …`; COMM may hold spaces and parentheses.
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
@@ -128,7 +185,7 @@ fn read_proc(pid: u32) -> Option<Proc> {
         .nth(1)?
         .parse()
         .ok()?;
-    let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
+    let environ = read_all(&dir.join("environ"), 64 * 1024);
     let var = |key: &[u8]| -> Option<String> {
         environ
             .split(|b| *b == 0)
@@ -250,5 +307,7 @@ mod tests {
             assert_eq!(chain[0].pid, std::process::id());
             assert!(chain.len() >= 2);
         }
+        // Read one ancestor at a time, the same answer.
+        assert_eq!(this_origin(), judge(&chain));
     }
 }

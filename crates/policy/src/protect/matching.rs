@@ -110,6 +110,10 @@ impl<'a> Checker<'a> {
                 });
             }
         }
+        // Normalized as every word's path is (see `classify_except`).
+        for t in &mut targets {
+            t.abs = normalize(&t.abs);
+        }
         Checker {
             ctx,
             roots,
@@ -273,9 +277,14 @@ pub(super) fn classify_except(
             let reaches = if glob::has_glob(&cand) {
                 t.exists && glob_reaches(&path, t, kind, ctx)
             } else {
-                path == t.abs
-                    || (t.is_dir && path.starts_with(&t.abs))
+                // Both are normalized: a byte prefix is needed for a path
+                // prefix, and far cheaper to rule one out (every word meets
+                // every target).
+                let (p, a) = (bytes(&path), bytes(&t.abs));
+                p == a
+                    || (t.is_dir && p.starts_with(a) && path.starts_with(&t.abs))
                     || (t.exists
+                        && a.starts_with(p)
                         && t.abs.starts_with(&path)
                         && ancestor_counts(&path, kind, t, ctx))
             };
@@ -285,6 +294,10 @@ pub(super) fn classify_except(
         }
     }
     None
+}
+
+fn bytes(p: &Path) -> &[u8] {
+    p.as_os_str().as_encoded_bytes()
 }
 
 fn ancestor_counts(path: &Path, kind: Kind, t: &Target, ctx: &Checker) -> bool {
