@@ -96,6 +96,22 @@ fn a_state_changed_outside_ralph_pauses_the_loop_and_says_what_changed() {
     );
     let tampers = p.log().iter().filter(|e| e["decision"] == "tamper").count();
     assert_eq!(tampers, 1, "logged once");
+    // No other hook acts on it (and seals it again): a forged /clear
+    // hand-over through the session hooks, as the client would run them.
+    let end = serde_json::json!({"session_id": SESSION, "cwd": p.root,
+        "hook_event_name": "SessionEnd", "reason": "clear"});
+    let o = run(
+        command(SETUP, &p, &["hook-event"]),
+        Stdin::Bytes(end.to_string().as_bytes()),
+    );
+    assert_eq!(o.code, Some(0), "{o:?}");
+    assert!(!paths.handover.exists());
+    assert_eq!(std::fs::read_to_string(&paths.state).unwrap(), forged);
+    let o = run(command(SETUP, &p, &["status"]), Stdin::Bytes(b""));
+    assert!(
+        o.stdout.contains("changed outside ralph") || o.stderr.contains("changed outside ralph"),
+        "{o:?}"
+    );
     // Another session's Stop: not its loop (by ralph's record).
     assert_eq!(p.stop("thief", Some("x")), None);
     // The user accepts it.

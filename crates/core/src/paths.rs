@@ -227,9 +227,24 @@ pub enum PrdReadError {
 impl LoopPaths {
     /// The state, read and parsed: the authoritative copy, or (when there is
     /// none) the project's file, to be adopted.
+    ///
+    /// A state that fails its seal (changed outside ralph: `seal`) is not
+    /// read as the loop's: no hook acts on it or writes the loop from it
+    /// (which would seal it again); the Stop tells the user what changed
+    /// (`stop::tamper`), and only the user resumes or cancels it.
     pub fn read_state(&self) -> StateFile {
         let found = match store::read_optional(&self.state) {
             Ok(None) => store::read_optional(&self.mirror),
+            Ok(Some(text))
+                if crate::seal::check(&self.state, &text) == crate::seal::Seal::Broken =>
+            {
+                return StateFile::Unreadable(StoreError::io(
+                    &self.state,
+                    std::io::Error::other(
+                        "changed outside ralph (its seal does not match): the loop is paused until you resume or cancel it",
+                    ),
+                ));
+            }
             other => other,
         };
         match found {
