@@ -29,6 +29,7 @@ use crate::blocker::Blocker;
 use crate::prd::{Prd, PrdError};
 use crate::reinject::Injected;
 use crate::review::ReviewLog;
+use crate::seal::Seal;
 use crate::state::{LoopState, StateError};
 use crate::store::{self, StoreError};
 use crate::turn_tools;
@@ -233,24 +234,23 @@ impl LoopPaths {
     /// (which would seal it again); the Stop tells the user what changed
     /// (`stop::tamper`), and only the user resumes or cancels it.
     pub fn read_state(&self) -> StateFile {
-        let found = match store::read_optional(&self.state) {
-            Ok(None) => store::read_optional(&self.mirror),
-            Ok(Some(text))
-                if crate::seal::check(&self.state, &text) == crate::seal::Seal::Broken =>
-            {
-                return StateFile::Unreadable(StoreError::io(
-                    &self.state,
-                    std::io::Error::other(
-                        "changed outside ralph (its seal does not match): the loop is paused until you resume or cancel it",
-                    ),
-                ));
-            }
-            other => other,
+        let (found, own) = match store::read_optional(&self.state) {
+            Ok(None) => (store::read_optional(&self.mirror), false),
+            other => (other, true),
         };
         match found {
             Ok(None) => StateFile::Missing,
             Err(e) => StateFile::Unreadable(e),
             Ok(Some(text)) => match LoopState::parse(&text) {
+                // One that no longer parses is corrupt, whoever wrote it.
+                Ok(_) if own && crate::seal::check(&self.state, &text) == Seal::Broken => {
+                    StateFile::Unreadable(StoreError::io(
+                        &self.state,
+                        std::io::Error::other(
+                            "changed outside ralph (its seal does not match): the loop is paused until you resume or cancel it",
+                        ),
+                    ))
+                }
                 Ok(state) => StateFile::Loop {
                     text,
                     state: Box::new(state),

@@ -32,7 +32,10 @@ pub fn found(paths: &LoopPaths) -> Option<Tamper> {
     let mut changes = Vec::new();
     let mut owner = String::new();
     let mut iteration = 0;
+    // A state that no longer parses is the corrupt path's (kept aside, the
+    // loop stopped, the field named), whoever wrote it.
     if let Ok(Some(now)) = store::read_optional(&paths.state)
+        && crate::state::LoopState::parse(&now).is_ok()
         && seal::check(&paths.state, &now) == Seal::Broken
     {
         let last = store::read_optional(&paths.mirror)
