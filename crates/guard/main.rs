@@ -42,10 +42,6 @@ const MARKER_LIMIT: u64 = 1 << 16;
 const GUARDED_TOOLS: &[&str] = &["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"];
 
 fn main() {
-    // A reviewer's session (`--review`) runs with read-only tools of its own.
-    if ralph_core::review::run::in_reviewer_session() {
-        return;
-    }
     let output = std::panic::catch_unwind(run).unwrap_or_else(|_| {
         // The panic message itself went to stderr through the default hook.
         Some(serde_json::json!({
@@ -96,6 +92,16 @@ fn run() -> Option<Value> {
         // Git's configuration read is kept in the loop's folder across hooks.
         ralph_core::git::cache_config_in(&paths.git_config);
     }
+    // A reviewer's session (`--review`) runs with read-only tools of its own
+    // (a pass only ralph hands out: `standaside`).
+    if loop_active && ralph_core::standaside::in_reviewer_session(&paths) {
+        return None;
+    }
+    // The agent running the guard itself from Bash (a forged call, recorded
+    // as this turn's work to fool the no-progress breaker) gets nothing.
+    if loop_active && ralph_core::control::this_process_run_by_agent() {
+        return None;
+    }
     let policy = read_policy(&root);
     if !loop_active && matches!(policy, PolicySource::Absent) {
         return None;
@@ -108,6 +114,17 @@ fn run() -> Option<Value> {
     };
     let agent_type = input.agent_type.as_deref();
     let ctx = context(&call, &root, &paths, &cwd, loop_active, &policy, agent_type);
+    // --parallel: a worker's story is read from its task once, at its first
+    // guarded call, before that call runs (`parallel::bound`).
+    if ctx.worker_tree.is_some()
+        && let Some(agent) = input.agent_id.as_deref()
+    {
+        ralph_core::parallel::bound::bind_at_first_call(
+            &paths,
+            input.transcript_path.as_deref(),
+            agent,
+        );
+    }
     let decision = decide(&call, &policy, &ctx);
     if loop_active && !matches!(decision.verdict, Verdict::Deny(_)) {
         // The no-progress breaker's record of this turn's tools (see
@@ -297,13 +314,23 @@ fn context(
             .collect()
     };
 
-    ctx.protected_dirs = Some(ralph_core::paths::data_root())
-        .filter(|d| d.is_dir())
-        .into_iter()
-        .collect();
+    ctx.protected_dirs = protected_dirs(root, ctx.home.as_deref());
+    let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from);
+    ctx.settings_files =
+        ralph_policy::settings::settings_files(root, ctx.home.as_deref(), config_dir.as_deref());
     if call.tool_name != "Bash" {
         if let Some(lexical) = call.file_target(cwd, ctx.home.as_deref()) {
             ctx.file_real_path = real_path(&lexical).filter(|r| *r != lexical);
+            let real = ctx.file_real_path.as_ref().unwrap_or(&lexical);
+            if ctx
+                .settings_files
+                .iter()
+                .any(|f| *f == lexical || f == real)
+            {
+                ctx.settings_current = read_capped(real, POLICY_LIMIT).ok().flatten();
+            }
             ctx.file_aliases = hard_link_aliases(&lexical, root, paths, &ctx.loop_files, &prd);
         }
         if matches!(call.tool_name.as_str(), "Write" | "Edit" | "MultiEdit") {
@@ -334,6 +361,50 @@ fn context(
         .collect();
     ctx.prd_file = Some(prd);
     ctx
+}
+
+/// Folders outside the project whose whole content is ralph's or the
+/// client's, kept from the agent's writes while a loop runs: ralph's data
+/// folder (the loop's state, its passes), the binaries the hooks run (this
+/// guard's own folder, `$RALPH_BIN_DIR`, the plugin's data folder with its
+/// downloaded release, the plugin itself: `cp /bin/true …/ralph-stop-hook`
+/// would end every check), and the client's transcripts (a worker's task is
+/// its transcript's first line). A folder that holds the project, or lies
+/// inside it (ralph developing itself), is left out: it would refuse every
+/// edit. Only folders that exist.
+fn protected_dirs(root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let client_config = var("CLAUDE_CONFIG_DIR").or_else(|| home.map(|h| h.join(".claude")));
+    let candidates = [
+        Some(ralph_core::paths::data_root()),
+        std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(Path::to_path_buf)),
+        var("RALPH_BIN_DIR"),
+        var("CLAUDE_PLUGIN_DATA"),
+        var("CLAUDE_PLUGIN_ROOT"),
+        client_config.map(|c| c.join("projects")),
+    ];
+    let real_root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in candidates.into_iter().flatten() {
+        let Ok(real) = fs::canonicalize(&dir) else {
+            continue;
+        };
+        let overlaps = |r: &Path| r.starts_with(&real) || real.starts_with(r);
+        if !real.is_dir() || overlaps(root) || overlaps(&real_root) || dirs.contains(&real) {
+            continue;
+        }
+        if real != dir {
+            dirs.push(dir);
+        }
+        dirs.push(real);
+    }
+    dirs
 }
 
 /// The protected files that are `target` under another name: hard links

@@ -12,6 +12,7 @@ use ralph_core::run::failure::{ChildEnd, StopCause};
 use ralph_core::run::progress::{self, Style, Tone};
 use ralph_core::run::rotation::{self, Rotation, Thresholds};
 use ralph_core::run::tokens::{IterationTokens, human};
+use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -69,7 +70,15 @@ pub fn run(
     out: &mut Out,
 ) -> Ran {
     let mut ran = Ran::default();
-    let mut child = match spawn(setup) {
+    // The client's hooks know the run by a pass only this client holds
+    // (`standaside`), spent when this function returns.
+    let run = Purpose::Run {
+        session: setup.session.clone(),
+    };
+    let spawned = Pass::issue(&setup.paths, &run)
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|pass| spawn(setup, pass.token()).map(|child| (child, pass)));
+    let (mut child, _pass) = match spawned {
         Ok(c) => c,
         Err(e) => {
             ran.end.exit_code = Some(127);
@@ -109,7 +118,7 @@ pub fn run(
     ran
 }
 
-fn spawn(setup: &Setup) -> std::io::Result<Child> {
+fn spawn(setup: &Setup, pass: &str) -> std::io::Result<Child> {
     let mut cmd = Command::new(&setup.claude);
     cmd.args(["-p", "--input-format", "stream-json"])
         .args(["--output-format", "stream-json", "--verbose"])
@@ -118,9 +127,8 @@ fn spawn(setup: &Setup) -> std::io::Result<Child> {
         .args(&setup.client_args)
         .current_dir(&setup.paths.root)
         // The run notifies once, at its end; the session's hooks do not.
-        .env(ralph_core::notify::RUNNER_ENV, "1")
         // --parallel: the workers' hooks merge for the run's loop.
-        .env(ralph_core::parallel::hooks::RUN_SESSION_ENV, &setup.session)
+        .env(PASS_ENV, pass)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -24,6 +24,7 @@ use ralph_core::run::outcome::{
 use ralph_core::run::progress::{self, Style, Summary, Tone};
 use ralph_core::run::rotation::Thresholds;
 use ralph_core::run::tokens::human;
+use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
 use ralph_core::state::LoopState;
 use ralph_core::{clock, setup, store};
 use std::io::{IsTerminal, Read, Write};
@@ -390,13 +391,19 @@ impl Run<'_> {
             "last_assistant_message": ran.last_text,
             "background_tasks": [],
         });
+        // The run notifies once, at its end (`finish`), not the hook: a pass
+        // only this hook holds (`standaside`), spent when it has answered.
+        let run = Purpose::Run {
+            session: self.setup.session.clone(),
+        };
+        let pass = Pass::issue(&self.paths, &run)
+            .map_err(|e| Halt::Failed("hook_failed", format!("cannot run the Stop hook: {e}")))?;
         let mut child = Command::new(&self.hook_bin)
             .current_dir(&self.paths.root)
             .env("CLAUDE_PROJECT_DIR", &self.paths.root)
             // `--review`: the hook's reviewers use the run's own client.
             .env("RALPH_CLAUDE", &self.setup.claude)
-            // The run notifies once, at its end (`finish`), not the hook.
-            .env(ralph_core::notify::RUNNER_ENV, "1")
+            .env(PASS_ENV, pass.token())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -104,13 +104,20 @@ fn main() -> ExitCode {
                     &"`ralph-setup statusline --install/--off` was run by the agent: only the user changes their settings.json (`/ralph:statusline` in Claude Code, or this command in their own terminal). Nothing was changed.",
                 );
             }
+            // A file written wherever the agent points (the loop's state,
+            // the command policy, the user's settings): read it on stdout.
+            Command::Report { html: Some(_) } => {
+                return fail(
+                    &"`ralph-setup report --html FILE` was run by the agent: only the user writes the report to a file (`ralph-setup report` prints it). Nothing was written.",
+                );
+            }
             Command::HookPrompt | Command::HookEvent => return ExitCode::SUCCESS,
             _ => {}
         }
     }
     // A reviewer's session (`--review`) is not the loop's: its hooks stand aside.
-    if ralph_core::review::run::in_reviewer_session()
-        && matches!(command, Command::HookPrompt | Command::HookEvent)
+    if matches!(command, Command::HookPrompt | Command::HookEvent)
+        && ralph_core::standaside::in_reviewer_session(&paths())
     {
         return ExitCode::SUCCESS;
     }

@@ -89,21 +89,12 @@ const STDIN_DEADLINE_SECS: u64 = 10;
 
 /// The hook's whole job; `Nothing` lets the session stop silently.
 fn run() -> HookOutput {
-    // Claude Code runs this hook (`AI_AGENT=…_harness`); the agent running it
-    // from Bash with a forged input (a promise, a burned iteration) gets nothing.
-    if ralph_core::control::this_process_run_by_agent() {
-        return HookOutput::Nothing;
-    }
     // The path every turn of every session takes: no state file, nothing to
     // do. Claude Code sets CLAUDE_PROJECT_DIR, so this costs two stats and
     // never waits on stdin.
     if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty())
         && !LoopPaths::new(dir).has_loop()
     {
-        return HookOutput::Nothing;
-    }
-    // A reviewer's own session (`--review`) is not the loop's.
-    if ralph_core::review::run::in_reviewer_session() {
         return HookOutput::Nothing;
     }
     watchdog::start();
@@ -115,6 +106,18 @@ fn run() -> HookOutput {
     }
     // Git's configuration read is kept in the loop's folder across hooks.
     ralph_core::git::cache_config_in(&paths.git_config);
+    // Claude Code runs this hook (`AI_AGENT=…_harness`, below the client);
+    // the agent running it from Bash with a forged input (a promise, a
+    // burned iteration, another worker's stop) gets nothing, whatever
+    // environment it gives it (`ancestry`).
+    if ralph_core::control::this_process_run_by_agent() {
+        return HookOutput::Nothing;
+    }
+    // A reviewer's own session (`--review`) is not the loop's (a pass only
+    // ralph hands out: `standaside`).
+    if ralph_core::standaside::in_reviewer_session(&paths) {
+        return HookOutput::Nothing;
+    }
     let input = match input {
         Ok(input) => input,
         Err(e) => return HookOutput::allow(text::bad_input(&e)),

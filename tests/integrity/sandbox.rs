@@ -254,9 +254,14 @@ impl Sandbox {
     }
 
     /// A command the agent runs with the Bash tool, in `cwd`.
+    /// As the client does, the command runs inside a longer script (its
+    /// shell snapshot sourced first: measured on 2.1.328), so the shell
+    /// that carries the agent's marks stays its parent and is never
+    /// replaced by a lone command (`ancestry` reads it).
     pub fn agent_bash(&self, script: &str, cwd: &Path) -> Command {
         let mut cmd = self.base("bash", cwd);
-        cmd.args(["-c", script]).env("AI_AGENT", AI_AGENT_TOOL);
+        let wrapped = format!("{script}\nexit $?");
+        cmd.args(["-c", &wrapped]).env("AI_AGENT", AI_AGENT_TOOL);
         session_env(&mut cmd);
         cmd
     }

@@ -25,6 +25,7 @@ mod hermetic_git;
 mod launcher;
 mod loop_report;
 mod loop_state;
+mod no_off_switch;
 mod notify;
 mod parallel;
 mod pins;

@@ -90,13 +90,33 @@ fn a_pause_on_a_usage_limit_and_not_under_ralph_run() {
         SESSION,
         "/ralph:ralph-loop task --max-iterations 1 --notify \"sh n.sh\"",
     );
+    let run_pass = ralph_core::standaside::Pass::issue(
+        &p.loop_paths(),
+        &ralph_core::standaside::Purpose::Run {
+            session: SESSION.into(),
+        },
+    )
+    .expect("pass");
     let mut cmd = command(STOP, &p, &[]);
-    cmd.env("RALPH_RUN_NOTIFIES", "1");
+    cmd.env(ralph_core::standaside::PASS_ENV, run_pass.token());
     let input = stop_input(&p.root, "one");
     let out = run(cmd, Stdin::Bytes(&input));
     assert!(!out.is_block());
     assert!(p.state().is_none(), "the loop ended");
     assert!(notified(&p).is_empty());
+    // The old flag, which the agent could set in the project's settings, no
+    // longer silences the loop's end.
+    let p = Project::new("notify-old-flag");
+    p.write("n.sh", SCRIPT);
+    p.prompt(
+        SESSION,
+        "/ralph:ralph-loop task --max-iterations 1 --notify \"sh n.sh\"",
+    );
+    let mut cmd = command(STOP, &p, &[]);
+    cmd.env("RALPH_RUN_NOTIFIES", "1");
+    let out = run(cmd, Stdin::Bytes(&stop_input(&p.root, "one")));
+    assert!(!out.is_block());
+    assert_eq!(notified(&p).len(), 1);
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! the e2e scenarios). Only the verdicts the Stop hook recorded count.
 
 use crate::support::*;
+use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
 
 /// A reviewer that approves once `fixed` exists, counting its runs in `reviews.log`.
 const REVIEWER: &str = r#"cat > request.json
@@ -166,15 +167,49 @@ fn the_review_record_is_the_hooks_own() {
         );
         assert!(o.is_denied(), "{tool}: {o:?}");
     }
-    // A reviewer's own session is not the loop's: ralph's hooks stand aside in it.
+    // A reviewer's own session is not the loop's: ralph's hooks stand aside
+    // in it, on a live pass ralph issued for it.
+    let pass = Pass::issue(&p.loop_paths(), &Purpose::Reviewer).expect("pass");
     let mut stop = command(STOP, &p, &[]);
-    stop.env("RALPH_REVIEWER", "1");
+    stop.env(PASS_ENV, pass.token());
     let o = run(
         stop,
         Stdin::Bytes(&stop_input(&p.root, "<promise>DONE</promise>")),
     );
     assert_eq!(o.stdout.trim(), "");
     assert!(p.state().is_some());
+}
+
+/// The old switch (`RALPH_REVIEWER=1`, e.g. from the project's settings'
+/// `env`), a forged pass and a spent one all leave the hooks at their work.
+#[test]
+fn no_environment_value_the_agent_can_set_makes_the_hooks_stand_aside() {
+    let p = Project::new("review-no-switch");
+    p.prompt(
+        SESSION,
+        "/ralph:ralph-loop task --max-iterations 9 --max-stalls 0",
+    );
+    let spent = Pass::issue(&p.loop_paths(), &Purpose::Reviewer).expect("pass");
+    let spent_token = spent.token().to_string();
+    drop(spent);
+    let forged = "0123456789abcdef0123456789abcdef".to_string();
+    for (key, value) in [
+        ("RALPH_REVIEWER", "1".to_string()),
+        (PASS_ENV, forged),
+        (PASS_ENV, spent_token),
+    ] {
+        let mut stop = command(STOP, &p, &[]);
+        stop.env(key, &value);
+        let o = run(stop, Stdin::Bytes(&stop_input(&p.root, "working")));
+        assert!(o.is_block(), "{key}={value}: {o:?}");
+        let call = serde_json::json!({"session_id": SESSION, "cwd": p.root,
+            "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": "rm .claude/ralph-loop.local.md"}});
+        let mut guard = command(GUARD, &p, &[]);
+        guard.env(key, &value);
+        let o = run(guard, Stdin::Bytes(call.to_string().as_bytes()));
+        assert!(o.is_denied(), "{key}={value}: {o:?}");
+    }
 }
 
 /// `--review story`: each story is reviewed as it is marked passing, before

@@ -12,6 +12,7 @@
 //! it and says where each rule lives.
 
 pub mod activity;
+pub mod ancestry;
 pub mod args;
 pub mod blocker;
 pub mod budget;
@@ -43,7 +44,9 @@ pub mod queue;
 pub mod reinject;
 pub mod review;
 pub mod run;
+pub mod seal;
 pub mod setup;
+pub mod standaside;
 pub mod state;
 pub mod stop;
 pub mod store;

@@ -25,8 +25,6 @@ use std::time::{Duration, Instant};
 pub const SETTINGS_FILE: &str = crate::paths::SETTINGS_FILE;
 /// How long a hook lets the notify command run before stopping it.
 pub const HOOK_LIMIT: Duration = Duration::from_secs(5);
-/// Set by `ralph run` for the Stop hook it runs: the runner notifies itself.
-pub const RUNNER_ENV: &str = "RALPH_RUN_NOTIFIES";
 
 /// A loop's end, as the notify command is told it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -220,7 +218,7 @@ impl Pending {
     /// The loop at `paths` has a notify command (its own or the project's);
     /// `None` under `ralph run`, which notifies at the end of the run.
     pub fn note(paths: &LoopPaths) -> Option<Pending> {
-        if std::env::var_os(RUNNER_ENV).is_some() {
+        if crate::standaside::run_session(paths).is_some() {
             return None;
         }
         let own = match paths.read_state() {

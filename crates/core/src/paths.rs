@@ -29,6 +29,7 @@ use crate::blocker::Blocker;
 use crate::prd::{Prd, PrdError};
 use crate::reinject::Injected;
 use crate::review::ReviewLog;
+use crate::seal::Seal;
 use crate::state::{LoopState, StateError};
 use crate::store::{self, StoreError};
 use crate::turn_tools;
@@ -256,15 +257,29 @@ pub enum PrdReadError {
 impl LoopPaths {
     /// The state, read and parsed: the authoritative copy, or (when there is
     /// none) the project's file, to be adopted.
+    ///
+    /// A state that fails its seal (changed outside ralph: `seal`) is not
+    /// read as the loop's: no hook acts on it or writes the loop from it
+    /// (which would seal it again); the Stop tells the user what changed
+    /// (`stop::tamper`), and only the user resumes or cancels it.
     pub fn read_state(&self) -> StateFile {
-        let found = match store::read_optional(&self.state) {
-            Ok(None) => store::read_optional(&self.mirror),
-            other => other,
+        let (found, own) = match store::read_optional(&self.state) {
+            Ok(None) => (store::read_optional(&self.mirror), false),
+            other => (other, true),
         };
         match found {
             Ok(None) => StateFile::Missing,
             Err(e) => StateFile::Unreadable(e),
             Ok(Some(text)) => match LoopState::parse(&text) {
+                // One that no longer parses is corrupt, whoever wrote it.
+                Ok(_) if own && crate::seal::check(&self.state, &text) == Seal::Broken => {
+                    StateFile::Unreadable(StoreError::io(
+                        &self.state,
+                        std::io::Error::other(
+                            "changed outside ralph (its seal does not match): the loop is paused until you resume or cancel it",
+                        ),
+                    ))
+                }
                 Ok(state) => StateFile::Loop {
                     text,
                     state: Box::new(state),
@@ -295,13 +310,14 @@ impl LoopPaths {
     /// counts: a mirror that cannot be written (a link ralph will not write
     /// through) is returned as a note, not an error.
     pub fn write_state(&self, text: &str) -> Result<Option<StoreError>, StoreError> {
-        store::atomic_write(&self.state, text.as_bytes())?;
+        crate::seal::write(&self.state, text.as_bytes())?;
         Ok(store::atomic_write(&self.mirror, text.as_bytes()).err())
     }
 
     /// The loop is over: its state and mirror go.
     pub fn remove_state(&self) -> Result<(), StoreError> {
         store::remove_if_present(&self.state)?;
+        crate::seal::remove(&self.state)?;
         // Removing a link removes the link, never its target.
         store::remove_if_present(&self.mirror)?;
         Ok(())
@@ -315,6 +331,7 @@ impl LoopPaths {
             return store::move_aside(&self.mirror, unix_secs);
         }
         let _ = store::remove_if_present(&self.mirror);
+        let _ = crate::seal::remove(&self.state);
         let keep = store::aside_name(&self.mirror, unix_secs);
         if let Some(dir) = keep.parent() {
             std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;

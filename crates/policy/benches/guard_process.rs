@@ -118,6 +118,11 @@ fn spawn_once(bin: &Path, stdin: &str) -> Result<(Duration, String), String> {
     let start = Instant::now();
     let mut child = Command::new(bin)
         .env_remove("CLAUDE_PROJECT_DIR")
+        // What the client gives a hook (measured, docs/client-measurements.md):
+        // the guard's ancestry walk (`ralph_core::ancestry`) stops at its
+        // client, here the bench, as it does two steps up under Claude Code.
+        .env("AI_AGENT", "claude-code_2-1-328_harness")
+        .env("CLAUDE_PID", std::process::id().to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

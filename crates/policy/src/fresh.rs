@@ -43,6 +43,40 @@ mod tests {
     }
 
     #[test]
+    fn git_that_only_lists_does_not_write() {
+        for c in [
+            "git branch --show-current",
+            "git branch",
+            "git branch -a -v",
+            "git branch --list 'ralph/*'",
+            "git branch --contains HEAD",
+            "git stash list",
+            "git stash show -p",
+            "git tag -l",
+            "git tag",
+            "git tag --points-at HEAD",
+            "git worktree list",
+            "git worktree list --porcelain",
+        ] {
+            assert!(!writes(c), "{c}");
+        }
+        for c in [
+            "git branch new",
+            "git branch -D old",
+            "git branch -m a b",
+            "git stash",
+            "git stash pop",
+            "git tag v1",
+            "git tag -a v1 -m x",
+            "git tag -d v1",
+            "git worktree add ../x",
+            "git worktree remove -f -f ../agent-other",
+        ] {
+            assert!(writes(c), "{c}");
+        }
+    }
+
+    #[test]
     fn writes_are_seen() {
         for c in [
             "echo hi > a.txt",

@@ -18,6 +18,7 @@ pub mod pinned;
 pub mod policy;
 pub mod prd;
 pub mod protect;
+pub mod settings;
 pub mod shell;
 
 use std::collections::BTreeMap;
@@ -120,6 +121,11 @@ pub struct LoopContext {
     /// Files pinned by the loop (relative), with what pinned them (a check's
     /// command, or `--pin GLOB`): `pins:` in the state's frontmatter.
     pub pins: Vec<(PathBuf, String)>,
+    /// The client's settings files (absolute, `settings::settings_files`):
+    /// a file tool may not change their switches, Bash may not write them.
+    pub settings_files: Vec<PathBuf>,
+    /// For file tools aimed at one of `settings_files`: its current text.
+    pub settings_current: Option<String>,
 }
 
 /// The policy as found on disk.
@@ -285,8 +291,10 @@ fn loop_file_reason(display: &str, what: &str) -> String {
 
 fn control_reason(command: &str) -> String {
     format!(
-        "ralph-guard: `{command}` would end, start or take over the running Ralph loop, and only the user \
-         does that (/ralph:cancel-ralph, or ralph-setup in their own terminal). {END_LOOP_HINT}"
+        "ralph-guard: `{command}` is one of ralph's own entry points (it would end, start, take over or feed \
+         the running Ralph loop, or write the user's files), and only the user runs those (/ralph:cancel-ralph, \
+         or ralph-setup in their own terminal). The agent may run `ralph-setup status`, `ralph-setup report` \
+         (on stdout) and the status line. {END_LOOP_HINT}"
     )
 }
 
@@ -313,6 +321,9 @@ fn decide_bash(
     };
     if ctx.loop_active {
         match protect::check_bash(&command, ctx) {
+            Some(Hit::Loop(d)) if settings::is_settings_name(&d) => {
+                return Verdict::Deny(settings::bash_reason(&d));
+            }
             Some(Hit::Loop(d)) => {
                 return Verdict::Deny(loop_file_reason(&d, "this command would change"));
             }
@@ -489,6 +500,21 @@ fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
         .chain(ctx.file_real_path.as_deref())
         .chain(ctx.file_aliases.iter().map(PathBuf::as_path))
         .collect();
+    if let Some(file) = ctx
+        .settings_files
+        .iter()
+        .find(|f| candidates.iter().any(|p| p == f))
+    {
+        let current = ctx.settings_current.as_deref();
+        let why = match new_text(call, current) {
+            Some(new) => settings::judge(current, &new),
+            None if call.tool_name == "NotebookEdit" => Some("a notebook edit".to_string()),
+            None => None,
+        };
+        if let Some(why) = why {
+            return Verdict::Deny(settings::edit_reason(&file.display().to_string(), &why));
+        }
+    }
     for rel in &ctx.loop_files {
         if candidates.iter().any(|p| is_under_roots(p, rel, ctx)) {
             let what = if candidates[..candidates.len() - ctx.file_aliases.len()]
@@ -547,8 +573,24 @@ fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
         return Verdict::Allow;
     }
     let current = ctx.prd_current.as_deref();
+    let Some(new) = new_text(call, current) else {
+        return Verdict::Allow;
+    };
+    match prd::judge_with_checks(current, &new, &ctx.story_checks) {
+        Some(why) => Verdict::Deny(format!(
+            "ralph-guard: this change to {} is refused: {why}. The loop feeds stories from it by id: keep it \
+             valid JSON with every story and its id, and record progress in fields such as `passes`.",
+            prd.display()
+        )),
+        None => Verdict::Allow,
+    }
+}
+
+/// The file's text after a Write, Edit or MultiEdit of `current`; `None`
+/// when it cannot be told (an edit that does not apply, another tool).
+fn new_text(call: &ToolCall, current: Option<&str>) -> Option<String> {
     let input = &call.tool_input;
-    let new = match call.tool_name.as_str() {
+    match call.tool_name.as_str() {
         "Write" => input
             .get("content")
             .and_then(Value::as_str)
@@ -561,17 +603,6 @@ fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
                 .try_fold(c.to_string(), |text, e| apply_one(&text, e))
         }),
         _ => None,
-    };
-    let Some(new) = new else {
-        return Verdict::Allow;
-    };
-    match prd::judge_with_checks(current, &new, &ctx.story_checks) {
-        Some(why) => Verdict::Deny(format!(
-            "ralph-guard: this change to {} is refused: {why}. The loop feeds stories from it by id: keep it \
-             valid JSON with every story and its id, and record progress in fields such as `passes`.",
-            prd.display()
-        )),
-        None => Verdict::Allow,
     }
 }
 

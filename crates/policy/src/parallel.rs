@@ -163,6 +163,10 @@ mod tests {
             call("Bash", json!({"command": "cd ../../.. && touch a"})),
             call(
                 "Bash",
+                json!({"command": "cd src && cd ../../../.. && touch a"}),
+            ),
+            call(
+                "Bash",
                 json!({"command": format!("git -C {r} commit -am x")}),
             ),
             // Forms a path-by-path reading missed (issue 24).

@@ -49,6 +49,9 @@ pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
 /// The message for the user either way.
 pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
+    if let Some(t) = crate::stop::tamper::found(paths) {
+        return accept_tampered(paths, &t);
+    }
     let (text, state) = match paths.read_state() {
         StateFile::Loop { text, state } => (text, state),
         StateFile::Missing => {
@@ -80,6 +83,27 @@ pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
     let _ = activity::append(&paths.log, &entry.with_message(Some(&why)));
     Ok(Resumed::Yes(format!(
         "▶️ Resumed the Ralph loop at iteration {at} (it was paused: {why}). .ralph-blocker.md was removed; the loop goes on when Claude next stops."
+    )))
+}
+
+/// The loop paused because its folder was changed outside ralph, and the
+/// user resumes it: the files are accepted as they are now (sealed again,
+/// the project's copy written from the state).
+fn accept_tampered(
+    paths: &LoopPaths,
+    t: &crate::stop::tamper::Tamper,
+) -> Result<Resumed, StoreError> {
+    for file in [&paths.state, &paths.verify, &paths.review] {
+        crate::seal::accept(file)?;
+    }
+    if let Some(text) = store::read_optional(&paths.state)? {
+        let _ = store::atomic_write(&paths.mirror, text.as_bytes());
+    }
+    let why = t.changes.join("; ");
+    let entry = Entry::now(&t.owner, t.iteration, Action::Resume, "user_accepted");
+    let _ = activity::append(&paths.log, &entry.with_message(Some(&why)));
+    Ok(Resumed::Yes(format!(
+        "▶️ Resumed the Ralph loop with its files as they are now (changed outside ralph: {why}). The loop goes on when Claude next stops."
     )))
 }
 
@@ -231,15 +255,21 @@ pub fn help_text() -> String {
 /// the client runs the same way) rather than by a hook or the user? Claude
 /// Code marks the agent's commands `AI_AGENT=…_agent`, its hooks `…_harness`,
 /// and the user's own terminal has neither (measured on 2.1.328:
-/// docs/client-measurements.md). This stops accidents and casual attempts;
-/// an agent that unsets the variable is a documented limit (docs/guard.md).
+/// docs/client-measurements.md).
 pub fn run_by_agent(ai_agent: Option<&str>) -> bool {
     ai_agent.is_some_and(|v| v.ends_with("_agent"))
 }
 
-/// The same, from this process's environment.
+/// The same for this process: its environment, and, since the agent can
+/// unset that (`env -u AI_AGENT …`), its ancestors' initial environments
+/// (`ancestry`: the agent's shell above it, or a hook that no client
+/// started, or a process detached to init).
 pub fn this_process_run_by_agent() -> bool {
     run_by_agent(std::env::var("AI_AGENT").ok().as_deref())
+        || matches!(
+            crate::ancestry::this_origin(),
+            crate::ancestry::Origin::Agent(_)
+        )
 }
 
 /// The refusal when the agent runs a command that starts, replaces or ends a loop.

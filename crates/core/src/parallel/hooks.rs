@@ -35,19 +35,10 @@ fn worker_loop(paths: &LoopPaths, input: &HookInput) -> Option<LoopState> {
     let StateFile::Loop { state, .. } = paths.read_state() else {
         return None;
     };
-    let ours = owns(&state.session_id, input.session()) || run_session() == state.session_id;
+    let ours = owns(&state.session_id, input.session())
+        || crate::standaside::run_session(paths).as_deref() == Some(state.session_id.as_str());
     (state.active && state.parallel > 0 && ours).then_some(*state)
 }
-
-/// Under `ralph run` each iteration is a client of its own session, while
-/// the loop belongs to the run's: the runner names it to its clients (and
-/// so to their hooks) in [`RUN_SESSION_ENV`].
-fn run_session() -> String {
-    std::env::var(RUN_SESSION_ENV).unwrap_or_default()
-}
-
-/// See [`run_session`].
-pub const RUN_SESSION_ENV: &str = "RALPH_RUN_SESSION";
 
 /// The worker's worktree: its hook `cwd`, when that is not the main tree.
 fn worktree_of(paths: &LoopPaths, input: &HookInput) -> Option<PathBuf> {
@@ -127,9 +118,7 @@ pub fn sync_lanes(paths: &LoopPaths, input: &HookInput, session: &str, iteration
         if let Some(lane) = board.lanes.remove(&agent) {
             let _ = remove_lane_worktree(paths, &agent, &lane);
             let story = lane.story.or_else(|| {
-                let session = input.transcript_path.as_deref()?;
-                let own = crate::transcript::subagent_transcript(Path::new(session), &agent)?;
-                super::story_in_task(&crate::transcript::subagent_task(&own)?)
+                super::bound::story_of(paths, input.transcript_path.as_deref(), &agent)
             });
             removed.push(story.unwrap_or(agent));
             changed = true;
@@ -172,6 +161,7 @@ fn drop_lane(paths: &LoopPaths, board: &mut super::Board, agent: &str, lane: &La
 /// A lane's worktree and its branches: the story's, and the one Claude Code
 /// named (`worktree-agent-<id>`) when it was not renamed yet.
 fn remove_lane_worktree(paths: &LoopPaths, agent: &str, lane: &Lane) -> Result<(), String> {
+    super::bound::forget(paths, agent);
     let client_branch = format!("worktree-agent-{agent}");
     git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch])
 }
@@ -220,11 +210,15 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
             status: LaneStatus::Working,
             sent_back: 0,
         });
-        // The task the worker was given is the word; the description the
-        // Stop noted while it ran, the fallback.
-        let story = task_of(input)
-            .and_then(|t| super::story_in_task(&t))
-            .or_else(|| lane.story.clone());
+        // The story ralph recorded at the worker's first tool call (never
+        // its transcript as it is now: the worker can rewrite it), else the
+        // description the Stop noted while it ran (the client's record).
+        let story = match super::bound::record(paths, &agent) {
+            super::bound::Record::Bound(story) => story,
+            // No tool call: its transcript is as the client wrote it.
+            super::bound::Record::None => task_of(input).and_then(|t| super::story_in_task(&t)),
+        }
+        .or_else(|| lane.story.clone());
         let prd = state
             .prd_file
             .as_deref()
@@ -422,7 +416,7 @@ fn merged(
             .map(|t| VerifyLog::parse(&t))
             .unwrap_or_default();
         log.stories.insert(claim.story.clone(), result);
-        let _ = store::atomic_write(&paths.verify, log.render().as_bytes());
+        let _ = crate::seal::write(&paths.verify, log.render().as_bytes());
     }
     let agent = input.agent_id.clone().unwrap_or_default();
     let mut board = paths.read_board();

@@ -14,6 +14,7 @@
 //! merged, when the worker gives up, and when the loop ends, is cancelled,
 //! or a new one starts after a crash (`hooks::remove_all`).
 
+pub mod bound;
 pub mod git;
 pub mod hooks;
 pub mod refuse;

@@ -7,6 +7,7 @@ use super::change::{self, Change};
 use super::{Outcome, Request, Verdict, inputs, prompt, system_line};
 use crate::clock;
 use crate::paths::LoopPaths;
+use crate::standaside::{PASS_ENV, Pass, Purpose};
 use crate::worktree::wait_bounded;
 use std::fs::File;
 use std::io::Read;
@@ -28,15 +29,6 @@ pub const ISOLATED: &[&str] = &[
 ];
 /// Longest answer read from a reviewer.
 const OUTPUT_LIMIT: u64 = 4 << 20;
-/// The environment variable that makes ralph's own hooks stand aside in a
-/// reviewer's session (it is not the loop's, and must never drive it).
-pub const REVIEWER_ENV: &str = "RALPH_REVIEWER";
-
-/// Is this process a hook of a reviewer's session? Then it does nothing.
-pub fn in_reviewer_session() -> bool {
-    std::env::var_os(REVIEWER_ENV).is_some_and(|v| !v.is_empty())
-}
-
 /// What the reviewers of one Stop are given, besides their own name.
 #[derive(Debug, Clone)]
 pub struct Brief {
@@ -168,12 +160,19 @@ pub fn review(
         tmp.join(format!("{stem}.in")),
         tmp.join(format!("{stem}.out")),
     );
+    // The reviewer's session is not the loop's and must never drive it: its
+    // hooks stand aside on a pass only this process holds (`standaside`),
+    // spent when this function returns (the reviewer has ended).
+    let pass = match Pass::issue(paths, &Purpose::Reviewer) {
+        Ok(pass) => pass,
+        Err(e) => return failed(format!("could not start the reviewer: {e}")),
+    };
     let spawned = std::fs::write(&in_path, stdin.as_bytes())
         .and_then(|()| File::open(&in_path))
         .and_then(|input| {
             let out = File::create(&out_path)?;
             cmd.current_dir(&paths.root)
-                .env(REVIEWER_ENV, "1")
+                .env(PASS_ENV, pass.token())
                 // A reviewer is its own session, not a part of the user's.
                 .env_remove("CLAUDECODE")
                 .env_remove("CLAUDE_CODE_SESSION_ID")

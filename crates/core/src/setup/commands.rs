@@ -181,6 +181,8 @@ fn write_new_loop(
     let _ = paths.write_state(&state.render())?;
     store::remove_if_present(&paths.verify)?;
     store::remove_if_present(&paths.review)?;
+    crate::seal::remove(&paths.verify)?;
+    crate::seal::remove(&paths.review)?;
     store::remove_if_present(&paths.handover)?;
     // Recording starts with the loop: from now on the guard notes each turn's tools.
     turn_tools::start(&paths.turn_tools)?;

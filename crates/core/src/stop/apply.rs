@@ -28,11 +28,11 @@ pub fn apply(
     let session = inputs.session.as_str();
     let state = &inputs.state;
     if plan.ran_checks {
-        let _ = store::atomic_write(&paths.verify, plan.verify_log.render().as_bytes());
+        let _ = crate::seal::write(&paths.verify, plan.verify_log.render().as_bytes());
     }
     if let Some(log) = &plan.reviews_to_save {
         // The hook's own record is the only verdict that counts.
-        let _ = store::atomic_write(&paths.review, log.render().as_bytes());
+        let _ = crate::seal::write(&paths.review, log.render().as_bytes());
     }
     // --parallel: workers run and nothing else can go out; nothing advances.
     if decision.next == Next::Wait {

@@ -28,6 +28,8 @@ pub enum Gathered {
     NotOurs,
     /// The state file cannot be used: the loop stops.
     Corrupt(Corrupt),
+    /// The loop's folder was changed outside ralph: the loop pauses.
+    Tampered(super::tamper::Tamper),
     Loop(Box<StopInputs>),
 }
 
@@ -84,6 +86,14 @@ impl StopInputs {
     /// Read what this Stop needs, under the loop lock.
     pub fn gather(paths: &LoopPaths, input: &HookInput) -> Result<Gathered, StoreError> {
         let session = input.session();
+        // Before anything is read as the loop's: a state, a result or a
+        // verdict ralph did not write is told to the user, never used.
+        if let Some(t) = super::tamper::found(paths) {
+            if !owns(&t.owner, session) {
+                return Ok(Gathered::NotOurs);
+            }
+            return Ok(Gathered::Tampered(t));
+        }
         let (text, state) = match paths.read_state() {
             StateFile::Missing => return Ok(Gathered::NotOurs),
             StateFile::Unreadable(e) if e.is_not_text() => {
@@ -150,7 +160,7 @@ impl StopInputs {
             last_message,
         );
         let in_flight = if state.parallel > 0 {
-            in_flight(input)
+            in_flight(paths, input)
         } else {
             Vec::new()
         };
@@ -184,7 +194,7 @@ impl StopInputs {
 
 /// `--parallel`: the stories of the running workers, by their description,
 /// else by the task in their own transcript.
-fn in_flight(input: &HookInput) -> Vec<Option<String>> {
+fn in_flight(paths: &LoopPaths, input: &HookInput) -> Vec<Option<String>> {
     let running = crate::parallel::in_flight(&input.background_tasks);
     let workers = input
         .background_tasks
@@ -195,9 +205,7 @@ fn in_flight(input: &HookInput) -> Vec<Option<String>> {
         .zip(workers)
         .map(|(story, task)| {
             story.or_else(|| {
-                let session = input.transcript_path.as_deref()?;
-                let own = transcript::subagent_transcript(session.as_ref(), &task.id)?;
-                crate::parallel::story_in_task(&transcript::subagent_task(&own)?)
+                crate::parallel::bound::story_of(paths, input.transcript_path.as_deref(), &task.id)
             })
         })
         .collect()

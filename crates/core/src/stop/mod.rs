@@ -28,6 +28,7 @@ pub mod completion;
 pub mod decide;
 pub mod inputs;
 pub mod plan;
+pub mod tamper;
 pub mod text;
 
 use crate::hook_input::HookInput;
@@ -60,6 +61,7 @@ pub fn step(paths: &LoopPaths, input: &HookInput, ran: &Ran) -> Result<Step, Sto
         Gathered::Corrupt(corrupt) => {
             return apply::corrupt(paths, input.session(), &corrupt).map(Step::Done);
         }
+        Gathered::Tampered(t) => return Ok(Step::Done(tamper::answer(paths, input.session(), &t))),
         Gathered::Loop(inputs) => inputs,
     };
     // --fresh, and the model let its worker run in the background: the turn

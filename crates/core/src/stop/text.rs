@@ -65,7 +65,7 @@ pub fn corrupt(iteration: u64, why: &str, kept: &str) -> String {
         String::new()
     };
     format!(
-        "⚠️ Ralph loop stopped{at}: {STATE_FILE} is corrupt: {why}. The file was kept as {kept}; fix it and move it back to {STATE_FILE} to resume, or start a new loop with /ralph:ralph-loop."
+        "⚠️ Ralph loop stopped{at}: the loop's state (in ralph's data folder, copied to {STATE_FILE}) is corrupt: {why}. The file was kept as {kept}; fix it and move it back to {STATE_FILE} to resume, or start a new loop with /ralph:ralph-loop."
     )
 }
 

@@ -1,24 +1,32 @@
-//! ralph's own control commands: run by the agent, they would end, start or
-//! take over the running loop, which only the user may do. Status and help
-//! stay allowed.
+//! ralph's own entry points: the agent may run only those that print and
+//! change nothing (status, show, help, `report` to stdout, the status line's
+//! rendering). Every other way in (start, cancel, resume, `ralph run`, the
+//! hook verbs with a forged input, the launcher's verbs, `report --html
+//! FILE`, `statusline --install/--off`) is the user's. The binaries refuse
+//! the same by themselves when the guard is dodged (`control::
+//! this_process_run_by_agent`, which also reads the process's ancestry).
 
 use super::effects::operands;
 use super::wrappers::is_shell;
 
-/// The control command `program ARGS` runs, worded for the agent, if any.
-/// `program` is the last component of the word naming the program (so
-/// `"$CLAUDE_PLUGIN_ROOT/plugin/ralph"` is `ralph`).
+/// The entry point `program ARGS` runs that is not the agent's, worded for
+/// it, if any. `program` is the last component of the word naming the
+/// program (so `"$CLAUDE_PLUGIN_ROOT/plugin/ralph"` is `ralph`).
 pub(super) fn loop_control(program: &str, args: &[String]) -> Option<String> {
+    let program = program.strip_suffix(".exe").unwrap_or(program);
     match program {
         "ralph-setup" => setup(args).map(|s| format!("ralph-setup {s}")),
-        "ralph-stop-hook" => Some("ralph-stop-hook".to_string()),
+        // Hooks: their input is the client's, never the agent's to forge.
+        "ralph-stop-hook" | "ralph-guard" => Some(program.to_string()),
         "ralph" => {
             let (sub, rest) = subcommand(args)?;
             match sub {
-                "run" | "start" | "cancel" | "stop-hook" => Some(format!("ralph {sub}")),
-                // The plugin's launcher, `plugin/ralph setup cancel`.
+                // The plugin's launcher, `plugin/ralph setup VERB`.
                 "setup" => setup(rest).map(|s| format!("ralph setup {s}")),
-                _ => None,
+                _ if read_only(sub, rest) => None,
+                // run, start, cancel; the launcher's hooks (stop-hook,
+                // guard, event) and its downloads (prebuild, fetch).
+                _ => Some(format!("ralph {sub}")),
             }
         }
         "cargo" => cargo_run(args),
@@ -34,16 +42,37 @@ pub(super) fn loop_control(program: &str, args: &[String]) -> Option<String> {
     }
 }
 
-/// `ralph-setup SUBCOMMAND`: `start` (with or without `--replace`),
-/// `cancel`, `resume`, and `hook-prompt` (which starts or cancels from the JSON on its
-/// stdin) change the loop; `status`, `show`, `help` do not.
-fn setup(args: &[String]) -> Option<&'static str> {
-    match subcommand(args)?.0 {
-        "start" => Some("start"),
-        "cancel" => Some("cancel"),
-        "resume" => Some("resume"),
-        "hook-prompt" => Some("hook-prompt"),
-        _ => None,
+/// `ralph-setup SUBCOMMAND`: the read-only ones pass; any other (start,
+/// cancel, resume, hook-prompt, hook-event, report --html, statusline
+/// --install/--off, a verb it does not know) is named.
+fn setup(args: &[String]) -> Option<String> {
+    let (sub, rest) = subcommand(args)?;
+    if read_only(sub, rest) || sub == "show" {
+        return None;
+    }
+    let flag = rest.iter().find(|a| {
+        ["--html", "--install", "--off"]
+            .iter()
+            .any(|f| a.starts_with(f))
+    });
+    Some(match flag {
+        Some(f) => format!("{sub} {}", f.split('=').next().unwrap_or(f)),
+        None => sub.to_string(),
+    })
+}
+
+/// A verb both `ralph` and `ralph-setup` know that only prints: status,
+/// help, the report on stdout, the status line's rendering.
+fn read_only(sub: &str, rest: &[String]) -> bool {
+    let has = |flag: &str| {
+        rest.iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+    };
+    match sub {
+        "status" | "help" => true,
+        "report" => !has("--html"),
+        "statusline" => !has("--install") && !has("--off"),
+        _ => false,
     }
 }
 
@@ -103,21 +132,43 @@ mod tests {
             "ralph-setup start --replace 'do it'",
             "ralph-setup start --prd-file prd.json",
             "ralph-setup hook-prompt",
+            "ralph-setup hook-event",
+            "ralph-setup resume",
+            "ralph-setup report --html /tmp/r.html",
+            "ralph-setup report --html=/home/u/.claude/settings.json",
+            "ralph-setup statusline --install",
+            "ralph-setup statusline --off",
+            "ralph-setup unknown-verb",
             "/x/target/release/ralph-setup cancel",
+            "/x/target/release/ralph-setup.exe hook-event",
             "ralph cancel",
             "ralph run --max-iterations 3 task",
             "ralph start task",
+            "ralph report --html out.html",
+            "ralph statusline --install",
             "ralph-stop-hook",
+            "ralph-guard",
             "sh plugin/ralph setup cancel",
+            "sh plugin/ralph setup hook-event",
+            "sh plugin/ralph event",
+            "sh plugin/ralph guard",
+            "sh plugin/ralph prebuild",
+            "sh plugin/ralph fetch",
             "sh /home/u/.claude/plugins/cache/ralph/plugin/ralph setup start --replace x",
             "bash -x plugin/ralph stop-hook",
             "./plugin/ralph setup cancel",
+            "./plugin/ralph event",
             "$CLAUDE_PLUGIN_ROOT/plugin/ralph setup cancel",
             "cargo run --bin ralph-setup -- cancel",
+            "cargo run --bin ralph-setup -- hook-event",
             "cargo run -q -p ralph --bin=ralph -- run x",
         ] {
             assert!(ctl(s).is_some(), "{s}");
         }
+        assert_eq!(
+            ctl("ralph-setup report --html=x.html").as_deref(),
+            Some("ralph-setup report --html")
+        );
     }
 
     #[test]
@@ -127,11 +178,16 @@ mod tests {
             "ralph-setup status --json",
             "ralph-setup show",
             "ralph-setup --help",
+            "ralph-setup help",
+            "ralph-setup report",
+            "ralph-setup statusline",
+            "ralph-setup statusline --then 'echo hi'",
             "ralph status",
+            "ralph report",
+            "ralph statusline",
             "ralph --help",
             "sh plugin/ralph setup status",
-            "sh plugin/ralph guard",
-            "sh plugin/ralph prebuild",
+            "sh plugin/ralph setup report",
             "sh scripts/test",
             "cargo run --bin ralph-setup -- status",
             "cargo run --bin other -- cancel",

@@ -109,6 +109,22 @@ impl<'a> Checker<'a> {
                 pin: None,
             });
         }
+        // The client's settings: no Bash write (its content can't be judged).
+        for file in &ctx.settings_files {
+            let display = match ctx.home.as_deref().and_then(|h| file.strip_prefix(h).ok()) {
+                Some(rel) => format!("~/{}", rel.display()),
+                None => file.display().to_string(),
+            };
+            targets.push(Target {
+                abs: file.clone(),
+                is_prd: false,
+                is_dir: false,
+                display,
+                exists: file.exists(),
+                kept_from_whole_tree: false,
+                pin: None,
+            });
+        }
         let loop_count = targets.len();
         if let Some(prd) = &ctx.prd_file {
             for root in &roots {
@@ -122,6 +138,10 @@ impl<'a> Checker<'a> {
                     pin: None,
                 });
             }
+        }
+        // Normalized as every word's path is (see `classify_except`).
+        for t in &mut targets {
+            t.abs = normalize(&t.abs);
         }
         Checker {
             ctx,
@@ -297,9 +317,14 @@ pub(super) fn classify_except(
             } else if glob::has_glob(&cand) {
                 t.exists && glob_reaches(&path, t, kind, ctx)
             } else {
-                path == t.abs
-                    || (t.is_dir && path.starts_with(&t.abs))
+                // Both are normalized: a byte prefix is needed for a path
+                // prefix, and far cheaper to rule one out (every word meets
+                // every target).
+                let (p, a) = (bytes(&path), bytes(&t.abs));
+                p == a
+                    || (t.is_dir && p.starts_with(a) && path.starts_with(&t.abs))
                     || (t.exists
+                        && a.starts_with(p)
                         && t.abs.starts_with(&path)
                         && ancestor_counts(&path, kind, t, ctx))
             };
@@ -309,6 +334,10 @@ pub(super) fn classify_except(
         }
     }
     None
+}
+
+fn bytes(p: &Path) -> &[u8] {
+    p.as_os_str().as_encoded_bytes()
 }
 
 fn ancestor_counts(path: &Path, kind: Kind, t: &Target, ctx: &Checker) -> bool {

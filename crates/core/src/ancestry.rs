@@ -1,0 +1,313 @@
+//! Who started this process: the client's hook runner, or the agent's
+//! shell? I/O (reads `/proc`), over a pure rule ([`judge`]).
+//!
+//! The environment a process is given can be forged by whoever starts it
+//! (`env -u AI_AGENT ralph-setup hook-event`), but a running process's
+//! initial environment (`/proc/PID/environ`) cannot be changed by its
+//! children. Measured on the pinned client (2.1.328, docs/client-measurements.md):
+//! a hook is `ralph-*` ← `/bin/sh -c sh ".../plugin/ralph" VERB` (initial
+//! environment `AI_AGENT=…_harness`, `CLAUDE_PID=<the client>`) ← the client;
+//! a Bash tool call is `COMMAND` ← `/bin/bash -c source …/shell-snapshots/…`
+//! (`AI_AGENT=…_agent`) ← the client. So a process with the agent's shell
+//! among its ancestors was started by the agent, whatever its own
+//! environment says. Linux only: where `/proc` cannot be read, the
+//! environment check alone applies.
+
+use std::path::Path;
+
+/// How far up the walk goes (a hook is two steps below its client).
+const MAX_DEPTH: usize = 32;
+
+/// One process of the chain, as far as the rule needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Proc {
+    pub pid: u32,
+    pub ppid: u32,
+    /// The program's short name (`comm`).
+    pub name: String,
+    /// `AI_AGENT` in its initial environment.
+    pub ai_agent: Option<String>,
+    /// `CLAUDE_PID` in its initial environment.
+    pub claude_pid: Option<u32>,
+}
+
+/// What the chain says about who started the first process of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Below the client's hook runner (the walk found the client).
+    ClientHook,
+    /// The agent's shell is an ancestor, or the process was left to init
+    /// (a detached `setsid`/`nohup … &`: a hook's runner waits for it).
+    Agent(String),
+    /// Neither: the user's terminal, a test, `ralph run`'s own hook.
+    Other,
+}
+
+fn is_agent(v: Option<&str>) -> bool {
+    v.is_some_and(|v| v.ends_with("_agent"))
+}
+
+fn is_harness(v: Option<&str>) -> bool {
+    v.is_some_and(|v| v.ends_with("_harness"))
+}
+
+/// Init, or the user's service manager: where a detached process ends up.
+fn is_init(p: &Proc) -> bool {
+    p.pid == 1 || p.name == "systemd" || p.name == "init"
+}
+
+/// One step of the rule: `parent` above `child`, `me` at the bottom.
+fn step(child: &Proc, parent: &Proc) -> Option<Origin> {
+    if is_agent(parent.ai_agent.as_deref()) {
+        return Some(Origin::Agent(format!(
+            "the agent's shell (process {}, {}) started it",
+            parent.pid, parent.name
+        )));
+    }
+    // The client: the process every hook runner names as its own
+    // (`CLAUDE_PID`), the parent of a harness-marked child (the `sh -c`,
+    // or the hook itself where that shell `exec`s it). Checked after the
+    // agent's marks: a forged `CLAUDE_PID` naming the agent's own shell is
+    // found out above; one naming init, here.
+    let named = is_harness(child.ai_agent.as_deref()) && child.claude_pid == Some(parent.pid);
+    (named && !is_init(parent)).then_some(Origin::ClientHook)
+}
+
+/// Nothing above said who: a process detached to init is the agent's (a
+/// hook's runner waits for its hook), any other is neither.
+fn undecided(me: &Proc, parent: Option<&Proc>) -> Origin {
+    if parent.is_some_and(is_init) && me.pid != 1 {
+        return Origin::Agent(
+            "it was detached from whoever started it (its parent is init)".into(),
+        );
+    }
+    Origin::Other
+}
+
+/// The rule, over the chain from this process (`chain[0]`) upward.
+pub fn judge(chain: &[Proc]) -> Origin {
+    let Some(me) = chain.first() else {
+        return Origin::Other;
+    };
+    chain
+        .windows(2)
+        .find_map(|pair| step(&pair[0], &pair[1]))
+        .unwrap_or_else(|| undecided(me, chain.get(1)))
+}
+
+/// Who started this process (see [`judge`]): the ancestors are read one at
+/// a time, up to the first that decides (a hook: two).
+pub fn this_origin() -> Origin {
+    let Some(me) = this_process() else {
+        return Origin::Other;
+    };
+    let mut child = me.clone();
+    let mut first_parent = None;
+    for _ in 0..MAX_DEPTH {
+        if child.ppid == 0 {
+            break;
+        }
+        let Some(parent) = read_proc(child.ppid) else {
+            break;
+        };
+        if let Some(origin) = step(&child, &parent) {
+            return origin;
+        }
+        first_parent.get_or_insert_with(|| parent.clone());
+        if parent.pid == 1 {
+            break;
+        }
+        child = parent;
+    }
+    undecided(&me, first_parent.as_ref())
+}
+
+/// This process, its environment read from its variables (the same as its
+/// initial one for a hook, which never changes them); `None` where `/proc`
+/// cannot be read.
+fn this_process() -> Option<Proc> {
+    if !Path::new("/proc/self/stat").exists() {
+        return None;
+    }
+    let var = |k: &str| std::env::var(k).ok();
+    Some(Proc {
+        pid: std::process::id(),
+        ppid: std::os::unix::process::parent_id(),
+        name: String::new(),
+        ai_agent: var("AI_AGENT"),
+        claude_pid: var("CLAUDE_PID").and_then(|v| v.parse().ok()),
+    })
+}
+
+/// This process and its ancestors (to init); empty where `/proc` cannot be read.
+pub fn this_chain() -> Vec<Proc> {
+    let Some(me) = this_process() else {
+        return Vec::new();
+    };
+    let mut chain = vec![me];
+    while chain.len() < MAX_DEPTH {
+        let ppid = chain.last().map_or(0, |p| p.ppid);
+        if ppid == 0 {
+            break;
+        }
+        match read_proc(ppid) {
+            Some(p) => chain.push(p),
+            None => break,
+        }
+        if ppid == 1 {
+            break;
+        }
+    }
+    chain
+}
+
+/// A `/proc` file in one read: each read of another process's `environ`
+/// walks its memory, and the standard readers start with 32 bytes.
+fn read_all(path: &Path, cap: usize) -> Vec<u8> {
+    use std::io::Read;
+    let mut buf = Vec::with_capacity(cap);
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let _ = f.read_to_end(&mut buf);
+    }
+    buf
+}
+
+fn read_proc(pid: u32) -> Option<Proc> {
+    let dir = Path::new("/proc").join(pid.to_string());
+    let stat = String::from_utf8(read_all(&dir.join("stat"), 1024)).ok()?;
+    // `PID (COMM) STATE PPID …`; COMM may hold spaces and parentheses.
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let name = stat.get(open + 1..close)?.to_string();
+    let ppid = stat
+        .get(close + 1..)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    let environ = read_all(&dir.join("environ"), 64 * 1024);
+    let var = |key: &[u8]| -> Option<String> {
+        environ
+            .split(|b| *b == 0)
+            .find_map(|kv| kv.strip_prefix(key))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    };
+    Some(Proc {
+        pid,
+        ppid,
+        name,
+        ai_agent: var(b"AI_AGENT="),
+        claude_pid: var(b"CLAUDE_PID=").and_then(|v| v.parse().ok()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HARNESS: &str = "claude-code_2-1-328_harness";
+    const AGENT: &str = "claude-code_2-1-328_agent";
+
+    fn p(pid: u32, ppid: u32, name: &str, ai: Option<&str>, claude: Option<u32>) -> Proc {
+        Proc {
+            pid,
+            ppid,
+            name: name.into(),
+            ai_agent: ai.map(str::to_string),
+            claude_pid: claude,
+        }
+    }
+
+    fn client() -> Proc {
+        p(100, 50, "claude", None, None)
+    }
+
+    fn user_shell() -> Proc {
+        p(50, 10, "bash", None, None)
+    }
+
+    #[test]
+    fn a_hook_as_the_client_runs_it_is_the_clients() {
+        // ralph-setup <- sh -c (harness) <- claude: measured on 2.1.328.
+        let chain = [
+            p(300, 200, "ralph-setup", Some(HARNESS), Some(100)),
+            p(200, 100, "sh", Some(HARNESS), Some(100)),
+            client(),
+            user_shell(),
+        ];
+        assert_eq!(judge(&chain), Origin::ClientHook);
+        // Above a client started inside an agent's shell (a nested client
+        // would carry its parent's marks): the walk stops at the client.
+        let mut nested = chain.to_vec();
+        nested[2].ai_agent = None;
+        nested[3].ai_agent = Some(AGENT.into());
+        assert_eq!(judge(&nested), Origin::ClientHook);
+        // Where the client's `sh -c` execs the hook (bash as /bin/sh).
+        let direct = [
+            p(300, 100, "ralph-setup", Some(HARNESS), Some(100)),
+            client(),
+        ];
+        assert_eq!(judge(&direct), Origin::ClientHook);
+    }
+
+    #[test]
+    fn the_agents_shell_anywhere_above_is_the_agent_whatever_the_process_says() {
+        // env -u AI_AGENT ralph-setup hook-event, from the Bash tool.
+        let bash = p(200, 100, "bash", Some(AGENT), Some(100));
+        let chain = [
+            p(300, 200, "ralph-setup", None, None),
+            bash.clone(),
+            client(),
+        ];
+        assert!(matches!(judge(&chain), Origin::Agent(_)));
+        // Forged marks on the way: a fake harness shell, CLAUDE_PID naming
+        // the agent's shell.
+        let chain = [
+            p(400, 300, "ralph-setup", Some(HARNESS), Some(200)),
+            p(300, 200, "sh", Some(HARNESS), Some(200)),
+            bash,
+            client(),
+        ];
+        assert!(matches!(judge(&chain), Origin::Agent(_)));
+    }
+
+    #[test]
+    fn a_detached_process_is_the_agents() {
+        // setsid -f env -i ralph-setup hook-event: left to init.
+        let chain = [
+            p(300, 1, "ralph-setup", None, None),
+            p(1, 0, "init", None, None),
+        ];
+        assert!(matches!(judge(&chain), Origin::Agent(_)));
+        // Left to the user's service manager (a subreaper).
+        let chain = [
+            p(400, 300, "ralph-setup", Some(HARNESS), Some(100)),
+            p(300, 1, "systemd", None, None),
+        ];
+        assert!(matches!(judge(&chain), Origin::Agent(_)));
+        // Detached with a CLAUDE_PID naming init.
+        let chain = [
+            p(400, 1, "ralph-setup", Some(HARNESS), Some(1)),
+            p(1, 0, "init", None, None),
+        ];
+        assert!(matches!(judge(&chain), Origin::Agent(_)));
+    }
+
+    #[test]
+    fn the_users_terminal_and_tests_are_neither() {
+        let chain = [p(300, 50, "ralph-setup", None, None), user_shell()];
+        assert_eq!(judge(&chain), Origin::Other);
+        assert_eq!(judge(&[]), Origin::Other);
+    }
+
+    #[test]
+    fn this_process_is_read_from_proc() {
+        let chain = this_chain();
+        if Path::new("/proc/self/stat").exists() {
+            assert_eq!(chain[0].pid, std::process::id());
+            assert!(chain.len() >= 2);
+        }
+        // Read one ancestor at a time, the same answer.
+        assert_eq!(this_origin(), judge(&chain));
+    }
+}
