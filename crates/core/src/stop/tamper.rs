@@ -34,9 +34,11 @@ pub fn found(paths: &LoopPaths) -> Option<Tamper> {
     let mut iteration = 0;
     // A state that no longer parses is the corrupt path's (kept aside, the
     // loop stopped, the field named), whoever wrote it.
+    // The seal first: a digest is cheap, a parse is not, and an intact seal
+    // (every Stop but a tampered one) needs no parse.
     if let Ok(Some(now)) = store::read_optional(&paths.state)
-        && crate::state::LoopState::parse(&now).is_ok()
         && seal::check(&paths.state, &now) == Seal::Broken
+        && crate::state::LoopState::parse(&now).is_ok()
     {
         let last = store::read_optional(&paths.mirror)
             .ok()
