@@ -313,9 +313,30 @@ fn route(request: &Request, body: &Value, shared: &Shared, state: &mut State) ->
         kind: RequestKind::Main,
         slot: Some(slot),
         reply_index: Some(index),
-        reply: Some(reply.clone()),
+        reply: Some(with_cwd(reply, body)),
         id: message_id(&tag, index + 1),
     }
+}
+
+/// `{cwd}` in a reply is the working directory the client named in the
+/// request (`Working directory: DIR` in its environment block): a subagent's
+/// own worktree, which a script cannot know in advance (`--parallel`).
+fn with_cwd(reply: &Reply, body: &Value) -> Reply {
+    const MARK: &str = "orking directory: ";
+    let Ok(text) = serde_json::to_string(reply) else {
+        return reply.clone();
+    };
+    if !text.contains("{cwd}") {
+        return reply.clone();
+    }
+    let request = body.to_string();
+    let Some(at) = request.find(MARK) else {
+        return reply.clone();
+    };
+    let rest = &request[at + MARK.len()..];
+    let end = rest.find(['\\', '"', '\n']).unwrap_or(rest.len());
+    let cwd = rest[..end].trim();
+    serde_json::from_str(&text.replace("{cwd}", cwd)).unwrap_or_else(|_| reply.clone())
 }
 
 /// The HTTP status a routed request will be answered with.
