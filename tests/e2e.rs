@@ -1019,14 +1019,27 @@ fn told_text(r: &Recorded) -> String {
 }
 
 /// The Stop hook feedback messages of a run, in order: each one is the last
-/// user message of the request that followed the block.
+/// user message of the request that followed the block. The pinned client
+/// sends it as it is (`Stop hook feedback:\nREASON`); 2.1.332 wraps it in a
+/// `<system-reminder>` after a preamble on hook output (measured
+/// 2026-12-01, docs/client-measurements.md): both are read.
 fn feedbacks(f: &Finished) -> Vec<String> {
     f.requests
         .iter()
         .filter_map(|r| {
-            r.last_user_text()
-                .strip_prefix(FEEDBACK_PREFIX)
-                .map(str::to_string)
+            let text = r.last_user_text();
+            let at = text.find(FEEDBACK_PREFIX)?;
+            let body = &text[at + FEEDBACK_PREFIX.len()..];
+            let wrapped = at > 0 && text.starts_with("<system-reminder>");
+            Some(if wrapped {
+                body.strip_suffix("\n</system-reminder>")
+                    .unwrap_or(body)
+                    .to_string()
+            } else if at == 0 {
+                body.to_string()
+            } else {
+                return None;
+            })
         })
         .collect()
 }
