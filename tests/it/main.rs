@@ -26,6 +26,7 @@ mod loop_report;
 mod loop_state;
 mod notify;
 mod parallel;
+mod parallel_strays;
 mod pins;
 mod review;
 mod setup_cli;

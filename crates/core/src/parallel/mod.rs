@@ -17,6 +17,7 @@
 pub mod git;
 pub mod hooks;
 pub mod refuse;
+pub mod strays;
 
 use crate::hook_input::BackgroundTask;
 use crate::prd::{Prd, Story};
