@@ -51,7 +51,7 @@ fn a_stop_removes_the_branch_of_a_worktree_the_client_failed_to_make() {
             "worktree-agent-work"
         ]
     );
-    let cleanup = logged(&p, "cleanup", "worktrees_removed").unwrap();
+    let cleanup = logged(&p, "cleanup", "stray_branch_removed").unwrap();
     let said = cleanup["message"].as_str().unwrap();
     assert!(said.contains("worktree-agent-g1"), "{said}");
     assert!(!said.contains("old") && !said.contains("-work"), "{said}");

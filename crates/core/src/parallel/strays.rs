@@ -101,7 +101,7 @@ pub fn sweep(paths: &LoopPaths, state: &LoopState, session: &str) {
         "removed {} that Claude Code made for a worker's worktree it then failed to make (no worker ran there)",
         removed.join(", ")
     );
-    let code = Code::WorktreesRemoved.as_str();
+    let code = Code::StrayBranchRemoved.as_str();
     let entry =
         Entry::now(session, state.iteration, Action::Cleanup, code).with_message(Some(&text));
     let _ = activity::append(&paths.log, &entry);
