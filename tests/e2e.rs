@@ -1464,15 +1464,17 @@ fn check_project(e: &Expect, sandbox: &Sandbox, failures: &mut Vec<String>) {
             }
         }
     }
-    for (decision, n) in &e.log_counts {
+    for (key, n) in &e.log_counts {
+        // `decision`, or `decision/reason`.
+        let (decision, reason) = key.split_once('/').unwrap_or((key, ""));
+        let field = |x: &Value, k: &str| x.get(k).and_then(Value::as_str).map(str::to_string);
         let have = entries
             .iter()
-            .filter(|x| x.get("decision").and_then(Value::as_str) == Some(decision))
+            .filter(|x| field(x, "decision").as_deref() == Some(decision))
+            .filter(|x| reason.is_empty() || field(x, "reason").as_deref() == Some(reason))
             .count();
         if have != *n {
-            failures.push(format!(
-                "{LOG_FILE}: {have} `{decision}` entries, expected {n}"
-            ));
+            failures.push(format!("{LOG_FILE}: {have} `{key}` entries, expected {n}"));
         }
     }
 }

@@ -28,6 +28,7 @@ mod loop_state;
 mod no_off_switch;
 mod notify;
 mod parallel;
+mod parallel_strays;
 mod pins;
 mod review;
 mod setup_cli;

@@ -12,7 +12,7 @@ use std::process::Command;
 
 use crate::support::*;
 
-const WORKER: &str = "ralph:ralph-parallel-worker";
+pub(crate) const WORKER: &str = "ralph:ralph-parallel-worker";
 
 const PRD: &str = r#"{"project": "demo", "userStories": [
   {"id": "US-1", "title": "One", "priority": 1, "passes": false, "verify": "grep -q one one.txt"},
@@ -20,7 +20,7 @@ const PRD: &str = r#"{"project": "demo", "userStories": [
 ]}
 "#;
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
         .args(args)
@@ -36,7 +36,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A committed project running a `--parallel 2` loop owned by `s1`.
-fn parallel_loop(tag: &str) -> Project {
+pub(crate) fn parallel_loop(tag: &str) -> Project {
     let p = Project::new(tag);
     p.git_init();
     p.write("prd.json", PRD);
@@ -51,7 +51,7 @@ fn parallel_loop(tag: &str) -> Project {
 }
 
 /// A worker's worktree, as Claude Code makes it, and its `SubagentStart`.
-fn worker(p: &Project, agent: &str, story: &str) -> PathBuf {
+pub(crate) fn worker(p: &Project, agent: &str, story: &str) -> PathBuf {
     let tree = p.path(&format!(".claude/worktrees/agent-{agent}"));
     git(
         &p.root,
@@ -93,7 +93,7 @@ fn worker_stop(p: &Project, agent: &str, tree: &Path, said: &str) -> Option<Valu
 }
 
 /// The first log line with this decision and reason.
-fn logged(p: &Project, decision: &str, reason: &str) -> Option<Value> {
+pub(crate) fn logged(p: &Project, decision: &str, reason: &str) -> Option<Value> {
     p.log()
         .into_iter()
         .find(|e| e["decision"] == decision && e["reason"] == reason)
@@ -113,7 +113,7 @@ fn passes(p: &Project, story: &str) -> bool {
         .any(|s| s["id"] == story && s["passes"] == true)
 }
 
-fn branches(p: &Project) -> Vec<String> {
+pub(crate) fn branches(p: &Project) -> Vec<String> {
     git(&p.root, &["branch", "--format=%(refname:short)"])
         .lines()
         .map(str::to_string)

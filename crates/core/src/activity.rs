@@ -141,6 +141,9 @@ pub enum Code {
     WorktreeAbandoned,
     /// `--parallel`: the loop ended, was cancelled, or a new one started: its worktrees went.
     WorktreesRemoved,
+    /// `--parallel`: a branch Claude Code made for a worktree it failed to
+    /// make (no worker ran there) was removed (`parallel::strays`).
+    StrayBranchRemoved,
     /// `--parallel`: a merge into the main tree was cut short; it was aborted.
     MergeInterrupted,
     /// A reviewer rejected the work claimed complete (`--review`).
@@ -189,6 +192,7 @@ impl Code {
             Code::MergeRefused => "merge_refused",
             Code::WorktreeAbandoned => "worktree_abandoned",
             Code::WorktreesRemoved => "worktrees_removed",
+            Code::StrayBranchRemoved => "stray_branch_removed",
             Code::MergeInterrupted => "merge_interrupted",
             Code::ReviewRejected => "review_rejected",
             Code::ReviewsExhausted => "reviews_exhausted",

@@ -18,6 +18,7 @@ pub mod bound;
 pub mod git;
 pub mod hooks;
 pub mod refuse;
+pub mod strays;
 
 use crate::hook_input::BackgroundTask;
 use crate::prd::{Prd, Story};

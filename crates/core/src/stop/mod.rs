@@ -73,6 +73,8 @@ pub fn step(paths: &LoopPaths, input: &HookInput, ran: &Ran) -> Result<Step, Sto
     let state = &inputs.state;
     if state.parallel > 0 && state.active {
         crate::parallel::hooks::sync_lanes(paths, input, &inputs.session, state.iteration);
+        // Branches the client made for a worktree it then failed to make.
+        crate::parallel::strays::sweep(paths, state, &inputs.session);
     }
     let all_busy = if state.parallel > 0 {
         inputs.in_flight.len() >= state.parallel as usize
