@@ -315,6 +315,10 @@ fn context(
     };
 
     ctx.protected_dirs = protected_dirs(root, ctx.home.as_deref());
+    ctx.client_projects = client_projects(ctx.home.as_deref())
+        .into_iter()
+        .filter(|d| ctx.protected_dirs.contains(d))
+        .collect();
     let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from);
@@ -405,6 +409,20 @@ fn protected_dirs(root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
         dirs.push(real);
     }
     dirs
+}
+
+/// The client's `projects` folder (its transcripts, and each project's
+/// auto-memory folder), as written and with links resolved.
+fn client_projects(home: Option<&Path>) -> Vec<PathBuf> {
+    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home.map(|h| h.join(".claude")));
+    let Some(projects) = config.map(|c| c.join("projects")) else {
+        return Vec::new();
+    };
+    let real = fs::canonicalize(&projects).ok().filter(|r| *r != projects);
+    std::iter::once(projects).chain(real).collect()
 }
 
 /// The protected files that are `target` under another name: hard links

@@ -109,6 +109,11 @@ pub struct LoopContext {
     /// (its data folder, where the authoritative state lives), absolute; only
     /// those that exist.
     pub protected_dirs: Vec<PathBuf>,
+    /// The client's `projects` folders (absolute) among `protected_dirs`:
+    /// its transcripts are kept from the agent, but each project's
+    /// auto-memory folder in it (`projects/<project>/memory/`) is the
+    /// agent's to write (the client's own feature).
+    pub client_projects: Vec<PathBuf>,
     /// The checks recorded at loop start, story id -> verify command
     /// (`story_checks:` in the state's frontmatter). A PRD edit may not
     /// change or drop them.
@@ -277,6 +282,17 @@ pub(crate) fn fresh_main_write(call: &ToolCall, ctx: &LoopContext) -> Option<Str
         }
         _ => None,
     }
+}
+
+/// A path in the client's auto-memory folder of a project
+/// (`<projects>/<project>/memory/...`): not a transcript.
+pub(crate) fn in_client_memory(path: &Path, ctx: &LoopContext) -> bool {
+    ctx.client_projects.iter().any(|d| {
+        path.strip_prefix(d).is_ok_and(|rest| {
+            let mut parts = rest.components();
+            parts.next().is_some() && parts.next().is_some_and(|c| c.as_os_str() == "memory")
+        })
+    })
 }
 
 fn loop_file_reason(display: &str, what: &str) -> String {
@@ -549,7 +565,10 @@ fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
         }
     }
     for dir in &ctx.protected_dirs {
-        if candidates.iter().any(|p| p.starts_with(dir)) {
+        if candidates
+            .iter()
+            .any(|p| p.starts_with(dir) && !in_client_memory(p, ctx))
+        {
             return Verdict::Deny(loop_file_reason(
                 &dir.display().to_string(),
                 "this edit would change a file in",
@@ -930,6 +949,32 @@ mod tests {
         c.protected_dirs = vec![PathBuf::from("/home/u/.claude/ralph")];
         assert!(denied(&w(&c, "/home/u/.claude/ralph/loops/h/state.md")));
         assert!(!denied(&w(&c, "/home/u/.claude/settings.json")));
+        // The client's transcripts are kept; its auto-memory is not.
+        let projects = PathBuf::from("/home/u/.claude/projects");
+        c.protected_dirs = vec![projects.clone()];
+        c.client_projects = vec![projects];
+        assert!(denied(&w(&c, "/home/u/.claude/projects/-proj/s1.jsonl")));
+        assert!(denied(&w(
+            &c,
+            "/home/u/.claude/projects/-proj/s1/subagents/agent-a.jsonl"
+        )));
+        assert!(!denied(&w(
+            &c,
+            "/home/u/.claude/projects/-proj/memory/MEMORY.md"
+        )));
+        let bash = |cmd: &str| {
+            decide(
+                &call("Bash", json!({"command": cmd})),
+                &PolicySource::Absent,
+                &c,
+            )
+        };
+        assert!(denied(&bash(
+            "echo x >> /home/u/.claude/projects/-proj/s1.jsonl"
+        )));
+        assert!(!denied(&bash(
+            "echo note >> /home/u/.claude/projects/-proj/memory/MEMORY.md"
+        )));
     }
 
     #[test]

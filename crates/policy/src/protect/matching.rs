@@ -328,6 +328,8 @@ pub(super) fn classify_except(
                         && t.abs.starts_with(&path)
                         && ancestor_counts(&path, kind, t, ctx))
             };
+            // The client's auto-memory is in its protected `projects` folder.
+            let reaches = reaches && !(t.is_dir && crate::in_client_memory(&path, ctx));
             if reaches {
                 return Some(t.hit());
             }
