@@ -50,19 +50,6 @@ fn guard_as(p: &Project, tool: &str, input: Value, agent_type: Option<&str>) -> 
     run_json(GUARD, &[], &p.root, &v.to_string())
 }
 
-fn denied(out: Option<Value>) -> String {
-    let o = out.expect("a decision");
-    assert_eq!(o["hookSpecificOutput"]["permissionDecision"], "deny", "{o}");
-    o["hookSpecificOutput"]["permissionDecisionReason"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-fn allowed(out: Option<Value>) -> bool {
-    out.is_none_or(|o| o["hookSpecificOutput"]["permissionDecision"] != "deny")
-}
-
 fn subagent_stop(p: &Project, agent_type: &str, said: &str) -> Option<Value> {
     let v = json!({
         "session_id": "s1", "cwd": p.root, "hook_event_name": "SubagentStop",

@@ -10,25 +10,6 @@ use ralph_core::worktree;
 use std::path::Path;
 use std::process::Command;
 
-/// Plain git, as the agent (or the test) runs it.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@x")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@x")
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// A repository with one commit (`a.txt`, `b.dat`, `lib.rs`, `old.txt`).
 fn repo(tag: &str) -> (Project, String) {
     let p = Project::new(tag);

@@ -20,21 +20,6 @@ const PRD: &str = r#"{"project": "demo", "userStories": [
 ]}
 "#;
 
-pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// A committed project running a `--parallel 2` loop owned by `s1`.
 pub(crate) fn parallel_loop(tag: &str) -> Project {
     let p = Project::new(tag);

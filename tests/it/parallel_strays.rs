@@ -5,7 +5,7 @@
 use serde_json::json;
 use std::process::Command;
 
-use crate::parallel::{WORKER, branches, git, logged, parallel_loop, worker};
+use crate::parallel::{WORKER, branches, logged, parallel_loop, worker};
 use crate::support::*;
 
 #[test]

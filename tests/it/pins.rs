@@ -44,19 +44,6 @@ fn guard(p: &Project, tool: &str, input: Value) -> Option<Value> {
     run_json(GUARD, &[], &p.root, &v.to_string())
 }
 
-fn denied(out: Option<Value>) -> String {
-    let o = out.expect("a decision");
-    assert_eq!(o["hookSpecificOutput"]["permissionDecision"], "deny", "{o}");
-    o["hookSpecificOutput"]["permissionDecisionReason"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-fn allowed(out: Option<Value>) -> bool {
-    out.is_none_or(|o| o["hookSpecificOutput"]["permissionDecision"] != "deny")
-}
-
 fn mark_passing(p: &Project) {
     let prd = p.read("prd.json").unwrap();
     p.write(

@@ -525,3 +525,38 @@ pub fn exits_within(mut cmd: Command, stdin: Stdin<'_>, secs: u64) -> (bool, Out
     }
     (exited, finish(child, feeder, started))
 }
+
+/// `git ARGS` in `dir` with a fixed identity (tests make commits in fresh
+/// repositories); its stdout, or the test fails with git's stderr.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@x")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@x")
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The guard's refusal reason; the test fails when the call was allowed.
+pub fn denied(out: Option<Value>) -> String {
+    let o = out.expect("a decision");
+    assert_eq!(o["hookSpecificOutput"]["permissionDecision"], "deny", "{o}");
+    o["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// The guard let the call through.
+pub fn allowed(out: Option<Value>) -> bool {
+    out.is_none_or(|o| o["hookSpecificOutput"]["permissionDecision"] != "deny")
+}
