@@ -64,14 +64,16 @@ fn run() -> Option<Value> {
     // The path of every tool call of every session without a loop or a
     // policy: Claude Code sets CLAUDE_PROJECT_DIR, so three stats decide,
     // without reading stdin.
+    let mut env_paths = None;
     if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty()) {
-        let root = PathBuf::from(dir);
-        if !LoopPaths::new(&root).has_loop()
-            && !root.join(POLICY_FILE).exists()
-            && !root.join(POLICY_FILE_ALT).exists()
+        let paths = LoopPaths::new(PathBuf::from(dir));
+        if !paths.has_loop()
+            && !paths.root.join(POLICY_FILE).exists()
+            && !paths.root.join(POLICY_FILE_ALT).exists()
         {
             return None;
         }
+        env_paths = Some(paths);
     }
     let input = match HookInput::read_stdin_with_deadline(STDIN_DEADLINE_SECS) {
         Ok(input) => input,
@@ -86,7 +88,10 @@ fn run() -> Option<Value> {
     }
     let hook_cwd = input.cwd.as_deref().filter(|c| !c.is_empty());
     let root = project_root_from_env(hook_cwd);
-    let paths = LoopPaths::new(&root);
+    // The loop's paths cost a walk of the root's links: once per call.
+    let paths = env_paths
+        .filter(|p| p.root == root)
+        .unwrap_or_else(|| LoopPaths::new(&root));
     let loop_active = paths.has_loop();
     if loop_active {
         // Git's configuration read is kept in the loop's folder across hooks.
@@ -239,9 +244,10 @@ fn context(
     policy: &PolicySource,
     agent_type: Option<&str>,
 ) -> LoopContext {
+    let real_root = fs::canonicalize(root).ok();
     let mut ctx = LoopContext {
         root: root.to_path_buf(),
-        real_root: fs::canonicalize(root).ok().filter(|r| r != root),
+        real_root: real_root.clone().filter(|r| r != root),
         cwd: cwd.to_path_buf(),
         loop_active,
         wrap_reported: wrap_already_reported(root, policy),
@@ -314,11 +320,11 @@ fn context(
             .collect()
     };
 
-    ctx.protected_dirs = protected_dirs(root, ctx.home.as_deref());
-    ctx.client_projects = client_projects(ctx.home.as_deref())
-        .into_iter()
-        .filter(|d| ctx.protected_dirs.contains(d))
-        .collect();
+    (ctx.protected_dirs, ctx.client_projects) = protected_dirs(
+        root,
+        real_root.as_deref().unwrap_or(root),
+        ctx.home.as_deref(),
+    );
     let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from);
@@ -375,14 +381,21 @@ fn context(
 /// would end every check), and the client's transcripts (a worker's task is
 /// its transcript's first line). A folder that holds the project, or lies
 /// inside it (ralph developing itself), is left out: it would refuse every
-/// edit. Only folders that exist.
-fn protected_dirs(root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+/// edit. Only folders that exist. Also returns the client's `projects`
+/// folder (its transcripts, and each project's auto-memory folder) as
+/// written and with links resolved, when it is protected.
+fn protected_dirs(
+    root: &Path,
+    real_root: &Path,
+    home: Option<&Path>,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let var = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
     let client_config = var("CLAUDE_CONFIG_DIR").or_else(|| home.map(|h| h.join(".claude")));
+    let projects = client_config.map(|c| c.join("projects"));
     let candidates = [
         Some(ralph_core::paths::data_root()),
         std::env::current_exe()
@@ -391,38 +404,30 @@ fn protected_dirs(root: &Path, home: Option<&Path>) -> Vec<PathBuf> {
         var("RALPH_BIN_DIR"),
         var("CLAUDE_PLUGIN_DATA"),
         var("CLAUDE_PLUGIN_ROOT"),
-        client_config.map(|c| c.join("projects")),
+        projects.clone(),
     ];
-    let real_root = fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut client_projects = Vec::new();
     for dir in candidates.into_iter().flatten() {
         let Ok(real) = fs::canonicalize(&dir) else {
             continue;
         };
         let overlaps = |r: &Path| r.starts_with(&real) || real.starts_with(r);
-        if !real.is_dir() || overlaps(root) || overlaps(&real_root) || dirs.contains(&real) {
+        if !real.is_dir() || overlaps(root) || overlaps(real_root) || dirs.contains(&real) {
             continue;
+        }
+        if projects.as_ref() == Some(&dir) {
+            client_projects.push(dir.clone());
+            if real != dir {
+                client_projects.push(real.clone());
+            }
         }
         if real != dir {
             dirs.push(dir);
         }
         dirs.push(real);
     }
-    dirs
-}
-
-/// The client's `projects` folder (its transcripts, and each project's
-/// auto-memory folder), as written and with links resolved.
-fn client_projects(home: Option<&Path>) -> Vec<PathBuf> {
-    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| home.map(|h| h.join(".claude")));
-    let Some(projects) = config.map(|c| c.join("projects")) else {
-        return Vec::new();
-    };
-    let real = fs::canonicalize(&projects).ok().filter(|r| *r != projects);
-    std::iter::once(projects).chain(real).collect()
+    (dirs, client_projects)
 }
 
 /// The protected files that are `target` under another name: hard links

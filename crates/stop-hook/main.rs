@@ -184,10 +184,7 @@ fn worker_stop(paths: &LoopPaths, input: &HookInput) -> HookOutput {
                 let pins = pins::disk::before_checks(paths);
                 drop(lock);
                 watchdog::extend(timeout + watchdog::WORK);
-                ran = Some(
-                    ralph_core::worktree::run_check(&paths.root, &command, timeout, None)
-                        .with_pins(pins.pinned, &pins.put_back),
-                );
+                ran = Some(pins.run_check(&paths.root, &command, timeout, None));
                 watchdog::extend(watchdog::WORK);
             }
             Err(e) => return HookOutput::allow(text::paused(&e)),

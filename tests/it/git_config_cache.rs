@@ -264,3 +264,18 @@ fn a_filter_given_through_the_environment_never_reaches_git() {
     assert!(!b.ran(), "the filter from GIT_CONFIG_PARAMETERS ran");
     b.assert_ran_by_plain_git(&env);
 }
+
+#[test]
+fn a_cache_written_by_anyone_but_ralph_is_not_trusted() {
+    let b = Bench::new("cfgcache-forged");
+    b.warm();
+    // An interpreter run by the agent rewrites the cache (here: the same
+    // entries, one byte more); a forged cache could leave out a driver
+    // planted since. Its seal no longer matches: git's config is read again.
+    let cache = b.p.loop_paths().git_config;
+    let mut text = std::fs::read_to_string(&cache).unwrap();
+    text.push(' ');
+    std::fs::write(&cache, text).unwrap();
+    assert_eq!(b.turn(3, &[]), 1, "a forged cache is read past");
+    assert_eq!(b.turn(4, &[]), 0, "and ralph's own write is trusted again");
+}

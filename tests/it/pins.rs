@@ -340,3 +340,47 @@ fn a_story_that_appears_mid_loop_has_its_check_pinned_when_recorded() {
     ));
     assert!(why.contains("tests/two.sh is pinned"), "{why}");
 }
+
+#[test]
+fn a_pinned_copy_or_manifest_rewritten_in_the_loops_folder_is_never_trusted() {
+    for what in ["copy", "manifest"] {
+        let p = prd_loop(&format!("pin-poisoned-{what}"), "");
+        let pins = p.loop_paths().pins;
+        // An interpreter run by the agent weakens the script and ralph's
+        // copy of it (and, the second time, the manifest's hash of it too),
+        // so that "putting back" would restore the weakened script.
+        p.write("tests/check.sh", WEAK);
+        std::fs::write(pins.join("files/tests/check.sh"), WEAK).unwrap();
+        if what == "manifest" {
+            let manifest = pins.join("manifest.json");
+            let text = std::fs::read_to_string(&manifest).unwrap();
+            let v: Value = serde_json::from_str(&text).unwrap();
+            let old = v["files"][0]["hash"].as_str().unwrap().to_string();
+            let weak = weak_hash();
+            std::fs::write(&manifest, text.replace(&old, &weak)).unwrap();
+        }
+        mark_passing(&p);
+        let out = p.stop("s1", Some("done"));
+        assert!(is_block(out.as_ref()), "{what}: not complete: {out:?}");
+        let r = reason(out.as_ref());
+        assert!(
+            r.contains("ralph did not run this check") && r.contains("changed outside ralph"),
+            "{what}: {r}"
+        );
+        assert!(
+            p.log()
+                .iter()
+                .any(|e| e["decision"] == "pin" && e["reason"] == "pin_untrusted"),
+            "{what}: {:?}",
+            p.log()
+        );
+    }
+}
+
+/// The manifest's hash of WEAK (FNV-1a 64, as ralph writes it).
+fn weak_hash() -> String {
+    let h = WEAK.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("fnv1a:{h:016x}")
+}

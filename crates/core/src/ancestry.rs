@@ -98,9 +98,7 @@ pub fn judge(chain: &[Proc]) -> Origin {
 /// Who started this process (see [`judge`]): the ancestors are read one at
 /// a time, up to the first that decides (a hook: two).
 pub fn this_origin() -> Origin {
-    let Some(me) = this_process() else {
-        return Origin::Other;
-    };
+    let me = this_process();
     let mut child = me.clone();
     let mut first_parent = None;
     for _ in 0..MAX_DEPTH {
@@ -123,27 +121,22 @@ pub fn this_origin() -> Origin {
 }
 
 /// This process, its environment read from its variables (the same as its
-/// initial one for a hook, which never changes them); `None` where `/proc`
-/// cannot be read.
-fn this_process() -> Option<Proc> {
-    if !Path::new("/proc/self/stat").exists() {
-        return None;
-    }
+/// initial one for a hook, which never changes them). Where `/proc` cannot
+/// be read, no parent is found and the origin is undecided.
+fn this_process() -> Proc {
     let var = |k: &str| std::env::var(k).ok();
-    Some(Proc {
+    Proc {
         pid: std::process::id(),
         ppid: std::os::unix::process::parent_id(),
         name: String::new(),
         ai_agent: var("AI_AGENT"),
         claude_pid: var("CLAUDE_PID").and_then(|v| v.parse().ok()),
-    })
+    }
 }
 
-/// This process and its ancestors (to init); empty where `/proc` cannot be read.
+/// This process and its ancestors (to init); only itself where `/proc` cannot be read.
 pub fn this_chain() -> Vec<Proc> {
-    let Some(me) = this_process() else {
-        return Vec::new();
-    };
+    let me = this_process();
     let mut chain = vec![me];
     while chain.len() < MAX_DEPTH {
         let ppid = chain.last().map_or(0, |p| p.ppid);
@@ -165,10 +158,23 @@ pub fn this_chain() -> Vec<Proc> {
 /// walks its memory, and the standard readers start with 32 bytes.
 fn read_all(path: &Path, cap: usize) -> Vec<u8> {
     use std::io::Read;
-    let mut buf = Vec::with_capacity(cap);
+    // Plain reads into a buffer of `cap`, grown when full (`read_to_end`
+    // first asks the file's size and position: two more calls per file,
+    // and a `/proc` file's size is 0 anyway).
+    let mut buf = vec![0; cap];
+    let mut len = 0;
     if let Ok(mut f) = std::fs::File::open(path) {
-        let _ = f.read_to_end(&mut buf);
+        loop {
+            if len == buf.len() {
+                buf.resize(buf.len() * 2, 0);
+            }
+            match f.read(&mut buf[len..]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => len += n,
+            }
+        }
     }
+    buf.truncate(len);
     buf
 }
 
@@ -185,7 +191,7 @@ fn read_proc(pid: u32) -> Option<Proc> {
         .nth(1)?
         .parse()
         .ok()?;
-    let environ = read_all(&dir.join("environ"), 64 * 1024);
+    let environ = read_all(&dir.join("environ"), 8 * 1024);
     let var = |key: &[u8]| -> Option<String> {
         environ
             .split(|b| *b == 0)

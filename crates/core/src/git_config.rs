@@ -16,7 +16,6 @@
 //! during the read (timestamps are coarse): such an entry is read again, as
 //! git treats a racily clean index entry. Does I/O (stats, git, the file).
 
-use crate::store;
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -289,9 +288,15 @@ pub fn key_env(env: &dyn Fn(&str) -> Option<String>) -> Vec<(String, Option<Stri
 }
 
 /// The cached read of `git_dir` from `file`, when it still holds.
+///
+/// Only a cache ralph wrote counts (its seal): one rewritten by an
+/// interpreter the agent ran could hide a filter driver planted since.
 pub fn cached(file: &Path, git_dir: &Path, env: &[(String, Option<String>)]) -> Option<ConfigRead> {
-    let text = std::fs::read(file).ok()?;
-    let cache: CacheFile = serde_json::from_slice(&text).ok()?;
+    let text = std::fs::read_to_string(file).ok()?;
+    if crate::seal::check(file, &text) != crate::seal::Seal::Intact {
+        return None;
+    }
+    let cache: CacheFile = serde_json::from_str(&text).ok()?;
     cache
         .entries
         .into_iter()
@@ -311,7 +316,7 @@ pub fn remember(file: &Path, entry: Entry) {
     cache.entries.insert(0, entry);
     cache.entries.truncate(MAX_ENTRIES);
     if let Ok(text) = serde_json::to_vec(&cache) {
-        let _ = store::atomic_write(file, &text);
+        let _ = crate::seal::write(file, &text);
     }
 }
 

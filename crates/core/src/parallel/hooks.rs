@@ -341,9 +341,7 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
             let result = claim.check.as_deref().map(|cmd| {
                 extend(timeout + Duration::from_secs(30));
                 // On the merged tree, with the pinned files as at start.
-                let pins = crate::pins::disk::before_checks(paths);
-                crate::worktree::run_check(&paths.root, cmd, timeout, None)
-                    .with_pins(pins.pinned, &pins.put_back)
+                crate::pins::disk::before_checks(paths).run_check(&paths.root, cmd, timeout, None)
             });
             match result {
                 Some(r) if !r.passed() => {

@@ -166,6 +166,7 @@ pub fn record(paths: &LoopPaths, wanted: &[(String, String)]) -> Result<Manifest
 /// The versions put back, and their record, stay (never lost).
 pub fn forget(paths: &LoopPaths) {
     let _ = fs::remove_file(manifest_path(paths));
+    let _ = crate::seal::remove(&manifest_path(paths));
     let _ = fs::remove_dir_all(paths.pins.join("files"));
 }
 
@@ -214,7 +215,8 @@ fn keep(
             bytes: manifest.bytes(),
         });
     }
-    store::atomic_write(&manifest_path(paths), manifest.render().as_bytes())
+    // Sealed: the copies' hashes are what a check's pins are judged by.
+    crate::seal::write(&manifest_path(paths), manifest.render().as_bytes())
         .map_err(|e| io("manifest.json", &e))
 }
 
@@ -223,6 +225,19 @@ pub fn read_manifest(paths: &LoopPaths) -> Manifest {
     match fs::read_to_string(manifest_path(paths)) {
         Ok(text) => Manifest::parse(&text),
         Err(_) => Manifest::default(),
+    }
+}
+
+/// The manifest as ralph wrote it (its seal), or `Err` when something else
+/// wrote it (or took its seal away): then no pin can be trusted.
+fn read_sealed_manifest(paths: &LoopPaths) -> Result<Manifest, ()> {
+    let path = manifest_path(paths);
+    match fs::read_to_string(&path) {
+        Ok(text) if crate::seal::check(&path, &text) == crate::seal::Seal::Intact => {
+            Ok(Manifest::parse(&text))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Manifest::default()),
+        _ => Err(()),
     }
 }
 
@@ -245,21 +260,28 @@ pub struct PutBack {
 /// (the common case) this costs the manifest's read and, per pin, one
 /// `stat` and two reads. Each file put back is recorded in
 /// `pins/restored.jsonl`. Under the loop lock (or the merge lock).
-pub fn put_back(paths: &LoopPaths, manifest: &Manifest) -> Vec<PutBack> {
+pub fn put_back(paths: &LoopPaths, manifest: &Manifest) -> (Vec<PutBack>, Vec<String>) {
     let mut done = Vec::new();
+    let mut untrusted = Vec::new();
     for pin in &manifest.files {
         let target = paths.root.join(&pin.path);
-        let copy = copy_path(paths, &pin.path);
+        // The copy is what the check will run: it must be the bytes ralph
+        // pinned (the sealed manifest's hash), not a weakened version an
+        // interpreter wrote into the loop's folder.
+        let pinned = match fs::read(copy_path(paths, &pin.path)) {
+            Ok(bytes) if fnv1a(&bytes) == pin.hash => bytes,
+            _ => {
+                untrusted.push(pin.path.clone());
+                continue;
+            }
+        };
         let meta = fs::symlink_metadata(&target).ok();
         let same = meta.as_ref().is_some_and(|m| {
-            m.is_file() && m.len() == pin.size && fs::read(&target).ok() == fs::read(&copy).ok()
+            m.is_file() && m.len() == pin.size && fs::read(&target).ok().as_ref() == Some(&pinned)
         });
         if same {
             continue;
         }
-        let Ok(pinned) = fs::read(&copy) else {
-            continue;
-        };
         let kept = meta
             .as_ref()
             .and_then(|_| displace(paths, &pin.path, &target));
@@ -278,7 +300,7 @@ pub fn put_back(paths: &LoopPaths, manifest: &Manifest) -> Vec<PutBack> {
         }
         done.push(back);
     }
-    done
+    (done, untrusted)
 }
 
 /// Keep what is at `target` under `pins/displaced/<rel>` (`.1`, `.2`, ...
@@ -311,20 +333,65 @@ fn displace(paths: &LoopPaths, rel: &str, target: &Path) -> Option<String> {
 pub struct Guarded {
     pub pinned: bool,
     pub put_back: Vec<PutBack>,
+    /// Pins ralph's own record of was changed outside ralph (the manifest,
+    /// or a file's copy): no check runs against them (see [`Guarded::run_check`]).
+    pub untrusted: Vec<String>,
+}
+
+impl Guarded {
+    /// Run `command` as a check against these pins, or, when ralph's record
+    /// of them was changed outside ralph, fail it without running it: a
+    /// check whose pinned script may be the agent's proves nothing. The
+    /// loop goes on; the user is told what changed.
+    pub fn run_check(
+        &self,
+        root: &Path,
+        command: &str,
+        timeout: std::time::Duration,
+        fingerprint: Option<String>,
+    ) -> crate::verify::CheckResult {
+        if self.untrusted.is_empty() {
+            return crate::worktree::run_check(root, command, timeout, fingerprint)
+                .with_pins(self.pinned, &self.put_back);
+        }
+        crate::verify::CheckResult {
+            command: command.to_string(),
+            exit: None,
+            timed_out: false,
+            output_tail: format!(
+                "ralph did not run this check: its pinned copy of {} in the loop's folder was changed outside ralph, so the check could be the agent's. Cancel the loop (/cancel-ralph) and start it again to pin the files anew.",
+                self.untrusted.join(", ")
+            ),
+            fingerprint,
+            time: crate::clock::now_rfc3339(),
+            duration_ms: 0,
+            pinned: true,
+            put_back: Vec::new(),
+        }
+    }
 }
 
 /// Before checks run: put back what differs ([`put_back`]) and log it.
 /// A loop without pins costs one failed `open`.
 pub fn before_checks(paths: &LoopPaths) -> Guarded {
-    let manifest = read_manifest(paths);
+    let Ok(manifest) = read_sealed_manifest(paths) else {
+        log_untrusted(paths, &["pins/manifest.json".to_string()]);
+        return Guarded {
+            pinned: true,
+            untrusted: vec!["pins/manifest.json".to_string()],
+            ..Guarded::default()
+        };
+    };
     if manifest.files.is_empty() {
         return Guarded::default();
     }
-    let put_back = put_back(paths, &manifest);
+    let (put_back, untrusted) = put_back(paths, &manifest);
     log_put_back(paths, &put_back);
+    log_untrusted(paths, &untrusted);
     Guarded {
         pinned: true,
         put_back,
+        untrusted,
     }
 }
 
@@ -370,6 +437,26 @@ pub fn log_put_back(paths: &LoopPaths, back: &[PutBack]) {
         &paths.log,
         &Entry::now(&session, iteration, Action::Pin, "pin_restored")
             .with_message(Some(&put_back_text(back))),
+    );
+}
+
+/// Log the pins whose record in the loop's folder was changed outside ralph.
+fn log_untrusted(paths: &LoopPaths, untrusted: &[String]) {
+    if untrusted.is_empty() {
+        return;
+    }
+    let (session, iteration) = match paths.read_state() {
+        crate::paths::StateFile::Loop { state, .. } => (state.session_id, state.iteration),
+        _ => (String::new(), 0),
+    };
+    let _ = activity::append(
+        &paths.log,
+        &Entry::now(&session, iteration, Action::Pin, "pin_untrusted").with_message(Some(
+            &format!(
+                "changed outside ralph: {}; checks fail until the loop is started again",
+                untrusted.join(", ")
+            ),
+        )),
     );
 }
 

@@ -39,7 +39,6 @@ use crate::queue::QueueAction;
 use crate::review;
 use crate::state::LoopState;
 use crate::store::StoreError;
-use crate::worktree;
 use completion::Completion;
 use decide::{Decision, StopContext};
 use inputs::{Gathered, StopInputs};
@@ -128,10 +127,7 @@ impl Jobs {
     pub fn run(self, paths: &LoopPaths, pins: &Guarded, ran: &mut Ran) {
         let root = &paths.root;
         ran.stories_done = true;
-        let check = |cmd: &str| {
-            worktree::run_check(root, cmd, self.timeout, self.fingerprint.clone())
-                .with_pins(pins.pinned, &pins.put_back)
-        };
+        let check = |cmd: &str| pins.run_check(root, cmd, self.timeout, self.fingerprint.clone());
         for (id, cmd) in &self.stories {
             ran.stories.push((id.clone(), check(cmd)));
         }
