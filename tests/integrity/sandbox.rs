@@ -239,8 +239,9 @@ impl Sandbox {
         cmd
     }
 
-    /// A hook run by the client for session SESSION.
-    pub fn hook(&self, program: &str) -> Command {
+    /// A hook run by a client for `session` (SESSION: the loop's), with
+    /// more environment (what a reviewer-like session could be given).
+    pub fn hook_as(&self, program: &str, session: &str, env: &[(String, String)]) -> Command {
         let mut cmd = self.base(program, &self.project);
         cmd.env("CLAUDE_PROJECT_DIR", &self.project)
             .env("CLAUDE_PLUGIN_ROOT", self.dir.join("plugin"))
@@ -249,7 +250,8 @@ impl Sandbox {
                 self.home.join(".claude/plugins/data/ralph-inline"),
             )
             .env("AI_AGENT", AI_AGENT_HOOK);
-        session_env(&mut cmd);
+        session_env(&mut cmd, session);
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
@@ -258,11 +260,18 @@ impl Sandbox {
     /// shell snapshot sourced first: measured on 2.1.328), so the shell
     /// that carries the agent's marks stays its parent and is never
     /// replaced by a lone command (`ancestry` reads it).
-    pub fn agent_bash(&self, script: &str, cwd: &Path) -> Command {
+    pub fn agent_bash(
+        &self,
+        script: &str,
+        cwd: &Path,
+        session: &str,
+        env: &[(String, String)],
+    ) -> Command {
         let mut cmd = self.base("bash", cwd);
         let wrapped = format!("{script}\nexit $?");
         cmd.args(["-c", &wrapped]).env("AI_AGENT", AI_AGENT_TOOL);
-        session_env(&mut cmd);
+        session_env(&mut cmd, session);
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
@@ -332,9 +341,9 @@ impl Sandbox {
 }
 
 /// What the client puts in the environment of hooks and tools alike.
-fn session_env(cmd: &mut Command) {
+fn session_env(cmd: &mut Command, session: &str) {
     cmd.env("CLAUDECODE", "1")
-        .env("CLAUDE_CODE_SESSION_ID", SESSION)
+        .env("CLAUDE_CODE_SESSION_ID", session)
         .env("CLAUDE_CODE_CHILD_SESSION", "1")
         .env("CLAUDE_CODE_ENTRYPOINT", "cli");
 }
