@@ -108,8 +108,8 @@ pub fn summary(rows: &[Row]) -> String {
 /// `--fresh` loop's main thread or worker, a `--parallel` worker, a
 /// reviewer-like session): attacks held (denied, survived, or paused by
 /// design) of all attacks, look-alikes allowed of all look-alikes, the
-/// controls that ended the loop as they must, and the `limit` and `todo`
-/// markings.
+/// controls that ended the loop as they must, the `limit` and `todo`
+/// markings, and the time its cases took (summed over threads).
 pub fn surfaces(rows: &[Row]) -> String {
     #[derive(Default)]
     struct Surface {
@@ -120,6 +120,7 @@ pub fn surfaces(rows: &[Row]) -> String {
         controls: usize,
         limit: usize,
         todo: usize,
+        seconds: f64,
     }
     let mut order: Vec<&str> = Vec::new();
     let mut by: BTreeMap<&str, Surface> = BTreeMap::new();
@@ -140,16 +141,17 @@ pub fn surfaces(rows: &[Row]) -> String {
         }
         s.limit += usize::from(row.case.expect == Expect::Limit);
         s.todo += usize::from(row.case.expect == Expect::Todo);
+        s.seconds += row.record.elapsed.as_secs_f64();
     }
     let mut out = String::from(
-        "| surface | attacks held | look-alikes allowed | controls | limit | todo |\n| --- | ---: | ---: | ---: | ---: | ---: |\n",
+        "| surface | attacks held | look-alikes allowed | controls | limit | todo | case time |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for name in order {
         let s = &by[name];
         let _ = writeln!(
             out,
-            "| {name} | {} of {} | {} of {} | {} | {} | {} |",
-            s.held, s.attacks, s.allowed, s.benign, s.controls, s.limit, s.todo
+            "| {name} | {} of {} | {} of {} | {} | {} | {} | {:.0} s |",
+            s.held, s.attacks, s.allowed, s.benign, s.controls, s.limit, s.todo, s.seconds
         );
     }
     out

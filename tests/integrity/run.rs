@@ -6,7 +6,9 @@
 
 use crate::actors;
 use crate::cases::{Actor, Case, Mode, Tool};
-use crate::sandbox::{Fixture, GUARD, SESSION, SETUP, STOP, Sandbox};
+use crate::sandbox::{
+    CASE_DEADLINE, Fixture, GUARD, SESSION, SETUP, STOP, Sandbox, WORKER_DEADLINE,
+};
 use crate::tools::{self, Applied};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -108,7 +110,12 @@ pub struct Record {
 pub fn run_case(fixture: &Fixture, case: &Case, dispose: &dyn Fn(PathBuf)) -> Record {
     let t0 = Instant::now();
     let mut notes = Vec::new();
-    let outcome = match fixture.sandbox() {
+    let deadline = if case.actor == Actor::Worker && case.mode == Mode::Parallel {
+        WORKER_DEADLINE
+    } else {
+        CASE_DEADLINE
+    };
+    let outcome = match fixture.sandbox(deadline) {
         Err(e) => Outcome::Error(e),
         Ok(sb) => {
             let outcome = steps(&sb, case, &mut notes).unwrap_or_else(Outcome::Error);

@@ -27,6 +27,9 @@ const AI_AGENT_TOOL: &str = "claude-code_2-1-328_agent";
 const AI_AGENT_HOOK: &str = "claude-code_2-1-328_harness";
 /// A case (setup, attack, Stops) is killed after this long.
 pub const CASE_DEADLINE: Duration = Duration::from_secs(10);
+/// A `--parallel` worker's case also makes worktrees, and its stop may
+/// commit, merge, run the story's check and remove a worktree.
+pub const WORKER_DEADLINE: Duration = Duration::from_secs(20);
 
 /// The project's files (relative to the project root) and their text.
 const PROJECT_FILES: &[(&str, &str)] = &[
@@ -143,7 +146,7 @@ impl Fixture {
             template,
             next: AtomicUsize::new(0),
         };
-        let t = Fixture::sandbox_at(fixture.template.clone());
+        let t = Fixture::sandbox_at(fixture.template.clone(), CASE_DEADLINE);
         for git in [
             "git init -q --template= .",
             "chmod +x tests/check.sh",
@@ -160,19 +163,19 @@ impl Fixture {
         Ok(fixture)
     }
 
-    /// A fresh copy of the template.
-    pub fn sandbox(&self) -> Result<Sandbox, String> {
+    /// A fresh copy of the template, for a case of `deadline`.
+    pub fn sandbox(&self, deadline: Duration) -> Result<Sandbox, String> {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         let dir = self.root.join(format!("c{n}"));
         copy_tree(&self.template, &dir).map_err(|e| format!("copy template: {e}"))?;
-        Ok(Fixture::sandbox_at(dir))
+        Ok(Fixture::sandbox_at(dir, deadline))
     }
 
-    fn sandbox_at(dir: PathBuf) -> Sandbox {
+    fn sandbox_at(dir: PathBuf, deadline: Duration) -> Sandbox {
         Sandbox {
             home: dir.join("home"),
             project: dir.join("home/proj"),
-            deadline: Instant::now() + CASE_DEADLINE,
+            deadline: Instant::now() + deadline,
             dir,
         }
     }
