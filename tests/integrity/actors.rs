@@ -280,10 +280,11 @@ pub fn reviewer(
                 let extra = json!({"hook_event_name": "UserPromptSubmit", "prompt": prompt});
                 ("hook-prompt", extra)
             }
-            Tool::Event => (
-                "hook-event",
-                serde_json::to_value(&step.input).map_err(|e| e.to_string())?,
-            ),
+            Tool::Event => {
+                let mut v = serde_json::to_value(&step.input).map_err(|e| e.to_string())?;
+                run::expand(sb, &mut v, &[]);
+                ("hook-event", v)
+            }
             _ => {
                 if let Some(denied) = run::play(sb, &who, case, step, n, &sb.project, notes)? {
                     return Ok(denied);
@@ -297,7 +298,14 @@ pub fn reviewer(
                 .entry(k.clone())
                 .or_insert_with(|| v.clone());
         }
-        if let Some(said) = hook_json(sb, SETUP, &who, &body, verb)? {
+        // The Stop hook's events (a subagent's start and stop) go to it.
+        let event = body["hook_event_name"].as_str().unwrap_or_default();
+        let (program, verb) = if event.starts_with("Subagent") {
+            (STOP, "subagent")
+        } else {
+            (SETUP, verb)
+        };
+        if let Some(said) = hook_json(sb, program, &who, &body, verb)? {
             notes.push(format!("{verb}: {}", first_line(&said.to_string())));
         }
     }

@@ -23,7 +23,8 @@ pub enum Tool {
     Prompt,
     /// A reviewer-like session's `SessionStart`, `SessionEnd` or
     /// `StopFailure` (`input`: the event's fields), through `ralph-setup
-    /// hook-event`.
+    /// hook-event`; its `SubagentStart` or `SubagentStop`, through the Stop
+    /// hook.
     Event,
 }
 

@@ -284,7 +284,7 @@ fn tool_input(
     Ok(v)
 }
 
-fn expand(sb: &Sandbox, v: &mut Value, places: &[(&str, String)]) {
+pub fn expand(sb: &Sandbox, v: &mut Value, places: &[(&str, String)]) {
     match v {
         Value::String(s) => {
             for (name, value) in places {
