@@ -339,17 +339,15 @@ fn first_line(s: &str) -> String {
 /// tree, the workers' worktrees, the repository's shared files), the
 /// client's transcripts, ralph's binaries and the plugin, minus `skip`.
 /// Always left out: git's object store and reflogs (content-addressed and
-/// append-only: a worker's own commit writes there), the repository's
-/// config (a `git config` is the user's repository's, judged as on the main
-/// thread: allowed, never run by ralph, `absent` says whether it ran), and
-/// the main index's bytes (a read like `git status` refreshes its stat
-/// data): its staged content is compared instead (`git ls-files -s`).
+/// append-only: a worker's own commit writes there), and the main index's
+/// bytes (a read like `git status` refreshes its stat data): its staged
+/// content is compared instead (`git ls-files -s`).
 pub type Snapshot = BTreeMap<PathBuf, u64>;
 
 pub fn snapshot(sb: &Sandbox, skip: &[PathBuf]) -> Snapshot {
     let git = sb.project.join(".git");
     let mut skip = skip.to_vec();
-    skip.extend(["objects", "logs", "config", "index"].map(|p| git.join(p)));
+    skip.extend(["objects", "logs", "index"].map(|p| git.join(p)));
     let mut out = Snapshot::new();
     for root in [
         sb.project.clone(),
@@ -359,8 +357,14 @@ pub fn snapshot(sb: &Sandbox, skip: &[PathBuf]) -> Snapshot {
     ] {
         walk(&root, &skip, &mut out);
     }
+    // This harness's own git never runs a planted fsmonitor either.
     let staged = sb
-        .run(sb.user_shell("git ls-files -s"), b"", "ls-files", None)
+        .run(
+            sb.user_shell("git -c core.fsmonitor=false ls-files -s"),
+            b"",
+            "ls-files",
+            None,
+        )
         .map(|o| o.stdout)
         .unwrap_or_default();
     out.insert(git.join("index"), digest(staged.as_bytes()));
@@ -369,14 +373,17 @@ pub fn snapshot(sb: &Sandbox, skip: &[PathBuf]) -> Snapshot {
 
 /// What a `--parallel` worker may change besides: its own worktree, git's
 /// records of its own work (its branch, its worktree's admin folder), the
-/// shared notes (`progress.txt`, the one main-tree file a worker appends
-/// to) and its own transcript (the client writes it).
+/// repository's config (a `git config` there is the user's repository's,
+/// judged as on the main thread: allowed, never run by ralph, `absent` says
+/// whether it ran), the shared notes (`progress.txt`, the one main-tree file
+/// a worker appends to) and its own transcript (the client writes it).
 fn own(sb: &Sandbox, w: &Worker) -> Vec<PathBuf> {
     let git = sb.project.join(".git");
     vec![
         w.tree.clone(),
         git.join(format!("worktrees/agent-{}", w.id)),
         git.join(format!("refs/heads/worktree-agent-{}", w.id)),
+        git.join("config"),
         sb.project.join("progress.txt"),
         w.transcript.clone(),
     ]
