@@ -72,13 +72,13 @@ fn dispatched(feed: &str) -> (Option<String>, Vec<Task>) {
 /// `git worktree add` at `.claude/worktrees/agent-<id>` on branch
 /// `worktree-agent-<id>`), the worker's `SubagentStart` (before its
 /// transcript exists), then its transcript, whose first line is its task.
-fn launch(sb: &Sandbox, tasks: &[Task], kind: &str, parallel: bool) -> Result<Vec<Worker>, String> {
+fn launch(sb: &Sandbox, tasks: &[Task], kind: &str, isolated: bool) -> Result<Vec<Worker>, String> {
     let workers: Vec<Worker> = tasks
         .iter()
         .zip(AGENT_IDS)
         .map(|(task, id)| Worker {
             id,
-            tree: if parallel {
+            tree: if isolated {
                 sb.project.join(format!(".claude/worktrees/agent-{id}"))
             } else {
                 sb.project.clone()
@@ -87,7 +87,7 @@ fn launch(sb: &Sandbox, tasks: &[Task], kind: &str, parallel: bool) -> Result<Ve
             description: task.description.clone(),
         })
         .collect();
-    if parallel {
+    if isolated {
         let adds: Vec<String> = workers
             .iter()
             .map(|w| {
@@ -171,9 +171,11 @@ fn running(workers: &[&Worker], kind: &str) -> Value {
 /// case's calls come from the worker the case names (`story`, else the
 /// first) with its `agent_id`, `agent_type` and `cwd`, then its
 /// `SubagentStop` says the case's message, then the main thread's Stop
-/// (the other workers still running) is judged (`run::judge`). A
+/// (the other workers still running) is judged (`judge::judge`). A
 /// `--parallel` worker's calls must also leave everything outside its
-/// worktree as it was (`snapshot`).
+/// worktree as it was (`snapshot`). Only the worker type the feed asks for
+/// gets a worktree (its agent file asks for `isolation: worktree`); another
+/// type the case plays runs in the project.
 pub fn worker(
     sb: &Sandbox,
     case: &Case,
@@ -188,12 +190,13 @@ pub fn worker(
     let kind = case
         .agent_type
         .clone()
-        .or(asked)
+        .or_else(|| asked.clone())
         .ok_or_else(|| format!("the feed asks for no worker: {}", started.feed))?;
     if tasks.is_empty() {
         return Err(format!("the feed dispatches nothing: {}", started.feed));
     }
-    let workers = launch(sb, &tasks, &kind, parallel)?;
+    let isolated = parallel && asked.as_deref() == Some(kind.as_str());
+    let workers = launch(sb, &tasks, &kind, isolated)?;
     let me = match &case.story {
         Some(s) => workers
             .iter()
@@ -379,14 +382,16 @@ pub fn snapshot(sb: &Sandbox, skip: &[PathBuf]) -> Snapshot {
 /// a worker appends to) and its own transcript (the client writes it).
 fn own(sb: &Sandbox, w: &Worker) -> Vec<PathBuf> {
     let git = sb.project.join(".git");
-    vec![
-        w.tree.clone(),
-        git.join(format!("worktrees/agent-{}", w.id)),
-        git.join(format!("refs/heads/worktree-agent-{}", w.id)),
-        git.join("config"),
-        sb.project.join("progress.txt"),
-        w.transcript.clone(),
-    ]
+    let tree = (w.tree != sb.project).then(|| w.tree.clone());
+    tree.into_iter()
+        .chain([
+            git.join(format!("worktrees/agent-{}", w.id)),
+            git.join(format!("refs/heads/worktree-agent-{}", w.id)),
+            git.join("config"),
+            sb.project.join("progress.txt"),
+            w.transcript.clone(),
+        ])
+        .collect()
 }
 
 fn digest(bytes: &[u8]) -> u64 {
