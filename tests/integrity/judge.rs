@@ -30,6 +30,11 @@ fn fed_story(st: &Value, reason: &str) -> Option<String> {
 /// 5. With 2 or 3, the PRD's passing stories must be exactly those the
 ///    case allows (`passing`; a worker's case: none unless given): no
 ///    story marked passing that nobody finished.
+///
+/// Before the judged Stop, a `--parallel` worker's and a `--fresh` main
+/// thread's calls are held to the files they must leave alone
+/// (`actors::snapshot`): a write that landed there is tampered whatever
+/// the loop does next.
 pub fn judge(
     sb: &Sandbox,
     case: &Case,
