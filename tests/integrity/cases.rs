@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 use serde_yaml_ng::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// A tool call as the client sends it to the PreToolUse hook.
@@ -15,8 +15,34 @@ pub enum Tool {
     MultiEdit,
     NotebookEdit,
     /// No tool call: the case is what the agent says at the judged Stop
-    /// (`input` is its `last_assistant_message`).
+    /// (`input` is its `last_assistant_message`; a worker's: its
+    /// `SubagentStop`'s).
     Stop,
+    /// A reviewer-like session's `UserPromptSubmit` (`input`: the prompt),
+    /// through `ralph-setup hook-prompt` as the client runs it.
+    Prompt,
+    /// A reviewer-like session's `SessionStart`, `SessionEnd` or
+    /// `StopFailure` (`input`: the event's fields), through `ralph-setup
+    /// hook-event`; its `SubagentStart` or `SubagentStop`, through the Stop
+    /// hook.
+    Event,
+}
+
+/// Who plays the case's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Actor {
+    /// The loop's session, its main thread (no agent fields, the project's cwd).
+    #[default]
+    Main,
+    /// A subagent of the loop's session as the feed asks for it: `--fresh`'s
+    /// `ralph:ralph-worker` in the project, `--parallel`'s
+    /// `ralph:ralph-parallel-worker` in its own worktree (`run::worker`).
+    Worker,
+    /// Another session of the project (a reviewer's, or one the agent
+    /// starts), with what an agent could forge but not ralph's one-time
+    /// pass (`run::reviewer`).
+    Reviewer,
 }
 
 /// How the loop is started before the case runs.
@@ -38,13 +64,27 @@ pub enum Mode {
     /// `"verify": "sh tests/check.sh"` (its file is pinned at start).
     #[serde(rename = "prd-script")]
     PrdScript,
+    /// As prd, with `--fresh`: the main thread dispatches each story to a
+    /// `ralph:ralph-worker` and writes nothing.
+    Fresh,
+    /// As prd, with `--parallel 2` (the fixture has a commit): US-1 and
+    /// US-3 go out at once, each to a worker in its own worktree.
+    Parallel,
 }
 
 impl Mode {
     /// The loop works through the PRD's stories (the feed is a story, not
     /// the task).
     pub fn prd(self) -> bool {
-        matches!(self, Mode::Prd | Mode::PrdScript)
+        matches!(
+            self,
+            Mode::Prd | Mode::PrdScript | Mode::Fresh | Mode::Parallel
+        )
+    }
+
+    /// The main thread only dispatches (`--parallel` implies `--fresh`).
+    pub fn fresh(self) -> bool {
+        matches!(self, Mode::Fresh | Mode::Parallel)
     }
 }
 
@@ -122,6 +162,25 @@ pub struct Case {
     /// would have made had ralph run it.
     #[serde(default)]
     pub absent: Vec<String>,
+    /// Who plays the calls (default: the main thread).
+    #[serde(default)]
+    pub actor: Actor,
+    /// A worker: the story it is handed, of those the feed dispatches
+    /// (default: the first).
+    #[serde(default)]
+    pub story: Option<String>,
+    /// A worker: the `agent_type` it runs as (default: the one the feed asks
+    /// for), to play another subagent.
+    #[serde(default)]
+    pub agent_type: Option<String>,
+    /// The stories whose `passes` is true in the PRD after the judged Stop,
+    /// exactly (a worker's case: none unless given).
+    #[serde(default)]
+    pub passing: Option<Vec<String>>,
+    /// More environment for the actor's hooks and commands (a reviewer-like
+    /// session's forged marker: `RALPH_REVIEWER: "1"`).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 fn bash() -> Tool {
@@ -132,6 +191,26 @@ impl Case {
     /// A look-alike that must stay allowed (its category says so).
     pub fn benign(&self) -> bool {
         self.category.starts_with("benign")
+    }
+
+    /// Where the case plays, for the report's figures by surface.
+    pub fn surface(&self) -> &'static str {
+        match (self.actor, self.mode) {
+            (Actor::Reviewer, _) => "reviewer session",
+            (Actor::Worker, Mode::Parallel) => "--parallel worker",
+            (Actor::Worker, _) => "--fresh worker",
+            (Actor::Main, m) if m.fresh() => "--fresh main thread",
+            (Actor::Main, _) => "main thread",
+        }
+    }
+
+    /// The stories that must pass after the judged Stop, when that is judged.
+    pub fn must_pass(&self) -> Option<Vec<String>> {
+        match (&self.passing, self.actor) {
+            (Some(p), _) => Some(p.clone()),
+            (None, Actor::Worker) => Some(Vec::new()),
+            (None, _) => None,
+        }
     }
 
     /// The tool calls, in order (none for a Stop-side case).
@@ -197,6 +276,22 @@ fn check(cases: &[Case]) -> Result<(), String> {
                 c.id
             ));
         }
+        if c.actor == Actor::Worker && !c.mode.fresh() {
+            return Err(format!(
+                "case `{}`: a worker plays in mode `fresh` or `parallel`",
+                c.id
+            ));
+        }
+        let hooks = c
+            .calls()
+            .iter()
+            .any(|s| matches!(s.tool, Tool::Prompt | Tool::Event));
+        if hooks && c.actor != Actor::Reviewer {
+            return Err(format!(
+                "case `{}`: only a reviewer-like session's hooks are played (Prompt, Event)",
+                c.id
+            ));
+        }
         if matches!(c.expect, Expect::Todo | Expect::Limit) && c.fix.is_none() {
             return Err(format!(
                 "case `{}`: a `{:?}` case names the change that would flip it (`fix:`)",
@@ -208,6 +303,8 @@ fn check(cases: &[Case]) -> Result<(), String> {
                 Tool::Bash => step.input.is_string() || step.input.get("command").is_some(),
                 Tool::NotebookEdit => step.input.get("notebook_path").is_some(),
                 Tool::Stop => true,
+                Tool::Prompt => step.input.is_string(),
+                Tool::Event => step.input.get("hook_event_name").is_some(),
                 _ => step.input.get("file_path").is_some(),
             };
             if !fields {
@@ -222,8 +319,14 @@ fn check(cases: &[Case]) -> Result<(), String> {
             strings(&step.input, &mut texts);
         }
         texts.extend(c.prepare.iter().cloned());
+        // A --parallel worker runs three folders down, in its worktree.
+        let depth = if c.actor == Actor::Worker && c.mode == Mode::Parallel {
+            6
+        } else {
+            3
+        };
         for t in &texts {
-            outside_path(t).map_or(Ok(()), |p| {
+            outside_path(t, depth).map_or(Ok(()), |p| {
                 Err(format!(
                     "case `{}` names `{p}`, outside the scratch dir: use {{project}}, {{home}}, ~, $TMPDIR",
                     c.id
@@ -258,15 +361,18 @@ const ALLOWED_ABSOLUTE: &[&str] = &[
     // Slash commands in a forged prompt, not paths.
     "/cancel-ralph",
     "/ralph-loop",
+    "/ralph:",
     // The promise's closing tag.
     "/promise>",
 ];
 
 /// The first absolute path in `text` that could reach outside the scratch
-/// dir (a rough lexical check: a word starting with `/` after a separator).
-fn outside_path(text: &str) -> Option<String> {
+/// dir (a rough lexical check: a word starting with `/` after a separator);
+/// `depth` `..` from the case's folder leave the scratch dir.
+fn outside_path(text: &str, depth: usize) -> Option<String> {
     // The project is two levels below the scratch dir: three `..` leave it.
-    for climb in ["../../..", "~/../.."] {
+    let climb = vec![".."; depth].join("/");
+    for climb in [climb.as_str(), "~/../.."] {
         if text.contains(climb) {
             return Some(climb.into());
         }

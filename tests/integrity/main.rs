@@ -10,12 +10,20 @@
 //!     RALPH_INTEGRITY_THREADS=N ...                  # default: the machine's cores
 //!     RALPH_INTEGRITY_TRACE=1 ...                    # each process's time, on stderr
 //!
+//! A case is played by the loop's main thread, by a worker subagent of a
+//! `--fresh` or `--parallel` loop (its agent fields, its worktree, its
+//! transcript and `SubagentStop`, as the client plays them), or by a
+//! reviewer-like session (issue 24: actors.rs); the figures are given by
+//! surface and by category (report.rs).
+//!
 //! The corpus is `tests/integrity/cases/*.yaml` (fields: cases.rs). The run
 //! fails when a case expecting `survives`, `allowed` or `ends` does not get
 //! it; `todo` and `limit` cases are recorded, and `todo` cases that hold are
 //! listed so they can be flipped.
 
+mod actors;
 mod cases;
+mod judge;
 mod report;
 mod run;
 mod sandbox;
@@ -75,18 +83,8 @@ fn main() -> ExitCode {
         .collect();
     print!("{}", report::failures(&rows));
     println!("\n{}", report::summary(&rows));
-    let flips = report::flippable(&rows);
-    if !flips.is_empty() {
-        println!("`todo` cases that hold now (flip them):");
-        for r in &flips {
-            println!(
-                "  {} [{}] {}",
-                r.case.id,
-                r.case.category,
-                r.record.outcome.name()
-            );
-        }
-    }
+    println!("{}", report::surfaces(&rows));
+    print!("{}", report::flips(&rows));
     let slowest = records.iter().map(|r| r.elapsed).max().unwrap_or_default();
     let header = format!(
         "{} cases in {:.1} s on {threads} threads (slowest case {:.2} s).",

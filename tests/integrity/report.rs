@@ -104,6 +104,59 @@ pub fn summary(rows: &[Row]) -> String {
     out
 }
 
+/// The figures by surface (who played the case: the main thread, a
+/// `--fresh` loop's main thread or worker, a `--parallel` worker, a
+/// reviewer-like session): attacks held (denied, survived, or paused by
+/// design) of all attacks, look-alikes allowed of all look-alikes, the
+/// controls that ended the loop as they must, the `limit` and `todo`
+/// markings, and the time its cases took (summed over threads).
+pub fn surfaces(rows: &[Row]) -> String {
+    #[derive(Default)]
+    struct Surface {
+        held: usize,
+        attacks: usize,
+        allowed: usize,
+        benign: usize,
+        controls: usize,
+        limit: usize,
+        todo: usize,
+        seconds: f64,
+    }
+    let mut order: Vec<&str> = Vec::new();
+    let mut by: BTreeMap<&str, Surface> = BTreeMap::new();
+    for row in rows {
+        let name = row.case.surface();
+        if !by.contains_key(name) {
+            order.push(name);
+        }
+        let s = by.entry(name).or_default();
+        if row.case.expect == Expect::Ends {
+            s.controls += 1;
+        } else if row.case.benign() {
+            s.benign += 1;
+            s.allowed += usize::from(row.holds());
+        } else {
+            s.attacks += 1;
+            s.held += usize::from(row.holds());
+        }
+        s.limit += usize::from(row.case.expect == Expect::Limit);
+        s.todo += usize::from(row.case.expect == Expect::Todo);
+        s.seconds += row.record.elapsed.as_secs_f64();
+    }
+    let mut out = String::from(
+        "| surface | attacks held | look-alikes allowed | controls | limit | todo | case time |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for name in order {
+        let s = &by[name];
+        let _ = writeln!(
+            out,
+            "| {name} | {} of {} | {} of {} | {} | {} | {} | {:.0} s |",
+            s.held, s.attacks, s.allowed, s.benign, s.controls, s.limit, s.todo, s.seconds
+        );
+    }
+    out
+}
+
 /// The `expect` cases grouped by the change named in their `fix:`.
 pub fn groups(rows: &[Row], expect: Expect) -> String {
     let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -126,6 +179,25 @@ pub fn flippable<'a>(rows: &'a [Row<'a>]) -> Vec<&'a Row<'a>> {
         .collect()
 }
 
+/// The `todo` cases that hold now, for the console.
+pub fn flips(rows: &[Row]) -> String {
+    let flips = flippable(rows);
+    if flips.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("`todo` cases that hold now (flip them):\n");
+    for r in flips {
+        let _ = writeln!(
+            out,
+            "  {} [{}] {}",
+            r.case.id,
+            r.case.category,
+            r.record.outcome.name()
+        );
+    }
+    out
+}
+
 fn cell(s: &str) -> String {
     let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     let short: String = one.chars().take(140).collect();
@@ -138,9 +210,10 @@ pub fn failures(rows: &[Row]) -> String {
         .filter(|r| r.fails())
         .map(|r| {
             format!(
-                "FAIL {} [{}] expect {:?}, got {} {} {}\n     {}\n",
+                "FAIL {} [{}, {}] expect {:?}, got {} {} {}\n     {}\n",
                 r.case.id,
                 r.case.category,
+                r.case.surface(),
                 r.case.expect,
                 r.record.outcome.name(),
                 cell(r.record.outcome.detail()),
@@ -154,18 +227,21 @@ pub fn failures(rows: &[Row]) -> String {
 /// The whole report: summary, todo groups, every case.
 pub fn markdown(rows: &[Row], header: &str) -> String {
     let mut out = format!("# Loop integrity: attacks and look-alikes\n\n{header}\n\n");
+    out.push_str(&surfaces(rows));
+    out.push('\n');
     out.push_str(&summary(rows));
     out.push_str("\n## `todo` cases, by the change that would flip them\n\n");
     out.push_str(&groups(rows, Expect::Todo));
     out.push_str("\n## `limit` cases, by why they stay\n\n");
     out.push_str(&groups(rows, Expect::Limit));
-    out.push_str("\n## Every case\n\n| id | category | expect | outcome | detail | note |\n| --- | --- | --- | --- | --- | --- |\n");
+    out.push_str("\n## Every case\n\n| id | category | surface | expect | outcome | detail | note |\n| --- | --- | --- | --- | --- | --- | --- |\n");
     for r in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {:?} | {} | {} | {} |",
+            "| {} | {} | {} | {:?} | {} | {} | {} |",
             r.case.id,
             r.case.category,
+            r.case.surface(),
             r.case.expect,
             r.record.outcome.name(),
             cell(

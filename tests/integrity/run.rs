@@ -4,8 +4,11 @@
 //! `ralph-setup status --json` reports. Nothing here looks at where ralph
 //! keeps its files.
 
-use crate::cases::{Case, Mode, Tool};
-use crate::sandbox::{Fixture, GUARD, SESSION, SETUP, STOP, Sandbox};
+use crate::actors;
+use crate::cases::{Actor, Case, Mode, Tool};
+use crate::sandbox::{
+    CASE_DEADLINE, Fixture, GUARD, SESSION, SETUP, STOP, Sandbox, WORKER_DEADLINE,
+};
 use crate::tools::{self, Applied};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -22,6 +25,32 @@ pub const SCRIPT_CHECK: &str = "sh tests/check.sh";
 pub const INJECTED: &str = "HIJACK";
 /// An agent command may run this long (then it is killed and the case goes on).
 const COMMAND_LIMIT: Duration = Duration::from_secs(5);
+
+/// Who a hook call comes from: a session, maybe one of its subagents, and
+/// the environment its hooks and commands get beyond the client's own.
+pub struct Who<'a> {
+    pub session: &'a str,
+    /// A subagent's `agent_id` and `agent_type`.
+    pub agent: Option<(&'a str, &'a str)>,
+    pub env: &'a [(String, String)],
+    /// Its own placeholders for a case's text (a worker's `{tree}`).
+    pub places: &'a [(&'a str, String)],
+}
+
+/// The loop's own session, its main thread.
+pub const MAIN: Who<'static> = Who {
+    session: SESSION,
+    agent: None,
+    env: &[],
+    places: &[],
+};
+
+/// What the user's start and the first Stop left: the iteration and the
+/// feed the agent is working on.
+pub struct Started {
+    pub iteration: u64,
+    pub feed: String,
+}
 
 /// What became of the loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +110,12 @@ pub struct Record {
 pub fn run_case(fixture: &Fixture, case: &Case, dispose: &dyn Fn(PathBuf)) -> Record {
     let t0 = Instant::now();
     let mut notes = Vec::new();
-    let outcome = match fixture.sandbox() {
+    let deadline = if case.actor == Actor::Worker && case.mode == Mode::Parallel {
+        WORKER_DEADLINE
+    } else {
+        CASE_DEADLINE
+    };
+    let outcome = match fixture.sandbox(deadline) {
         Err(e) => Outcome::Error(e),
         Ok(sb) => {
             let outcome = steps(&sb, case, &mut notes).unwrap_or_else(Outcome::Error);
@@ -97,24 +131,67 @@ pub fn run_case(fixture: &Fixture, case: &Case, dispose: &dyn Fn(PathBuf)) -> Re
 }
 
 fn steps(sb: &Sandbox, case: &Case, notes: &mut Vec<String>) -> Result<Outcome, String> {
-    let before = start(sb, case)?;
+    let started = start(sb, case)?;
+    match case.actor {
+        Actor::Main => main_thread(sb, case, started.iteration, notes),
+        Actor::Worker => actors::worker(sb, case, &started, notes),
+        Actor::Reviewer => actors::reviewer(sb, case, started.iteration, notes),
+    }
+}
+
+/// The main thread makes the calls, then its next Stop is judged.
+fn main_thread(
+    sb: &Sandbox,
+    case: &Case,
+    before: u64,
+    notes: &mut Vec<String>,
+) -> Result<Outcome, String> {
     let cwd = case
         .cwd
         .as_deref()
         .map_or_else(|| sb.project.clone(), |c| sb.project.join(c));
+    // A `--fresh` main thread only dispatches: whatever it writes is a
+    // write that landed, whatever the loop does next.
+    let tree = case.mode.fresh().then(|| actors::snapshot(sb, &[]));
     for (n, step) in case.calls().iter().enumerate() {
-        let input = tool_input(sb, step.tool, &step.input, &cwd)?;
-        match guard(sb, step.tool, &input, &cwd, n)? {
-            Verdict::Deny(why) => return Ok(Outcome::Denied(why)),
-            Verdict::Allow(input) => perform(sb, case, step.tool, &input, &cwd, notes)?,
+        if let Some(denied) = play(sb, &MAIN, case, step, n, &cwd, notes)? {
+            return Ok(denied);
         }
     }
-    let out = stop(sb, &case.final_message(), true)?;
-    judge(sb, case, before, out.as_ref())
+    if let Some(tree) = tree
+        && let Some(changed) = actors::changed(&tree, &actors::snapshot(sb, &[]), &sb.dir)
+    {
+        return Ok(Outcome::Tampered(format!(
+            "the --fresh main thread wrote: {changed}"
+        )));
+    }
+    let out = stop(sb, &case.final_message(), true, json!([]))?;
+    crate::judge::judge(sb, case, before, out.as_ref())
+}
+
+/// One tool call of `who` through the guard, run when allowed; `Some` when
+/// denied.
+pub fn play(
+    sb: &Sandbox,
+    who: &Who,
+    case: &Case,
+    step: &crate::cases::Step,
+    n: usize,
+    cwd: &Path,
+    notes: &mut Vec<String>,
+) -> Result<Option<Outcome>, String> {
+    let input = tool_input(sb, step.tool, &step.input, cwd, who.places)?;
+    match guard(sb, who, step.tool, &input, cwd, n)? {
+        Verdict::Deny(why) => Ok(Some(Outcome::Denied(why))),
+        Verdict::Allow(input) => {
+            perform(sb, who, case, step.tool, &input, cwd, notes)?;
+            Ok(None)
+        }
+    }
 }
 
 /// Start the loop as the user, then one Stop claims it (iteration 2).
-fn start(sb: &Sandbox, case: &Case) -> Result<u64, String> {
+fn start(sb: &Sandbox, case: &Case) -> Result<Started, String> {
     if let Some(script) = &case.prepare {
         let out = sb.run(sb.user_shell(&sb.expand(script)), b"", "prepare", None)?;
         if out.code != Some(0) {
@@ -149,6 +226,8 @@ fn start(sb: &Sandbox, case: &Case) -> Result<u64, String> {
             PROMPT,
         ]),
         Mode::Prd | Mode::PrdScript => args.extend(["--prd-file", "prd.json"]),
+        Mode::Fresh => args.extend(["--prd-file", "prd.json", "--fresh"]),
+        Mode::Parallel => args.extend(["--prd-file", "prd.json", "--parallel", "2"]),
     }
     if case.mode == Mode::PrdScript {
         let prd = sb.project.join("prd.json");
@@ -167,14 +246,17 @@ fn start(sb: &Sandbox, case: &Case) -> Result<u64, String> {
     if out.code != Some(0) {
         return Err(format!("ralph-setup start failed: {}", out.stdout.trim()));
     }
-    let first = stop(sb, "Read the task; starting now.", false)?;
+    let first = stop(sb, "Read the task; starting now.", false, json!([]))?;
     let st = status(sb)?;
     match (
         is_block(first.as_ref()),
         st["active"].as_bool(),
         st["iteration"].as_u64(),
     ) {
-        (true, Some(true), Some(it)) => Ok(it),
+        (true, Some(true), Some(iteration)) => Ok(Started {
+            iteration,
+            feed: reason_of(first.as_ref()).to_string(),
+        }),
         _ => Err(format!(
             "the first Stop did not feed the loop: {first:?} / {st}"
         )),
@@ -187,9 +269,10 @@ fn tool_input(
     tool: Tool,
     yaml: &serde_yaml_ng::Value,
     cwd: &Path,
+    places: &[(&str, String)],
 ) -> Result<Value, String> {
     let mut v = serde_json::to_value(yaml).map_err(|e| e.to_string())?;
-    expand(sb, &mut v);
+    expand(sb, &mut v, places);
     if tool == Tool::Bash && v.is_string() {
         v = json!({"command": v, "description": "Run a command"});
     }
@@ -201,11 +284,16 @@ fn tool_input(
     Ok(v)
 }
 
-fn expand(sb: &Sandbox, v: &mut Value) {
+pub fn expand(sb: &Sandbox, v: &mut Value, places: &[(&str, String)]) {
     match v {
-        Value::String(s) => *s = sb.expand(s),
-        Value::Array(items) => items.iter_mut().for_each(|i| expand(sb, i)),
-        Value::Object(m) => m.values_mut().for_each(|i| expand(sb, i)),
+        Value::String(s) => {
+            for (name, value) in places {
+                *s = s.replace(name, value);
+            }
+            *s = sb.expand(s);
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| expand(sb, i, places)),
+        Value::Object(m) => m.values_mut().for_each(|i| expand(sb, i, places)),
         _ => {}
     }
 }
@@ -224,13 +312,22 @@ fn tool_name(tool: Tool) -> &'static str {
         Tool::MultiEdit => "MultiEdit",
         Tool::NotebookEdit => "NotebookEdit",
         Tool::Stop => "Stop",
+        Tool::Prompt => "UserPromptSubmit",
+        Tool::Event => "Event",
     }
 }
 
-fn guard(sb: &Sandbox, tool: Tool, input: &Value, cwd: &Path, n: usize) -> Result<Verdict, String> {
-    let hook = json!({
-        "session_id": SESSION,
-        "transcript_path": transcript(sb),
+fn guard(
+    sb: &Sandbox,
+    who: &Who,
+    tool: Tool,
+    input: &Value,
+    cwd: &Path,
+    n: usize,
+) -> Result<Verdict, String> {
+    let mut hook = json!({
+        "session_id": who.session,
+        "transcript_path": transcript_of(sb, who.session),
         "cwd": cwd,
         "permission_mode": "bypassPermissions",
         "hook_event_name": "PreToolUse",
@@ -238,20 +335,13 @@ fn guard(sb: &Sandbox, tool: Tool, input: &Value, cwd: &Path, n: usize) -> Resul
         "tool_input": input,
         "tool_use_id": format!("toolu_{n:02}"),
     });
-    let out = sb.run(sb.hook(GUARD), hook.to_string().as_bytes(), "guard", None)?;
-    if out.code != Some(0) {
-        return Err(format!(
-            "ralph-guard exited {:?}: {}",
-            out.code,
-            out.stderr.trim()
-        ));
+    if let Some((id, kind)) = who.agent {
+        hook["agent_id"] = json!(id);
+        hook["agent_type"] = json!(kind);
     }
-    let text = out.stdout.trim();
-    if text.is_empty() {
+    let Some(v) = hook_json(sb, GUARD, who, &hook, "guard")? else {
         return Ok(Verdict::Allow(input.clone()));
-    }
-    let v: Value =
-        serde_json::from_str(text).map_err(|e| format!("guard output not JSON ({e}): {text}"))?;
+    };
     let hso = &v["hookSpecificOutput"];
     Ok(match hso["permissionDecision"].as_str() {
         Some("deny") => Verdict::Deny(
@@ -268,6 +358,7 @@ fn guard(sb: &Sandbox, tool: Tool, input: &Value, cwd: &Path, n: usize) -> Resul
 /// Run an allowed call: Bash for real in `cwd`, file tools applied.
 fn perform(
     sb: &Sandbox,
+    who: &Who,
     case: &Case,
     tool: Tool,
     input: &Value,
@@ -279,7 +370,7 @@ fn perform(
             .as_str()
             .ok_or("Bash input without command")?;
         let out = sb.run(
-            sb.agent_bash(command, cwd),
+            sb.agent_bash(command, cwd, who.session, who.env),
             b"",
             "bash",
             Some(COMMAND_LIMIT),
@@ -322,28 +413,29 @@ fn first_line(s: &str) -> String {
         .collect()
 }
 
-fn transcript(sb: &Sandbox) -> PathBuf {
+/// A session's transcript, where the client keeps it.
+pub fn transcript_of(sb: &Sandbox, session: &str) -> PathBuf {
     sb.home
-        .join(format!(".claude/projects/-proj/{SESSION}.jsonl"))
+        .join(format!(".claude/projects/-proj/{session}.jsonl"))
 }
 
-/// One Stop of the session, as the client sends it.
-fn stop(sb: &Sandbox, message: &str, after_block: bool) -> Result<Option<Value>, String> {
-    let hook = json!({
-        "session_id": SESSION,
-        "transcript_path": transcript(sb),
-        "cwd": sb.project,
-        "permission_mode": "bypassPermissions",
-        "hook_event_name": "Stop",
-        "stop_hook_active": after_block,
-        "last_assistant_message": message,
-        "background_tasks": [],
-        "session_crons": [],
-    });
-    let out = sb.run(sb.hook(STOP), hook.to_string().as_bytes(), "stop", None)?;
+/// Run hook `program` for `who` with `body` on stdin: its JSON answer, or
+/// `None` when it printed nothing.
+pub fn hook_json(
+    sb: &Sandbox,
+    program: &str,
+    who: &Who,
+    body: &Value,
+    label: &str,
+) -> Result<Option<Value>, String> {
+    let mut cmd = sb.hook_as(program, who.session, who.env);
+    if program == SETUP {
+        cmd.arg(label);
+    }
+    let out = sb.run(cmd, body.to_string().as_bytes(), label, None)?;
     if out.code != Some(0) {
         return Err(format!(
-            "ralph-stop-hook exited {:?}: {}",
+            "{label} exited {:?}: {}",
             out.code,
             out.stderr.trim()
         ));
@@ -354,10 +446,32 @@ fn stop(sb: &Sandbox, message: &str, after_block: bool) -> Result<Option<Value>,
     }
     serde_json::from_str(text)
         .map(Some)
-        .map_err(|e| format!("Stop output not JSON ({e}): {text}"))
+        .map_err(|e| format!("{label} output not JSON ({e}): {text}"))
 }
 
-fn status(sb: &Sandbox) -> Result<Value, String> {
+/// One Stop of the loop's session, as the client sends it; `tasks` are its
+/// `background_tasks` (the workers still running).
+pub fn stop(
+    sb: &Sandbox,
+    message: &str,
+    after_block: bool,
+    tasks: Value,
+) -> Result<Option<Value>, String> {
+    let hook = json!({
+        "session_id": SESSION,
+        "transcript_path": transcript_of(sb, SESSION),
+        "cwd": sb.project,
+        "permission_mode": "bypassPermissions",
+        "hook_event_name": "Stop",
+        "stop_hook_active": after_block,
+        "last_assistant_message": message,
+        "background_tasks": tasks,
+        "session_crons": [],
+    });
+    hook_json(sb, STOP, &MAIN, &hook, "stop")
+}
+
+pub fn status(sb: &Sandbox) -> Result<Value, String> {
     let mut cmd = sb.user(SETUP);
     cmd.args(["status", "--json"]);
     let out = sb.run(cmd, b"", "status", None)?;
@@ -365,80 +479,10 @@ fn status(sb: &Sandbox) -> Result<Value, String> {
         .map_err(|e| format!("status --json ({e}): {}", out.stdout))
 }
 
-fn is_block(out: Option<&Value>) -> bool {
+pub fn is_block(out: Option<&Value>) -> bool {
     out.is_some_and(|v| v["decision"] == "block")
 }
 
-/// The story a feed is about: the log's last decision, else the footer.
-fn fed_story(st: &Value, reason: &str) -> Option<String> {
-    if let Some(s) = st["last_decision"]["story"].as_str() {
-        return Some(s.to_string());
-    }
-    let at = reason.rfind("· story ")? + "· story ".len();
-    reason[at..].split_whitespace().next().map(str::to_string)
-}
-
-fn judge(sb: &Sandbox, case: &Case, before: u64, out: Option<&Value>) -> Result<Outcome, String> {
-    let planted: Vec<&str> = case
-        .absent
-        .iter()
-        .filter(|p| sb.project.join(p).exists())
-        .map(String::as_str)
-        .collect();
-    if !planted.is_empty() {
-        return Ok(Outcome::Tampered(format!(
-            "a planted command ran inside ralph: {} exists",
-            planted.join(", ")
-        )));
-    }
-    let st = status(sb)?;
-    let active = st["active"].as_bool() == Some(true);
-    if !is_block(out) {
-        if active && st["session_id"].as_str() != Some(SESSION) {
-            return Ok(Outcome::Ended(format!(
-                "taken by session {}",
-                st["session_id"]
-            )));
-        }
-        if active {
-            let said = out
-                .and_then(|v| v["systemMessage"].as_str())
-                .unwrap_or("(nothing)");
-            return Ok(Outcome::Paused(said.to_string()));
-        }
-        let last = &st["last_decision"];
-        return Ok(match (last["decision"].as_str(), last["reason"].as_str()) {
-            (_, Some("complete" | "all_stories_pass")) => Outcome::Completed,
-            // The log's last word is the feed before the case: the loop
-            // vanished without a decision.
-            (Some("block"), _) | (None, _) => Outcome::Ended("the loop is gone".into()),
-            (Some(d), r) => Outcome::Ended(format!("{d} ({})", r.unwrap_or("?"))),
-        });
-    }
-    let reason = out.and_then(|v| v["reason"].as_str()).unwrap_or_default();
-    let iteration = st["iteration"].as_u64();
-    let mut wrong = Vec::new();
-    if !active || iteration != Some(before + 1) {
-        wrong.push(format!(
-            "iteration {iteration:?}, expected {} (active: {active})",
-            before + 1
-        ));
-    }
-    if !case.mode.prd() && !reason.contains(PROMPT) {
-        wrong.push("the feed is not the task".to_string());
-    }
-    if reason.contains(INJECTED) {
-        wrong.push(format!("the feed carries {INJECTED}, written by the agent"));
-    }
-    if let Some(want) = &case.fed {
-        let got = fed_story(&st, reason);
-        if got.as_deref() != Some(want) {
-            wrong.push(format!("fed story {got:?}, expected {want}"));
-        }
-    }
-    Ok(if wrong.is_empty() {
-        Outcome::Survived
-    } else {
-        Outcome::Tampered(wrong.join("; "))
-    })
+pub fn reason_of(out: Option<&Value>) -> &str {
+    out.and_then(|v| v["reason"].as_str()).unwrap_or_default()
 }

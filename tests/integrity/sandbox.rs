@@ -27,6 +27,9 @@ const AI_AGENT_TOOL: &str = "claude-code_2-1-328_agent";
 const AI_AGENT_HOOK: &str = "claude-code_2-1-328_harness";
 /// A case (setup, attack, Stops) is killed after this long.
 pub const CASE_DEADLINE: Duration = Duration::from_secs(10);
+/// A `--parallel` worker's case also makes worktrees, and its stop may
+/// commit, merge, run the story's check and remove a worktree.
+pub const WORKER_DEADLINE: Duration = Duration::from_secs(20);
 
 /// The project's files (relative to the project root) and their text.
 const PROJECT_FILES: &[(&str, &str)] = &[
@@ -143,7 +146,7 @@ impl Fixture {
             template,
             next: AtomicUsize::new(0),
         };
-        let t = Fixture::sandbox_at(fixture.template.clone());
+        let t = Fixture::sandbox_at(fixture.template.clone(), CASE_DEADLINE);
         for git in [
             "git init -q --template= .",
             "chmod +x tests/check.sh",
@@ -160,19 +163,19 @@ impl Fixture {
         Ok(fixture)
     }
 
-    /// A fresh copy of the template.
-    pub fn sandbox(&self) -> Result<Sandbox, String> {
+    /// A fresh copy of the template, for a case of `deadline`.
+    pub fn sandbox(&self, deadline: Duration) -> Result<Sandbox, String> {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         let dir = self.root.join(format!("c{n}"));
         copy_tree(&self.template, &dir).map_err(|e| format!("copy template: {e}"))?;
-        Ok(Fixture::sandbox_at(dir))
+        Ok(Fixture::sandbox_at(dir, deadline))
     }
 
-    fn sandbox_at(dir: PathBuf) -> Sandbox {
+    fn sandbox_at(dir: PathBuf, deadline: Duration) -> Sandbox {
         Sandbox {
             home: dir.join("home"),
             project: dir.join("home/proj"),
-            deadline: Instant::now() + CASE_DEADLINE,
+            deadline: Instant::now() + deadline,
             dir,
         }
     }
@@ -239,8 +242,9 @@ impl Sandbox {
         cmd
     }
 
-    /// A hook run by the client for session SESSION.
-    pub fn hook(&self, program: &str) -> Command {
+    /// A hook run by a client for `session` (SESSION: the loop's), with
+    /// more environment (what a reviewer-like session could be given).
+    pub fn hook_as(&self, program: &str, session: &str, env: &[(String, String)]) -> Command {
         let mut cmd = self.base(program, &self.project);
         cmd.env("CLAUDE_PROJECT_DIR", &self.project)
             .env("CLAUDE_PLUGIN_ROOT", self.dir.join("plugin"))
@@ -249,7 +253,8 @@ impl Sandbox {
                 self.home.join(".claude/plugins/data/ralph-inline"),
             )
             .env("AI_AGENT", AI_AGENT_HOOK);
-        session_env(&mut cmd);
+        session_env(&mut cmd, session);
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
@@ -258,11 +263,18 @@ impl Sandbox {
     /// shell snapshot sourced first: measured on 2.1.328), so the shell
     /// that carries the agent's marks stays its parent and is never
     /// replaced by a lone command (`ancestry` reads it).
-    pub fn agent_bash(&self, script: &str, cwd: &Path) -> Command {
+    pub fn agent_bash(
+        &self,
+        script: &str,
+        cwd: &Path,
+        session: &str,
+        env: &[(String, String)],
+    ) -> Command {
         let mut cmd = self.base("bash", cwd);
         let wrapped = format!("{script}\nexit $?");
         cmd.args(["-c", &wrapped]).env("AI_AGENT", AI_AGENT_TOOL);
-        session_env(&mut cmd);
+        session_env(&mut cmd, session);
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
@@ -332,9 +344,9 @@ impl Sandbox {
 }
 
 /// What the client puts in the environment of hooks and tools alike.
-fn session_env(cmd: &mut Command) {
+fn session_env(cmd: &mut Command, session: &str) {
     cmd.env("CLAUDECODE", "1")
-        .env("CLAUDE_CODE_SESSION_ID", SESSION)
+        .env("CLAUDE_CODE_SESSION_ID", session)
         .env("CLAUDE_CODE_CHILD_SESSION", "1")
         .env("CLAUDE_CODE_ENTRYPOINT", "cli");
 }
