@@ -29,6 +29,9 @@ pub struct Proc {
     pub ai_agent: Option<String>,
     /// `CLAUDE_PID` in its initial environment.
     pub claude_pid: Option<u32>,
+    /// When it started (clock ticks since boot; 0 when not read): with the
+    /// pid, names one process for good.
+    pub start: u64,
 }
 
 /// What the chain says about who started the first process of it.
@@ -131,6 +134,7 @@ fn this_process() -> Proc {
         name: String::new(),
         ai_agent: var("AI_AGENT"),
         claude_pid: var("CLAUDE_PID").and_then(|v| v.parse().ok()),
+        ..Proc::default()
     }
 }
 
@@ -185,12 +189,10 @@ fn read_proc(pid: u32) -> Option<Proc> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     let name = stat.get(open + 1..close)?.to_string();
-    let ppid = stat
-        .get(close + 1..)?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
+    let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
+    // Fields 4 (ppid) and 22 (starttime) of proc(5), counted after COMM.
+    let ppid = fields.get(1)?.parse().ok()?;
+    let start = fields.get(19).and_then(|s| s.parse().ok()).unwrap_or(0);
     let environ = read_all(&dir.join("environ"), 8 * 1024);
     let var = |key: &[u8]| -> Option<String> {
         environ
@@ -204,7 +206,32 @@ fn read_proc(pid: u32) -> Option<Proc> {
         name,
         ai_agent: var(b"AI_AGENT="),
         claude_pid: var(b"CLAUDE_PID=").and_then(|v| v.parse().ok()),
+        start,
     })
+}
+
+/// This process's pid and start time, as a pass names its issuer.
+pub fn this_process_id() -> Option<(u32, u64)> {
+    let me = read_proc(std::process::id())?;
+    (me.start > 0).then_some((me.pid, me.start))
+}
+
+/// The pass rule (see `standaside`): the process `issuer` (pid, start time)
+/// is in `chain` (this process and its ancestors), no process of the chain
+/// is the agent's shell (above the issuer as well as below it), and, unless
+/// `detached_ok`, the issuer was not left to init. A pass the agent planted
+/// for a client it started itself has the agent's shell above that client,
+/// or, started detached (`setsid`), init right above it; ralph's own
+/// issuers are a hook (below its client) or `ralph run` (below the user's
+/// shell).
+pub fn issued_above(chain: &[Proc], issuer: (u32, u64), detached_ok: bool) -> bool {
+    if chain.iter().any(|p| is_agent(p.ai_agent.as_deref())) {
+        return false;
+    }
+    let Some(at) = chain.iter().position(|p| (p.pid, p.start) == issuer) else {
+        return false;
+    };
+    detached_ok || !chain.get(at + 1).is_some_and(is_init)
 }
 
 #[cfg(test)]
@@ -221,7 +248,43 @@ mod tests {
             name: name.into(),
             ai_agent: ai.map(str::to_string),
             claude_pid: claude,
+            start: u64::from(pid) * 10,
         }
+    }
+
+    #[test]
+    fn a_pass_holds_only_below_its_issuer_with_no_agent_on_the_way() {
+        // A reviewer's hook: guard <- sh <- reviewer client <- ralph-stop-hook <- sh <- client.
+        let reviewer = [
+            p(500, 400, "ralph-guard", Some(HARNESS), Some(400)),
+            p(400, 300, "claude", None, None),
+            p(300, 250, "ralph-stop-hook", Some(HARNESS), Some(100)),
+            p(250, 100, "sh", Some(HARNESS), Some(100)),
+            client(),
+            user_shell(),
+        ];
+        assert!(issued_above(&reviewer, (300, 3000), false));
+        // Another start time: the pid was reused.
+        assert!(!issued_above(&reviewer, (300, 3001), false));
+        // Not an ancestor.
+        assert!(!issued_above(&reviewer, (777, 7770), true));
+        // The agent's own client with a planted pass: its shell is above.
+        let planted = [
+            p(900, 800, "ralph-guard", Some(HARNESS), Some(800)),
+            p(800, 700, "claude", None, None),
+            p(700, 600, "sh", None, None),
+            p(600, 100, "bash", Some(AGENT), Some(100)),
+            client(),
+        ];
+        assert!(!issued_above(&planted, (800, 8000), true));
+        assert!(!issued_above(&planted, (700, 7000), true));
+        // Started detached, with the agent's marks cleared: init above it.
+        let detached = [
+            p(900, 800, "ralph-guard", Some(HARNESS), Some(800)),
+            p(800, 1, "claude", None, None),
+            p(1, 0, "systemd", None, None),
+        ];
+        assert!(!issued_above(&detached, (800, 8000), false));
     }
 
     fn client() -> Proc {

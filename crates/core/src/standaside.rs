@@ -13,6 +13,13 @@
 //! drop). A hook honours a token only while its file is there: a stale, a
 //! guessed or a forged value finds no file and the hook does its usual work.
 //!
+//! A pass file also names the process that issued it (pid and start
+//! time), and holds only for that process and its descendants, with no
+//! process of the agent's shell among their ancestors
+//! ([`crate::ancestry::issued_above`]): a pass the agent plants in the
+//! loop's folder past the guard (through a path known only at run time), for
+//! a client it starts itself, has the agent's shell above that client.
+//!
 //! The limit: a program with the user's rights can read a running
 //! process's environment or the loop's folder while the pass lives (the
 //! reviewer's or the run's client's lifetime); the guard refuses the
@@ -72,7 +79,9 @@ impl Pass {
     pub fn issue(paths: &LoopPaths, purpose: &Purpose) -> Result<Pass, StoreError> {
         let token = new_token();
         let file = paths.dir.join(PASSES_DIR).join(&token);
-        store::atomic_write(&file, purpose.to_line().as_bytes())?;
+        let (pid, start) = crate::ancestry::this_process_id().unwrap_or((std::process::id(), 0));
+        let text = format!("{}issuer {pid} {start}\n", purpose.to_line());
+        store::atomic_write(&file, text.as_bytes())?;
         Ok(Pass { token, file })
     }
 
@@ -101,7 +110,21 @@ pub fn check(paths: &LoopPaths, token: &str) -> Option<Purpose> {
     }
     let file = paths.dir.join(PASSES_DIR).join(token);
     let text = store::read_optional(&file).ok()??;
-    Purpose::parse(&text)
+    let purpose = Purpose::parse(&text)?;
+    let issuer = issuer(&text)?;
+    // Only the reviewer's pass makes hooks stand aside; a `ralph run` may
+    // be started by init itself (a container's first process).
+    let detached_ok = matches!(purpose, Purpose::Run { .. });
+    let holds = issuer.0 == std::process::id()
+        || crate::ancestry::issued_above(&crate::ancestry::this_chain(), issuer, detached_ok);
+    holds.then_some(purpose)
+}
+
+/// The `issuer PID START` line of a pass file.
+fn issuer(text: &str) -> Option<(u32, u64)> {
+    let line = text.lines().find_map(|l| l.strip_prefix("issuer "))?;
+    let (pid, start) = line.trim().split_once(' ')?;
+    Some((pid.parse().ok()?, start.parse().ok()?))
 }
 
 /// The pass this process was given, checked against the loop at `paths`.

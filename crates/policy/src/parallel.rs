@@ -55,6 +55,12 @@ pub fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) -> Opti
     let notes = ctx.root.join(NOTES_FILE);
     let outside = |p: &Path| !p.starts_with(tree) && p != notes;
     match bash {
+        // Refs are the repository's, shared by every worktree: moving the
+        // loop's branch or deleting another worker's is not work in a
+        // worktree, whatever folder git runs in.
+        Some(writes) if writes.shared_refs => Some(String::from(
+            "ralph-guard: this Ralph loop runs with --parallel: this git command changes refs every worktree shares              (another branch, a tag, the loop's branch), so it is refused. Commit your work on your own branch;              ralph merges it.",
+        )),
         Some(writes) => {
             let first = writes
                 .paths
@@ -146,6 +152,14 @@ mod tests {
                 json!({"command": "git add -A && git commit -qm work"}),
             ),
             call("Bash", json!({"command": "git branch --show-current"})),
+            call(
+                "Bash",
+                json!({"command": "git branch scratch && git tag wip"}),
+            ),
+            call(
+                "Bash",
+                json!({"command": "git checkout -b try && git log -1"}),
+            ),
         ];
         for c in &allowed {
             assert_eq!(outside_worktree(c, &ctx, &tree), None, "{c:?}");
@@ -200,6 +214,17 @@ mod tests {
                 "Bash",
                 json!({"command": "cd .. && echo x > agent-b/a.txt"}),
             ),
+            // Refs every worktree shares.
+            call(
+                "Bash",
+                json!({"command": "git update-ref refs/heads/main HEAD"}),
+            ),
+            call(
+                "Bash",
+                json!({"command": "git update-ref -d refs/heads/worktree-agent-b"}),
+            ),
+            call("Bash", json!({"command": "git branch -D worktree-agent-b"})),
+            call("Bash", json!({"command": "git branch -f main HEAD"})),
         ];
         for c in &refused {
             assert!(outside_worktree(c, &ctx, &tree).is_some(), "{c:?}");

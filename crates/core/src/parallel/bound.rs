@@ -17,6 +17,7 @@
 //! a rewritten transcript is never read later.
 
 use crate::paths::LoopPaths;
+use crate::seal::{self, Seal};
 use crate::store;
 use std::path::{Path, PathBuf};
 
@@ -47,11 +48,16 @@ pub fn record(paths: &LoopPaths, agent: &str) -> Record {
     let Some(f) = file(paths, agent) else {
         return Record::None;
     };
+    // Sealed (`seal`): a record rewritten or removed past the guard (an
+    // interpreter, a path known only at run time) binds the worker to no
+    // story at all, never to the one it wrote.
     match store::read_optional(&f) {
-        Ok(Some(text)) => {
+        Ok(Some(text)) if seal::check(&f, &text) == Seal::Intact => {
             let id = text.trim();
             Record::Bound((!id.is_empty()).then(|| id.to_string()))
         }
+        Ok(Some(_)) => Record::Bound(None),
+        Ok(None) if seal::seal_path(&f).exists() => Record::Bound(None),
         _ => Record::None,
     }
 }
@@ -62,14 +68,14 @@ pub fn bind_at_first_call(paths: &LoopPaths, session_transcript: Option<&str>, a
     let Some(f) = file(paths, agent) else {
         return;
     };
-    if f.exists() {
+    if f.exists() || seal::seal_path(&f).exists() {
         return;
     }
     let story = session_transcript
         .and_then(|s| crate::transcript::subagent_transcript(Path::new(s), agent))
         .and_then(|own| crate::transcript::subagent_task(&own))
         .and_then(|task| super::story_in_task(&task));
-    let _ = store::atomic_write(&f, story.unwrap_or_default().as_bytes());
+    let _ = seal::write(&f, story.unwrap_or_default().as_bytes());
 }
 
 /// The story of worker `agent`: ralph's record, else (no guarded call was
@@ -92,7 +98,8 @@ pub fn story_of(
 /// The record goes with the worker's lane.
 pub fn forget(paths: &LoopPaths, agent: &str) {
     if let Some(f) = file(paths, agent) {
-        let _ = std::fs::remove_file(f);
+        let _ = std::fs::remove_file(&f);
+        let _ = seal::remove(&f);
     }
 }
 
@@ -140,6 +147,21 @@ mod tests {
         );
         forget(&paths, "a1");
         assert_eq!(record(&paths, "a1"), Record::None);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_record_rewritten_or_removed_past_ralph_binds_no_story() {
+        let (d, paths, session) = setup("forged");
+        bind_at_first_call(&paths, Some(&session), "a1");
+        let f = paths.dir.join(DIR).join("a1");
+        std::fs::write(&f, "US-3").unwrap();
+        assert_eq!(record(&paths, "a1"), Record::Bound(None));
+        assert_eq!(story_of(&paths, Some(&session), "a1"), None);
+        std::fs::remove_file(&f).unwrap();
+        assert_eq!(record(&paths, "a1"), Record::Bound(None));
+        bind_at_first_call(&paths, Some(&session), "a1");
+        assert_eq!(story_of(&paths, Some(&session), "a1"), None);
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -15,6 +15,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 const CONFIG_WHY: &str = "the loop's configuration, fixed at its start";
+/// The client's settings in the project: merged, they would reach the
+/// user's session (`disableAllHooks`, hooks, `env`) past the guard, which
+/// only sees the worker write into its own worktree.
+const CLIENT_SETTINGS: [&str; 2] = [".claude/settings.json", ".claude/settings.local.json"];
+const SETTINGS_WHY: &str = "the client's settings for this project (hooks, environment): a worker's branch may not change them while a loop runs";
 const PRD_WHY: &str = "the PRD: ralph marks the story passing itself once it is merged; nothing else in it is the worker's to change";
 
 /// The files of `changed` a worker may not change, each with why.
@@ -25,6 +30,8 @@ pub fn forbidden(changed: &[String], pins: &BTreeMap<String, String>) -> Vec<(St
             let review_dir = f.starts_with(&format!("{REVIEW_DIR}/"));
             if CONFIG_FILES.contains(&f.as_str()) || review_dir {
                 Some((f.clone(), CONFIG_WHY.to_string()))
+            } else if CLIENT_SETTINGS.contains(&f.as_str()) {
+                Some((f.clone(), SETTINGS_WHY.to_string()))
             } else {
                 pins.get(f)
                     .map(|why| (f.clone(), format!("pinned: {}", pin_why(why))))
@@ -158,6 +165,8 @@ mod tests {
             ".claude/ralph-review/strict.md",
             "tests/check.sh",
             "tests/new_test.sh",
+            ".claude/settings.local.json",
+            ".claude/agents/helper.md",
         ]
         .map(String::from)
         .to_vec();
@@ -169,9 +178,11 @@ mod tests {
                 ".claude/ralph.toml",
                 ".ralph/command-policy",
                 ".claude/ralph-review/strict.md",
-                "tests/check.sh"
+                "tests/check.sh",
+                ".claude/settings.local.json",
             ]
         );
+        assert!(refused[4].1.contains("the client's settings"));
         assert!(
             refused[3]
                 .1

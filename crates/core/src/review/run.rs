@@ -150,11 +150,7 @@ pub fn review(
         duration_ms: started.elapsed().as_millis() as u64,
     };
     let tmp = std::env::temp_dir();
-    // One pair of files per review: two reviews by the same reviewer in one
-    // process and one second (stories reviewed side by side) must not share
-    // them (seen: one review read the other's output).
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let seq = REVIEW_FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let stem = format!(
         "ralph-review-{}-{}-{}-{seq}",
         std::process::id(),
@@ -226,6 +222,11 @@ pub fn review(
         }),
     }
 }
+
+/// One pair of temp files per review: two reviews by the same reviewer in
+/// one process and one second (stories reviewed side by side) must not
+/// share them (seen: one review read the other's output).
+static REVIEW_FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 #[cfg(test)]
 mod tests {

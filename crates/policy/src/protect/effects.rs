@@ -28,6 +28,10 @@ pub(super) enum Effect {
     /// `--git-dir`, else `.`). Loop-file protection judges git by the paths
     /// it names; the `--fresh` and `--parallel` rules by this.
     Repo(String),
+    /// A git command that changes refs every worktree of the repository
+    /// shares, not just its own branch (`update-ref`, `branch -D/-f/-m`,
+    /// `tag -d`, `symbolic-ref NAME REF`): a `--parallel` worker may not.
+    SharedRefs,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -824,10 +828,19 @@ fn git_repo_effects(sub: &str, rest: &[String]) -> Vec<Effect> {
         "apply" => !flag(&["--check", "--stat", "--numstat", "--summary"]),
         _ => true,
     };
-    if writes {
-        vec![Effect::Repo(".".into())]
-    } else {
-        Vec::new()
+    let shared = match sub {
+        "update-ref" => true,
+        "symbolic-ref" => writes,
+        "branch" => flag(&[
+            "-d", "-D", "--delete", "-m", "-M", "--move", "-c", "-C", "--copy", "-f", "--force",
+        ]),
+        "tag" => flag(&["-d", "--delete", "-f", "--force"]),
+        _ => false,
+    };
+    match (writes, shared) {
+        (false, _) => Vec::new(),
+        (true, false) => vec![Effect::Repo(".".into())],
+        (true, true) => vec![Effect::Repo(".".into()), Effect::SharedRefs],
     }
 }
 

@@ -504,7 +504,7 @@ fn check_effects(
             }
             // Judged by the `--fresh` and `--parallel` rules (`writes`);
             // loop files are judged by the paths git names.
-            Effect::Repo(_) => None,
+            Effect::Repo(_) | Effect::SharedRefs => None,
         };
         if found.add(h) {
             return found.0;

@@ -29,6 +29,9 @@ pub struct Writes {
     /// code, a shell reading a script it cannot see, a target known only at
     /// run time (a variable, a relative path after `cd "$X"`).
     pub unseen: bool,
+    /// A git command changes refs shared by every worktree (another
+    /// branch, the loop's own): see `effects::Effect::SharedRefs`.
+    pub shared_refs: bool,
 }
 
 impl Writes {
@@ -157,6 +160,13 @@ fn exec(
     depth: usize,
     out: &mut Writes,
 ) {
+    // A program known only at run time (`$C` where `C=$(cat f)`, a script
+    // `sh -c "$(cat f)"` or `eval "$(cat f)"`): whatever it writes is out
+    // of sight.
+    if name.contains(['$', '`']) {
+        out.unseen = true;
+        return;
+    }
     let base = name.rsplit('/').next().unwrap_or(name);
     // A script the command wrote itself and then runs is read; another is
     // out of sight, as everywhere in the guard.
@@ -196,6 +206,7 @@ fn exec(
                 }
             }
             Effect::Cd(d) => *cwd = super::next_cwd(here.as_deref(), d.as_deref()),
+            Effect::SharedRefs => out.shared_refs = true,
         }
     }
 }
@@ -225,6 +236,7 @@ fn find(
             &mut inner,
         );
         out.unseen |= inner.unseen;
+        out.shared_refs |= inner.shared_refs;
         for p in inner.paths {
             if p.to_string_lossy().contains(ARG) {
                 writes_found = true;
@@ -347,6 +359,8 @@ mod tests {
             "sed -n 1,5p f",
             "find . -name '*.rs'",
             "cd src && ls && cd .. && git status",
+            "echo $HOME",
+            "ls \"$TMPDIR\"",
         ] {
             assert!(!w(c).any(), "{c}: {:?}", w(c));
         }
@@ -391,6 +405,11 @@ mod tests {
         for c in [
             "sed -ri 's/a/b/' f",
             "sed -Ei 's/a/b/' f",
+            // A program known only at run time.
+            "sh -c \"$(cat f)\"",
+            "eval \"$(cat f)\"",
+            "C=$(cat f); $C",
+            "`cat f`",
             "find . -name '*.tmp' -delete",
             "find . -name '*.rs' -exec sed -i s/a/b/ {} +",
             "ex -sc '%s/a/b/|x' f",
