@@ -298,6 +298,7 @@ fn context(
     .then_some(worker);
     if parallel && agent_type == Some(worker) {
         ctx.worker_tree = Some(cwd.to_path_buf());
+        ctx.worker_tree_gone = !cwd.exists();
     }
     let prd = state
         .as_deref()

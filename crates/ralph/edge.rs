@@ -323,34 +323,7 @@ impl Out {
         println!("{text}");
         let _ = std::io::stdout().flush();
         if let Some(f) = &mut self.log {
-            let _ = writeln!(f, "{}", strip_ansi(text));
+            let _ = writeln!(f, "{}", ralph_core::run::progress::strip_ansi(text));
         }
-    }
-}
-
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ansi_is_stripped_for_the_log() {
-        assert_eq!(strip_ansi("\x1b[1;36m▶ it\x1b[0m x"), "▶ it x");
     }
 }

@@ -9,6 +9,7 @@
 mod support;
 
 mod continuity;
+mod design;
 mod fresh;
 mod git_config_cache;
 mod glance;

@@ -97,6 +97,9 @@ pub struct LoopContext {
     /// worker's worktree (its `cwd`), the only place it may write (and the
     /// loop's shared `progress.txt`).
     pub worker_tree: Option<PathBuf>,
+    /// The worker's worktree no longer exists (the loop was cancelled, or
+    /// its story merged): read by the guard, so this crate stays pure.
+    pub worker_tree_gone: bool,
     /// For file tools: the target with symlinked folders resolved, when it
     /// differs from the lexical path.
     pub file_real_path: Option<PathBuf>,

@@ -37,7 +37,7 @@ pub fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) -> Opti
     };
     let in_main_tree =
         tree == ctx.root || !tree.starts_with(ctx.root.join(".claude").join("worktrees"));
-    if !in_main_tree && !tree.exists() {
+    if !in_main_tree && ctx.worker_tree_gone {
         return Some(
             "ralph-guard: your worktree is gone: the Ralph loop was cancelled or your story was already merged. Stop now, \
              with a one-line report."
@@ -248,8 +248,12 @@ mod tests {
                 .contains("main tree")
         );
         let gone = Path::new("/p/.claude/worktrees/agent-gone");
+        let removed = LoopContext {
+            worker_tree_gone: true,
+            ..ctx()
+        };
         assert!(
-            outside_worktree(&c, &ctx(), gone)
+            outside_worktree(&c, &removed, gone)
                 .unwrap()
                 .contains("is gone")
         );

@@ -15,6 +15,24 @@ pub fn use_color(stdout_is_terminal: bool, no_color: Option<&str>) -> bool {
     stdout_is_terminal && no_color.is_none_or(str::is_empty)
 }
 
+/// `text` without its colour codes (for the log file).
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tone {
     /// An iteration starts.
@@ -167,6 +185,11 @@ pub fn summary(style: Style, s: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ansi_is_stripped_for_the_log() {
+        assert_eq!(strip_ansi("\x1b[1;36m▶ it\x1b[0m x"), "▶ it x");
+    }
 
     const PLAIN: Style = Style { color: false };
 
