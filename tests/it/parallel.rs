@@ -467,14 +467,6 @@ fn a_merge_cut_short_is_aborted_by_the_next_holder_of_the_merge_queue() {
 }
 
 #[test]
-fn the_guard_and_the_loop_name_the_same_shared_notes() {
-    assert_eq!(
-        ralph_core::parallel::NOTES_FILE,
-        ralph_policy::parallel::NOTES_FILE
-    );
-}
-
-#[test]
 fn a_workers_change_to_what_the_loop_fixed_is_sent_back() {
     let p = Project::new("par-refuse");
     p.git_init();

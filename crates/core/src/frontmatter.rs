@@ -5,6 +5,7 @@
 //! prompt must round-trip byte for byte. Only the first block is frontmatter:
 //! a later `---` line belongs to the body.
 
+use std::collections::BTreeMap;
 /// The byte ranges of a file's frontmatter and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Split<'a> {
@@ -110,6 +111,41 @@ pub fn scan<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     })
 }
 
+/// The value of `key: {JSON object of text to text}` in the frontmatter
+/// of `text` (a flow mapping, possibly folded over indented lines, as the
+/// state writes `story_checks` and `pins`), read without YAML; empty when
+/// absent, `null` or not such an object.
+pub fn scan_map(text: &str, key: &str) -> BTreeMap<String, String> {
+    let Some(split) = split(text) else {
+        return BTreeMap::new();
+    };
+    let mut value: Option<String> = None;
+    for line in split.yaml.lines() {
+        match &mut value {
+            Some(v) if line.starts_with([' ', '\t']) => {
+                v.push(' ');
+                v.push_str(line.trim());
+            }
+            Some(_) => break,
+            None => {
+                if let Some(v) = line.strip_prefix(key).and_then(|r| r.strip_prefix(':')) {
+                    value = Some(v.trim().to_string());
+                }
+            }
+        }
+    }
+    match value.map(|v| serde_json::from_str::<serde_json::Value>(&v)) {
+        Some(Ok(serde_json::Value::Object(m))) => m
+            .into_iter()
+            .filter_map(|(k, v)| match v {
+                serde_json::Value::String(c) => Some((k, c)),
+                _ => None,
+            })
+            .collect(),
+        _ => BTreeMap::new(),
+    }
+}
+
 /// Length of the first line of `s`, including its `\n` if any.
 fn line_len(s: &str) -> usize {
     s.find('\n').map_or(s.len(), |i| i + 1)
@@ -124,6 +160,31 @@ fn trim_eol(line: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flow_maps_are_read_from_the_frontmatter_only() {
+        let m = scan_map(
+            "---\niteration: 1\nstory_checks: {\"US-1\": \"cargo test a\", \"US-2\": \"cargo test b\"}\n---\nx\n",
+            "story_checks",
+        );
+        assert_eq!(m.len(), 2);
+        assert_eq!(m["US-1"], "cargo test a");
+        let folded = scan_map(
+            "---\nstory_checks: {\"US-1\": \"a\",\n  \"US-2\": \"b\"}\nnext: 1\n---\n",
+            "story_checks",
+        );
+        assert_eq!(folded.len(), 2);
+        for absent in [
+            "---\niteration: 1\n---\n",
+            "---\nstory_checks: null\n---\n",
+            "---\nstory_checks: {broken\n---\n",
+            "no frontmatter",
+            "---\n---\nstory_checks: {\"A\": \"x\"}\n",
+        ] {
+            assert!(scan_map(absent, "story_checks").is_empty(), "{absent}");
+        }
+        assert!(scan_map("---\nstory_checks_x: {\"A\": \"x\"}\n---\n", "story_checks").is_empty());
+    }
 
     #[test]
     fn splits_first_block_only_and_keeps_body_verbatim() {

@@ -429,7 +429,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
 }
 
 /// Recorded checks as one line: a JSON object, which is a YAML flow mapping
-/// (and what the guard reads back, `ralph_policy::story_checks_from_state`).
+/// (and what the guard reads back, `frontmatter::scan_map`).
 fn checks_text(checks: &BTreeMap<String, String>) -> String {
     serde_json::to_string(checks).unwrap_or_else(|_| "{}".to_string())
 }

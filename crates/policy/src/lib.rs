@@ -12,6 +12,7 @@
 //! into a [`LoopContext`] and turns the [`GuardDecision`] into hook output.
 
 pub mod fresh;
+pub mod gather;
 pub mod glob;
 pub mod parallel;
 pub mod pinned;
@@ -638,101 +639,6 @@ fn apply_one(text: &str, edit: &Value) -> Option<String> {
     prd::apply_edit(text, old, new, all)
 }
 
-/// A scalar of the state file's frontmatter, read cheaply (one line, quotes
-/// stripped); None when absent.
-fn state_field<'s>(state: &'s str, key: &str) -> Option<&'s str> {
-    let mut lines = state.lines();
-    if lines.next()?.trim() != "---" {
-        return None;
-    }
-    for line in lines {
-        let t = line.trim();
-        if t == "---" {
-            break;
-        }
-        if let Some(v) = t.strip_prefix(key).and_then(|r| r.strip_prefix(':')) {
-            return Some(v.trim().trim_matches(|c| c == '"' || c == '\'').trim());
-        }
-    }
-    None
-}
-
-/// Whether the state's frontmatter says `fresh: true` (a `--fresh` loop).
-pub fn fresh_from_state(state: &str) -> bool {
-    state_field(state, "fresh") == Some("true")
-}
-
-/// `parallel: N` in the state's frontmatter (a `--parallel` loop), else 0.
-pub fn parallel_from_state(state: &str) -> u32 {
-    state_field(state, "parallel")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-/// The `prd_file:` value from the state file's frontmatter. None when absent.
-pub fn prd_file_from_state(state: &str) -> Option<String> {
-    state_field(state, "prd_file")
-        .filter(|v| !v.is_empty() && *v != "null" && *v != "~")
-        .map(str::to_string)
-}
-
-/// The checks recorded at loop start: the `story_checks:` frontmatter key,
-/// a JSON object (a YAML flow mapping) of story id -> verify command, e.g.
-/// `story_checks: {"US-1": "cargo test a"}`. Absent, empty or unreadable:
-/// none recorded (nothing is denied for it).
-pub fn story_checks_from_state(state: &str) -> BTreeMap<String, String> {
-    map_from_state(state, "story_checks:")
-}
-
-/// The loop's pinned files: the `pins:` frontmatter key, a JSON object of
-/// relative path -> what pinned it (`{"tests/check.sh": "sh tests/check.sh"}`).
-pub fn pins_from_state(state: &str) -> BTreeMap<String, String> {
-    map_from_state(state, "pins:")
-}
-
-/// A frontmatter key whose value is a JSON object of text to text.
-fn map_from_state(state: &str, key: &str) -> BTreeMap<String, String> {
-    let mut lines = state.lines();
-    if lines.next().map(str::trim) != Some("---") {
-        return BTreeMap::new();
-    }
-    let mut value: Option<String> = None;
-    for line in lines {
-        if line.trim() == "---" {
-            break;
-        }
-        match &mut value {
-            // A flow mapping may be folded over several lines.
-            Some(v) => {
-                if line.starts_with([' ', '\t']) {
-                    v.push(' ');
-                    v.push_str(line.trim());
-                } else {
-                    break;
-                }
-            }
-            None => {
-                if let Some(v) = line.strip_prefix(key) {
-                    value = Some(v.trim().to_string());
-                }
-            }
-        }
-    }
-    let Some(v) = value else {
-        return BTreeMap::new();
-    };
-    match serde_json::from_str::<Value>(&v) {
-        Ok(Value::Object(m)) => m
-            .into_iter()
-            .filter_map(|(k, v)| match v {
-                Value::String(c) => Some((k, c)),
-                _ => None,
-            })
-            .collect(),
-        _ => BTreeMap::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -913,28 +819,6 @@ mod tests {
     }
 
     #[test]
-    fn story_checks_are_read_from_the_frontmatter() {
-        let m = story_checks_from_state(
-            "---\niteration: 1\nstory_checks: {\"US-1\": \"cargo test a\", \"US-2\": \"cargo test b\"}\n---\nx\n",
-        );
-        assert_eq!(m.len(), 2);
-        assert_eq!(m["US-1"], "cargo test a");
-        let folded = story_checks_from_state(
-            "---\nstory_checks: {\"US-1\": \"a\",\n  \"US-2\": \"b\"}\nnext: 1\n---\n",
-        );
-        assert_eq!(folded.len(), 2);
-        for absent in [
-            "---\niteration: 1\n---\n",
-            "---\nstory_checks: null\n---\n",
-            "---\nstory_checks: {broken\n---\n",
-            "no frontmatter",
-            "---\n---\nstory_checks: {\"A\": \"x\"}\n",
-        ] {
-            assert!(story_checks_from_state(absent).is_empty(), "{absent}");
-        }
-    }
-
-    #[test]
     fn hard_links_and_data_folders_are_denied_to_file_tools() {
         let mut c = ctx();
         c.file_aliases = vec![PathBuf::from("/proj/.claude/ralph-loop.local.md")];
@@ -978,18 +862,5 @@ mod tests {
         assert!(!denied(&bash(
             "echo note >> /home/u/.claude/projects/-proj/memory/MEMORY.md"
         )));
-    }
-
-    #[test]
-    fn prd_file_line_is_read_from_the_frontmatter_only() {
-        assert_eq!(
-            prd_file_from_state("---\nprd_file: \"docs/prd.json\"\n---\n").as_deref(),
-            Some("docs/prd.json")
-        );
-        assert_eq!(
-            prd_file_from_state("---\niteration: 1\n---\nprd_file: x\n"),
-            None
-        );
-        assert_eq!(prd_file_from_state("---\nprd_file: null\n---\n"), None);
     }
 }

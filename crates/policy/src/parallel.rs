@@ -13,10 +13,8 @@ use crate::{LoopContext, ToolCall, fresh_main_write};
 use serde_json::Value;
 use std::path::Path;
 
-/// The main tree's file every worker may append to: the loop's notes,
-/// `ralph_core::parallel::NOTES_FILE` (this crate does not depend on the
-/// core; the guard's tests hold the two together).
-pub const NOTES_FILE: &str = "progress.txt";
+/// The main tree's file every worker may append to: the loop's notes.
+pub use ralph_core::parallel::NOTES_FILE;
 
 /// Why a parallel worker's call is refused; `None` when it stays inside
 /// its worktree (or only reads).
