@@ -80,6 +80,8 @@ pub struct StopInputs {
     pub in_flight: Vec<Option<String>>,
     /// The project root.
     pub root: std::path::PathBuf,
+    /// There is no state file yet: `text` is the project's file, adopted.
+    pub adopting: bool,
 }
 
 impl StopInputs {
@@ -88,13 +90,16 @@ impl StopInputs {
         let session = input.session();
         // Before anything is read as the loop's: a state, a result or a
         // verdict ralph did not write is told to the user, never used.
-        if let Some(t) = super::tamper::found(paths) {
+        // The state file and its seal are read once, here.
+        let own = paths.read_own_state();
+        if let Some(t) = super::tamper::found_in(paths, &own) {
             if !owns(&t.owner, session) {
                 return Ok(Gathered::NotOurs);
             }
             return Ok(Gathered::Tampered(t));
         }
-        let (text, state) = match paths.read_state() {
+        let adopting = matches!(own.text, Ok(None));
+        let (text, state) = match paths.state_of(own) {
             StateFile::Missing => return Ok(Gathered::NotOurs),
             StateFile::Unreadable(e) if e.is_not_text() => {
                 return Ok(Gathered::Corrupt(Corrupt {
@@ -117,7 +122,6 @@ impl StopInputs {
             }
             StateFile::Loop { text, state } => (text, state),
         };
-        let text_for_mirror = text.clone();
         if !owns(&state.session_id, session) {
             return Ok(Gathered::NotOurs);
         }
@@ -164,7 +168,13 @@ impl StopInputs {
         } else {
             Vec::new()
         };
+        let mirror = if adopting {
+            Mirror::Same
+        } else {
+            paths.mirror_check(&text)
+        };
         Ok(Gathered::Loop(Box::new(StopInputs {
+            adopting,
             in_flight,
             root: paths.root.clone(),
             session: session.to_string(),
@@ -183,11 +193,7 @@ impl StopInputs {
             review_log: paths.read_review_log().unwrap_or_default(),
             fingerprint,
             queued,
-            mirror: if paths.adopting() {
-                Mirror::Same
-            } else {
-                paths.mirror_check(&text_for_mirror)
-            },
+            mirror,
         })))
     }
 }
@@ -274,21 +280,22 @@ pub fn counted_through(state: &LoopState) -> Option<CountedThrough<'_>> {
     (b.counts_tokens() && state.iteration > 1).then_some(CountedThrough(b.usage_seen.as_deref()))
 }
 
-/// Must the working tree be looked at (`git status`, 2 to 10 ms)? When a
-/// check may run (results are kept per tree), or when the no-progress
-/// breaker cannot judge the turn from its tools. At start, with no turn yet,
-/// `effect` is `Unknown`: the first Stop may need the tree to compare with.
+/// Must the working tree be looked at (`git status`, 2 ms in a small
+/// project, 150 ms at 100,000 files)? When a check may run (results are
+/// kept per tree), or when the no-progress breaker cannot judge the turn
+/// from its tools. At start, with no turn yet, `effect` is `Unknown`: the
+/// first Stop may need the tree to compare with.
 pub fn wants_fingerprint(state: &LoopState, prd: Option<&Prd>, effect: TurnEffect) -> bool {
     // Check results and review verdicts are kept per tree.
     let checks_may_run = state.verify.is_some()
         || state.review.is_on()
         || prd.is_some_and(|p| p.stories.iter().any(|s| s.passes && s.verify.is_some()));
-    // An edited turn is progress whatever the tree says, but the tree is
-    // still read to keep the breaker's baseline current: skipped, a later
-    // turn whose transcript lags (judged `Unknown`, so by the tree) would be
-    // compared with the tree from before the edit and count it as its own
-    // progress (scenario 19 failed so about one run in five under load).
-    checks_may_run || (state.max_stalls > 0 && effect != TurnEffect::Unchanged)
+    // An edited turn is progress whatever the tree says: it is not looked
+    // at, whatever the repository's size. The breaker's baseline is then
+    // out of date, so it is dropped (`Plan::state_after`): a later turn
+    // judged by the tree is never compared with the tree from before the
+    // edit (scenario 19 once failed so), it sets a new baseline instead.
+    checks_may_run || (state.max_stalls > 0 && effect == TurnEffect::Unknown)
 }
 
 #[cfg(test)]
@@ -300,8 +307,8 @@ mod tests {
         let mut s = crate::state::sample(1, 0, None);
         assert!(!wants_fingerprint(&s, None, TurnEffect::Unchanged));
         assert!(wants_fingerprint(&s, None, TurnEffect::Unknown));
-        // The baseline is kept current after an edit.
-        assert!(wants_fingerprint(&s, None, TurnEffect::Edited));
+        // An edit is progress without a look (the baseline is dropped instead).
+        assert!(!wants_fingerprint(&s, None, TurnEffect::Edited));
         s.max_stalls = 0;
         assert!(!wants_fingerprint(&s, None, TurnEffect::Unknown));
         assert!(!wants_fingerprint(&s, None, TurnEffect::Edited));
