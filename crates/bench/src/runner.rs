@@ -263,7 +263,11 @@ pub struct Setup {
 }
 
 impl Setup {
-    pub fn prepare(root: &Path, hook: &Path, repos: &crate::steady::Repos) -> std::io::Result<Setup> {
+    pub fn prepare(
+        root: &Path,
+        hook: &Path,
+        repos: &crate::steady::Repos,
+    ) -> std::io::Result<Setup> {
         let t = Transcripts::write(&root.join("transcripts"))?;
         let make = Maker { root, hook, t: &t };
         let mut cases = Vec::new();

@@ -106,7 +106,10 @@ fn repository(dir: &Path, n: usize) -> io::Result<PathBuf> {
         fs::create_dir_all(repo.join(".claude"))?;
         return Ok(repo);
     }
-    eprintln!("ralph-bench: making a repository of {n} files in {} (once) ...", repo.display());
+    eprintln!(
+        "ralph-bench: making a repository of {n} files in {} (once) ...",
+        repo.display()
+    );
     let _ = fs::remove_dir_all(&repo);
     for i in 0..n {
         let file = repo.join(format!("src/d{:03}/f{i:06}.txt", i / 1000));
@@ -115,11 +118,19 @@ fn repository(dir: &Path, n: usize) -> io::Result<PathBuf> {
         {
             fs::create_dir_all(parent)?;
         }
-        fs::write(&file, format!("file {i}\nsome text so that it is not empty\n"))?;
+        fs::write(
+            &file,
+            format!("file {i}\nsome text so that it is not empty\n"),
+        )?;
     }
     let git = |args: &[&str]| {
         Command::new("git")
-            .args(["-c", "user.name=ralph-bench", "-c", "user.email=b@example.invalid"])
+            .args([
+                "-c",
+                "user.name=ralph-bench",
+                "-c",
+                "user.email=b@example.invalid",
+            ])
             .args(["-c", "commit.gpgsign=false"])
             .args(args)
             .current_dir(&repo)
@@ -129,7 +140,10 @@ fn repository(dir: &Path, n: usize) -> io::Result<PathBuf> {
             .map(|s| s.success())
     };
     if !(git(&["init", "-q"])? && git(&["add", "-A"])? && git(&["commit", "-q", "-m", "files"])?) {
-        return Err(io::Error::other(format!("git failed in {}", repo.display())));
+        return Err(io::Error::other(format!(
+            "git failed in {}",
+            repo.display()
+        )));
     }
     fs::create_dir_all(repo.join(".claude"))?;
     fs::write(done, "")?;
@@ -185,12 +199,22 @@ pub fn paired(cases: &[Case], samples: &[Vec<std::time::Duration>]) -> String {
     );
     let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
     for (i, case) in cases.iter().enumerate() {
-        let Some(j) = cases.iter().position(|c| c.label == format!("{BEFORE}{}", case.label)) else {
+        let Some(j) = cases
+            .iter()
+            .position(|c| c.label == format!("{BEFORE}{}", case.label))
+        else {
             continue;
         };
         let (after, before) = (&samples[i], &samples[j]);
-        let ratios = after.iter().zip(before).map(|(a, b)| ms(a) / ms(b)).collect();
-        let (a, b) = (median(after.iter().map(ms).collect()), median(before.iter().map(ms).collect()));
+        let ratios = after
+            .iter()
+            .zip(before)
+            .map(|(a, b)| ms(a) / ms(b))
+            .collect();
+        let (a, b) = (
+            median(after.iter().map(ms).collect()),
+            median(before.iter().map(ms).collect()),
+        );
         let _ = writeln!(
             out,
             "| {} | {b:.3} | {a:.3} | {:+.3} | {:+.3} | {:.3} |",

@@ -353,7 +353,11 @@ impl LoopPaths {
     /// The loop is over: its state and mirror go.
     pub fn remove_state(&self) -> Result<(), StoreError> {
         // What a killed write of the last turns may have left.
-        for file in [&self.state, &crate::seal::seal_path(&self.state), &self.mirror] {
+        for file in [
+            &self.state,
+            &crate::seal::seal_path(&self.state),
+            &self.mirror,
+        ] {
             store::sweep_leftovers(file);
         }
         store::remove_if_present(&self.state)?;

@@ -63,15 +63,10 @@ pub struct LoopLock {
 impl LoopLock {
     /// Take the lock at `path` (creating it and its folder), waiting at most `wait`.
     pub fn acquire(path: &Path, wait: Duration) -> Result<LoopLock, StoreError> {
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .map_err(|e| StoreError::io(path, e))?;
+        let file = open_making_dir(
+            path,
+            OpenOptions::new().create(true).truncate(false).write(true),
+        )?;
         let start = Instant::now();
         let mut pause = Duration::from_millis(1);
         loop {
@@ -97,6 +92,21 @@ impl Drop for LoopLock {
     fn drop(&mut self) {
         let _ = self.file.unlock();
     }
+}
+
+/// Open `path` with `options`, making its folder first only when it is
+/// missing (every turn opens the lock and the log: no `mkdir` each time).
+fn open_making_dir(path: &Path, options: &OpenOptions) -> Result<File, StoreError> {
+    match options.open(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+            }
+            options.open(path)
+        }
+        other => other,
+    }
+    .map_err(|e| StoreError::io(path, e))
 }
 
 /// Replace `path` with `contents` atomically: a temp file in the same folder,
@@ -317,14 +327,7 @@ pub fn aside_name(path: &Path, unix_secs: u64) -> PathBuf {
 /// Append one line (a `\n` is added) in a single write.
 pub fn append_line(path: &Path, line: &str) -> Result<(), StoreError> {
     refuse_unsafe(path)?;
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-    }
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| StoreError::io(path, e))?;
+    let mut f = open_making_dir(path, OpenOptions::new().create(true).append(true))?;
     let mut buf = String::with_capacity(line.len() + 1);
     buf.push_str(line);
     buf.push('\n');

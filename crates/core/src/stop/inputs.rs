@@ -148,11 +148,12 @@ impl StopInputs {
         // A queued cancel or message is acted on before anything else: the
         // tree is not looked at.
         let preempted = queue_action(&state, &queued).preempts();
-        let fingerprint = if !preempted && wants_fingerprint(&state, readable_prd, effect) {
-            worktree::fingerprint(&paths.root)
-        } else {
-            None
-        };
+        let fingerprint =
+            if !preempted && wants_fingerprint(&state, readable_prd, effect, recorded.is_some()) {
+                worktree::fingerprint(&paths.root)
+            } else {
+                None
+            };
         let has_transcript = input
             .transcript_path
             .as_deref()
@@ -285,17 +286,31 @@ pub fn counted_through(state: &LoopState) -> Option<CountedThrough<'_>> {
 /// kept per tree), or when the no-progress breaker cannot judge the turn
 /// from its tools. At start, with no turn yet, `effect` is `Unknown`: the
 /// first Stop may need the tree to compare with.
-pub fn wants_fingerprint(state: &LoopState, prd: Option<&Prd>, effect: TurnEffect) -> bool {
+/// `guarded`: the turn was judged from the guard's record (`turn_tools`).
+pub fn wants_fingerprint(
+    state: &LoopState,
+    prd: Option<&Prd>,
+    effect: TurnEffect,
+    guarded: bool,
+) -> bool {
     // Check results and review verdicts are kept per tree.
     let checks_may_run = state.verify.is_some()
         || state.review.is_on()
         || prd.is_some_and(|p| p.stories.iter().any(|s| s.passes && s.verify.is_some()));
-    // An edited turn is progress whatever the tree says: it is not looked
-    // at, whatever the repository's size. The breaker's baseline is then
-    // out of date, so it is dropped (`Plan::state_after`): a later turn
-    // judged by the tree is never compared with the tree from before the
-    // edit (scenario 19 once failed so), it sets a new baseline instead.
-    checks_may_run || (state.max_stalls > 0 && effect == TurnEffect::Unknown)
+    // An edited turn is progress whatever the tree says. With the guard's
+    // record the tree is not looked at, whatever the repository's size:
+    // the next turns are judged by their record too, and the breaker's
+    // baseline, now out of date, is dropped (`Plan::state_after`), so a
+    // later turn judged by the tree (a Bash call) sets a new one rather than
+    // be compared with the tree from before the edit. Without the record,
+    // the next turn may be judged by a transcript that lags (so by the
+    // tree): the baseline is kept current (scenario 19 once failed so).
+    let by_tree = match effect {
+        TurnEffect::Unknown => true,
+        TurnEffect::Edited => !guarded,
+        TurnEffect::Unchanged => false,
+    };
+    checks_may_run || (state.max_stalls > 0 && by_tree)
 }
 
 #[cfg(test)]
@@ -305,18 +320,22 @@ mod tests {
     #[test]
     fn the_tree_is_looked_at_only_when_needed() {
         let mut s = crate::state::sample(1, 0, None);
-        assert!(!wants_fingerprint(&s, None, TurnEffect::Unchanged));
-        assert!(wants_fingerprint(&s, None, TurnEffect::Unknown));
-        // An edit is progress without a look (the baseline is dropped instead).
-        assert!(!wants_fingerprint(&s, None, TurnEffect::Edited));
+        let wants = |s: &LoopState, prd, effect| wants_fingerprint(s, prd, effect, true);
+        assert!(!wants(&s, None, TurnEffect::Unchanged));
+        assert!(wants(&s, None, TurnEffect::Unknown));
+        // An edit recorded by the guard is progress without a look (the
+        // baseline is dropped instead); one seen only in the transcript
+        // keeps the baseline current.
+        assert!(!wants(&s, None, TurnEffect::Edited));
+        assert!(wants_fingerprint(&s, None, TurnEffect::Edited, false));
         s.max_stalls = 0;
-        assert!(!wants_fingerprint(&s, None, TurnEffect::Unknown));
-        assert!(!wants_fingerprint(&s, None, TurnEffect::Edited));
+        assert!(!wants(&s, None, TurnEffect::Unknown));
+        assert!(!wants(&s, None, TurnEffect::Edited));
         let checked = r#"{"stories":[{"id":"A","passes":true,"verify":"check a"}]}"#;
         let prd = Prd::parse(checked).unwrap();
-        assert!(wants_fingerprint(&s, Some(&prd), TurnEffect::Edited));
+        assert!(wants(&s, Some(&prd), TurnEffect::Edited));
         s.verify = Some("make".into());
-        assert!(wants_fingerprint(&s, None, TurnEffect::Edited));
+        assert!(wants(&s, None, TurnEffect::Edited));
         assert!(owns("", "me") && owns("me", "me") && !owns("you", "me"));
     }
 
