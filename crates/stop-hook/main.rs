@@ -7,7 +7,7 @@
 //! `systemMessage`, so the user is never trapped in a loop nobody can explain.
 
 use ralph_core::fresh_stop::{self, WorkerStep};
-use ralph_core::hook_input::HookInput;
+use ralph_core::hook_input::{HookInput, InputError};
 use ralph_core::hook_output::{HookOutput, fail_open};
 use ralph_core::notify::Pending;
 use ralph_core::parallel;
@@ -40,17 +40,21 @@ fn answer(output: HookOutput) {
     output.print();
 }
 
-/// Whole-process watchdog. Whatever blocks (a file that is not what it
-/// seems, a stuck disk), the hook answers "this stop is allowed" and exits,
-/// which also releases the loop lock: the user is never left waiting on a
-/// hook. The deadline is pushed out while verify checks run.
+/// Whole-process watchdog, the hook's one thread. Whatever blocks (a
+/// silent stdin, a file that is not what it seems, a stuck disk), the hook
+/// answers "this stop is allowed" and exits, which also releases the loop
+/// lock: the user is never left waiting on a hook. It starts with the stdin
+/// deadline (the input is read on the main thread, no reader thread) and is
+/// pushed out once the input is in, and while verify checks run.
 mod watchdog {
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
     /// Time for everything but checks (reading, deciding, writing).
     pub const WORK: Duration = Duration::from_secs(30);
     static DEADLINE_MS: AtomicU64 = AtomicU64::new(u64::MAX);
+    /// Still waiting for the hook's input: a deadline then is a silent stdin.
+    static READING: AtomicBool = AtomicBool::new(true);
 
     fn now_ms() -> u64 {
         SystemTime::now()
@@ -67,14 +71,27 @@ mod watchdog {
         );
     }
 
-    pub fn start() {
+    /// The input is in: from now on the deadline is the work's.
+    pub fn input_read() {
         extend(WORK);
-        std::thread::spawn(|| {
+        READING.store(false, Ordering::SeqCst);
+    }
+
+    /// Start with `stdin` to deliver the input in.
+    pub fn start(stdin: Duration) {
+        extend(stdin);
+        std::thread::spawn(move || {
             loop {
                 let deadline = DEADLINE_MS.load(Ordering::SeqCst);
                 let now = now_ms();
                 if now >= deadline {
-                    super::answer(super::HookOutput::allow(super::text::TOO_SLOW));
+                    let out = if READING.load(Ordering::SeqCst) {
+                        let timeout = super::InputError::Timeout(stdin.as_secs());
+                        super::without_input(&timeout)
+                    } else {
+                        super::HookOutput::allow(super::text::TOO_SLOW)
+                    };
+                    super::answer(out);
                     std::process::exit(0);
                 }
                 std::thread::sleep(Duration::from_millis((deadline - now).min(1000)));
@@ -85,7 +102,7 @@ mod watchdog {
 
 /// Claude Code writes the input and closes the pipe at once; a pipe that
 /// stays silent this long is not going to deliver.
-const STDIN_DEADLINE_SECS: u64 = 10;
+const STDIN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The hook's whole job; `Nothing` lets the session stop silently.
 fn run() -> HookOutput {
@@ -97,31 +114,21 @@ fn run() -> HookOutput {
     {
         return HookOutput::Nothing;
     }
-    watchdog::start();
-    let input = HookInput::read_stdin_with_deadline(STDIN_DEADLINE_SECS);
-    let root = project_root_from_env(input.as_ref().ok().and_then(|i| i.cwd.as_deref()));
-    let paths = LoopPaths::new(root);
-    if !paths.has_loop() {
-        return HookOutput::Nothing;
-    }
-    // Git's configuration read is kept in the loop's folder across hooks.
-    ralph_core::git::cache_config_in(&paths.git_config);
-    // Claude Code runs this hook (`AI_AGENT=…_harness`, below the client);
-    // the agent running it from Bash with a forged input (a promise, a
-    // burned iteration, another worker's stop) gets nothing, whatever
-    // environment it gives it (`ancestry`).
-    if ralph_core::control::this_process_run_by_agent() {
-        return HookOutput::Nothing;
-    }
-    // A reviewer's own session (`--review`) is not the loop's (a pass only
-    // ralph hands out: `standaside`).
-    if ralph_core::standaside::in_reviewer_session(&paths) {
-        return HookOutput::Nothing;
-    }
+    watchdog::start(STDIN_DEADLINE);
+    // Read here, not in a reader thread: the watchdog answers for a silent
+    // stdin (only the first JSON value is read, so a pipe kept open after it
+    // never makes the hook wait).
+    let input = HookInput::read(std::io::stdin().lock());
+    watchdog::input_read();
     let input = match input {
         Ok(input) => input,
-        Err(e) => return HookOutput::allow(text::bad_input(&e)),
+        Err(e) => return without_input(&e),
     };
+    let root = project_root_from_env(input.cwd.as_deref());
+    let paths = LoopPaths::new(root);
+    if let Some(out) = not_for_this_hook(&paths) {
+        return out;
+    }
     // --parallel: a worker's start (its worktree recorded) and its stop
     // (the merge queue, which takes its locks itself).
     let parallel_worker = input.agent_type.as_deref() == Some(parallel::WORKER_TYPE);
@@ -135,9 +142,6 @@ fn run() -> HookOutput {
         Some("SubagentStop") => return worker_stop(&paths, &input),
         _ => {}
     }
-    if let Some(pending) = Pending::note(&paths) {
-        let _ = NOTIFY.set(pending);
-    }
     // Round 1 may run story checks, round 2 the reviews of the stories that
     // now pass them (`--review story`), round 3 the loop's own check
     // (whether completion is claimed can depend on the stories), round 4
@@ -146,12 +150,17 @@ fn run() -> HookOutput {
     // suite); each round reads the state afresh.
     let mut ran = Ran::default();
     let mut put_back = Vec::new();
+    let notify = std::cell::OnceCell::new();
     for _round in 0..5 {
         let lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
             Ok(lock) => lock,
             Err(e) => return HookOutput::allow(text::lock_failed(&e)),
         };
-        match step(&paths, &input, &ran) {
+        let stepped = step(&paths, &input, &ran, &notify);
+        if let Some(Some(pending)) = notify.get() {
+            let _ = NOTIFY.set(pending.clone());
+        }
+        match stepped {
             Ok(Step::Done(out)) => return pins::disk::told(out, &put_back),
             Ok(Step::RunChecks(jobs)) => {
                 // Checks run against the files pinned at start (under the lock).
@@ -166,6 +175,36 @@ fn run() -> HookOutput {
         }
     }
     HookOutput::allow(text::KEPT_CHANGING)
+}
+
+/// The input did not come (or is not JSON): with a loop this hook would
+/// act on, the stop is allowed with a message saying why.
+fn without_input(e: &InputError) -> HookOutput {
+    let paths = LoopPaths::new(project_root_from_env(None));
+    not_for_this_hook(&paths).unwrap_or_else(|| HookOutput::allow(text::bad_input(e)))
+}
+
+/// `Some(Nothing)` when this Stop is not the loop's to judge: no loop, the
+/// agent running the hook itself, or a reviewer's session.
+fn not_for_this_hook(paths: &LoopPaths) -> Option<HookOutput> {
+    if !paths.has_loop() {
+        return Some(HookOutput::Nothing);
+    }
+    // Git's configuration read is kept in the loop's folder across hooks.
+    ralph_core::git::cache_config_in(&paths.git_config);
+    // Claude Code runs this hook (`AI_AGENT=…_harness`, below the client);
+    // the agent running it from Bash with a forged input (a promise, a
+    // burned iteration, another worker's stop) gets nothing, whatever
+    // environment it gives it (`ancestry`).
+    if ralph_core::control::this_process_run_by_agent() {
+        return Some(HookOutput::Nothing);
+    }
+    // A reviewer's own session (`--review`) is not the loop's (a pass only
+    // ralph hands out: `standaside`).
+    if ralph_core::standaside::in_reviewer_session(paths) {
+        return Some(HookOutput::Nothing);
+    }
+    None
 }
 
 /// `--fresh`: a worker subagent's stop (`SubagentStop`), judged in its own

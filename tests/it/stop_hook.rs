@@ -594,3 +594,43 @@ fn a_lagging_transcript_after_an_edit_is_still_a_stall() {
     let state = p.state().unwrap();
     assert!(state.contains("stalls: 1\n"), "{state}");
 }
+
+/// With the guard's record, an edited turn is progress without a look at
+/// the tree (no `git status`, whatever the repository's size): the
+/// breaker's baseline, out of date after the edit, is dropped. The next
+/// turn judged by the tree (Bash) sets a new one instead of taking the
+/// edit for its own progress; from then on an unchanged tree is a stall.
+#[test]
+fn an_edit_the_guard_recorded_drops_the_baseline_instead_of_asking_git() {
+    let p = Project::new("guarded-edit");
+    p.git_init();
+    p.loop_state("\"s1\"", 1, 10, None, "max_stalls: 3\n", "Task");
+    let fingerprint = |p: &Project| {
+        let state = p.state().unwrap();
+        let line = state.lines().find(|l| l.starts_with("last_fingerprint:"));
+        line.map(str::to_string)
+    };
+    // A Bash turn: judged by the tree, which becomes the baseline.
+    p.guard_saw("s1", "Bash");
+    assert!(is_block(p.stop("s1", Some("ran")).as_ref()));
+    let baseline = fingerprint(&p).expect("a baseline");
+    assert!(!baseline.contains("null"), "{baseline}");
+    // An edit the guard recorded: progress, the baseline dropped.
+    p.write("edited.txt", "new");
+    p.guard_saw("s1", "Write");
+    assert!(is_block(p.stop("s1", Some("edited")).as_ref()));
+    let state = p.state().unwrap();
+    assert!(state.contains("stalls: 0\n"), "{state}");
+    assert_eq!(fingerprint(&p).as_deref(), Some("last_fingerprint: null"));
+    // A Bash turn that changed nothing: no baseline to compare with, so it
+    // sets one (not a stall); the next such turn is one.
+    p.guard_saw("s1", "Bash");
+    assert!(is_block(p.stop("s1", Some("ran again")).as_ref()));
+    let state = p.state().unwrap();
+    assert!(state.contains("stalls: 0\n"), "{state}");
+    assert_ne!(fingerprint(&p).as_deref(), Some("last_fingerprint: null"));
+    p.guard_saw("s1", "Bash");
+    assert!(is_block(p.stop("s1", Some("and again")).as_ref()));
+    let state = p.state().unwrap();
+    assert!(state.contains("stalls: 1\n"), "{state}");
+}

@@ -19,6 +19,14 @@ Options:
                   one like your projects' own.
   --keep          leave the temporary projects in place (printed at the end),
                   to look at one case with strace or perf
+  --repo-files N,N  add case 7 (an edited turn's Stop) in git repositories
+                  of N tracked files each, e.g. 1000,20000,100000
+  --repo-dir DIR  where those repositories are made, once, and reused
+                  (default: ralph-bench-repos in the temp folder)
+  --versus DIR    also run every case with the binaries in DIR (the build
+                  before), interleaved run by run, and print paired figures
+  --cases P,P     only the cases whose label starts with one of these
+                  (e.g. reference,1.,6.,7.,S1)
   -h, --help      this text
 ";
 
@@ -28,6 +36,11 @@ pub struct Args {
     pub warmup: usize,
     pub tmp_dir: PathBuf,
     pub keep: bool,
+    pub repos: crate::steady::Repos,
+    /// The build before, run beside this one.
+    pub versus: Option<PathBuf>,
+    /// Label prefixes of the cases to run (empty: all).
+    pub only: Vec<String>,
 }
 
 impl Args {
@@ -38,6 +51,12 @@ impl Args {
             warmup: 50,
             tmp_dir: std::env::temp_dir(),
             keep: false,
+            repos: crate::steady::Repos {
+                dir: std::env::temp_dir().join("ralph-bench-repos"),
+                files: Vec::new(),
+            },
+            only: Vec::new(),
+            versus: None,
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -57,6 +76,17 @@ impl Args {
                 "--runs" => args.runs = count(&key, &value()?)?,
                 "--warmup" => args.warmup = count(&key, &value()?)?,
                 "--keep" => args.keep = true,
+                "--versus" => args.versus = Some(absolute(value()?)),
+                "--repo-dir" => args.repos.dir = absolute(value()?),
+                "--repo-files" => {
+                    for n in value()?.split(',').filter(|n| !n.is_empty()) {
+                        args.repos.files.push(count(&key, n)?);
+                    }
+                }
+                "--cases" => {
+                    let list = value()?;
+                    args.only = list.split(',').map(str::to_string).collect();
+                }
                 "-h" | "--help" => {
                     print!("{USAGE}");
                     std::process::exit(0);

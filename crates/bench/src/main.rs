@@ -18,6 +18,7 @@ mod args;
 mod fixtures;
 mod report;
 mod runner;
+mod steady;
 mod transcripts;
 
 use std::fs;
@@ -60,7 +61,16 @@ fn run(args: &Args) -> Result<(), String> {
         "ralph-bench: preparing projects and transcripts in {} ...",
         root.0.display()
     );
-    let setup = Setup::prepare(&root.0, &hook).map_err(|e| format!("preparing: {e}"))?;
+    let mut setup =
+        Setup::prepare(&root.0, &hook, &args.repos).map_err(|e| format!("preparing: {e}"))?;
+    if !args.only.is_empty() {
+        setup
+            .cases
+            .retain(|c| args.only.iter().any(|p| c.label.starts_with(p.as_str())));
+    }
+    if let Some(before) = &args.versus {
+        steady::pair_with(&mut setup.cases, before);
+    }
     let cases = &setup.cases;
     let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
 
@@ -71,6 +81,7 @@ fn run(args: &Args) -> Result<(), String> {
         args.runs
     );
     let mut measured = runner::measure(cases, args.warmup, args.runs)?;
+    let paired = steady::paired(cases, &measured.samples);
     let rss: Vec<Option<u64>> = cases.iter().map(Case::peak_rss_kib).collect();
     let stats: Vec<Stats> = measured.samples.iter_mut().map(|s| Stats::of(s)).collect();
 
@@ -79,6 +90,6 @@ fn run(args: &Args) -> Result<(), String> {
     report::table(&mut report, cases, &stats, &rss);
     report::differences(&mut report, cases, &stats);
     report::warnings(&mut report, cases, &measured.wrong);
-    print!("{report}");
+    print!("{report}{paired}");
     Ok(())
 }

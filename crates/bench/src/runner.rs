@@ -15,7 +15,7 @@ use crate::fixtures::{
 use crate::transcripts::Transcripts;
 
 const NO_LOOP_TARGET_MS: f64 = 1.5;
-const LOOP_TARGET_MS: f64 = 3.0;
+pub(crate) const LOOP_TARGET_MS: f64 = 3.0;
 /// The status line without a loop (issue 15: under 2 ms; the client runs it often).
 const STATUSLINE_TARGET_MS: f64 = 2.0;
 /// Peak memory is read from a few runs and the largest kept: one run is what
@@ -80,18 +80,23 @@ pub enum Target {
     Ms(f64),
 }
 
+#[derive(Clone)]
 pub struct Case {
     pub label: String,
-    program: PathBuf,
+    pub(crate) program: PathBuf,
     /// The program's arguments (`statusline` for ralph-setup).
-    args: Vec<String>,
-    project: PathBuf,
-    stdin: Vec<u8>,
+    pub(crate) args: Vec<String>,
+    pub(crate) project: PathBuf,
+    /// `{RUN}` in it becomes the run's number (a new turn each run).
+    pub(crate) stdin: Vec<u8>,
+    /// Bytes appended to files before every run, outside the timing (the
+    /// guard's record of the turn's tools, in the steady cases).
+    pub(crate) append: Vec<(PathBuf, Vec<u8>)>,
     /// Files written back before every run, outside the timing: the block path
     /// advances the iteration (and, in PRD mode, the re-injection counter), so
     /// without this each run would take a slightly different path and a PRD
     /// loop would halt after `max_story_attempts` runs.
-    reset: Vec<(PathBuf, Vec<u8>)>,
+    pub(crate) reset: Vec<(PathBuf, Vec<u8>)>,
     pub expect: Expect,
     pub target: Target,
     /// Whether the RSS target applies (not to the reference process).
@@ -105,6 +110,11 @@ impl Case {
             .current_dir(&self.project)
             .env("CLAUDE_PROJECT_DIR", &self.project)
             .env("RALPH_DATA_DIR", self.data_dir())
+            // As Claude Code runs its hooks (docs/client-measurements.md):
+            // the hook's check of who started it reads one ancestor, as
+            // under the client, instead of walking up to init.
+            .env("AI_AGENT", "claude-code_2-1-328_harness")
+            .env("CLAUDE_PID", std::process::id().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -113,7 +123,7 @@ impl Case {
 
     /// ralph's data folder for this case (beside the project): never the
     /// user's own `~/.claude/ralph`.
-    fn data_dir(&self) -> PathBuf {
+    pub(crate) fn data_dir(&self) -> PathBuf {
         let mut name = self.project.as_os_str().to_owned();
         name.push(".ralph-data");
         PathBuf::from(name)
@@ -132,14 +142,32 @@ impl Case {
         for (path, bytes) in &self.reset {
             fs::write(path, bytes)?;
         }
+        for (path, bytes) in &self.append {
+            fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?
+                .write_all(bytes)?;
+        }
         Ok(())
     }
 
-    /// One run, timed from spawn to exit, as the client would see it.
-    pub fn run_once(&self) -> std::io::Result<(Duration, Vec<u8>)> {
+    /// The input of run number `run`.
+    fn stdin_of(&self, run: usize) -> Vec<u8> {
+        let text = String::from_utf8_lossy(&self.stdin);
+        if text.contains("{RUN}") {
+            text.replace("{RUN}", &run.to_string()).into_bytes()
+        } else {
+            self.stdin.clone()
+        }
+    }
+
+    /// One run (number `run`), timed from spawn to exit, as the client would see it.
+    pub fn run_once(&self, run: usize) -> std::io::Result<(Duration, Vec<u8>)> {
         self.reset()?;
+        let stdin = self.stdin_of(run);
         let start = Instant::now();
-        let out = feed(self.command(&self.program), &self.stdin)?;
+        let out = feed(self.command(&self.program), &stdin)?;
         Ok((start.elapsed(), out))
     }
 
@@ -158,12 +186,12 @@ impl Case {
         }
         let out_file = self.project.join(".ralph-bench-rss");
         let mut peak = None;
-        for _ in 0..RSS_RUNS {
+        for run in 0..RSS_RUNS {
             self.reset().ok()?;
             let mut cmd = self.command(Path::new(GNU_TIME));
             cmd.arg("-f").arg("%M").arg("-o").arg(&out_file);
             cmd.arg(&self.program);
-            feed(cmd, &self.stdin).ok()?;
+            feed(cmd, &self.stdin_of(usize::MAX - run)).ok()?;
             let kib: u64 = fs::read_to_string(&out_file).ok()?.trim().parse().ok()?;
             peak = peak.max(Some(kib));
         }
@@ -202,9 +230,17 @@ pub fn measure(cases: &[Case], warmup: usize, runs: usize) -> Result<Measured, S
     // burst of load from elsewhere on the machine lands on every case alike
     // and the differences between cases (100 MB vs 1 KB) stay fair.
     for round in 0..warmup + runs {
-        for (i, case) in cases.iter().enumerate() {
+        // Forward on even rounds, backward on odd ones: no case always
+        // follows the same one (a case run right after another measured
+        // up to 25% slower under load, whatever its binary).
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..cases.len()).collect()
+        } else {
+            (0..cases.len()).rev().collect()
+        };
+        for (i, case) in order.into_iter().map(|i| (i, &cases[i])) {
             let (took, out) = case
-                .run_once()
+                .run_once(round)
                 .map_err(|e| format!("{}: {e}", case.label))?;
             if !case.expect.matches(&out) {
                 wrong[i].0 += 1;
@@ -235,7 +271,11 @@ pub struct Setup {
 }
 
 impl Setup {
-    pub fn prepare(root: &Path, hook: &Path) -> std::io::Result<Setup> {
+    pub fn prepare(
+        root: &Path,
+        hook: &Path,
+        repos: &crate::steady::Repos,
+    ) -> std::io::Result<Setup> {
         let t = Transcripts::write(&root.join("transcripts"))?;
         let make = Maker { root, hook, t: &t };
         let mut cases = Vec::new();
@@ -248,6 +288,7 @@ impl Setup {
             stdin: stop_input(&project_dir, &t.small, Some(PROMISELESS), false),
             project: project_dir,
             reset: Vec::new(),
+            append: Vec::new(),
             expect: Expect::Silent,
             target: Target::Ms(NO_LOOP_TARGET_MS),
             rss_target: true,
@@ -257,6 +298,7 @@ impl Setup {
         cases.push(prd_case);
         cases.extend(make.loops_without_breaker()?);
         cases.extend(make.status_lines(&prd_json_of(&cases))?);
+        cases.extend(crate::steady::cases(root, hook, &t.small, repos)?);
 
         let size = |p: &Path| fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         Ok(Setup {
@@ -294,6 +336,7 @@ impl Maker<'_> {
             stdin: stop_input(&project, &self.t.small, Some(PROMISELESS), false),
             project,
             reset: Vec::new(),
+            append: Vec::new(),
             expect: Expect::Any,
             target: Target::None,
             rss_target: false,
@@ -316,6 +359,7 @@ impl Maker<'_> {
             args: Vec::new(),
             stdin: stop_input(&project, transcript, last, true),
             reset: vec![(project.join(STATE_FILE), state.to_vec())],
+            append: Vec::new(),
             project,
             expect: Expect::Block,
             target: Target::Ms(LOOP_TARGET_MS),
@@ -388,6 +432,7 @@ impl Maker<'_> {
                 // The counter starts afresh with the data folder each run.
                 (prd_project.join(STATE_FILE), prd_state(&ids).into_bytes()),
             ],
+            append: Vec::new(),
             project: prd_project,
             expect: Expect::Block,
             target: Target::Ms(LOOP_TARGET_MS),
@@ -411,6 +456,7 @@ impl Maker<'_> {
             stdin: statusline_input(&project),
             project,
             reset,
+            append: Vec::new(),
             expect,
             target: Target::Ms(STATUSLINE_TARGET_MS),
             rss_target: true,

@@ -225,7 +225,16 @@ impl Pending {
             crate::paths::StateFile::Loop { state, .. } => state.notify,
             _ => None,
         };
-        let cmd = configured(paths, own.as_deref())?;
+        Pending::for_loop(paths, own.as_deref())
+    }
+
+    /// [`Pending::note`] for a loop whose state was read already (the Stop
+    /// notes it from the state it gathered, under the lock, before applying).
+    pub fn for_loop(paths: &LoopPaths, notify: Option<&str>) -> Option<Pending> {
+        let cmd = configured(paths, notify)?;
+        if crate::standaside::run_session(paths).is_some() {
+            return None;
+        }
         Some(Pending {
             paths: paths.clone(),
             cmd,

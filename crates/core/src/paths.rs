@@ -236,6 +236,15 @@ pub enum StateFile {
     },
 }
 
+/// One read of the state file itself and its seal ([`LoopPaths::read_own_state`]).
+#[derive(Debug)]
+pub struct OwnState {
+    /// `Ok(None)`: no state file (the project's file may be there to adopt).
+    pub text: Result<Option<String>, StoreError>,
+    /// Its seal against that text (`Unsealed` when there is no text).
+    pub seal: Seal,
+}
+
 /// A file the user named (a PRD, a prompt file) could not be read.
 #[derive(Debug, Error)]
 pub enum FileError {
@@ -263,23 +272,39 @@ impl LoopPaths {
     /// (which would seal it again); the Stop tells the user what changed
     /// (`stop::tamper`), and only the user resumes or cancels it.
     pub fn read_state(&self) -> StateFile {
-        let (found, own) = match store::read_optional(&self.state) {
-            Ok(None) => (store::read_optional(&self.mirror), false),
-            other => (other, true),
+        self.state_of(self.read_own_state())
+    }
+
+    /// The state file itself (not the project's copy) and its seal, read
+    /// once: a Stop checks the seal, reads the state and later seals the
+    /// next one from this one read.
+    pub fn read_own_state(&self) -> OwnState {
+        let text = store::read_optional(&self.state);
+        let seal = match &text {
+            Ok(Some(t)) => crate::seal::check(&self.state, t),
+            _ => Seal::Unsealed,
+        };
+        OwnState { text, seal }
+    }
+
+    /// [`LoopPaths::read_state`] from a read of the state file already made
+    /// (the project's file is read when there is no state file).
+    pub fn state_of(&self, own: OwnState) -> StateFile {
+        let (found, own, seal) = match own.text {
+            Ok(None) => (store::read_optional(&self.mirror), false, Seal::Unsealed),
+            other => (other, true, own.seal),
         };
         match found {
             Ok(None) => StateFile::Missing,
             Err(e) => StateFile::Unreadable(e),
             Ok(Some(text)) => match LoopState::parse(&text) {
                 // One that no longer parses is corrupt, whoever wrote it.
-                Ok(_) if own && crate::seal::check(&self.state, &text) == Seal::Broken => {
-                    StateFile::Unreadable(StoreError::io(
-                        &self.state,
-                        std::io::Error::other(
-                            "changed outside ralph (its seal does not match): the loop is paused until you resume or cancel it",
-                        ),
-                    ))
-                }
+                Ok(_) if own && seal == Seal::Broken => StateFile::Unreadable(StoreError::io(
+                    &self.state,
+                    std::io::Error::other(
+                        "changed outside ralph (its seal does not match): the loop is paused until you resume or cancel it",
+                    ),
+                )),
                 Ok(state) => StateFile::Loop {
                     text,
                     state: Box::new(state),
@@ -314,8 +339,27 @@ impl LoopPaths {
         Ok(store::atomic_write(&self.mirror, text.as_bytes()).err())
     }
 
+    /// [`LoopPaths::write_state`] over the state as read under the same lock
+    /// (`before`: its text; `None`, there was no state file).
+    pub fn write_state_over(
+        &self,
+        text: &str,
+        before: Option<&str>,
+    ) -> Result<Option<StoreError>, StoreError> {
+        crate::seal::write_over(&self.state, text.as_bytes(), before)?;
+        Ok(store::atomic_replace(&self.mirror, text.as_bytes()).err())
+    }
+
     /// The loop is over: its state and mirror go.
     pub fn remove_state(&self) -> Result<(), StoreError> {
+        // What a killed write of the last turns may have left.
+        for file in [
+            &self.state,
+            &crate::seal::seal_path(&self.state),
+            &self.mirror,
+        ] {
+            store::sweep_leftovers(file);
+        }
         store::remove_if_present(&self.state)?;
         crate::seal::remove(&self.state)?;
         // Removing a link removes the link, never its target.

@@ -45,14 +45,20 @@ fn digest(bytes: &[u8]) -> String {
 /// Write `contents` to `file` atomically, sealed: the seal first (naming
 /// the new digest and the one before), then the file.
 pub fn write(file: &Path, contents: &[u8]) -> Result<(), StoreError> {
-    let before = store::read_optional(file)
-        .ok()
-        .flatten()
-        .map(|t| digest(t.as_bytes()))
-        .unwrap_or_default();
+    store::sweep_leftovers(file);
+    store::sweep_leftovers(&seal_path(file));
+    let before = store::read_optional(file).ok().flatten();
+    write_over(file, contents, before.as_deref())
+}
+
+/// [`write`], when the caller read the file under the same lock: `before`
+/// is its text then (`None`: there was none), so it is not read again. No
+/// sweep of leftover temp files (see `store::atomic_replace`).
+pub fn write_over(file: &Path, contents: &[u8], before: Option<&str>) -> Result<(), StoreError> {
+    let before = before.map(|t| digest(t.as_bytes())).unwrap_or_default();
     let seal = format!("{} {before}\n", digest(contents));
-    store::atomic_write(&seal_path(file), seal.as_bytes())?;
-    store::atomic_write(file, contents)
+    store::atomic_replace(&seal_path(file), seal.as_bytes())?;
+    store::atomic_replace(file, contents)
 }
 
 /// Seal `file` as it is now (the user accepted it: `/ralph-resume`).

@@ -354,8 +354,13 @@ pub fn updated_text(text: &str, new: &LoopState) -> String {
         ("session_id", quote(&new.session_id)),
         ("stalls", new.stalls.to_string()),
     ];
-    if let Some(f) = &new.last_fingerprint {
-        edits.push(("last_fingerprint", quote(f)));
+    match &new.last_fingerprint {
+        Some(f) => edits.push(("last_fingerprint", quote(f))),
+        // Dropped after an edit that was not looked at (see `stop::plan`).
+        None if text.contains("\nlast_fingerprint:") => {
+            edits.push(("last_fingerprint", "null".into()));
+        }
+        None => {}
     }
     if let Some(q) = &new.queue_seen {
         edits.push(("queue_seen", quote(q)));

@@ -63,15 +63,10 @@ pub struct LoopLock {
 impl LoopLock {
     /// Take the lock at `path` (creating it and its folder), waiting at most `wait`.
     pub fn acquire(path: &Path, wait: Duration) -> Result<LoopLock, StoreError> {
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .map_err(|e| StoreError::io(path, e))?;
+        let file = open_making_dir(
+            path,
+            OpenOptions::new().create(true).truncate(false).write(true),
+        )?;
         let start = Instant::now();
         let mut pause = Duration::from_millis(1);
         loop {
@@ -99,6 +94,21 @@ impl Drop for LoopLock {
     }
 }
 
+/// Open `path` with `options`, making its folder first only when it is
+/// missing (every turn opens the lock and the log: no `mkdir` each time).
+fn open_making_dir(path: &Path, options: &OpenOptions) -> Result<File, StoreError> {
+    match options.open(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+            }
+            options.open(path)
+        }
+        other => other,
+    }
+    .map_err(|e| StoreError::io(path, e))
+}
+
 /// Replace `path` with `contents` atomically: a temp file in the same folder,
 /// renamed over the target. A reader or a killed process sees the old file or
 /// the new one, never a torn one. There is deliberately no fsync: it protects
@@ -107,31 +117,55 @@ impl Drop for LoopLock {
 /// a power cut can do is lose one increment (one extra turn) or leave an empty
 /// file, which the hook reports as corrupt and keeps.
 pub fn atomic_write(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
+    // Every write holds the loop lock, so older temp files of this target
+    // are leftovers of a killed writer: swept here, so at most one is ever
+    // left behind.
+    sweep_leftovers(path);
+    atomic_replace(path, contents)
+}
+
+/// [`atomic_write`] without the sweep: for the writes of every turn (the
+/// Stop's state, seal and copy), which would otherwise list the folder each
+/// time. Leftovers of a killed writer stay until the next sweeping write of
+/// the same file (session events, resume, setup), the loop's end, or a write
+/// that fails, which sweeps.
+pub fn atomic_replace(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
     // No refusal of a link here: a rename replaces the name itself (a
     // symbolic link, or one name of a hard-linked file), never writing
     // through it, so a planted link is simply replaced by ralph's file. A
     // refusal would let one `ln` stop the loop.
     let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     // A temp name nobody can guess, created exclusively (O_EXCL: a link
     // planted under that name makes the create fail instead of being
-    // followed). Every write holds the loop lock, so older temp files of this
-    // target are leftovers of a killed writer: swept here, so at most one is
-    // ever left behind.
-    sweep_temp_files(dir, name);
+    // followed).
     let tmp = dir.join(format!(".{name}.{}.tmp", unique_suffix()));
-    let result = (|| {
+    let write = || -> io::Result<()> {
         let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(contents)?;
         drop(f);
         fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
+    };
+    // The folder is made only when it is missing (the first write).
+    let result = match write() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir_all(dir)
+            .map_err(|e| StoreError::io(dir, e))
+            .and_then(|()| write().map_err(|e| StoreError::io(path, e))),
+        other => other.map_err(|e| StoreError::io(path, e)),
+    };
+    if result.is_err() {
         let _ = fs::remove_file(&tmp);
-        return Err(StoreError::io(path, e));
+        sweep_leftovers(path);
     }
-    Ok(())
+    result
+}
+
+/// Remove the temp files of writes to `path` that were cut short
+/// (`.NAME.*.tmp` beside it).
+pub fn sweep_leftovers(path: &Path) {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    sweep_temp_files(dir, name);
 }
 
 /// Refuse a target that is a symbolic link, a FIFO, a directory or another
@@ -293,14 +327,7 @@ pub fn aside_name(path: &Path, unix_secs: u64) -> PathBuf {
 /// Append one line (a `\n` is added) in a single write.
 pub fn append_line(path: &Path, line: &str) -> Result<(), StoreError> {
     refuse_unsafe(path)?;
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-    }
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| StoreError::io(path, e))?;
+    let mut f = open_making_dir(path, OpenOptions::new().create(true).append(true))?;
     let mut buf = String::with_capacity(line.len() + 1);
     buf.push_str(line);
     buf.push('\n');

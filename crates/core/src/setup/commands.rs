@@ -81,7 +81,7 @@ pub fn start(
         state.review.base = worktree::head(&paths.root);
     }
     // The first Stop compares the tree with this one.
-    if wants_fingerprint(&state, prd.as_ref(), TurnEffect::Unknown) {
+    if wants_fingerprint(&state, prd.as_ref(), TurnEffect::Unknown, true) {
         state.last_fingerprint = worktree::fingerprint(&paths.root);
     }
     write_new_loop(paths, &state, prd.as_ref())?;

@@ -242,7 +242,9 @@ fn save(paths: &LoopPaths, inputs: &StopInputs, next: &LoopState) -> Result<(), 
     };
     let updated = state::updated_text(&inputs.text, next);
     // A mirror that could not be written is seen (and reported) at the next Stop.
-    paths.write_state(&updated).map(|_| ())
+    // The state as gathered under this lock: not read again for its seal.
+    let before = (!inputs.adopting).then_some(inputs.text.as_str());
+    paths.write_state_over(&updated, before).map(|_| ())
 }
 
 /// A story that first appeared at this Stop has its check recorded: the

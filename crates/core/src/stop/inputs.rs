@@ -80,6 +80,8 @@ pub struct StopInputs {
     pub in_flight: Vec<Option<String>>,
     /// The project root.
     pub root: std::path::PathBuf,
+    /// There is no state file yet: `text` is the project's file, adopted.
+    pub adopting: bool,
 }
 
 impl StopInputs {
@@ -88,13 +90,16 @@ impl StopInputs {
         let session = input.session();
         // Before anything is read as the loop's: a state, a result or a
         // verdict ralph did not write is told to the user, never used.
-        if let Some(t) = super::tamper::found(paths) {
+        // The state file and its seal are read once, here.
+        let own = paths.read_own_state();
+        if let Some(t) = super::tamper::found_in(paths, &own) {
             if !owns(&t.owner, session) {
                 return Ok(Gathered::NotOurs);
             }
             return Ok(Gathered::Tampered(t));
         }
-        let (text, state) = match paths.read_state() {
+        let adopting = matches!(own.text, Ok(None));
+        let (text, state) = match paths.state_of(own) {
             StateFile::Missing => return Ok(Gathered::NotOurs),
             StateFile::Unreadable(e) if e.is_not_text() => {
                 return Ok(Gathered::Corrupt(Corrupt {
@@ -117,7 +122,6 @@ impl StopInputs {
             }
             StateFile::Loop { text, state } => (text, state),
         };
-        let text_for_mirror = text.clone();
         if !owns(&state.session_id, session) {
             return Ok(Gathered::NotOurs);
         }
@@ -144,11 +148,12 @@ impl StopInputs {
         // A queued cancel or message is acted on before anything else: the
         // tree is not looked at.
         let preempted = queue_action(&state, &queued).preempts();
-        let fingerprint = if !preempted && wants_fingerprint(&state, readable_prd, effect) {
-            worktree::fingerprint(&paths.root)
-        } else {
-            None
-        };
+        let fingerprint =
+            if !preempted && wants_fingerprint(&state, readable_prd, effect, recorded.is_some()) {
+                worktree::fingerprint(&paths.root)
+            } else {
+                None
+            };
         let has_transcript = input
             .transcript_path
             .as_deref()
@@ -164,7 +169,13 @@ impl StopInputs {
         } else {
             Vec::new()
         };
+        let mirror = if adopting {
+            Mirror::Same
+        } else {
+            paths.mirror_check(&text)
+        };
         Ok(Gathered::Loop(Box::new(StopInputs {
+            adopting,
             in_flight,
             root: paths.root.clone(),
             session: session.to_string(),
@@ -183,11 +194,7 @@ impl StopInputs {
             review_log: paths.read_review_log().unwrap_or_default(),
             fingerprint,
             queued,
-            mirror: if paths.adopting() {
-                Mirror::Same
-            } else {
-                paths.mirror_check(&text_for_mirror)
-            },
+            mirror,
         })))
     }
 }
@@ -274,21 +281,36 @@ pub fn counted_through(state: &LoopState) -> Option<CountedThrough<'_>> {
     (b.counts_tokens() && state.iteration > 1).then_some(CountedThrough(b.usage_seen.as_deref()))
 }
 
-/// Must the working tree be looked at (`git status`, 2 to 10 ms)? When a
-/// check may run (results are kept per tree), or when the no-progress
-/// breaker cannot judge the turn from its tools. At start, with no turn yet,
-/// `effect` is `Unknown`: the first Stop may need the tree to compare with.
-pub fn wants_fingerprint(state: &LoopState, prd: Option<&Prd>, effect: TurnEffect) -> bool {
+/// Must the working tree be looked at (`git status`, 2 ms in a small
+/// project, 150 ms at 100,000 files)? When a check may run (results are
+/// kept per tree), or when the no-progress breaker cannot judge the turn
+/// from its tools. At start, with no turn yet, `effect` is `Unknown`: the
+/// first Stop may need the tree to compare with.
+/// `guarded`: the turn was judged from the guard's record (`turn_tools`).
+pub fn wants_fingerprint(
+    state: &LoopState,
+    prd: Option<&Prd>,
+    effect: TurnEffect,
+    guarded: bool,
+) -> bool {
     // Check results and review verdicts are kept per tree.
     let checks_may_run = state.verify.is_some()
         || state.review.is_on()
         || prd.is_some_and(|p| p.stories.iter().any(|s| s.passes && s.verify.is_some()));
-    // An edited turn is progress whatever the tree says, but the tree is
-    // still read to keep the breaker's baseline current: skipped, a later
-    // turn whose transcript lags (judged `Unknown`, so by the tree) would be
-    // compared with the tree from before the edit and count it as its own
-    // progress (scenario 19 failed so about one run in five under load).
-    checks_may_run || (state.max_stalls > 0 && effect != TurnEffect::Unchanged)
+    // An edited turn is progress whatever the tree says. With the guard's
+    // record the tree is not looked at, whatever the repository's size:
+    // the next turns are judged by their record too, and the breaker's
+    // baseline, now out of date, is dropped (`Plan::state_after`), so a
+    // later turn judged by the tree (a Bash call) sets a new one rather than
+    // be compared with the tree from before the edit. Without the record,
+    // the next turn may be judged by a transcript that lags (so by the
+    // tree): the baseline is kept current (scenario 19 once failed so).
+    let by_tree = match effect {
+        TurnEffect::Unknown => true,
+        TurnEffect::Edited => !guarded,
+        TurnEffect::Unchanged => false,
+    };
+    checks_may_run || (state.max_stalls > 0 && by_tree)
 }
 
 #[cfg(test)]
@@ -298,18 +320,22 @@ mod tests {
     #[test]
     fn the_tree_is_looked_at_only_when_needed() {
         let mut s = crate::state::sample(1, 0, None);
-        assert!(!wants_fingerprint(&s, None, TurnEffect::Unchanged));
-        assert!(wants_fingerprint(&s, None, TurnEffect::Unknown));
-        // The baseline is kept current after an edit.
-        assert!(wants_fingerprint(&s, None, TurnEffect::Edited));
+        let wants = |s: &LoopState, prd, effect| wants_fingerprint(s, prd, effect, true);
+        assert!(!wants(&s, None, TurnEffect::Unchanged));
+        assert!(wants(&s, None, TurnEffect::Unknown));
+        // An edit recorded by the guard is progress without a look (the
+        // baseline is dropped instead); one seen only in the transcript
+        // keeps the baseline current.
+        assert!(!wants(&s, None, TurnEffect::Edited));
+        assert!(wants_fingerprint(&s, None, TurnEffect::Edited, false));
         s.max_stalls = 0;
-        assert!(!wants_fingerprint(&s, None, TurnEffect::Unknown));
-        assert!(!wants_fingerprint(&s, None, TurnEffect::Edited));
+        assert!(!wants(&s, None, TurnEffect::Unknown));
+        assert!(!wants(&s, None, TurnEffect::Edited));
         let checked = r#"{"stories":[{"id":"A","passes":true,"verify":"check a"}]}"#;
         let prd = Prd::parse(checked).unwrap();
-        assert!(wants_fingerprint(&s, Some(&prd), TurnEffect::Edited));
+        assert!(wants(&s, Some(&prd), TurnEffect::Edited));
         s.verify = Some("make".into());
-        assert!(wants_fingerprint(&s, None, TurnEffect::Edited));
+        assert!(wants(&s, None, TurnEffect::Edited));
         assert!(owns("", "me") && owns("me", "me") && !owns("you", "me"));
     }
 

@@ -33,6 +33,7 @@ pub mod text;
 
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
+use crate::notify::Pending;
 use crate::paths::LoopPaths;
 use crate::pins::disk::Guarded;
 use crate::queue::QueueAction;
@@ -43,6 +44,7 @@ use completion::Completion;
 use decide::{Decision, StopContext};
 use inputs::{Gathered, StopInputs};
 use plan::{Jobs, Plan, Ran};
+use std::cell::OnceCell;
 
 /// Where a pass of [`step`] got to.
 #[derive(Debug)]
@@ -54,7 +56,14 @@ pub enum Step {
 }
 
 /// One pass of a Stop, under the loop lock; `ran` holds the checks of earlier passes.
-pub fn step(paths: &LoopPaths, input: &HookInput, ran: &Ran) -> Result<Step, StoreError> {
+/// The first pass that finds this session's loop sets `notify` (its
+/// `--notify` command, with the log as it was before this Stop wrote to it).
+pub fn step(
+    paths: &LoopPaths,
+    input: &HookInput,
+    ran: &Ran,
+    notify: &OnceCell<Option<Pending>>,
+) -> Result<Step, StoreError> {
     let inputs = match StopInputs::gather(paths, input)? {
         Gathered::NotOurs => return Ok(Step::Done(HookOutput::Nothing)),
         Gathered::Corrupt(corrupt) => {
@@ -63,6 +72,7 @@ pub fn step(paths: &LoopPaths, input: &HookInput, ran: &Ran) -> Result<Step, Sto
         Gathered::Tampered(t) => return Ok(Step::Done(tamper::answer(paths, input.session(), &t))),
         Gathered::Loop(inputs) => inputs,
     };
+    notify.get_or_init(|| Pending::for_loop(paths, inputs.state.notify.as_deref()));
     // --fresh, and the model let its worker run in the background: the turn
     // ends while the worker works. Wait for its report (the notification
     // turn's Stop) instead of feeding a second worker for the same story;

@@ -10,7 +10,7 @@ use super::inputs::{StopInputs, queue_action};
 use crate::budget::{self, Budgets};
 use crate::paths::PrdReadError;
 use crate::prd::Prd;
-use crate::progress;
+use crate::progress::{self, TurnEffect};
 use crate::queue::{self, QueueAction};
 use crate::review::run::Brief;
 use crate::review::{self, ReviewLog, Standing, Verdict};
@@ -371,10 +371,15 @@ impl Plan<'_> {
         LoopState {
             iteration,
             stalls: self.stalls,
-            last_fingerprint: inputs
-                .fingerprint
-                .clone()
-                .or_else(|| state.last_fingerprint.clone()),
+            last_fingerprint: match (&inputs.fingerprint, inputs.effect) {
+                (Some(now), _) => Some(now.clone()),
+                // The tree changed and was not looked at: no baseline, so
+                // the next turn judged by the tree sets one (and counts as
+                // progress) rather than be compared with the tree before
+                // this edit.
+                (None, TurnEffect::Edited) => None,
+                (None, _) => state.last_fingerprint.clone(),
+            },
             yielded: false,
             ..self.state_paused(inputs)
         }

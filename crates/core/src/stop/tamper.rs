@@ -13,7 +13,7 @@
 use crate::activity::{self, Action, Entry};
 use crate::frontmatter;
 use crate::hook_output::HookOutput;
-use crate::paths::LoopPaths;
+use crate::paths::{LoopPaths, OwnState};
 use crate::seal::{self, Seal};
 use crate::store;
 
@@ -29,6 +29,11 @@ pub struct Tamper {
 
 /// The changes to the loop's folder ralph did not make, if any.
 pub fn found(paths: &LoopPaths) -> Option<Tamper> {
+    found_in(paths, &paths.read_own_state())
+}
+
+/// [`found`], with the state file and its seal as read already.
+pub fn found_in(paths: &LoopPaths, own: &OwnState) -> Option<Tamper> {
     let mut changes = Vec::new();
     let mut owner = String::new();
     let mut iteration = 0;
@@ -36,22 +41,22 @@ pub fn found(paths: &LoopPaths) -> Option<Tamper> {
     // loop stopped, the field named), whoever wrote it.
     // The seal first: a digest is cheap, a parse is not, and an intact seal
     // (every Stop but a tampered one) needs no parse.
-    if let Ok(Some(now)) = store::read_optional(&paths.state)
-        && seal::check(&paths.state, &now) == Seal::Broken
-        && crate::state::LoopState::parse(&now).is_ok()
+    if let Ok(Some(now)) = &own.text
+        && own.seal == Seal::Broken
+        && crate::state::LoopState::parse(now).is_ok()
     {
         let last = store::read_optional(&paths.mirror)
             .ok()
             .flatten()
             .filter(|m| seal::check(&paths.state, m) == Seal::Intact);
-        let record = last.as_deref().unwrap_or(&now);
+        let record = last.as_deref().unwrap_or(now);
         owner = frontmatter::scan(record, "session_id")
             .unwrap_or("")
             .to_string();
         iteration = frontmatter::scan(record, "iteration")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
-        changes.push(describe(last.as_deref(), &now));
+        changes.push(describe(last.as_deref(), now));
     }
     for (file, what) in [
         (&paths.verify, "verify.json (the checks' results)"),
