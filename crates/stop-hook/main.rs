@@ -142,16 +142,13 @@ fn run() -> HookOutput {
         Some("SubagentStop") => return worker_stop(&paths, &input),
         _ => {}
     }
-    // Round 1 may run story checks, round 2 the reviews of the stories that
-    // now pass them (`--review story`), round 3 the loop's own check
-    // (whether completion is claimed can depend on the stories), round 4
-    // the final reviewers (once completion stands), round 5 decides. Checks and
-    // reviews run without the lock (a cancel must not wait for a long test
-    // suite); each round reads the state afresh.
+    // The rounds (`stop::MAX_ROUNDS`): checks and reviews run without the
+    // lock (a cancel must not wait for a long test suite); each round reads
+    // the state afresh.
     let mut ran = Ran::default();
     let mut put_back = Vec::new();
     let notify = std::cell::OnceCell::new();
-    for _round in 0..5 {
+    for _round in 0..ralph_core::stop::MAX_ROUNDS {
         let lock = match LoopLock::acquire(&paths.lock, LOCK_WAIT) {
             Ok(lock) => lock,
             Err(e) => return HookOutput::allow(text::lock_failed(&e)),

@@ -80,3 +80,29 @@ fn modules_documented_as_pure_do_no_io() {
         found.join("\n")
     );
 }
+
+#[test]
+fn the_architecture_doc_gives_the_stops_rounds_as_the_binary_runs_them() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
+            .unwrap();
+    let words = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven",
+    ];
+    let n = ralph_core::stop::MAX_ROUNDS;
+    let said = format!("at most\n  {} rounds", words[n]);
+    assert!(
+        doc.contains(&said) || doc.contains(&format!("at most {} rounds", words[n])),
+        "docs/architecture.md should say the Stop makes at most {} rounds",
+        words[n]
+    );
+    for (i, w) in words.iter().enumerate() {
+        if i != n {
+            assert!(
+                !doc.contains(&format!("at most {w} rounds"))
+                    && !doc.contains(&format!("at most\n  {w} rounds")),
+                "docs/architecture.md says {w} rounds; the Stop makes {n}"
+            );
+        }
+    }
+}

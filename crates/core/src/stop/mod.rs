@@ -46,6 +46,14 @@ use inputs::{Gathered, StopInputs};
 use plan::{Jobs, Plan, Ran};
 use std::cell::OnceCell;
 
+/// How many passes of [`step`] a Stop makes at most: round 1 may run story
+/// checks, round 2 the reviews of the stories that now pass them (`--review
+/// story`), round 3 the loop's own check (whether completion is claimed can
+/// depend on the stories), round 4 the final reviewers (once completion
+/// stands), round 5 decides. `docs/architecture.md` says the same (a test
+/// holds the two together).
+pub const MAX_ROUNDS: usize = 5;
+
 /// Where a pass of [`step`] got to.
 #[derive(Debug)]
 pub enum Step {
