@@ -47,20 +47,10 @@ fn main() {
 const STDIN_DEADLINE_SECS: u64 = 10;
 
 fn run() -> Option<Value> {
-    // The path of every tool call of every session without a loop or a
-    // policy: Claude Code sets CLAUDE_PROJECT_DIR, so three stats decide,
-    // without reading stdin.
-    let mut env_paths = None;
-    if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty()) {
-        let paths = LoopPaths::new(PathBuf::from(dir));
-        if !paths.has_loop()
-            && !paths.root.join(POLICY_FILE).exists()
-            && !paths.root.join(POLICY_FILE_ALT).exists()
-        {
-            return None;
-        }
-        env_paths = Some(paths);
-    }
+    let env_paths = match leave_early() {
+        Early::Leave => return None,
+        Early::Go(paths) => paths,
+    };
     let input = match HookInput::read_stdin_with_deadline(STDIN_DEADLINE_SECS) {
         Ok(input) => input,
         // Nothing sent, or nothing within the deadline: allow, silently. A
@@ -68,7 +58,7 @@ fn run() -> Option<Value> {
         Err(InputError::Empty | InputError::Timeout(_) | InputError::NotAnObject) => return None,
         Err(e) => return Some(internal_error(&format!("cannot read the hook input: {e}"))),
     };
-    let tool_name = input.tool_name?;
+    let tool_name = input.tool_name.clone()?;
     if !GUARDED_TOOLS.contains(&tool_name.as_str()) {
         return None;
     }
@@ -77,33 +67,20 @@ fn run() -> Option<Value> {
     // The loop's paths cost a walk of the root's links: once per call.
     let paths = env_paths
         .filter(|p| p.root == root)
-        .unwrap_or_else(|| LoopPaths::new(&root));
+        .map_or_else(|| LoopPaths::new(&root), |p| *p);
     let loop_active = paths.has_loop();
-    if loop_active {
-        // Git's configuration read is kept in the loop's folder across hooks.
-        ralph_core::git::cache_config_in(&paths.git_config);
-    }
-    // A reviewer's session (`--review`) runs with read-only tools of its own
-    // (a pass only ralph hands out: `standaside`).
-    if loop_active && ralph_core::standaside::in_reviewer_session(&paths) {
-        return None;
-    }
-    // The agent running the guard itself from Bash (a forged call, recorded
-    // as this turn's work to fool the no-progress breaker) gets nothing.
-    if loop_active && ralph_core::control::this_process_run_by_agent() {
+    if loop_active && stands_aside(&paths) {
         return None;
     }
     let policy = read_policy(&root);
     if !loop_active && matches!(policy, PolicySource::Absent) {
         return None;
     }
-
     let cwd = hook_cwd.map(PathBuf::from).unwrap_or_else(|| root.clone());
     let call = ToolCall {
         tool_name,
-        tool_input: input.tool_input.unwrap_or(Value::Null),
+        tool_input: input.tool_input.clone().unwrap_or(Value::Null),
     };
-    let agent_type = input.agent_type.as_deref();
     let ctx = gather::context(&gather::Call {
         call: &call,
         root: &root,
@@ -111,33 +88,78 @@ fn run() -> Option<Value> {
         cwd: &cwd,
         loop_active,
         policy: &policy,
-        agent_type,
+        agent_type: input.agent_type.as_deref(),
     });
-    // --parallel: a worker's story is read from its task once, at its first
-    // guarded call, before that call runs (`parallel::bound`).
+    let decision = decide(&call, &policy, &ctx);
+    apply(&paths, &input, &call, &ctx, &decision);
+    if decision.wrap_notice_given {
+        remember_wrap_notice(&root, &policy);
+    }
+    decision.to_hook_output()
+}
+
+/// Whether the guard has anything to do before it reads its input.
+enum Early {
+    Leave,
+    /// Go on, with the loop's paths when `CLAUDE_PROJECT_DIR` named them.
+    Go(Option<Box<LoopPaths>>),
+}
+
+/// The path of every tool call of every session without a loop or a
+/// policy: Claude Code sets CLAUDE_PROJECT_DIR, so three stats decide,
+/// without reading stdin.
+fn leave_early() -> Early {
+    let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty()) else {
+        return Early::Go(None);
+    };
+    let paths = LoopPaths::new(PathBuf::from(dir));
+    if !paths.has_loop()
+        && !paths.root.join(POLICY_FILE).exists()
+        && !paths.root.join(POLICY_FILE_ALT).exists()
+    {
+        return Early::Leave;
+    }
+    Early::Go(Some(Box::new(paths)))
+}
+
+/// A loop runs: a reviewer's session (`--review`: read-only tools of its
+/// own, and a pass only ralph hands out, `standaside`) and the agent
+/// running the guard itself from Bash (a forged call, recorded as this
+/// turn's work to fool the no-progress breaker) get nothing.
+fn stands_aside(paths: &LoopPaths) -> bool {
+    // Git's configuration read is kept in the loop's folder across hooks.
+    ralph_core::git::cache_config_in(&paths.git_config);
+    ralph_core::standaside::in_reviewer_session(paths)
+        || ralph_core::control::this_process_run_by_agent()
+}
+
+/// What the guard writes, before the call runs: a `--parallel` worker's
+/// story bound at its first guarded call (`parallel::bound`), and the
+/// no-progress breaker's record of this turn's tools (`turn_tools`) for a
+/// call it allows while a loop runs. A failure only leaves the Stop to
+/// judge the turn from the transcript and the tree.
+fn apply(
+    paths: &LoopPaths,
+    input: &HookInput,
+    call: &ToolCall,
+    ctx: &ralph_policy::LoopContext,
+    decision: &ralph_policy::GuardDecision,
+) {
     if ctx.worker_tree.is_some()
         && let Some(agent) = input.agent_id.as_deref()
     {
         ralph_core::parallel::bound::bind_at_first_call(
-            &paths,
+            paths,
             input.transcript_path.as_deref(),
             agent,
         );
     }
-    let decision = decide(&call, &policy, &ctx);
-    if loop_active && !matches!(decision.verdict, Verdict::Deny(_)) {
-        // The no-progress breaker's record of this turn's tools (see
-        // ralph_core::turn_tools); a failure only leaves the Stop to judge
-        // the turn from the transcript and the tree.
+    if ctx.loop_active && !matches!(decision.verdict, Verdict::Deny(_)) {
         let session = input.session_id.as_deref().unwrap_or("");
         if let Err(e) = turn_tools::record(&paths.turn_tools, session, &call.tool_name) {
             eprintln!("ralph-guard: {e}");
         }
     }
-    if decision.wrap_notice_given {
-        remember_wrap_notice(&root, &policy);
-    }
-    decision.to_hook_output()
 }
 
 fn internal_error(what: &str) -> Value {
