@@ -8,7 +8,8 @@
 //! a time, and a check never sees another story's merge half done). The
 //! merge lock is taken before the loop lock, never the other way round.
 
-use super::git::{self, Merged};
+use super::git;
+use super::queue::{Claim, Merge, merge_and_check};
 use super::{Lane, LaneStatus, MergeOutcome, NOTES_FILE, WORKER_TYPE, refuse};
 use crate::activity::{self, Action, Code, Entry};
 use crate::fresh;
@@ -173,15 +174,6 @@ fn log_cleanup(paths: &LoopPaths, session: &str, iteration: u64, text: &str) {
     let _ = activity::append(&paths.log, &entry);
 }
 
-/// What the first pass under the loop lock found.
-struct Claim {
-    state: LoopState,
-    story: String,
-    title: String,
-    check: Option<String>,
-    lane: Lane,
-}
-
 /// `SubagentStop` of a parallel worker: the merge queue. A worker that
 /// claims its story has its worktree committed, then (one story at a time)
 /// merged into the loop's branch and the story's check run there; merged,
@@ -189,118 +181,13 @@ struct Claim {
 /// else the story goes back to the worker on the new base. `extend` pushes
 /// the hook's watchdog out before each long wait.
 pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duration)) -> HookOutput {
-    let agent = input.agent_id.clone().unwrap_or_default();
-    let said = input.last_assistant_message.as_deref().unwrap_or("");
-    let claim = {
-        let Ok(_lock) = LoopLock::acquire(&paths.lock, LOCK_WAIT) else {
-            return HookOutput::Nothing;
-        };
-        let Some(state) = worker_loop(paths, input) else {
-            return HookOutput::Nothing;
-        };
-        let Some(worktree) = worktree_of(paths, input) else {
-            return HookOutput::Nothing;
-        };
-        let mut board = paths.read_board();
-        let lane = board.lanes.get(&agent).cloned().unwrap_or_else(|| Lane {
-            worktree: worktree.to_string_lossy().into_owned(),
-            branch: git::current_branch(&worktree),
-            base: git::head(&paths.root).unwrap_or_default(),
-            story: None,
-            status: LaneStatus::Working,
-            sent_back: 0,
-        });
-        // The story ralph recorded at the worker's first tool call (never
-        // its transcript as it is now: the worker can rewrite it), else the
-        // description the Stop noted while it ran (the client's record).
-        let story = match super::bound::record(paths, &agent) {
-            super::bound::Record::Bound(story) => story,
-            // No tool call: its transcript is as the client wrote it.
-            super::bound::Record::None => task_of(input).and_then(|t| super::story_in_task(&t)),
-        }
-        .or_else(|| lane.story.clone());
-        let prd = state
-            .prd_file
-            .as_deref()
-            .and_then(|f| paths.read_prd(f).ok())
-            .map(|p| p.with_recorded_checks(&state.story_checks));
-        let found = story
-            .as_deref()
-            .and_then(|id| prd.as_ref()?.story(id).cloned());
-        let Some(found) = found.filter(|s| fresh::claims_done(said, &s.id)) else {
-            // No claim (or no story of the PRD): the work is not merged; the
-            // main loop hands the story out again, to a fresh worktree.
-            drop_lane(paths, &mut board, &agent, &lane);
-            let entry = Entry::now(
-                input.session(),
-                state.iteration,
-                Action::Worker,
-                Code::WorktreeAbandoned.as_str(),
-            )
-            .with_story(story.clone());
-            let _ = activity::append(&paths.log, &entry);
-            return HookOutput::allow(format!(
-                "Ralph: the worker{} stopped without `{}`; its worktree was removed and the story goes out again.",
-                story.map(|s| format!(" for {s}")).unwrap_or_default(),
-                fresh::DONE_MARKER
-            ));
-        };
-        if found.passes {
-            // Another worker's merge made it pass meanwhile.
-            drop_lane(paths, &mut board, &agent, &lane);
-            return HookOutput::allow(format!(
-                "Ralph: story {} already passes (another worker's work was merged); this worker's worktree was removed.",
-                found.id
-            ));
-        }
-        let branch = super::story_branch(&found.id);
-        let renamed = git::name_branch(&worktree, &branch).is_ok();
-        let lane = Lane {
-            story: Some(found.id.clone()),
-            branch: if renamed { branch } else { lane.branch },
-            ..lane
-        };
-        board.lanes.insert(agent.clone(), lane.clone());
-        let _ = paths.write_board(&board);
-        Claim {
-            state,
-            story: found.id,
-            title: found.title,
-            check: found.verify,
-            lane,
-        }
+    let claim = match claim(paths, input) {
+        Ok(claim) => claim,
+        Err(out) => return out,
     };
     let worktree = PathBuf::from(&claim.lane.worktree);
-    let prd_file = claim.state.prd_file.clone().unwrap_or_default();
-    // A story sent back with a conflict: every marker must be gone.
-    let unresolved = git::markers_left(&worktree, &git::conflicted(&worktree));
-    if !unresolved.is_empty() {
-        let outcome = MergeOutcome::Conflict { files: unresolved };
-        return sent_back(paths, input, &claim, outcome);
-    }
-    extend(MERGE_WAIT + Duration::from_secs(30));
-    let message = format!("ralph: story {} {}", claim.story, claim.title);
-    // The PRD and the notes as the loop's branch has them now: the story's
-    // merge then changes neither (nor undoes a commit of them made meanwhile).
-    let loop_head = git::head(&paths.root).unwrap_or_else(|_| claim.lane.base.clone());
-    // What the loop fixed at start is not the worker's to change.
-    let bases = [claim.lane.base.as_str(), loop_head.as_str()];
-    if let Some(prd) = refuse::prd_refusal(&paths.root, &worktree, &prd_file, &bases) {
-        let outcome = MergeOutcome::Refused { files: vec![prd] };
-        return sent_back(paths, input, &claim, outcome);
-    }
-    if let Err(why) = git::commit_work(
-        &worktree,
-        &loop_head,
-        &[prd_file.as_str(), NOTES_FILE],
-        message.trim_end(),
-    ) {
-        return sent_back(paths, input, &claim, MergeOutcome::Failed(why));
-    }
-    let refused = refuse::branch_refusals(&worktree, &loop_head, &claim.state.pins);
-    if !refused.is_empty() {
-        let outcome = MergeOutcome::Refused { files: refused };
-        return sent_back(paths, input, &claim, outcome);
+    if let Err(out) = ready_to_merge(paths, input, &claim, &worktree, extend) {
+        return out;
     }
     let Ok(_queue) = LoopLock::acquire(&paths.merge_lock, MERGE_WAIT) else {
         return HookOutput::allow(format!(
@@ -319,52 +206,150 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
         let outcome = MergeOutcome::UserChanges { files: in_the_way };
         return sent_back(paths, input, &claim, outcome);
     }
-    let merge_message = format!("ralph: merge story {} {}", claim.story, claim.title);
-    let before = git::head(&paths.root).unwrap_or_default();
-    let _ = store::atomic_write(
-        &paths.merging,
-        format!("{} {before}\n", claim.story).as_bytes(),
-    );
-    let outcome = match git::merge(&paths.root, &claim.lane.branch, merge_message.trim_end()) {
-        Err(why) => MergeOutcome::Failed(why),
-        Ok(Merged::Conflict(files)) => {
-            let base = git::head(&paths.root).unwrap_or_default();
-            match git::take_new_base(&worktree, &base) {
-                Ok(in_worktree) if !in_worktree.is_empty() => {
-                    MergeOutcome::Conflict { files: in_worktree }
-                }
-                _ => MergeOutcome::Conflict { files },
-            }
+    match merge_and_check(paths, &claim, &worktree, extend) {
+        Merge::Done { after, passed } => {
+            let _ = store::remove_if_present(&paths.merging);
+            extend(Duration::from_secs(30));
+            merged(paths, input, &claim, after, passed)
         }
-        Ok(Merged::Done { before, after }) => {
-            let timeout = Duration::from_secs(claim.state.verify_timeout);
-            let result = claim.check.as_deref().map(|cmd| {
-                extend(timeout + Duration::from_secs(30));
-                // On the merged tree, with the pinned files as at start.
-                crate::pins::disk::before_checks(paths).run_check(&paths.root, cmd, timeout, None)
-            });
-            match result {
-                Some(r) if !r.passed() => {
-                    let undone = git::undo_merge(&paths.root, &before);
-                    let base = git::head(&paths.root).unwrap_or_default();
-                    let _ = git::take_new_base(&worktree, &base);
-                    match undone {
-                        Ok(()) => MergeOutcome::CheckFailed(r),
-                        Err(why) => MergeOutcome::Failed(format!(
-                            "its check failed after the merge, and the merge could not be undone: {why}"
-                        )),
-                    }
-                }
-                passed => {
-                    let _ = store::remove_if_present(&paths.merging);
-                    extend(Duration::from_secs(30));
-                    return merged(paths, input, &claim, after, passed);
-                }
-            }
+        Merge::Back(outcome) => {
+            let _ = store::remove_if_present(&paths.merging);
+            sent_back(paths, input, &claim, outcome)
         }
+    }
+}
+
+/// Under the loop lock: the story this worker claims, by ralph's record,
+/// with its lane on the board named for it; or the answer when there is
+/// nothing to merge (no loop, no worktree, no claim, a story that passes).
+fn claim(paths: &LoopPaths, input: &HookInput) -> Result<Claim, HookOutput> {
+    let agent = input.agent_id.clone().unwrap_or_default();
+    let said = input.last_assistant_message.as_deref().unwrap_or("");
+    let Ok(_lock) = LoopLock::acquire(&paths.lock, LOCK_WAIT) else {
+        return Err(HookOutput::Nothing);
     };
-    let _ = store::remove_if_present(&paths.merging);
-    sent_back(paths, input, &claim, outcome)
+    let Some(state) = worker_loop(paths, input) else {
+        return Err(HookOutput::Nothing);
+    };
+    let Some(worktree) = worktree_of(paths, input) else {
+        return Err(HookOutput::Nothing);
+    };
+    let mut board = paths.read_board();
+    let lane = board.lanes.get(&agent).cloned().unwrap_or_else(|| Lane {
+        worktree: worktree.to_string_lossy().into_owned(),
+        branch: git::current_branch(&worktree),
+        base: git::head(&paths.root).unwrap_or_default(),
+        story: None,
+        status: LaneStatus::Working,
+        sent_back: 0,
+    });
+    let story = worker_story(paths, input, &agent, &lane);
+    let prd = state
+        .prd_file
+        .as_deref()
+        .and_then(|f| paths.read_prd(f).ok())
+        .map(|p| p.with_recorded_checks(&state.story_checks));
+    let found = story
+        .as_deref()
+        .and_then(|id| prd.as_ref()?.story(id).cloned());
+    let Some(found) = found.filter(|s| fresh::claims_done(said, &s.id)) else {
+        // No claim (or no story of the PRD): the work is not merged; the
+        // main loop hands the story out again, to a fresh worktree.
+        drop_lane(paths, &mut board, &agent, &lane);
+        let entry = Entry::now(
+            input.session(),
+            state.iteration,
+            Action::Worker,
+            Code::WorktreeAbandoned.as_str(),
+        )
+        .with_story(story.clone());
+        let _ = activity::append(&paths.log, &entry);
+        return Err(HookOutput::allow(format!(
+            "Ralph: the worker{} stopped without `{}`; its worktree was removed and the story goes out again.",
+            story.map(|s| format!(" for {s}")).unwrap_or_default(),
+            fresh::DONE_MARKER
+        )));
+    };
+    if found.passes {
+        // Another worker's merge made it pass meanwhile.
+        drop_lane(paths, &mut board, &agent, &lane);
+        return Err(HookOutput::allow(format!(
+            "Ralph: story {} already passes (another worker's work was merged); this worker's worktree was removed.",
+            found.id
+        )));
+    }
+    let branch = super::story_branch(&found.id);
+    let renamed = git::name_branch(&worktree, &branch).is_ok();
+    let lane = Lane {
+        story: Some(found.id.clone()),
+        branch: if renamed { branch } else { lane.branch },
+        ..lane
+    };
+    board.lanes.insert(agent, lane.clone());
+    let _ = paths.write_board(&board);
+    Ok(Claim {
+        state,
+        story: found.id,
+        title: found.title,
+        check: found.verify,
+        lane,
+    })
+}
+
+/// The story ralph recorded at the worker's first tool call (never its
+/// transcript as it is now: the worker can rewrite it), else the
+/// description the Stop noted while it ran (the client's record).
+fn worker_story(paths: &LoopPaths, input: &HookInput, agent: &str, lane: &Lane) -> Option<String> {
+    match super::bound::record(paths, agent) {
+        super::bound::Record::Bound(story) => story,
+        // No tool call: its transcript is as the client wrote it.
+        super::bound::Record::None => task_of(input).and_then(|t| super::story_in_task(&t)),
+    }
+    .or_else(|| lane.story.clone())
+}
+
+/// Before the merge queue: no conflict marker left, nothing of what the
+/// loop fixed at start changed, the work committed on the worker's branch;
+/// else the answer sending it back.
+fn ready_to_merge(
+    paths: &LoopPaths,
+    input: &HookInput,
+    claim: &Claim,
+    worktree: &Path,
+    extend: &dyn Fn(Duration),
+) -> Result<(), HookOutput> {
+    let prd_file = claim.state.prd_file.clone().unwrap_or_default();
+    // A story sent back with a conflict: every marker must be gone.
+    let unresolved = git::markers_left(worktree, &git::conflicted(worktree));
+    if !unresolved.is_empty() {
+        let outcome = MergeOutcome::Conflict { files: unresolved };
+        return Err(sent_back(paths, input, claim, outcome));
+    }
+    extend(MERGE_WAIT + Duration::from_secs(30));
+    let message = format!("ralph: story {} {}", claim.story, claim.title);
+    // The PRD and the notes as the loop's branch has them now: the story's
+    // merge then changes neither (nor undoes a commit of them made meanwhile).
+    let loop_head = git::head(&paths.root).unwrap_or_else(|_| claim.lane.base.clone());
+    // What the loop fixed at start is not the worker's to change.
+    let bases = [claim.lane.base.as_str(), loop_head.as_str()];
+    if let Some(prd) = refuse::prd_refusal(&paths.root, worktree, &prd_file, &bases) {
+        let outcome = MergeOutcome::Refused { files: vec![prd] };
+        return Err(sent_back(paths, input, claim, outcome));
+    }
+    if let Err(why) = git::commit_work(
+        worktree,
+        &loop_head,
+        &[prd_file.as_str(), NOTES_FILE],
+        message.trim_end(),
+    ) {
+        return Err(sent_back(paths, input, claim, MergeOutcome::Failed(why)));
+    }
+    let refused = refuse::branch_refusals(worktree, &loop_head, &claim.state.pins);
+    if !refused.is_empty() {
+        let outcome = MergeOutcome::Refused { files: refused };
+        return Err(sent_back(paths, input, claim, outcome));
+    }
+    Ok(())
 }
 
 /// The story is in the loop's branch and its check passed there: mark it

@@ -17,6 +17,7 @@
 pub mod bound;
 pub mod git;
 pub mod hooks;
+mod queue;
 pub mod refuse;
 pub mod strays;
 

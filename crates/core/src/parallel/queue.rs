@@ -1,0 +1,83 @@
+//! `--parallel`: the merge queue's own step, one story at a time: merge a
+//! worker's branch into the loop's and run the story's check on the merged
+//! tree (`parallel::hooks::worker_stop` takes the queue's lock around it).
+//! Does I/O (git, the check).
+
+use super::git::{self, Merged};
+use super::{Lane, MergeOutcome};
+use crate::paths::LoopPaths;
+use crate::state::LoopState;
+use crate::store;
+use std::path::Path;
+use std::time::Duration;
+
+/// What a worker's stop claims, as ralph found it under the loop lock.
+pub(super) struct Claim {
+    pub(super) state: LoopState,
+    pub(super) story: String,
+    pub(super) title: String,
+    pub(super) check: Option<String>,
+    pub(super) lane: Lane,
+}
+
+/// What became of a story's merge.
+pub(super) enum Merge {
+    /// In the loop's branch (`after`), its check passed there (or it has none).
+    Done {
+        after: String,
+        passed: Option<crate::verify::CheckResult>,
+    },
+    /// Not merged (or merged and undone): why it goes back to its worker.
+    Back(MergeOutcome),
+}
+
+/// In the merge queue: merge the story's branch into the loop's, then run
+/// its check on the merged tree (pinned files as at start). The merged head
+/// and the check's result, or why it goes back (a conflict, with the
+/// worktree moved onto the new base; a check that failed, the merge undone).
+pub(super) fn merge_and_check(
+    paths: &LoopPaths,
+    claim: &Claim,
+    worktree: &Path,
+    extend: &dyn Fn(Duration),
+) -> Merge {
+    let merge_message = format!("ralph: merge story {} {}", claim.story, claim.title);
+    let before = git::head(&paths.root).unwrap_or_default();
+    let _ = store::atomic_write(
+        &paths.merging,
+        format!("{} {before}\n", claim.story).as_bytes(),
+    );
+    let (before, after) =
+        match git::merge(&paths.root, &claim.lane.branch, merge_message.trim_end()) {
+            Err(why) => return Merge::Back(MergeOutcome::Failed(why)),
+            Ok(Merged::Conflict(files)) => {
+                let base = git::head(&paths.root).unwrap_or_default();
+                return Merge::Back(match git::take_new_base(worktree, &base) {
+                    Ok(in_worktree) if !in_worktree.is_empty() => {
+                        MergeOutcome::Conflict { files: in_worktree }
+                    }
+                    _ => MergeOutcome::Conflict { files },
+                });
+            }
+            Ok(Merged::Done { before, after }) => (before, after),
+        };
+    let timeout = Duration::from_secs(claim.state.verify_timeout);
+    let result = claim.check.as_deref().map(|cmd| {
+        extend(timeout + Duration::from_secs(30));
+        crate::pins::disk::before_checks(paths).run_check(&paths.root, cmd, timeout, None)
+    });
+    match result {
+        Some(r) if !r.passed() => {
+            let undone = git::undo_merge(&paths.root, &before);
+            let base = git::head(&paths.root).unwrap_or_default();
+            let _ = git::take_new_base(worktree, &base);
+            Merge::Back(match undone {
+                Ok(()) => MergeOutcome::CheckFailed(r),
+                Err(why) => MergeOutcome::Failed(format!(
+                    "its check failed after the merge, and the merge could not be undone: {why}"
+                )),
+            })
+        }
+        passed => Merge::Done { after, passed },
+    }
+}
