@@ -92,28 +92,10 @@ fn main() -> ExitCode {
     }
     let paths = || LoopPaths::new(project_root_from_env(None));
     let command = Cli::parse().command;
-    // Only the user starts, replaces or ends a loop; the typed commands reach
-    // the hook, and the hook's own input is not the agent's to forge.
-    if control::this_process_run_by_agent() {
-        match &command {
-            Command::Cancel => return fail(&control::agent_refused("ralph-setup cancel")),
-            Command::Resume => return fail(&control::agent_refused("ralph-setup resume")),
-            Command::Start { .. } => return fail(&control::agent_refused("ralph-setup start")),
-            Command::Statusline { install, off, .. } if *install || *off => {
-                return fail(
-                    &"`ralph-setup statusline --install/--off` was run by the agent: only the user changes their settings.json (`/ralph:statusline` in Claude Code, or this command in their own terminal). Nothing was changed.",
-                );
-            }
-            // A file written wherever the agent points (the loop's state,
-            // the command policy, the user's settings): read it on stdout.
-            Command::Report { html: Some(_) } => {
-                return fail(
-                    &"`ralph-setup report --html FILE` was run by the agent: only the user writes the report to a file (`ralph-setup report` prints it). Nothing was written.",
-                );
-            }
-            Command::HookPrompt | Command::HookEvent => return ExitCode::SUCCESS,
-            _ => {}
-        }
+    if control::this_process_run_by_agent()
+        && let Some(code) = refused_to_the_agent(&command)
+    {
+        return code;
     }
     // A reviewer's session (`--review`) is not the loop's: its hooks stand aside.
     if matches!(command, Command::HookPrompt | Command::HookEvent)
@@ -123,38 +105,14 @@ fn main() -> ExitCode {
     }
     match command {
         Command::Statusline { install, off, .. } if install || off => {
-            match statusline::install_or_off(off) {
-                Ok(msg) => {
-                    println!("{msg}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => fail(&e),
-            }
+            printed(statusline::install_or_off(off))
         }
         Command::Report { html } => report(&paths(), html.as_deref()),
         Command::Statusline { then, .. } => {
             statusline::run(then.as_deref());
             ExitCode::SUCCESS
         }
-        Command::Start { session, args } => {
-            let session = session
-                .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok())
-                .unwrap_or_default();
-            match args::parse_argv(&args).map_err(StartError::from) {
-                Ok(a) if a.help => {
-                    println!("{}", control::help_text());
-                    ExitCode::SUCCESS
-                }
-                Ok(a) => match start(&paths(), &a, &session, None) {
-                    Ok(started) => {
-                        print!("{}{}", started.summary, started.task);
-                        ExitCode::SUCCESS
-                    }
-                    Err(e) => fail(&e),
-                },
-                Err(e) => fail(&e),
-            }
-        }
+        Command::Start { session, args } => start_command(&paths(), session, &args),
         Command::HookPrompt => {
             // A hook before every prompt: a bug here must never stop the
             // user's prompt. Fail open (exit 0, the prompt goes on) and say so.
@@ -181,20 +139,8 @@ fn main() -> ExitCode {
             print!("{}", commands::show(&paths()));
             ExitCode::SUCCESS
         }
-        Command::Cancel => match control::cancel(&paths()) {
-            Ok(msg) => {
-                println!("{msg}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(&e),
-        },
-        Command::Resume => match control::resume(&paths()) {
-            Ok(resumed) => {
-                println!("{}", resumed.message());
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(&e),
-        },
+        Command::Cancel => printed(control::cancel(&paths())),
+        Command::Resume => printed(control::resume(&paths()).map(|r| r.message().to_string())),
         Command::Status { json } => {
             let status = control::status(&paths());
             if json {
@@ -205,6 +151,49 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// Only the user starts, replaces or ends a loop; the typed commands reach
+/// the hook, and the hook's own input is not the agent's to forge. The exit
+/// for a command the agent ran that it may not (`None`: it may).
+fn refused_to_the_agent(command: &Command) -> Option<ExitCode> {
+    Some(match command {
+        Command::Cancel => fail(&control::agent_refused("ralph-setup cancel")),
+        Command::Resume => fail(&control::agent_refused("ralph-setup resume")),
+        Command::Start { .. } => fail(&control::agent_refused("ralph-setup start")),
+        Command::Statusline { install, off, .. } if *install || *off => fail(
+            &"`ralph-setup statusline --install/--off` was run by the agent: only the user changes their settings.json (`/ralph:statusline` in Claude Code, or this command in their own terminal). Nothing was changed.",
+        ),
+        // A file written wherever the agent points (the loop's state,
+        // the command policy, the user's settings): read it on stdout.
+        Command::Report { html: Some(_) } => fail(
+            &"`ralph-setup report --html FILE` was run by the agent: only the user writes the report to a file (`ralph-setup report` prints it). Nothing was written.",
+        ),
+        Command::HookPrompt | Command::HookEvent => ExitCode::SUCCESS,
+        _ => return None,
+    })
+}
+
+/// `ralph-setup start [--session ID] ARGS...`: a loop started from the
+/// terminal (or its help).
+fn start_command(paths: &LoopPaths, session: Option<String>, args: &[String]) -> ExitCode {
+    let session = session
+        .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok())
+        .unwrap_or_default();
+    match args::parse_argv(args).map_err(StartError::from) {
+        Ok(a) if a.help => {
+            println!("{}", control::help_text());
+            ExitCode::SUCCESS
+        }
+        Ok(a) => match start(paths, &a, &session, None) {
+            Ok(started) => {
+                print!("{}{}", started.summary, started.task);
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
+        Err(e) => fail(&e),
     }
 }
 
@@ -237,6 +226,17 @@ fn report(paths: &LoopPaths, html: Option<&Path>) -> ExitCode {
             }
             Err(e) => fail(&e),
         },
+    }
+}
+
+/// A command's message on stdout, or its error.
+fn printed<E: std::fmt::Display>(result: Result<String, E>) -> ExitCode {
+    match result {
+        Ok(msg) => {
+            println!("{msg}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
     }
 }
 

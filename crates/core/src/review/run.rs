@@ -106,55 +106,89 @@ pub fn review(
 ) -> Verdict {
     let started = Instant::now();
     let time = clock::now_rfc3339();
-    let (stdin, mut cmd, parse): (String, Command, fn(&str) -> _) = match review_cmd {
-        Some(program) => {
-            let mut cmd = Command::new("sh");
-            cmd.arg("-c").arg(program);
-            let json = serde_json::to_string(request).unwrap_or_default();
-            (json, cmd, super::verdict_of_program)
-        }
-        None => {
-            // A story's review (`story:US-1`) is the `story` reviewer's.
-            let name = request.reviewer.split(':').next().unwrap_or_default();
-            let instructions = inputs::instructions(paths, name);
-            let mut cmd = Command::new(inputs::claude_bin(paths));
-            cmd.args([
-                "-p",
-                "--output-format",
-                "json",
-                "--json-schema",
-                super::SCHEMA,
-            ])
-            // Read-only: no Bash, no edits; the change is in the prompt.
-            .args(["--tools", "Read,Grep,Glob"])
-            .args(["--append-system-prompt", &system_line(name)])
-            .arg("--no-session-persistence")
-            // Nothing of the project's (nor the user's files): no CLAUDE.md,
-            // rules, settings, hooks, plugins, skills, agents or MCP servers
-            // (measured on 2.1.328, docs/client-measurements.md). The
-            // environment, settings' `env` included, still reaches it.
-            .args(ISOLATED);
-            (
-                prompt(&instructions, request),
-                cmd,
-                super::verdict_of_claude,
-            )
-        }
-    };
-    let failed = |error: String| Verdict {
-        outcome: Outcome::Failed,
-        findings: Vec::new(),
-        error: Some(error),
+    let (stdin, cmd, parse) = reviewer_command(paths, request, review_cmd);
+    let verdict = |outcome, findings, error| Verdict {
+        outcome,
+        findings,
+        error,
         fingerprint: fingerprint.map(str::to_string),
         time: time.clone(),
         duration_ms: started.elapsed().as_millis() as u64,
     };
+    let ran = run_reviewer(paths, cmd, &stdin, &request.reviewer, started, timeout);
+    match ran.and_then(|(exit, out)| {
+        parse(&out).map_err(|why| match exit {
+            Some(0) | None => why,
+            Some(code) => format!("it exited {code}: {why}"),
+        })
+    }) {
+        Ok((outcome, findings)) => verdict(outcome, findings, None),
+        Err(why) => verdict(Outcome::Failed, Vec::new(), Some(why)),
+    }
+}
+
+/// How a reviewer's output is read into a verdict.
+type Parser = fn(&str) -> Result<(Outcome, Vec<super::Finding>), String>;
+
+/// What a review runs, what it is given on stdin, and how its output is
+/// read: the `--review-cmd` program (the request as JSON), or `claude -p`
+/// with the reviewer's prompt (its instructions as kept at the loop's
+/// start), run by the `claude` recorded then.
+fn reviewer_command(
+    paths: &LoopPaths,
+    request: &Request,
+    review_cmd: Option<&str>,
+) -> (String, Command, Parser) {
+    if let Some(program) = review_cmd {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(program);
+        let json = serde_json::to_string(request).unwrap_or_default();
+        return (json, cmd, super::verdict_of_program);
+    }
+    // A story's review (`story:US-1`) is the `story` reviewer's.
+    let name = request.reviewer.split(':').next().unwrap_or_default();
+    let instructions = inputs::instructions(paths, name);
+    let mut cmd = Command::new(inputs::claude_bin(paths));
+    cmd.args([
+        "-p",
+        "--output-format",
+        "json",
+        "--json-schema",
+        super::SCHEMA,
+    ])
+    // Read-only: no Bash, no edits; the change is in the prompt.
+    .args(["--tools", "Read,Grep,Glob"])
+    .args(["--append-system-prompt", &system_line(name)])
+    .arg("--no-session-persistence")
+    // Nothing of the project's (nor the user's files): no CLAUDE.md,
+    // rules, settings, hooks, plugins, skills, agents or MCP servers
+    // (measured on 2.1.328, docs/client-measurements.md). The
+    // environment, settings' `env` included, still reaches it.
+    .args(ISOLATED);
+    (
+        prompt(&instructions, request),
+        cmd,
+        super::verdict_of_claude,
+    )
+}
+
+/// Run the reviewer with `stdin` from a file and its output to another (no
+/// pipe to fill up), in the project, at most `timeout` since `started`:
+/// its exit code and output, or why it did not run or finish.
+fn run_reviewer(
+    paths: &LoopPaths,
+    mut cmd: Command,
+    stdin: &str,
+    reviewer: &str,
+    started: Instant,
+    timeout: Duration,
+) -> Result<(Option<i32>, String), String> {
     let tmp = std::env::temp_dir();
     let seq = REVIEW_FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let stem = format!(
         "ralph-review-{}-{}-{}-{seq}",
         std::process::id(),
-        request.reviewer,
+        reviewer,
         clock::unix_now()
     );
     let (in_path, out_path) = (
@@ -164,10 +198,8 @@ pub fn review(
     // The reviewer's session is not the loop's and must never drive it: its
     // hooks stand aside on a pass only this process holds (`standaside`),
     // spent when this function returns (the reviewer has ended).
-    let pass = match Pass::issue(paths, &Purpose::Reviewer) {
-        Ok(pass) => pass,
-        Err(e) => return failed(format!("could not start the reviewer: {e}")),
-    };
+    let pass = Pass::issue(paths, &Purpose::Reviewer)
+        .map_err(|e| format!("could not start the reviewer: {e}"))?;
     let spawned = std::fs::write(&in_path, stdin.as_bytes())
         .and_then(|()| File::open(&in_path))
         .and_then(|input| {
@@ -189,38 +221,24 @@ pub fn review(
             }
             cmd.spawn()
         });
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = std::fs::remove_file(&in_path);
-            let _ = std::fs::remove_file(&out_path);
-            return failed(format!("could not start the reviewer: {e}"));
-        }
+    let remove = || {
+        let _ = std::fs::remove_file(&in_path);
+        let _ = std::fs::remove_file(&out_path);
     };
+    let mut child = spawned.map_err(|e| {
+        remove();
+        format!("could not start the reviewer: {e}")
+    })?;
     let (exit, timed_out) = wait_bounded(&mut child, started, timeout);
     let mut out = String::new();
     if let Ok(f) = File::open(&out_path) {
         let _ = f.take(OUTPUT_LIMIT).read_to_string(&mut out);
     }
-    let _ = std::fs::remove_file(&in_path);
-    let _ = std::fs::remove_file(&out_path);
+    remove();
     if timed_out {
-        return failed(format!("timed out after {} s", timeout.as_secs()));
+        return Err(format!("timed out after {} s", timeout.as_secs()));
     }
-    match parse(&out) {
-        Ok((outcome, findings)) => Verdict {
-            outcome,
-            findings,
-            error: None,
-            fingerprint: fingerprint.map(str::to_string),
-            time,
-            duration_ms: started.elapsed().as_millis() as u64,
-        },
-        Err(why) => failed(match exit {
-            Some(0) | None => why,
-            Some(code) => format!("it exited {code}: {why}"),
-        }),
-    }
+    Ok((exit, out))
 }
 
 /// One pair of temp files per review: two reviews by the same reviewer in
