@@ -150,7 +150,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/core/src/stop/plan.rs", "new", 120),
     ("crates/policy/src/protect/effects.rs", "effects", 113),
     ("crates/core/src/stop/inputs.rs", "gather", 111),
-    ("crates/core/src/control/status.rs", "loop_lines", 107),
     (
         "crates/policy/src/protect/effects.rs",
         "git_repo_effects",

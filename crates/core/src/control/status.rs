@@ -300,43 +300,7 @@ impl Status {
         if let Some(t) = &self.started_at {
             out.push_str(&format!("  started:   {t}\n"));
         }
-        if let Some(p) = &self.parallel {
-            let list = |v: &[String]| {
-                if v.is_empty() {
-                    "none".to_string()
-                } else {
-                    v.join(", ")
-                }
-            };
-            out.push_str(&format!(
-                "  parallel:  up to {} at once, each in its own worktree\n  in flight: {}\n  merged:    {}\n",
-                p.at_once,
-                list(&p.in_flight),
-                list(&p.merged)
-            ));
-            if !p.sent_back.is_empty() {
-                let back: Vec<String> = p
-                    .sent_back
-                    .iter()
-                    .map(|(s, n)| format!("{s} ({n}x)"))
-                    .collect();
-                out.push_str(&format!("  sent back: {}\n", back.join(", ")));
-            }
-        } else if self.fresh {
-            out.push_str(&format!(
-                "  fresh:     each iteration runs in a fresh {} subagent\n",
-                crate::fresh::WORKER_TYPE
-            ));
-        }
-        if let Some(w) = &self.worker {
-            out.push_str(&format!(
-                "  worker:    {}: {} (blocked {} time{})\n",
-                w.story.as_deref().unwrap_or("this iteration"),
-                w.outcome,
-                w.blocked,
-                if w.blocked == 1 { "" } else { "s" }
-            ));
-        }
+        self.worker_lines(out);
         if let Some(p) = &self.paused {
             let resets = p
                 .resets_at
@@ -373,6 +337,48 @@ impl Status {
                     p.next_story.as_deref().unwrap_or("none runnable")
                 )),
             }
+        }
+    }
+
+    /// How the loop's work is spread: `--parallel`'s worktrees, `--fresh`'s
+    /// subagent, the last worker's outcome.
+    fn worker_lines(&self, out: &mut String) {
+        if let Some(p) = &self.parallel {
+            let list = |v: &[String]| {
+                if v.is_empty() {
+                    "none".to_string()
+                } else {
+                    v.join(", ")
+                }
+            };
+            out.push_str(&format!(
+                "  parallel:  up to {} at once, each in its own worktree\n  in flight: {}\n  merged:    {}\n",
+                p.at_once,
+                list(&p.in_flight),
+                list(&p.merged)
+            ));
+            if !p.sent_back.is_empty() {
+                let back: Vec<String> = p
+                    .sent_back
+                    .iter()
+                    .map(|(s, n)| format!("{s} ({n}x)"))
+                    .collect();
+                out.push_str(&format!("  sent back: {}\n", back.join(", ")));
+            }
+        } else if self.fresh {
+            out.push_str(&format!(
+                "  fresh:     each iteration runs in a fresh {} subagent\n",
+                crate::fresh::WORKER_TYPE
+            ));
+        }
+        if let Some(w) = &self.worker {
+            out.push_str(&format!(
+                "  worker:    {}: {} (blocked {} time{})\n",
+                w.story.as_deref().unwrap_or("this iteration"),
+                w.outcome,
+                w.blocked,
+                if w.blocked == 1 { "" } else { "s" }
+            ));
         }
     }
 
