@@ -68,72 +68,15 @@ pub fn apply(
     // goes on this Stop's log line, once (taken before an end clears the
     // loop's files).
     let worker = state.fresh.then(|| take_worker(paths)).flatten();
-    let (entry, reason) = match decision.next {
-        Next::Feed {
-            iteration,
-            reason,
-            injected,
-        } => {
-            // The model is told first: it changed the copy.
-            let reason = match &tamper {
-                Some(notice) => format!("{notice}\n\n{reason}"),
-                None => reason,
-            };
-            // Save before blocking: a block whose increment was not saved could
-            // loop past the cap forever.
-            save(paths, inputs, &plan.state_after(inputs, iteration))?;
-            next_turn(paths, &mut message);
-            if let Some(injected) = injected
-                && let Err(e) =
-                    store::overwrite_hint(&paths.last_injected, injected.render().as_bytes())
-            {
-                message.push_str(&format!(" (re-injection counter not saved: {e})"));
-            }
-            (
-                Entry::now(session, iteration, Action::Block, code),
-                Some(reason),
-            )
-        }
-        Next::Pause => {
-            save(paths, inputs, &plan.state_paused(inputs))?;
-            next_turn(paths, &mut message);
-            (
-                Entry::now(session, state.iteration, Action::Yield, code),
-                None,
-            )
-        }
-        Next::Hold { why } => {
-            let held = LoopState {
-                blocked: Some(why),
-                ..plan.state_after(inputs, state.iteration)
-            };
-            save(paths, inputs, &held)?;
-            next_turn(paths, &mut message);
-            (
-                Entry::now(session, state.iteration, Action::Pause, code),
-                None,
-            )
-        }
-        Next::End { iterations } => {
-            if let Some(note) = crate::pins::disk::end_note(paths) {
-                message.push_str(&format!("\n{note}"));
-            }
-            remove_loop(paths)?;
-            if let Some(removed) = remove_worktrees(paths, inputs) {
-                message.push_str(&format!(" (ralph {removed})"));
-            }
-            let entry = Entry::now(session, iterations, Action::End, code);
-            (entry.with_message(Some(&message)), None)
-        }
-        Next::Wait => unreachable!("answered above"),
-        Next::Cancel => {
-            remove_loop(paths)?;
-            if let Some(removed) = remove_worktrees(paths, inputs) {
-                message.push_str(&format!(" (ralph {removed})"));
-            }
-            (control::cancel_entry(state, Some(&message)), None)
-        }
-    };
+    let (entry, reason) = write_next(
+        paths,
+        inputs,
+        plan,
+        decision.next,
+        code,
+        tamper,
+        &mut message,
+    )?;
     if decision.remove_blocker {
         let _ = store::remove_if_present(&paths.blocker);
     }
@@ -151,6 +94,88 @@ pub fn apply(
             system_message: Some(message),
         },
         None => HookOutput::allow(message),
+    })
+}
+
+/// The decision's next step written: the state saved before a feed, a
+/// pause or a hold (so an increment is never lost), or the loop's files
+/// removed at an end or a cancel. The log entry and the feed's text.
+fn write_next(
+    paths: &LoopPaths,
+    inputs: &StopInputs,
+    plan: &Plan,
+    next: Next,
+    code: &str,
+    tamper: Option<String>,
+    message: &mut String,
+) -> Result<(Entry, Option<String>), StoreError> {
+    let session = inputs.session.as_str();
+    let state = &inputs.state;
+    Ok(match next {
+        Next::Feed {
+            iteration,
+            reason,
+            injected,
+        } => {
+            // The model is told first: it changed the copy.
+            let reason = match tamper {
+                Some(notice) => format!("{notice}\n\n{reason}"),
+                None => reason,
+            };
+            // Save before blocking: a block whose increment was not saved could
+            // loop past the cap forever.
+            save(paths, inputs, &plan.state_after(inputs, iteration))?;
+            next_turn(paths, message);
+            if let Some(injected) = injected
+                && let Err(e) =
+                    store::overwrite_hint(&paths.last_injected, injected.render().as_bytes())
+            {
+                message.push_str(&format!(" (re-injection counter not saved: {e})"));
+            }
+            (
+                Entry::now(session, iteration, Action::Block, code),
+                Some(reason),
+            )
+        }
+        Next::Pause => {
+            save(paths, inputs, &plan.state_paused(inputs))?;
+            next_turn(paths, message);
+            (
+                Entry::now(session, state.iteration, Action::Yield, code),
+                None,
+            )
+        }
+        Next::Hold { why } => {
+            let held = LoopState {
+                blocked: Some(why),
+                ..plan.state_after(inputs, state.iteration)
+            };
+            save(paths, inputs, &held)?;
+            next_turn(paths, message);
+            (
+                Entry::now(session, state.iteration, Action::Pause, code),
+                None,
+            )
+        }
+        Next::End { iterations } => {
+            if let Some(note) = crate::pins::disk::end_note(paths) {
+                message.push_str(&format!("\n{note}"));
+            }
+            remove_loop(paths)?;
+            if let Some(removed) = remove_worktrees(paths, inputs) {
+                message.push_str(&format!(" (ralph {removed})"));
+            }
+            let entry = Entry::now(session, iterations, Action::End, code);
+            (entry.with_message(Some(message)), None)
+        }
+        Next::Wait => unreachable!("answered above"),
+        Next::Cancel => {
+            remove_loop(paths)?;
+            if let Some(removed) = remove_worktrees(paths, inputs) {
+                message.push_str(&format!(" (ralph {removed})"));
+            }
+            (control::cancel_entry(state, Some(message)), None)
+        }
     })
 }
 
