@@ -121,40 +121,9 @@ impl<'a> Plan<'a> {
         let state = &inputs.state;
         let fingerprint = inputs.fingerprint.as_deref();
         let duplicate = is_duplicate(inputs);
-        let queue = if duplicate {
-            QueueAction::None
-        } else {
-            queue_action(state, &inputs.queued)
-        };
-        let queue_seen = match queue {
-            QueueAction::None => state.queue_seen.clone(),
-            _ => queue::newest(&inputs.queued).map(str::to_string),
-        };
-        // The turn after a yield answered the user: it is not judged as work.
-        let stalls = if state.yielded {
-            state.stalls
-        } else {
-            progress::stalls_after(
-                inputs.effect,
-                state.stalls,
-                fingerprint,
-                state.last_fingerprint.as_deref(),
-            )
-        };
-        let mut log = inputs.verify_log.clone();
-        for (id, result) in &ran.stories {
-            log.stories.insert(id.clone(), result.clone());
-        }
-        if let Some(r) = &ran.loop_check {
-            log.r#loop = Some(r.clone());
-        }
-        let mut review_log = inputs.review_log.clone();
-        if ran.reviews_done {
-            review_log.rounds = review_log.rounds.saturating_add(1);
-        }
-        for (name, verdict) in &ran.reviews {
-            review_log.verdicts.insert(name.clone(), verdict.clone());
-        }
+        let (queue, queue_seen) = queue_of(inputs, duplicate);
+        let stalls = stalls(inputs);
+        let (log, review_log) = logs_with(inputs, ran);
         let story_reviews = state.review.reviews_stories();
         let prd = inputs.prd.as_ref().map(|read| {
             read.as_ref().map(|prd| {
@@ -193,27 +162,18 @@ impl<'a> Plan<'a> {
         // A story that passes its checks is reviewed before anything else
         // is judged of it (`--review story`), once per Stop.
         let awaiting: &[String] = match &prd {
-            Some(Ok(j)) if story_jobs.is_empty() => &j.awaiting_review,
+            Some(Ok(j)) if story_jobs.is_empty() && !ran.story_reviews_done => &j.awaiting_review,
             _ => &[],
         };
-        let story_review =
-            (!awaiting.is_empty() && !ran.story_reviews_done && !queue.preempts() && !duplicate)
-                .then(|| story_review_job(inputs, awaiting));
+        let story_review = (!awaiting.is_empty() && !queue.preempts() && !duplicate)
+            .then(|| story_review_job(inputs, awaiting));
         let loop_verify = loop_verify.filter(|_| story_review.is_none());
-        let jobs = (!story_jobs.is_empty() || loop_verify.is_some() || story_review.is_some())
-            .then(|| Jobs {
-                stories: story_jobs,
-                loop_verify,
-                timeout: Duration::from_secs(state.verify_timeout),
-                fingerprint: inputs.fingerprint.clone(),
-                reviews: story_review,
-            });
+        let jobs = Jobs::of(inputs, story_jobs, loop_verify, story_review);
         let completion = completion::judge(state, claimed, loop_check);
         let reviewing = completion == Completion::Complete
             && !state.review.final_reviewers().is_empty()
             && jobs.is_none()
-            && !queue.preempts()
-            && !duplicate;
+            && !(queue.preempts() || duplicate);
         let (review, jobs) = if reviewing {
             review_gate(inputs, &review_log, ran.reviews_done)
         } else {
@@ -237,6 +197,56 @@ impl<'a> Plan<'a> {
             elapsed_secs: budget::elapsed_secs(state.started_at.as_deref(), inputs.now),
         }
     }
+}
+
+/// What the user's queued messages ask (nothing for a duplicate Stop), and
+/// the newest one seen.
+fn queue_of(inputs: &StopInputs, duplicate: bool) -> (QueueAction, Option<String>) {
+    let state = &inputs.state;
+    let queue = if duplicate {
+        QueueAction::None
+    } else {
+        queue_action(state, &inputs.queued)
+    };
+    let seen = match queue {
+        QueueAction::None => state.queue_seen.clone(),
+        _ => queue::newest(&inputs.queued).map(str::to_string),
+    };
+    (queue, seen)
+}
+
+/// The no-progress count after this turn. The turn after a yield answered
+/// the user: it is not judged as work.
+fn stalls(inputs: &StopInputs) -> u32 {
+    let state = &inputs.state;
+    if state.yielded {
+        return state.stalls;
+    }
+    progress::stalls_after(
+        inputs.effect,
+        state.stalls,
+        inputs.fingerprint.as_deref(),
+        state.last_fingerprint.as_deref(),
+    )
+}
+
+/// The check results and review verdicts as saved, with this Stop's runs in.
+fn logs_with(inputs: &StopInputs, ran: &Ran) -> (VerifyLog, ReviewLog) {
+    let mut log = inputs.verify_log.clone();
+    for (id, result) in &ran.stories {
+        log.stories.insert(id.clone(), result.clone());
+    }
+    if let Some(r) = &ran.loop_check {
+        log.r#loop = Some(r.clone());
+    }
+    let mut review_log = inputs.review_log.clone();
+    if ran.reviews_done {
+        review_log.rounds = review_log.rounds.saturating_add(1);
+    }
+    for (name, verdict) in &ran.reviews {
+        review_log.verdicts.insert(name.clone(), verdict.clone());
+    }
+    (log, review_log)
 }
 
 /// Where the review of a standing completion claim is: its verdicts on this
@@ -298,6 +308,24 @@ fn review_gate(inputs: &StopInputs, log: &ReviewLog, ran_now: bool) -> (ReviewGa
 
 /// The reviews of the stories that pass their checks and wait for one:
 /// each told its own story and acceptance criteria.
+impl Jobs {
+    /// The work due before this Stop is decided, if any.
+    fn of(
+        inputs: &StopInputs,
+        stories: Vec<(String, String)>,
+        loop_verify: Option<String>,
+        reviews: Option<ReviewJob>,
+    ) -> Option<Jobs> {
+        (!stories.is_empty() || loop_verify.is_some() || reviews.is_some()).then(|| Jobs {
+            stories,
+            loop_verify,
+            timeout: Duration::from_secs(inputs.state.verify_timeout),
+            fingerprint: inputs.fingerprint.clone(),
+            reviews,
+        })
+    }
+}
+
 fn story_review_job(inputs: &StopInputs, awaiting: &[String]) -> ReviewJob {
     let state = &inputs.state;
     let prd = inputs.prd.as_ref().and_then(|p| p.as_ref().ok());
