@@ -426,38 +426,30 @@ pub fn end_note(paths: &LoopPaths) -> Option<String> {
 /// The log's entry for files put back (decision `pin`, reason
 /// `pin_restored`), with the loop's session and iteration.
 pub fn log_put_back(paths: &LoopPaths, back: &[PutBack]) {
-    if back.is_empty() {
-        return;
+    if !back.is_empty() {
+        log_pin(paths, "pin_restored", &put_back_text(back));
     }
-    let (session, iteration) = match paths.read_state() {
-        crate::paths::StateFile::Loop { state, .. } => (state.session_id, state.iteration),
-        _ => (String::new(), 0),
-    };
-    let _ = activity::append(
-        &paths.log,
-        &Entry::now(&session, iteration, Action::Pin, "pin_restored")
-            .with_message(Some(&put_back_text(back))),
-    );
 }
 
 /// Log the pins whose record in the loop's folder was changed outside ralph.
 fn log_untrusted(paths: &LoopPaths, untrusted: &[String]) {
-    if untrusted.is_empty() {
-        return;
+    if !untrusted.is_empty() {
+        let message = format!(
+            "changed outside ralph: {}; checks fail until the loop is started again",
+            untrusted.join(", ")
+        );
+        log_pin(paths, "pin_untrusted", &message);
     }
+}
+
+/// One `pin` entry of the activity log, with the loop's session and iteration.
+fn log_pin(paths: &LoopPaths, reason: &str, message: &str) {
     let (session, iteration) = match paths.read_state() {
         crate::paths::StateFile::Loop { state, .. } => (state.session_id, state.iteration),
         _ => (String::new(), 0),
     };
-    let _ = activity::append(
-        &paths.log,
-        &Entry::now(&session, iteration, Action::Pin, "pin_untrusted").with_message(Some(
-            &format!(
-                "changed outside ralph: {}; checks fail until the loop is started again",
-                untrusted.join(", ")
-            ),
-        )),
-    );
+    let entry = Entry::now(&session, iteration, Action::Pin, reason).with_message(Some(message));
+    let _ = activity::append(&paths.log, &entry);
 }
 
 /// The Stop's answer with the model told what was put back before this
