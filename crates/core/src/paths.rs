@@ -59,6 +59,9 @@ pub const POLICY_FILE_ALT: &str = ".claude/ralph-policy";
 pub const SETTINGS_FILE: &str = ".claude/ralph.toml";
 /// The custom reviewers' instructions (`NAME.md`).
 pub const REVIEW_DIR: &str = ".claude/ralph-review";
+/// A Stop sweeps the state's leftover temp files when the iteration it saves
+/// is a multiple of this: at most this many turns' kills are ever left.
+pub const SWEEP_EVERY: u64 = 8;
 /// The loop's configuration in the project, fixed at its start: while a loop
 /// runs, the agent may not write these (the guard), and a `--parallel`
 /// worker's change to them is not merged. The user edits them between loops.
@@ -350,9 +353,10 @@ impl LoopPaths {
         Ok(store::atomic_replace(&self.mirror, text.as_bytes()).err())
     }
 
-    /// The loop is over: its state and mirror go.
-    pub fn remove_state(&self) -> Result<(), StoreError> {
-        // What a killed write of the last turns may have left.
+    /// Remove the temp files that killed writes of the state, its seal or
+    /// its mirror left behind (a listing of two folders: the turn's own
+    /// writes skip it, and a Stop runs it every [`SWEEP_EVERY`] iterations).
+    pub fn sweep_state_leftovers(&self) {
         for file in [
             &self.state,
             &crate::seal::seal_path(&self.state),
@@ -360,6 +364,12 @@ impl LoopPaths {
         ] {
             store::sweep_leftovers(file);
         }
+    }
+
+    /// The loop is over: its state and mirror go.
+    pub fn remove_state(&self) -> Result<(), StoreError> {
+        // What a killed write of the last turns may have left.
+        self.sweep_state_leftovers();
         store::remove_if_present(&self.state)?;
         crate::seal::remove(&self.state)?;
         // Removing a link removes the link, never its target.

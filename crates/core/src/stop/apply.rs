@@ -269,7 +269,14 @@ fn save(paths: &LoopPaths, inputs: &StopInputs, next: &LoopState) -> Result<(), 
     // A mirror that could not be written is seen (and reported) at the next Stop.
     // The state as gathered under this lock: not read again for its seal.
     let before = (!inputs.adopting).then_some(inputs.text.as_str());
-    paths.write_state_over(&updated, before).map(|_| ())
+    paths.write_state_over(&updated, before)?;
+    // A hook killed between its temp file and the rename leaves the temp
+    // file; listing the folders every turn costs more than it finds, so the
+    // leftovers of killed turns go every few iterations.
+    if next.iteration % crate::paths::SWEEP_EVERY == 0 {
+        paths.sweep_state_leftovers();
+    }
+    Ok(())
 }
 
 /// A story that first appeared at this Stop has its check recorded: the
