@@ -4,6 +4,7 @@
 //! and `cancel` mirror `ralph-setup`.
 
 mod child;
+mod config;
 mod edge;
 mod prepare;
 mod runner;
@@ -211,7 +212,7 @@ fn usage_error(e: &str) -> ExitCode {
 }
 
 /// The run's settings, checked before anything starts.
-fn config(a: RunArgs) -> Result<runner::Config, String> {
+fn config(a: RunArgs) -> Result<config::Config, String> {
     let option = |name: &str| format!("--{name}: ");
     let thresholds = Thresholds {
         soft: parse_tokens(&a.rotate_at).map_err(|e| option("rotate-at") + &e)?,
@@ -246,7 +247,7 @@ fn config(a: RunArgs) -> Result<runner::Config, String> {
     }
     start.push("--".into());
     start.extend(a.prompt);
-    Ok(runner::Config {
+    Ok(config::Config {
         start_args: start,
         claude: a
             .claude

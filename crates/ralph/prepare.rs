@@ -2,8 +2,8 @@
 //! the loop started with the same start as `/ralph-loop`, the run's folder.
 
 use crate::child::Setup;
+use crate::config::Config;
 use crate::edge::{self, RunLock};
-use crate::runner::Config;
 use ralph_core::clock;
 use ralph_core::paths::LoopPaths;
 use ralph_core::run::handoff::HANDOFF_FILE;

@@ -8,6 +8,7 @@
 //! the entry it logged says why.
 
 use crate::child::{self, Ran, Setup};
+use crate::config::Config;
 use crate::edge::RunLock;
 use crate::edge::{self, Out};
 use crate::prepare::prepare;
@@ -15,14 +16,13 @@ use ralph_core::activity::Action;
 use ralph_core::paths::StateFile;
 use ralph_core::paths::{LoopPaths, project_root_from_env};
 use ralph_core::run::events::Usage;
-use ralph_core::run::failure::{Pacing, Verdict, classify};
+use ralph_core::run::failure::{Verdict, classify};
 use ralph_core::run::handoff::{self, HANDOFF_FILE, RunnerNotes};
 use ralph_core::run::options::human_duration;
 use ralph_core::run::outcome::{
     AfterStop, EXIT_USAGE, HookAnswer, Outcome, after_stop, notify_env, parse_hook_output,
 };
 use ralph_core::run::progress::{self, Style, Summary, Tone};
-use ralph_core::run::rotation::Thresholds;
 use ralph_core::run::tokens::human;
 use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
 use ralph_core::state::LoopState;
@@ -32,20 +32,6 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
-
-/// A `ralph run`'s settings.
-pub struct Config {
-    /// What `ralph-setup start` gets after `--session`.
-    pub start_args: Vec<String>,
-    pub claude: String,
-    pub client_args: Vec<String>,
-    pub max_failures: u32,
-    pub max_wait: Duration,
-    pub notify: Option<String>,
-    pub thresholds: Thresholds,
-    pub iteration_timeout: Option<Duration>,
-    pub pacing: Pacing,
-}
 
 /// How long `--notify` may run.
 const NOTIFY_LIMIT: Duration = Duration::from_secs(30);

@@ -15,6 +15,7 @@
 //! [`report`] prints the figures.
 
 mod args;
+mod case;
 mod fixtures;
 mod report;
 mod runner;
@@ -25,8 +26,9 @@ use std::fs;
 use std::process::ExitCode;
 
 use args::Args;
+use case::Case;
 use report::Stats;
-use runner::{Case, Setup, TempRoot};
+use runner::{Setup, TempRoot};
 
 const HOOK: &str = "ralph-stop-hook";
 const MIB: u64 = 1 << 20;

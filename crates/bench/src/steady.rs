@@ -15,8 +15,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::case::{Case, Expect, LOOP_TARGET_MS, Target};
 use crate::fixtures::{PROMISELESS, SESSION, STATE_FILE, plain_state_with, project, stop_input};
-use crate::runner::{Case, Expect, LOOP_TARGET_MS, Target};
 
 /// Where the repositories of cases 7 are, and their sizes.
 pub struct Repos {

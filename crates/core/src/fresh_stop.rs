@@ -9,7 +9,7 @@ use crate::fresh::{self, WorkerRecord, WorkerVerdict};
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
 use crate::paths::{LoopPaths, StateFile};
-use crate::stop::inputs::owns;
+use crate::state::owns;
 use crate::store::StoreError;
 use crate::verify::CheckResult;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! `.git/config` and `.gitattributes` (one Bash call), and whatever they
 //! make git run would run inside ralph's hooks, with the hook's rights
 //! (issue 23). Does I/O (spawns git, each call bounded by a timeout through
-//! [`worktree::run_bounded_capture`]).
+//! [`bounded::run_bounded_capture`]).
 //!
 //! What is off, and how:
 //! - fsmonitor, hooks (`core.hooksPath` at a path that cannot hold one),
@@ -29,8 +29,8 @@
 //! The author and committer are passed explicitly: the user's (environment,
 //! else the configuration as read once), else ralph's fallback.
 
+use crate::bounded;
 use crate::git_config::{self, ConfigRead};
-use crate::worktree;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -199,7 +199,7 @@ impl<'a> Git<'a> {
     /// Run `git ARGS`: its stdout, or why not.
     pub fn run(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
         let mut cmd = self.command(args);
-        let ran = worktree::run_bounded_capture(&mut cmd, self.timeout)
+        let ran = bounded::run_bounded_capture(&mut cmd, self.timeout)
             .map_err(|e| GitError::Start(e.to_string()))?;
         match (ran.exit, ran.timed_out) {
             (Some(0), _) => Ok(ran.stdout),
@@ -409,7 +409,7 @@ fn list_config(dir: &Path) -> Option<git_config::Listing> {
     for var in UNSET_ENV {
         cmd.env_remove(var);
     }
-    let ran = worktree::run_bounded_capture(&mut cmd, READ_TIMEOUT).ok()?;
+    let ran = bounded::run_bounded_capture(&mut cmd, READ_TIMEOUT).ok()?;
     if ran.exit != Some(0) {
         return None;
     }

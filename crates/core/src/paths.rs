@@ -22,13 +22,15 @@
 //! and its folder's name depends on how the plugin was installed, so the
 //! user's terminal and `ralph run` could not find the same loop.
 //!
-//! `LoopPaths` also reads its files, typed (`read_state`, `read_verify_log`,
-//! ...): the one place where a loop file's text becomes a value. Does I/O.
+//! `LoopPaths` also reads the files of the types below it, typed
+//! (`read_state`, `read_verify_log`, ...); a type that sits above (the
+//! board, the reviewers' verdicts) has its read beside it, in an
+//! `impl LoopPaths` of its own folder's `disk.rs`, so no import runs back
+//! up here. Does I/O.
 
 use crate::blocker::Blocker;
 use crate::prd::{Prd, PrdError};
 use crate::reinject::Injected;
-use crate::review::ReviewLog;
 use crate::seal::Seal;
 use crate::state::{LoopState, StateError};
 use crate::store::{self, StoreError};
@@ -37,35 +39,14 @@ use crate::verify::VerifyLog;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-/// The state file, relative to the project root (same name as the official plugin).
-pub const STATE_FILE: &str = ".claude/ralph-loop.local.md";
-/// One JSON object per decision, kept after the loop ends so `status` can say why.
-pub const LOG_FILE: &str = ".claude/ralph-loop.log.jsonl";
-/// `STORY_ID COUNT`: how many times in a row a PRD story was fed.
-pub const LAST_INJECTED_FILE: &str = ".claude/ralph-loop.last-injected";
-/// Lock taken around every read-modify-write of the state. A separate file,
-/// because the state file itself is replaced by rename on every write.
-pub const LOCK_FILE: &str = ".claude/ralph-loop.lock";
-/// Results of verify commands, with the tree they ran on.
-pub const VERIFY_FILE: &str = ".claude/ralph-loop.verify.json";
-/// A blocker the agent writes when it cannot go on (frontmatter `story_id:`).
-pub const BLOCKER_FILE: &str = ".ralph-blocker.md";
-/// Optional command policy for the guard (lockstride's format).
-pub const POLICY_FILE: &str = ".ralph/command-policy";
-/// Second, documented policy location; `.ralph/command-policy` wins when both exist.
-pub const POLICY_FILE_ALT: &str = ".claude/ralph-policy";
+pub use crate::names::{
+    BLOCKER_FILE, CONFIG_FILES, LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, POLICY_FILE,
+    POLICY_FILE_ALT, REVIEW_DIR, SETTINGS_FILE, STATE_FILE, VERIFY_FILE,
+};
 
-/// The project's settings file (`notify`), read at a loop's start only.
-pub const SETTINGS_FILE: &str = ".claude/ralph.toml";
-/// The custom reviewers' instructions (`NAME.md`).
-pub const REVIEW_DIR: &str = ".claude/ralph-review";
 /// A Stop sweeps the state's leftover temp files when the iteration it saves
 /// is a multiple of this: at most this many turns' kills are ever left.
 pub const SWEEP_EVERY: u64 = 8;
-/// The loop's configuration in the project, fixed at its start: while a loop
-/// runs, the agent may not write these (the guard), and a `--parallel`
-/// worker's change to them is not merged. The user edits them between loops.
-pub const CONFIG_FILES: [&str; 3] = [SETTINGS_FILE, POLICY_FILE, POLICY_FILE_ALT];
 
 /// The loop files of one project, as absolute paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -273,7 +254,7 @@ impl LoopPaths {
     /// A state that fails its seal (changed outside ralph: `seal`) is not
     /// read as the loop's: no hook acts on it or writes the loop from it
     /// (which would seal it again); the Stop tells the user what changed
-    /// (`stop::tamper`), and only the user resumes or cancels it.
+    /// (`tamper`), and only the user resumes or cancels it.
     pub fn read_state(&self) -> StateFile {
         self.state_of(self.read_own_state())
     }
@@ -412,11 +393,6 @@ impl LoopPaths {
         read_hint(&self.verify).map(|t| VerifyLog::parse(&t))
     }
 
-    /// The reviewers' verdicts on file.
-    pub fn read_review_log(&self) -> Option<ReviewLog> {
-        read_hint(&self.review).and_then(|t| ReviewLog::parse(&t))
-    }
-
     /// The agent's blocker, if it wrote one.
     pub fn read_blocker(&self) -> Option<Blocker> {
         read_hint(&self.blocker).map(|t| Blocker::parse(&t))
@@ -451,18 +427,6 @@ impl LoopPaths {
         store::atomic_write(&self.worker, text.as_bytes())
     }
 
-    /// `--parallel`: the board (an unreadable one reads as empty).
-    pub fn read_board(&self) -> crate::parallel::Board {
-        read_hint(&self.board)
-            .map(|t| crate::parallel::Board::parse(&t))
-            .unwrap_or_default()
-    }
-
-    /// `--parallel`: record the board (atomically: status may read it).
-    pub fn write_board(&self, board: &crate::parallel::Board) -> Result<(), StoreError> {
-        store::atomic_write(&self.board, board.render().as_bytes())
-    }
-
     /// The tools `session` called this turn, as the guard recorded them;
     /// `None` when nothing was recorded (see `turn_tools`).
     pub fn read_turn_tools(&self, session: &str) -> Option<Vec<String>> {
@@ -482,7 +446,7 @@ impl LoopPaths {
 }
 
 /// A sidecar file whose absence or unreadability only means "no hint".
-fn read_hint(path: &Path) -> Option<String> {
+pub(crate) fn read_hint(path: &Path) -> Option<String> {
     store::read_optional(path).ok().flatten()
 }
 

@@ -8,7 +8,7 @@
 use crate::budget::{Budgets, Usd};
 use crate::frontmatter;
 use crate::pause::{Pause, PauseReason};
-use crate::review::ReviewConfig;
+use crate::review_settings::ReviewConfig;
 use serde_yaml_ng::Value;
 use std::collections::BTreeMap;
 use thiserror::Error;
@@ -348,6 +348,14 @@ impl LoopState {
 /// survive byte for byte. The edit is then read back: if it does not give
 /// exactly `new` (a `key:` line can sit inside a multi-line quoted scalar,
 /// which a line edit would corrupt), the frontmatter is rendered afresh.
+/// Is a loop owned by `owner` this session's? An unclaimed loop (the
+/// official setup, or `ralph-setup start` from a terminal) belongs to the
+/// first session whose Stop sees it; a corrupt file that names another
+/// session is that session's to report.
+pub fn owns(owner: &str, session: &str) -> bool {
+    owner.is_empty() || owner == session
+}
+
 pub fn updated_text(text: &str, new: &LoopState) -> String {
     let mut edits = vec![
         ("iteration", new.iteration.to_string()),

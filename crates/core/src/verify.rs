@@ -89,9 +89,9 @@ impl CheckResult {
 
     /// Mark it as run against the loop's pins, naming the files put back.
     #[must_use]
-    pub fn with_pins(mut self, pinned: bool, put_back: &[crate::pins::disk::PutBack]) -> Self {
+    pub fn with_pins(mut self, pinned: bool, put_back: Vec<String>) -> Self {
         self.pinned = pinned;
-        self.put_back = put_back.iter().map(|b| b.path.clone()).collect();
+        self.put_back = put_back;
         self
     }
 }

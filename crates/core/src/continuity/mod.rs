@@ -17,8 +17,8 @@ use crate::hook_output::HookOutput;
 use crate::paths::{LoopPaths, StateFile};
 use crate::pause::{self, Pause, PauseReason};
 use crate::setup::report;
+use crate::state::owns;
 use crate::state::{self, LoopState};
-use crate::stop::inputs::owns;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use rules::{Handover, Source};
 
@@ -69,7 +69,7 @@ fn session_start(
         .and_then(|f| paths.read_prd(f).ok());
     Ok(HookOutput::Context {
         event: "SessionStart",
-        context: report::reminder(&state, prd.as_ref(), source, &paths.root),
+        context: report::reminder(&state, prd.as_ref(), why(source), &paths.root),
         system_message: note,
     })
 }
@@ -199,4 +199,14 @@ pub fn resume_on_prompt(paths: &LoopPaths, session: &str) -> Result<Option<Strin
     );
     let _ = activity::append(&paths.log, &entry);
     Ok(Some(control::resumed(&pause)))
+}
+
+/// What happened to the session, in the reminder's words.
+fn why(source: Source) -> &'static str {
+    match source {
+        Source::Compact => "the conversation was compacted",
+        Source::Resume => "this session was resumed",
+        Source::Clear => "the conversation was cleared and this session took the loop over",
+        Source::Startup | Source::Other => "this session started",
+    }
 }

@@ -49,7 +49,7 @@ pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
 /// The message for the user either way.
 pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
-    if let Some(t) = crate::stop::tamper::found(paths) {
+    if let Some(t) = crate::tamper::found(paths) {
         return accept_tampered(paths, &t);
     }
     let (text, state) = match paths.read_state() {
@@ -89,10 +89,7 @@ pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
 /// The loop paused because its folder was changed outside ralph, and the
 /// user resumes it: the files are accepted as they are now (sealed again,
 /// the project's copy written from the state).
-fn accept_tampered(
-    paths: &LoopPaths,
-    t: &crate::stop::tamper::Tamper,
-) -> Result<Resumed, StoreError> {
+fn accept_tampered(paths: &LoopPaths, t: &crate::tamper::Tamper) -> Result<Resumed, StoreError> {
     for file in [&paths.state, &paths.verify, &paths.review] {
         crate::seal::accept(file)?;
     }

@@ -18,7 +18,7 @@ use crate::hook_output::HookOutput;
 use crate::paths::{LoopPaths, StateFile};
 use crate::prd_edit;
 use crate::state::LoopState;
-use crate::stop::inputs::owns;
+use crate::state::owns;
 use crate::store::{self, LOCK_WAIT, LoopLock};
 use crate::verify::{CheckResult, VerifyLog};
 use std::path::{Path, PathBuf};

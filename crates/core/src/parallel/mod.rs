@@ -15,6 +15,7 @@
 //! or a new one starts after a crash (`hooks::remove_all`).
 
 pub mod bound;
+mod disk;
 pub mod git;
 pub mod hooks;
 mod queue;

@@ -351,8 +351,10 @@ impl Guarded {
         fingerprint: Option<String>,
     ) -> crate::verify::CheckResult {
         if self.untrusted.is_empty() {
-            return crate::worktree::run_check(root, command, timeout, fingerprint)
-                .with_pins(self.pinned, &self.put_back);
+            return crate::worktree::run_check(root, command, timeout, fingerprint).with_pins(
+                self.pinned,
+                self.put_back.iter().map(|b| b.path.clone()).collect(),
+            );
         }
         crate::verify::CheckResult {
             command: command.to_string(),

@@ -5,10 +5,10 @@
 
 use super::change::{self, Change};
 use super::{Outcome, Request, Verdict, inputs, prompt, system_line};
+use crate::bounded::wait_bounded;
 use crate::clock;
 use crate::paths::LoopPaths;
 use crate::standaside::{PASS_ENV, Pass, Purpose};
-use crate::worktree::wait_bounded;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;

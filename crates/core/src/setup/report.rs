@@ -5,7 +5,6 @@ use super::Gate;
 use super::rules::Prior;
 use crate::blocker::Blocker;
 use crate::budget::{Budgets, PRICES_DATE};
-use crate::continuity::rules::Source;
 use crate::fmt::{duration, one_line, plural, short_session};
 use crate::paths::STATE_FILE;
 use crate::prd::Prd;
@@ -266,20 +265,10 @@ pub fn task(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) -> Str
 
 /// What a session that may have lost track of its loop is told at its start
 /// (after a compaction, a resume, or a `/clear` that handed it the loop):
-/// that it is in a loop, the iteration, the settings (how to finish, the
-/// cap, budgets, checks), the rules, and the task or current story.
-pub fn reminder(
-    state: &LoopState,
-    prd: Option<&Prd>,
-    source: Source,
-    root: &std::path::Path,
-) -> String {
-    let why = match source {
-        Source::Compact => "the conversation was compacted",
-        Source::Resume => "this session was resumed",
-        Source::Clear => "the conversation was cleared and this session took the loop over",
-        Source::Startup | Source::Other => "this session started",
-    };
+/// that it is in a loop (`why`: what happened to the session, in words),
+/// the iteration, the settings (how to finish, the cap, budgets, checks),
+/// the rules, and the task or current story.
+pub fn reminder(state: &LoopState, prd: Option<&Prd>, why: &str, root: &std::path::Path) -> String {
     format!(
         "[Ralph loop reminder: {why}.] You are working in a Ralph loop, at iteration {}. Each time you end your turn, the Stop hook gives you the task again, until it is really done.\n{}Rules: work on the task below; never edit, move or delete the loop's files (.claude/ralph-loop.*) or fake progress; print the completion promise only when it is completely true, never to leave the loop; the user ends the loop with /ralph:cancel-ralph.\n{}",
         state.iteration_label(state.iteration),
@@ -331,7 +320,12 @@ mod tests {
                 .unwrap();
         let mut s = new_state(&args, "Fix the parser".into(), None, None, "s", "t");
         s.iteration = 4;
-        let text = reminder(&s, None, Source::Compact, std::path::Path::new("/p"));
+        let text = reminder(
+            &s,
+            None,
+            "the conversation was compacted",
+            std::path::Path::new("/p"),
+        );
         assert!(
             text.starts_with("[Ralph loop reminder: the conversation was compacted.]"),
             "{text}"
@@ -349,7 +343,7 @@ mod tests {
         let text = reminder(
             &prd_state,
             Some(&prd),
-            Source::Resume,
+            "this session was resumed",
             std::path::Path::new("/p"),
         );
         assert!(text.contains("# Ralph loop: story A of prd.json"), "{text}");

@@ -16,6 +16,7 @@ use crate::queue::{self, QueueAction, Queued};
 use crate::reinject::Injected;
 use crate::review::ReviewLog;
 use crate::state::LoopState;
+use crate::state::owns;
 use crate::store::StoreError;
 use crate::transcript::{self, CountedThrough, Turn};
 use crate::verify::VerifyLog;
@@ -29,7 +30,7 @@ pub enum Gathered {
     /// The state file cannot be used: the loop stops.
     Corrupt(Corrupt),
     /// The loop's folder was changed outside ralph: the loop pauses.
-    Tampered(super::tamper::Tamper),
+    Tampered(crate::tamper::Tamper),
     Loop(Box<StopInputs>),
 }
 
@@ -92,7 +93,7 @@ impl StopInputs {
         // verdict ralph did not write is told to the user, never used.
         // The state file and its seal are read once, here.
         let own = paths.read_own_state();
-        if let Some(t) = super::tamper::found_in(paths, &own) {
+        if let Some(t) = crate::tamper::found_in(paths, &own) {
             if !owns(&t.owner, session) {
                 return Ok(Gathered::NotOurs);
             }
@@ -219,14 +220,6 @@ fn in_flight(paths: &LoopPaths, input: &HookInput) -> Vec<Option<String>> {
 }
 
 // What is read, and when: the rules `gather` follows.
-
-/// Is a loop owned by `owner` this session's? An unclaimed loop (the
-/// official setup, or `ralph-setup start` from a terminal) belongs to the
-/// first session whose Stop sees it; a corrupt file that names another
-/// session is that session's to report.
-pub fn owns(owner: &str, session: &str) -> bool {
-    owner.is_empty() || owner == session
-}
 
 /// What this Stop does about the messages the user queued (see `queue`):
 /// those after the newest one an earlier Stop acted on (`queue_seen`).

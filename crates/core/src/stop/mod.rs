@@ -28,7 +28,6 @@ pub mod completion;
 pub mod decide;
 pub mod inputs;
 pub mod plan;
-pub mod tamper;
 pub mod text;
 
 use crate::hook_input::HookInput;
@@ -40,6 +39,7 @@ use crate::queue::QueueAction;
 use crate::review;
 use crate::state::LoopState;
 use crate::store::StoreError;
+use crate::tamper;
 use completion::Completion;
 use decide::{Decision, StopContext};
 use inputs::{Gathered, StopInputs};

@@ -1,0 +1,186 @@
+//! One bench case: the process, its input and files, what it must print,
+//! its target; and how it is run and timed. Below the runner and the
+//! steady-state cases, which both make cases.
+
+use serde_json::{Value, json};
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The loop paths' target, in ms (the steady-state cases share it).
+pub(crate) const LOOP_TARGET_MS: f64 = 3.0;
+/// Peak memory is read from a few runs and the largest kept: one run is what
+/// the target is about, the repeats only guard against a lucky one.
+pub const RSS_RUNS: usize = 3;
+const GNU_TIME: &str = "/usr/bin/time";
+
+#[derive(Clone, Copy, PartialEq)]
+pub enum Expect {
+    /// Prints nothing: the session stops.
+    Silent,
+    /// Prints `{"decision":"block",...}`: the loop goes on.
+    Block,
+    /// The reference process: whatever it does.
+    Any,
+    /// A status line starting so.
+    Line(&'static str),
+}
+
+impl Expect {
+    pub fn matches(self, out: &[u8]) -> bool {
+        match self {
+            Expect::Any => true,
+            Expect::Silent => out.iter().all(u8::is_ascii_whitespace),
+            Expect::Line(start) => out.starts_with(start.as_bytes()),
+            Expect::Block => {
+                serde_json::from_slice::<Value>(out)
+                    .ok()
+                    .and_then(|v| v.get("decision").cloned())
+                    == Some(json!("block"))
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+pub enum Target {
+    None,
+    Ms(f64),
+}
+
+#[derive(Clone)]
+pub struct Case {
+    pub label: String,
+    pub(crate) program: PathBuf,
+    /// The program's arguments (`statusline` for ralph-setup).
+    pub(crate) args: Vec<String>,
+    pub(crate) project: PathBuf,
+    /// `{RUN}` in it becomes the run's number (a new turn each run).
+    pub(crate) stdin: Vec<u8>,
+    /// Bytes appended to files before every run, outside the timing (the
+    /// guard's record of the turn's tools, in the steady cases).
+    pub(crate) append: Vec<(PathBuf, Vec<u8>)>,
+    /// Files written back before every run, outside the timing: the block path
+    /// advances the iteration (and, in PRD mode, the re-injection counter), so
+    /// without this each run would take a slightly different path and a PRD
+    /// loop would halt after `max_story_attempts` runs.
+    pub(crate) reset: Vec<(PathBuf, Vec<u8>)>,
+    pub expect: Expect,
+    pub target: Target,
+    /// Whether the RSS target applies (not to the reference process).
+    pub rss_target: bool,
+}
+
+impl Case {
+    fn command(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.args(&self.args)
+            .current_dir(&self.project)
+            .env("CLAUDE_PROJECT_DIR", &self.project)
+            .env("RALPH_DATA_DIR", self.data_dir())
+            // As Claude Code runs its hooks (docs/client-measurements.md):
+            // the hook's check of who started it reads one ancestor, as
+            // under the client, instead of walking up to init.
+            .env("AI_AGENT", "claude-code_2-1-328_harness")
+            .env("CLAUDE_PID", std::process::id().to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        cmd
+    }
+
+    /// ralph's data folder for this case (beside the project): never the
+    /// user's own `~/.claude/ralph`.
+    pub(crate) fn data_dir(&self) -> PathBuf {
+        let mut name = self.project.as_os_str().to_owned();
+        name.push(".ralph-data");
+        PathBuf::from(name)
+    }
+
+    fn reset(&self) -> std::io::Result<()> {
+        // The loop is set up again from the project's file each run (ralph
+        // adopts a project file with no state of its own: the same reads and
+        // writes as a loop it already keeps).
+        if !self.reset.is_empty() {
+            match fs::remove_dir_all(self.data_dir()) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        for (path, bytes) in &self.reset {
+            fs::write(path, bytes)?;
+        }
+        for (path, bytes) in &self.append {
+            fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?
+                .write_all(bytes)?;
+        }
+        Ok(())
+    }
+
+    /// The input of run number `run`.
+    fn stdin_of(&self, run: usize) -> Vec<u8> {
+        let text = String::from_utf8_lossy(&self.stdin);
+        if text.contains("{RUN}") {
+            text.replace("{RUN}", &run.to_string()).into_bytes()
+        } else {
+            self.stdin.clone()
+        }
+    }
+
+    /// One run (number `run`), timed from spawn to exit, as the client would see it.
+    pub fn run_once(&self, run: usize) -> std::io::Result<(Duration, Vec<u8>)> {
+        self.reset()?;
+        let stdin = self.stdin_of(run);
+        let start = Instant::now();
+        let out = feed(self.command(&self.program), &stdin)?;
+        Ok((start.elapsed(), out))
+    }
+
+    /// Peak resident memory of the hook in KiB, via GNU time.
+    ///
+    /// Why not `wait4` on our own child: std spawns with vfork semantics
+    /// (CLONE_VM), and at exec Linux folds the old address space's high-water
+    /// mark into the child's `ru_maxrss`, so the child would inherit this
+    /// bench's own RSS (tens of MB while it holds request-blob templates).
+    /// GNU time forks from a process of about 1 MB, below the hook's figure;
+    /// the `/bin/true` row shows that floor. Its figure is the largest of the
+    /// hook and the children it waited for (`git status` in loop cases).
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        if !Path::new(GNU_TIME).is_file() {
+            return None;
+        }
+        let out_file = self.project.join(".ralph-bench-rss");
+        let mut peak = None;
+        for run in 0..RSS_RUNS {
+            self.reset().ok()?;
+            let mut cmd = self.command(Path::new(GNU_TIME));
+            cmd.arg("-f").arg("%M").arg("-o").arg(&out_file);
+            cmd.arg(&self.program);
+            feed(cmd, &self.stdin_of(usize::MAX - run)).ok()?;
+            let kib: u64 = fs::read_to_string(&out_file).ok()?.trim().parse().ok()?;
+            peak = peak.max(Some(kib));
+        }
+        let _ = fs::remove_file(&out_file);
+        peak
+    }
+}
+
+/// Spawn, write all of stdin and close it, read stdout to the end, wait.
+fn feed(mut cmd: Command, stdin: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut child = cmd.spawn()?;
+    if let Some(mut pipe) = child.stdin.take() {
+        // A hook may exit without reading all of stdin; that is its right.
+        let _ = pipe.write_all(stdin);
+    }
+    let mut out = Vec::new();
+    if let Some(mut pipe) = child.stdout.take() {
+        pipe.read_to_end(&mut out)?;
+    }
+    child.wait()?;
+    Ok(out)
+}

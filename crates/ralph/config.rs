@@ -1,0 +1,20 @@
+//! A `ralph run`'s settings, as the command line gave them: read by the
+//! preparation and the runner alike.
+
+use ralph_core::run::failure::Pacing;
+use ralph_core::run::rotation::Thresholds;
+use std::time::Duration;
+
+/// A `ralph run`'s settings.
+pub struct Config {
+    /// What `ralph-setup start` gets after `--session`.
+    pub start_args: Vec<String>,
+    pub claude: String,
+    pub client_args: Vec<String>,
+    pub max_failures: u32,
+    pub max_wait: Duration,
+    pub notify: Option<String>,
+    pub thresholds: Thresholds,
+    pub iteration_timeout: Option<Duration>,
+    pub pacing: Pacing,
+}
