@@ -211,3 +211,186 @@ fn no_function_over_80_lines_nor_file_over_600_joins_the_known_ones() {
         grown.join("\n")
     );
 }
+
+/// The top-level modules of ralph-core (a file, or a folder counted as one),
+/// each with the modules its non-test code names as `crate::NAME`.
+fn core_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut graph = std::collections::BTreeMap::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let top = rel.split('/').next().unwrap().trim_end_matches(".rs");
+        if top == "lib" || top.ends_with("_tests") || rel.ends_with("_tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let used: &mut std::collections::BTreeSet<String> =
+            graph.entry(top.to_string()).or_default();
+        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            for (at, _) in line.match_indices("crate::") {
+                let name: String = line[at + "crate::".len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
+                    .collect();
+                if !name.is_empty() && name != top {
+                    used.insert(name);
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// docs/architecture.md's layer table: `| N name | `module`, ... |`.
+fn documented_layers() -> std::collections::BTreeMap<String, (u32, String)> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
+            .unwrap();
+    let section = doc
+        .split("## Layers")
+        .nth(1)
+        .expect("docs/architecture.md has a \"## Layers\" section");
+    let mut layers = std::collections::BTreeMap::new();
+    for row in section.lines().take_while(|l| !l.starts_with("## ")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        if cells.len() < 4 {
+            continue;
+        }
+        let Some((n, name)) = cells[1].split_once(' ') else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u32>() else { continue };
+        for module in cells[2].split(',') {
+            let module = module.trim().trim_matches('`');
+            let old = layers.insert(module.to_string(), (n, name.to_string()));
+            assert!(old.is_none(), "`{module}` is in two layers");
+        }
+    }
+    layers
+}
+
+#[test]
+fn every_core_module_sits_in_its_documented_layer_and_imports_none_above() {
+    let graph = core_imports();
+    let layers = documented_layers();
+    let mut wrong = Vec::new();
+    for module in graph.keys() {
+        if !layers.contains_key(module) {
+            wrong.push(format!("`{module}` is in no layer of docs/architecture.md"));
+        }
+    }
+    for module in layers.keys() {
+        if !graph.contains_key(module) {
+            wrong.push(format!("the layers name `{module}`, which is no module"));
+        }
+    }
+    for (module, used) in &graph {
+        let Some((own, own_name)) = layers.get(module) else {
+            continue;
+        };
+        for dep in used {
+            if let Some((theirs, their_name)) = layers.get(dep)
+                && theirs > own
+            {
+                wrong.push(format!(
+                    "`{module}` ({own} {own_name}) imports `{dep}` ({theirs} {their_name}), a layer above"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn no_core_module_imports_one_that_imports_it_back() {
+    // Tarjan's strongly connected components over the top-level modules.
+    let graph = core_imports();
+    let names: Vec<&String> = graph.keys().collect();
+    let index_of = |n: &str| names.iter().position(|m| m.as_str() == n);
+    let edges: Vec<Vec<usize>> = names
+        .iter()
+        .map(|n| graph[*n].iter().filter_map(|d| index_of(d)).collect())
+        .collect();
+    struct Walk<'e> {
+        edges: &'e [Vec<usize>],
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        stack: Vec<usize>,
+        on_stack: Vec<bool>,
+        next: usize,
+        circles: Vec<Vec<usize>>,
+    }
+    impl Walk<'_> {
+        fn visit(&mut self, v: usize) {
+            self.index[v] = Some(self.next);
+            self.low[v] = self.next;
+            self.next += 1;
+            self.stack.push(v);
+            self.on_stack[v] = true;
+            for &w in &self.edges[v] {
+                match self.index[w] {
+                    None => {
+                        self.visit(w);
+                        self.low[v] = self.low[v].min(self.low[w]);
+                    }
+                    Some(i) if self.on_stack[w] => self.low[v] = self.low[v].min(i),
+                    Some(_) => {}
+                }
+            }
+            if Some(self.low[v]) == self.index[v] {
+                let mut circle = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack[w] = false;
+                    circle.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if circle.len() > 1 {
+                    self.circles.push(circle);
+                }
+            }
+        }
+    }
+    let n = names.len();
+    let mut walk = Walk {
+        edges: &edges,
+        index: vec![None; n],
+        low: vec![0; n],
+        stack: Vec::new(),
+        on_stack: vec![false; n],
+        next: 0,
+        circles: Vec::new(),
+    };
+    for v in 0..n {
+        if walk.index[v].is_none() {
+            walk.visit(v);
+        }
+    }
+    let circles: Vec<String> = walk
+        .circles
+        .iter()
+        .map(|c| {
+            c.iter()
+                .map(|&i| names[i].as_str())
+                .collect::<Vec<_>>()
+                .join(" <-> ")
+        })
+        .collect();
+    assert!(
+        n > 30,
+        "only {n} modules read: is the scan reading crates/core/src?"
+    );
+    assert!(
+        circles.is_empty(),
+        "ralph-core's modules import each other in a circle:\n{}",
+        circles.join("\n")
+    );
+}

@@ -11,6 +11,9 @@ use crate::budget::Usd;
 use crate::run::options::{parse_duration, parse_tokens};
 use thiserror::Error;
 
+/// The most stories at once `--parallel` takes.
+pub const MAX_PARALLEL: u32 = 16;
+
 /// The options of a loop start, as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StartArgs {
@@ -188,7 +191,7 @@ impl Flag {
     /// A value it takes only when the next word is one: `--review` takes a
     /// list of reviewer names, and is followed by prompt words otherwise.
     fn optional_value(self, next: &str) -> bool {
-        matches!(self, Flag::Review) && crate::review::parse_list(next).is_some()
+        matches!(self, Flag::Review) && crate::review_settings::parse_list(next).is_some()
     }
 }
 
@@ -245,7 +248,7 @@ impl StartArgs {
                 repeated(self.review.is_some())?;
                 let names = match value.as_str() {
                     "" => vec!["acceptance".to_string()],
-                    list => crate::review::parse_list(list).ok_or_else(|| ArgsError::BadValue {
+                    list => crate::review_settings::parse_list(list).ok_or_else(|| ArgsError::BadValue {
                         flag: flag.name(),
                         value: value.clone(),
                         what: "reviewer names separated by commas: acceptance, security, quality, or all",
@@ -270,7 +273,7 @@ impl StartArgs {
             Flag::Parallel => {
                 repeated(self.parallel.is_some())?;
                 let n = positive_u32(flag, &value)?;
-                if n > crate::parallel::MAX_PARALLEL {
+                if n > MAX_PARALLEL {
                     return Err(ArgsError::BadValue {
                         flag: flag.name(),
                         value,

@@ -32,9 +32,6 @@ use std::collections::BTreeMap;
 /// `ralph`, whose file declares `isolation: worktree`.
 pub const WORKER_TYPE: &str = "ralph:ralph-parallel-worker";
 
-/// The most stories at once `--parallel` takes.
-pub const MAX_PARALLEL: u32 = 16;
-
 /// The prefix of a story's branch: `ralph/US-1`.
 pub const BRANCH_PREFIX: &str = "ralph/";
 
