@@ -308,6 +308,49 @@ fn every_core_module_sits_in_its_documented_layer_and_imports_none_above() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// Tarjan's walk: the strongly connected components (circles) of a graph.
+struct Walk<'e> {
+    edges: &'e [Vec<usize>],
+    index: Vec<Option<usize>>,
+    low: Vec<usize>,
+    stack: Vec<usize>,
+    on_stack: Vec<bool>,
+    next: usize,
+    circles: Vec<Vec<usize>>,
+}
+impl Walk<'_> {
+    fn visit(&mut self, v: usize) {
+        self.index[v] = Some(self.next);
+        self.low[v] = self.next;
+        self.next += 1;
+        self.stack.push(v);
+        self.on_stack[v] = true;
+        for &w in &self.edges[v] {
+            match self.index[w] {
+                None => {
+                    self.visit(w);
+                    self.low[v] = self.low[v].min(self.low[w]);
+                }
+                Some(i) if self.on_stack[w] => self.low[v] = self.low[v].min(i),
+                Some(_) => {}
+            }
+        }
+        if Some(self.low[v]) == self.index[v] {
+            let mut circle = Vec::new();
+            while let Some(w) = self.stack.pop() {
+                self.on_stack[w] = false;
+                circle.push(w);
+                if w == v {
+                    break;
+                }
+            }
+            if circle.len() > 1 {
+                self.circles.push(circle);
+            }
+        }
+    }
+}
+
 #[test]
 fn no_core_module_imports_one_that_imports_it_back() {
     // Tarjan's strongly connected components over the top-level modules.
@@ -318,47 +361,6 @@ fn no_core_module_imports_one_that_imports_it_back() {
         .iter()
         .map(|n| graph[*n].iter().filter_map(|d| index_of(d)).collect())
         .collect();
-    struct Walk<'e> {
-        edges: &'e [Vec<usize>],
-        index: Vec<Option<usize>>,
-        low: Vec<usize>,
-        stack: Vec<usize>,
-        on_stack: Vec<bool>,
-        next: usize,
-        circles: Vec<Vec<usize>>,
-    }
-    impl Walk<'_> {
-        fn visit(&mut self, v: usize) {
-            self.index[v] = Some(self.next);
-            self.low[v] = self.next;
-            self.next += 1;
-            self.stack.push(v);
-            self.on_stack[v] = true;
-            for &w in &self.edges[v] {
-                match self.index[w] {
-                    None => {
-                        self.visit(w);
-                        self.low[v] = self.low[v].min(self.low[w]);
-                    }
-                    Some(i) if self.on_stack[w] => self.low[v] = self.low[v].min(i),
-                    Some(_) => {}
-                }
-            }
-            if Some(self.low[v]) == self.index[v] {
-                let mut circle = Vec::new();
-                while let Some(w) = self.stack.pop() {
-                    self.on_stack[w] = false;
-                    circle.push(w);
-                    if w == v {
-                        break;
-                    }
-                }
-                if circle.len() > 1 {
-                    self.circles.push(circle);
-                }
-            }
-        }
-    }
     let n = names.len();
     let mut walk = Walk {
         edges: &edges,
