@@ -396,3 +396,80 @@ fn no_core_module_imports_one_that_imports_it_back() {
         circles.join("\n")
     );
 }
+
+/// The code a documented path names (`stop::plan::Plan::new`): the module
+/// the leading segments reach (a file, or every file of a folder), and the
+/// names left to find in it. `None` when the first segment is no module.
+fn resolve(path: &str) -> Option<(String, Vec<String>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut segments: Vec<&str> = path.split("::").collect();
+    let mut dir = root.join("crates/core/src");
+    if segments[0] == "ralph_policy" {
+        dir = root.join("crates/policy/src");
+        segments.remove(0);
+    } else if segments[0] == "ralph_core" {
+        segments.remove(0);
+    }
+    let mut text = None;
+    let mut rest = segments.as_slice();
+    while let Some((first, tail)) = rest.split_first() {
+        let file = dir.join(format!("{first}.rs"));
+        let folder = dir.join(first);
+        if folder.is_dir() {
+            let mut files = Vec::new();
+            rust_files(&folder, &mut files);
+            text = Some(files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect());
+            dir = folder;
+        } else if file.is_file() {
+            text = Some(std::fs::read_to_string(&file).unwrap());
+            dir = dir.join(first);
+        } else {
+            break;
+        }
+        rest = tail;
+    }
+    Some((text?, rest.iter().map(|s| s.to_string()).collect()))
+}
+
+/// `name` is defined in `text`: an item, a field, a method or a variant.
+fn defines(text: &str, name: &str) -> bool {
+    let starts = ["fn ", "struct ", "enum ", "const ", "static ", "type ", "trait ", "mod "];
+    starts.iter().any(|s| text.contains(&format!("{s}{name}")))
+        || text.lines().any(|l| {
+            let l = l.trim_start().trim_start_matches("pub ");
+            [":", ",", " {", "(", " =>"]
+                .iter()
+                .any(|end| l.starts_with(&format!("{name}{end}")))
+        })
+}
+
+#[test]
+fn every_path_the_architecture_doc_names_is_in_the_code() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
+            .unwrap();
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for (i, span) in doc.split('`').enumerate() {
+        // Odd pieces are inside backticks; a path has `::` and nothing else.
+        let is_path = i % 2 == 1
+            && span.contains("::")
+            && span.chars().all(|c| c.is_alphanumeric() || c == '_' || c == ':');
+        if !is_path {
+            continue;
+        }
+        let Some((text, names)) = resolve(span) else {
+            continue; // not ralph's (`std::process`, a client's name)
+        };
+        checked += 1;
+        if let Some(name) = names.iter().find(|n| !defines(&text, n)) {
+            missing.push(format!("`{span}`: no `{name}` there"));
+        }
+    }
+    assert!(checked > 40, "only {checked} paths checked: is the doc read?");
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md names code that is not there (say what the code does now):\n{}",
+        missing.join("\n")
+    );
+}
