@@ -1,6 +1,7 @@
 //! `.ralph-blocker.md`: the agent's way to say "I cannot go on". Frontmatter
 //! `story_id:` names the story; the body explains. It halts the loop, and is
 //! removed automatically once that story passes.
+//! Pure.
 
 use crate::frontmatter;
 

@@ -1,5 +1,6 @@
 //! UTC timestamps without a date crate: the hooks only ever need "now" as
 //! RFC 3339 text for the state file and the activity log.
+//! Reads the system clock; no other I/O.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -4,6 +4,7 @@
 //! body (leading blank lines, trailing newlines, CRLF bodies), and the loop's
 //! prompt must round-trip byte for byte. Only the first block is frontmatter:
 //! a later `---` line belongs to the body.
+//! Pure.
 
 use std::collections::BTreeMap;
 /// The byte ranges of a file's frontmatter and body.

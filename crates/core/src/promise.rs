@@ -6,6 +6,7 @@
 //! `<promise>DONE</promise>` yet" keeps the loop going. Content and configured
 //! promise are compared after trimming and collapsing runs of whitespace, so a
 //! promise split over lines still matches.
+//! Pure.
 
 const OPEN: &str = "<promise>";
 const CLOSE: &str = "</promise>";

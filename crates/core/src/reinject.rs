@@ -1,6 +1,7 @@
 //! `last-injected` in the loop's folder: `STORY_ID COUNT`, how many times in a
 //! row the same story was fed. Feeding a story again and again without it
 //! passing means the agent is stuck: the message escalates, then the loop stops.
+//! Pure.
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Injected {

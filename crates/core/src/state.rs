@@ -4,6 +4,7 @@
 //! empty or missing `session_id`, no `prd_file`) read as they are, and our
 //! writes keep its keys and layout. Updates edit single frontmatter lines
 //! (`frontmatter::set_field`) so unknown keys, comments and the body survive.
+//! Pure.
 
 use crate::budget::{Budgets, Usd};
 use crate::frontmatter;

@@ -9,6 +9,7 @@
 //! rewritten from a state that failed its seal: the loop pauses (every Stop
 //! lets the session stop and says why) until the user resumes it
 //! (`/ralph-resume` accepts the files as they are now) or cancels it.
+//! Does I/O (the seals, the log).
 
 use crate::activity::{self, Action, Entry};
 use crate::frontmatter;

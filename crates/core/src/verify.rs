@@ -8,6 +8,7 @@
 //! This module holds the results and their wording; which checks run is
 //! `stop::plan`'s rule, what they mean for completion `stop::completion`'s,
 //! and `worktree` runs them.
+//! Pure.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

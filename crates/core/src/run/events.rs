@@ -9,6 +9,7 @@
 //! final `result` with the turn's summed `usage`, `is_error`,
 //! `api_error_status` and the final text. Lines that are not JSON, or types
 //! this module does not know, are ignored.
+//! Pure.
 
 use serde_json::Value;
 

@@ -11,6 +11,7 @@
 //! limit; subscription accounts get a `rate_limit_event` with `resetsAt`
 //! (read from the client's code, not measured here), and older clients wrote
 //! `Claude AI usage limit reached|<unix time>`.
+//! Pure.
 
 use super::events::TurnResult;
 use std::time::Duration;

@@ -2,6 +2,7 @@
 //! the agent (its working set: what it did, what is left), with a section the
 //! runner rewrites after every iteration (last commit, current story, last
 //! check). Every next iteration's prompt carries it.
+//! Pure.
 
 /// The hand-off file, relative to the project root.
 pub const HANDOFF_FILE: &str = ".claude/ralph-handoff.md";

@@ -1,4 +1,5 @@
 //! Durations and token counts as the user types them on the command line.
+//! Pure.
 
 use std::time::Duration;
 

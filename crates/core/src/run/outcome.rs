@@ -3,6 +3,7 @@
 //! "reason":R}` means the loop goes on with R as the next prompt; anything
 //! else means the loop stopped, and the entry the hook appended to the
 //! activity log says why.
+//! Pure.
 
 use crate::activity::Entry;
 

@@ -2,6 +2,7 @@
 //! starts, a tool call, the model's words shortened to one line, a check
 //! result or the loop's decision, a wait), and a summary per iteration.
 //! Colour only when asked for ([`use_color`]).
+//! Pure.
 
 use super::events::{Event, Usage};
 use super::options::human_duration;

@@ -9,6 +9,7 @@
 //! a new message while you were working: ..."); written during a turn that
 //! makes no more tool calls, it becomes the next turn of the same session.
 //! Either way the agent gets it before the client exits.
+//! Pure.
 
 use super::handoff::HANDOFF_FILE;
 use super::tokens::human;

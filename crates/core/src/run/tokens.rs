@@ -7,6 +7,7 @@
 //! drives rotation while the turn runs), and the totals from the `result`
 //! lines, or, for a client that was stopped before its result, from the
 //! assistant lines, one count per message.
+//! Pure.
 
 use super::events::Usage;
 use std::collections::HashSet;
