@@ -158,10 +158,10 @@ fn run() -> HookOutput {
             let _ = NOTIFY.set(pending.clone());
         }
         match stepped {
-            Ok(Step::Done(out)) => return pins::disk::told(out, &put_back),
+            Ok(Step::Done(out)) => return pins::told(out, &put_back),
             Ok(Step::RunChecks(jobs)) => {
                 // Checks run against the files pinned at start (under the lock).
-                let pins = pins::disk::before_checks(&paths);
+                let pins = pins::before_checks(&paths);
                 put_back.extend(pins.put_back.iter().cloned());
                 drop(lock);
                 watchdog::extend(jobs.budget() + watchdog::WORK);
@@ -217,7 +217,7 @@ fn worker_stop(paths: &LoopPaths, input: &HookInput) -> HookOutput {
         match fresh_stop::step(paths, input, ran.as_ref()) {
             Ok(WorkerStep::Done(out)) => return out,
             Ok(WorkerStep::RunCheck { command, timeout }) => {
-                let pins = pins::disk::before_checks(paths);
+                let pins = pins::before_checks(paths);
                 drop(lock);
                 watchdog::extend(timeout + watchdog::WORK);
                 ran = Some(pins.run_check(&paths.root, &command, timeout, None));

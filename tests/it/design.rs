@@ -418,7 +418,12 @@ fn resolve(path: &str) -> Option<(String, Vec<String>)> {
         if folder.is_dir() {
             let mut files = Vec::new();
             rust_files(&folder, &mut files);
-            text = Some(files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect());
+            text = Some(
+                files
+                    .iter()
+                    .map(|f| std::fs::read_to_string(f).unwrap())
+                    .collect(),
+            );
             dir = folder;
         } else if file.is_file() {
             text = Some(std::fs::read_to_string(&file).unwrap());
@@ -433,7 +438,9 @@ fn resolve(path: &str) -> Option<(String, Vec<String>)> {
 
 /// `name` is defined in `text`: an item, a field, a method or a variant.
 fn defines(text: &str, name: &str) -> bool {
-    let starts = ["fn ", "struct ", "enum ", "const ", "static ", "type ", "trait ", "mod "];
+    let starts = [
+        "fn ", "struct ", "enum ", "const ", "static ", "type ", "trait ", "mod ",
+    ];
     starts.iter().any(|s| text.contains(&format!("{s}{name}")))
         || text.lines().any(|l| {
             let l = l.trim_start().trim_start_matches("pub ");
@@ -454,7 +461,9 @@ fn every_path_the_architecture_doc_names_is_in_the_code() {
         // Odd pieces are inside backticks; a path has `::` and nothing else.
         let is_path = i % 2 == 1
             && span.contains("::")
-            && span.chars().all(|c| c.is_alphanumeric() || c == '_' || c == ':');
+            && span
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == ':');
         if !is_path {
             continue;
         }
@@ -466,7 +475,10 @@ fn every_path_the_architecture_doc_names_is_in_the_code() {
             missing.push(format!("`{span}`: no `{name}` there"));
         }
     }
-    assert!(checked > 40, "only {checked} paths checked: is the doc read?");
+    assert!(
+        checked > 40,
+        "only {checked} paths checked: is the doc read?"
+    );
     assert!(
         missing.is_empty(),
         "docs/architecture.md names code that is not there (say what the code does now):\n{}",

@@ -1,15 +1,11 @@
 //! ralph-core: every decision of the Ralph loop as plain types and functions.
 //!
 //! The binaries (`ralph-stop-hook`, `ralph-guard`, `ralph-setup`, `ralph`)
-//! hold the lock, run commands and print; the rules are plain functions
-//! here, tested without I/O. The modules that do I/O say so at their top: `paths` (typed
-//! reads of the loop's files), `store` (the lock, atomic writes),
-//! `transcript`, `hook_input`, `hook_output` (prints), `activity`,
-//! `git` (every git call, hermetic), `worktree` (checks), `control` (cancel, status),
-//! `setup::commands`, `stop::inputs` (gather), `stop::apply`, `parallel::git`
-//! and `parallel::hooks`. The Stop
-//! path is `stop` (gather, plan, decide, apply); docs/architecture.md draws
-//! it and says where each rule lives.
+//! read their input, hold the lock, run the long work and print; the rules
+//! are here. The modules sit on five layers (base, records, the loop's
+//! files, features, hooks and commands: docs/architecture.md, held by
+//! `tests/it/design.rs`), and each says at its top whether it is pure or
+//! does I/O.
 
 pub mod activity;
 pub mod ancestry;

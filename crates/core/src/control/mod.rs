@@ -4,7 +4,7 @@
 //! hook (the same commands typed while a loop runs wait in the client's
 //! queue, and the Stop hook carries them out; see `queue`).
 
-pub mod status;
+pub(crate) mod status;
 
 use crate::activity::{self, Action, Code, Entry};
 use crate::args::USAGE;

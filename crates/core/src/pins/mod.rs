@@ -14,7 +14,9 @@
 //! This module holds the rules (which words name files, the glob matcher,
 //! the caps, the manifest's shape); `disk` reads and writes. Pure.
 
-pub mod disk;
+pub(crate) mod disk;
+
+pub use disk::{Guarded, PutBack, before_checks, told};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -11,8 +11,8 @@
 
 pub mod change;
 mod disk;
-pub mod inputs;
-pub mod run;
+pub(crate) mod inputs;
+pub(crate) mod run;
 
 pub use change::{ChangedFile, IgnoredFile};
 // The settings live with the state that keeps them; `review` is their face.
