@@ -6,7 +6,7 @@
 //! the same by themselves when the guard is dodged (`control::
 //! this_process_run_by_agent`, which also reads the process's ancestry).
 
-use super::effects::operands;
+use super::argv::operands;
 use super::wrappers::is_shell;
 
 /// The entry point `program ARGS` runs that is not the agent's, worded for

@@ -4,7 +4,7 @@
 //! *from* a protected file stay allowed.
 
 use super::Kind;
-use super::wrappers::{long_name, long_with_value, short_cluster};
+use super::argv::{has_opt, operands, opt};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Effect {
@@ -51,55 +51,6 @@ pub(super) struct FindExec {
     pub(super) words: Vec<String>,
     /// `-execdir`/`-okdir`: it runs in the found file's folder.
     pub(super) in_found_dir: bool,
-}
-
-/// Split arguments into operands and option values, GNU style (options may
-/// follow operands; `--` ends them). `short` lists the short options taking a
-/// value, `long` the long ones (given as `--name`; a unique abbreviation
-/// counts). A cluster of short options (`-sfb`) is read letter by letter.
-pub(super) fn operands(
-    args: &[String],
-    short: &str,
-    long: &[&str],
-) -> (Vec<String>, Vec<(String, String)>) {
-    let mut ops = Vec::new();
-    let mut opts = Vec::new();
-    let mut i = 0;
-    let mut only_operands = false;
-    while i < args.len() {
-        let a = &args[i];
-        if only_operands || !a.starts_with('-') || a == "-" {
-            ops.push(a.clone());
-        } else if a == "--" {
-            only_operands = true;
-        } else if let Some(l) = a.strip_prefix("--") {
-            if let Some((k, v)) = l.split_once('=') {
-                opts.push((long_name(&format!("--{k}"), long), v.to_string()));
-            } else if let Some(name) = long_with_value(a, long) {
-                opts.push((
-                    name.to_string(),
-                    args.get(i + 1).cloned().unwrap_or_default(),
-                ));
-                i += 1;
-            } else {
-                opts.push((a.clone(), String::new()));
-            }
-        } else {
-            i += short_cluster(&a[1..], args.get(i + 1), short, &mut opts);
-        }
-        i += 1;
-    }
-    (ops, opts)
-}
-
-fn opt<'a>(opts: &'a [(String, String)], names: &[&str]) -> Option<&'a str> {
-    opts.iter()
-        .find(|(k, _)| names.contains(&k.as_str()))
-        .map(|(_, v)| v.as_str())
-}
-
-fn has_opt(opts: &[(String, String)], names: &[&str]) -> bool {
-    opts.iter().any(|(k, _)| names.contains(&k.as_str()))
 }
 
 /// The options of `mv`, `cp`, `ln`, `install` and `rsync` that take a value.

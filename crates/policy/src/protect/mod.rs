@@ -9,6 +9,7 @@
 //! protected paths ([`matching`]). Reading (`cat`, `grep`, `head`, `cp`
 //! *from*) is never judged, so a benign look-alike stays allowed.
 
+mod argv;
 mod control;
 mod effects;
 mod matching;

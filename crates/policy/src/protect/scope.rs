@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::effects::operands;
+use super::argv::operands;
 use super::wrappers::{Invocation, unwrap};
 use crate::glob;
 use crate::shell::{self, Segment};

@@ -8,6 +8,9 @@
 //! options take a value, how many operands come before the command), the
 //! way its getopt does: a wrapper stops reading options at its first operand.
 
+use super::argv::{
+    NO_OPTS, Spec, has_opt, leading_opts, long_name, long_with_value, operands, opt, short_cluster,
+};
 use crate::shell;
 
 /// How a simple command is really run, once its wrappers are peeled off.
@@ -65,106 +68,6 @@ pub(super) fn is_shell(name: &str) -> bool {
     )
 }
 
-/// Which options of a wrapper take a value: short letters, long names
-/// (given as `--name`; a unique abbreviation counts, as getopt_long allows).
-struct Spec {
-    short: &'static str,
-    long: &'static [&'static str],
-}
-
-const NO_OPTS: Spec = Spec {
-    short: "",
-    long: &[],
-};
-
-/// Options read up to the first operand: (index of that operand, options as
-/// (name, value)). `--` ends the options; `-` alone is an operand.
-fn wrapper_opts(words: &[String], mut i: usize, spec: &Spec) -> (usize, Vec<(String, String)>) {
-    let mut opts = Vec::new();
-    while i < words.len() {
-        let a = words[i].as_str();
-        if a == "--" {
-            return (i + 1, opts);
-        }
-        if !a.starts_with('-') || a == "-" {
-            break;
-        }
-        if let Some(l) = a.strip_prefix("--") {
-            if let Some((k, v)) = l.split_once('=') {
-                opts.push((long_name(&format!("--{k}"), spec.long), v.to_string()));
-            } else if let Some(name) = long_with_value(a, spec.long) {
-                opts.push((
-                    name.to_string(),
-                    words.get(i + 1).cloned().unwrap_or_default(),
-                ));
-                i += 1;
-            } else {
-                opts.push((a.to_string(), String::new()));
-            }
-        } else {
-            i += short_cluster(&a[1..], words.get(i + 1), spec.short, &mut opts);
-        }
-        i += 1;
-    }
-    (i, opts)
-}
-
-/// Read one cluster of short options (`-vk5`, `-sfb`): each letter is an
-/// option; the first one taking a value takes the rest of the cluster, or the
-/// next word. Returns how many extra words were used (0 or 1).
-pub(super) fn short_cluster(
-    cluster: &str,
-    next: Option<&String>,
-    with_value: &str,
-    opts: &mut Vec<(String, String)>,
-) -> usize {
-    for (k, ch) in cluster.char_indices() {
-        if with_value.contains(ch) {
-            let rest = &cluster[k + ch.len_utf8()..];
-            if rest.is_empty() {
-                opts.push((format!("-{ch}"), next.cloned().unwrap_or_default()));
-                return 1;
-            }
-            opts.push((format!("-{ch}"), rest.to_string()));
-            return 0;
-        }
-        opts.push((format!("-{ch}"), String::new()));
-    }
-    0
-}
-
-/// The long option `a` (`--name`, no `=`) when it takes a value: exactly one
-/// of `long`, or a unique abbreviation of one (`--target` for
-/// `--target-directory`).
-pub(super) fn long_with_value<'a>(a: &str, long: &[&'a str]) -> Option<&'a str> {
-    if let Some(exact) = long.iter().find(|l| **l == a) {
-        return Some(exact);
-    }
-    if a.len() < 4 {
-        return None;
-    }
-    let mut found = long.iter().filter(|l| l.starts_with(a));
-    match (found.next(), found.next()) {
-        (Some(one), None) => Some(one),
-        _ => None,
-    }
-}
-
-/// The full name of a long option given with `=` (abbreviations expanded).
-pub(super) fn long_name(a: &str, long: &[&str]) -> String {
-    long_with_value(a, long).unwrap_or(a).to_string()
-}
-
-fn opt_value<'a>(opts: &'a [(String, String)], names: &[&str]) -> Option<&'a str> {
-    opts.iter()
-        .find(|(k, _)| names.contains(&k.as_str()))
-        .map(|(_, v)| v.as_str())
-}
-
-fn has(opts: &[(String, String)], names: &[&str]) -> bool {
-    opts.iter().any(|(k, _)| names.contains(&k.as_str()))
-}
-
 /// What one word of the prefix does to the scan.
 enum Step {
     /// A wrapper (with its options): the program is named at this index or later.
@@ -212,7 +115,7 @@ pub fn unwrap_full(words: &[String]) -> Unwrapped {
 /// program itself.
 fn peel(words: &[String], i: usize, name: &str, via_xargs: bool, u: &mut Unwrapped) -> Step {
     let next = i + 1;
-    let opts = |spec: &Spec| wrapper_opts(words, next, spec);
+    let opts = |spec: &Spec| leading_opts(words, next, spec);
     match name {
         "{" | "}" | "!" | "then" | "do" | "else" | "elif" | "if" | "while" | "until"
         | "busybox" | "nohup" | "builtin" | "chronic" | "unbuffer" | "caffeinate" => {
@@ -226,7 +129,7 @@ fn peel(words: &[String], i: usize, name: &str, via_xargs: bool, u: &mut Unwrapp
                 long: &["--output", "--format"],
             });
             u.writes
-                .extend(opt_value(&o, &["-o", "--output"]).map(str::to_string));
+                .extend(opt(&o, &["-o", "--output"]).map(str::to_string));
             Step::Next(at)
         }
         "strace" => {
@@ -237,7 +140,7 @@ fn peel(words: &[String], i: usize, name: &str, via_xargs: bool, u: &mut Unwrapp
                 ],
             });
             u.writes
-                .extend(opt_value(&o, &["-o", "--output"]).map(str::to_string));
+                .extend(opt(&o, &["-o", "--output"]).map(str::to_string));
             Step::Next(at)
         }
         "exec" => Step::Next(
@@ -264,7 +167,7 @@ fn peel(words: &[String], i: usize, name: &str, via_xargs: bool, u: &mut Unwrapp
                 ],
             });
             u.chdir
-                .extend(opt_value(&o, &["-D", "--chdir"]).map(str::to_string));
+                .extend(opt(&o, &["-D", "--chdir"]).map(str::to_string));
             Step::Next(at)
         }
         "doas" => Step::Next(
@@ -294,7 +197,7 @@ fn peel(words: &[String], i: usize, name: &str, via_xargs: bool, u: &mut Unwrapp
                 long: &["--class", "--classdata", "--pid", "--pgid", "--uid"],
             });
             // `ionice -p PID` changes a running process: no command.
-            if has(&o, &["-p", "-P", "-u", "--pid", "--pgid", "--uid"]) {
+            if has_opt(&o, &["-p", "-P", "-u", "--pid", "--pgid", "--uid"]) {
                 return Step::Done(Invocation::Nothing);
             }
             Step::Next(at)
@@ -304,7 +207,7 @@ fn peel(words: &[String], i: usize, name: &str, via_xargs: bool, u: &mut Unwrapp
                 short: "TPD",
                 long: &["--sched-runtime", "--sched-period", "--sched-deadline"],
             });
-            if has(&o, &["-p", "--pid", "-m", "--max"]) {
+            if has_opt(&o, &["-p", "--pid", "-m", "--max"]) {
                 return Step::Done(Invocation::Nothing);
             }
             // `chrt [options] PRIORITY command`.
@@ -312,7 +215,7 @@ fn peel(words: &[String], i: usize, name: &str, via_xargs: bool, u: &mut Unwrapp
         }
         "taskset" => {
             let (at, o) = opts(&NO_OPTS);
-            if has(&o, &["-p", "--pid"]) {
+            if has_opt(&o, &["-p", "--pid"]) {
                 return Step::Done(Invocation::Nothing);
             }
             // `taskset [options] MASK command`.
@@ -343,7 +246,7 @@ fn peel(words: &[String], i: usize, name: &str, via_xargs: bool, u: &mut Unwrapp
                 short: "pc",
                 long: &["--package", "--call"],
             });
-            match opt_value(&o, &["-c", "--call"]) {
+            match opt(&o, &["-c", "--call"]) {
                 Some(text) => Step::Done(Invocation::Script {
                     text: text.to_string(),
                     args: Vec::new(),
@@ -376,7 +279,7 @@ fn exec(name: &str, args: &[String], via_xargs: bool) -> Invocation {
 /// `flock [options] FILE command...`, `flock [options] FILE -c STRING`,
 /// `flock [options] FD` (no command).
 fn flock(words: &[String], next: usize) -> Step {
-    let (file, _) = wrapper_opts(
+    let (file, _) = leading_opts(
         words,
         next,
         &Spec {
@@ -413,7 +316,7 @@ fn script(words: &[String], next: usize, u: &mut Unwrapped) -> Step {
         "--output-limit",
     ];
     // util-linux script permutes its arguments: options may follow FILE.
-    let (ops, o) = super::effects::operands(&words[next..], "cEIOBTmo", LONG);
+    let (ops, o) = operands(&words[next..], "cEIOBTmo", LONG);
     u.writes.push(
         ops.first()
             .cloned()
@@ -435,7 +338,7 @@ fn script(words: &[String], next: usize, u: &mut Unwrapped) -> Step {
             })
             .map(|(_, v)| v.clone()),
     );
-    match opt_value(&o, &["-c", "--command"]) {
+    match opt(&o, &["-c", "--command"]) {
         Some(text) => Step::Done(Invocation::Script {
             text: text.to_string(),
             args: Vec::new(),
@@ -448,7 +351,7 @@ fn script(words: &[String], next: usize, u: &mut Unwrapped) -> Step {
 /// `watch [options] COMMAND...` joins its words and runs them with `sh -c`
 /// (with `-x`, runs them directly).
 fn watch(words: &[String], next: usize) -> Step {
-    let (at, o) = wrapper_opts(
+    let (at, o) = leading_opts(
         words,
         next,
         &Spec {
@@ -459,7 +362,7 @@ fn watch(words: &[String], next: usize) -> Step {
     if at >= words.len() {
         return Step::Done(Invocation::Nothing);
     }
-    if has(&o, &["-x", "--exec"]) {
+    if has_opt(&o, &["-x", "--exec"]) {
         return Step::Next(at);
     }
     Step::Done(Invocation::Script {
@@ -471,7 +374,7 @@ fn watch(words: &[String], next: usize) -> Step {
 
 /// `su [options] [USER] -c STRING`: options may follow the user.
 fn su(words: &[String], next: usize) -> Step {
-    let (_, o) = super::effects::operands(
+    let (_, o) = operands(
         &words[next..],
         "cgGsw",
         &[
@@ -482,7 +385,7 @@ fn su(words: &[String], next: usize) -> Step {
             "--whitelist-environment",
         ],
     );
-    match opt_value(&o, &["-c", "--command"]) {
+    match opt(&o, &["-c", "--command"]) {
         Some(text) => Step::Done(Invocation::Script {
             text: text.to_string(),
             args: Vec::new(),
@@ -528,10 +431,10 @@ fn xargs(words: &[String], mut i: usize, u: &mut Unwrapped) -> Step {
         } else {
             let mut o = Vec::new();
             i += short_cluster(&a[1..], words.get(i + 1), "IEdLnPsa", &mut o);
-            if let Some(r) = opt_value(&o, &["-I"]) {
+            if let Some(r) = opt(&o, &["-I"]) {
                 u.xargs_repl = Some(r.to_string());
             }
-            u.xargs_from_file |= has(&o, &["-a"]);
+            u.xargs_from_file |= has_opt(&o, &["-a"]);
         }
         i += 1;
     }
@@ -585,7 +488,7 @@ fn env_options(words: &[String], mut i: usize, via_xargs: bool, u: &mut Unwrappe
         } else {
             i += short_cluster(&a[1..], words.get(i + 1), "uCS", &mut o);
         }
-        if let Some(text) = opt_value(&o, &["-S", "--split-string"]) {
+        if let Some(text) = opt(&o, &["-S", "--split-string"]) {
             // The string is split into words, then the rest follows it.
             let mut text = text.to_string();
             for w in &words[i + 1..] {
@@ -599,7 +502,7 @@ fn env_options(words: &[String], mut i: usize, via_xargs: bool, u: &mut Unwrappe
             });
         }
         u.chdir
-            .extend(opt_value(&o, &["-C", "--chdir"]).map(str::to_string));
+            .extend(opt(&o, &["-C", "--chdir"]).map(str::to_string));
         i += 1;
     }
     Step::Next(i)
