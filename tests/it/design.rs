@@ -145,7 +145,6 @@ fn function_lengths(code: &str) -> Vec<(String, usize)> {
 /// stood when this test was written (issue 25 asks for none): each may only
 /// shrink, and no other may join them.
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
-    ("crates/policy/src/protect/wrappers.rs", "peel", 154),
     ("crates/core/src/stop/inputs.rs", "gather", 111),
     ("crates/core/src/stop/decide.rs", "judge_prd", 104),
     ("crates/policy/src/protect/matching.rs", "new", 101),
@@ -158,7 +157,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
 ];
 const LONG_FILES: &[(&str, usize)] = &[
     ("crates/core/src/stop/text.rs", 647),
-    ("crates/policy/src/shell.rs", 644),
     ("crates/policy/src/lib.rs", 642),
 ];
 
