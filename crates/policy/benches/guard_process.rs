@@ -164,6 +164,97 @@ fn report(label: &str, times: &mut [Duration], floor: Duration, target: Option<f
     );
 }
 
+/// One row of the table: a binary fed one hook input.
+struct Scenario {
+    label: String,
+    bin: PathBuf,
+    stdin: String,
+    /// The median to meet, in milliseconds.
+    target: Option<f64>,
+    /// The policy rewrites the command (the output has `updatedInput`).
+    rewrites: bool,
+}
+
+/// The scenarios, /bin/true (the spawn floor) first.
+fn scenarios(
+    bin: &Path,
+    none: &Project,
+    with_policy: &Project,
+    loop_policy: &Project,
+) -> Vec<Scenario> {
+    let chain = long_chain();
+    println!(
+        "(b)/(c): {} bytes, 24 commands chained; one is rewritten",
+        chain.len()
+    );
+    let row = |label: &str, project: &Project, command: &str, target, rewrites| Scenario {
+        label: label.to_string(),
+        bin: bin.to_path_buf(),
+        stdin: input(&project.0, command),
+        target,
+        rewrites,
+    };
+    vec![
+        Scenario {
+            label: "baseline: spawn /bin/true".to_string(),
+            bin: PathBuf::from("/bin/true"),
+            stdin: String::new(),
+            target: None,
+            rewrites: false,
+        },
+        row(
+            "(a) no loop, no policy",
+            none,
+            "cargo test 2>&1 | tail -20",
+            Some(1.0),
+            false,
+        ),
+        row(
+            "(b) 100-rule policy, long chained command",
+            with_policy,
+            &chain,
+            Some(1.5),
+            true,
+        ),
+        row(
+            "(c) as (b), loop active (built-in protection too)",
+            loop_policy,
+            &chain,
+            None,
+            true,
+        ),
+    ]
+}
+
+/// With `RALPH_GUARD_BIN_B` set, each guard row runs both binaries ([A], [B]).
+fn with_binary_b(scenarios: Vec<Scenario>, bin: &Path) -> Vec<Scenario> {
+    let Some(b) = std::env::var_os("RALPH_GUARD_BIN_B") else {
+        return scenarios;
+    };
+    let b = PathBuf::from(b);
+    println!("[A] = {}, [B] = {}", bin.display(), b.display());
+    let mut ab = Vec::new();
+    for s in scenarios {
+        if s.bin == bin {
+            let b_row = Scenario {
+                label: format!("{} [B]", s.label),
+                bin: b.clone(),
+                stdin: s.stdin.clone(),
+                target: s.target,
+                rewrites: s.rewrites,
+            };
+            ab.push(Scenario {
+                label: format!("{} [A]", s.label),
+                ..s
+            });
+            ab.push(b_row);
+        } else {
+            ab.push(s);
+        }
+    }
+    ab
+}
+
 fn main() -> Result<(), String> {
     let runs: usize = std::env::args()
         .skip(1)
@@ -174,86 +265,27 @@ fn main() -> Result<(), String> {
         "ralph-guard whole-process timing: {} ({runs} runs each)",
         bin.display()
     );
-
     let none = project("none", false, None).map_err(|e| e.to_string())?;
     let policy_text = hundred_rule_policy();
     let with_policy = project("policy", false, Some(&policy_text)).map_err(|e| e.to_string())?;
     let loop_policy =
         project("loop-policy", true, Some(&policy_text)).map_err(|e| e.to_string())?;
-    let chain = long_chain();
-
+    let scenarios = with_binary_b(scenarios(&bin, &none, &with_policy, &loop_policy), &bin);
     // The scenarios take turns, run by run, so that load from elsewhere on
     // the machine falls on all of them alike; /bin/true is the spawn floor.
-    let scenarios: Vec<(String, PathBuf, String, Option<f64>, bool)> = vec![
-        (
-            "baseline: spawn /bin/true".to_string(),
-            PathBuf::from("/bin/true"),
-            String::new(),
-            None,
-            false,
-        ),
-        (
-            "(a) no loop, no policy".to_string(),
-            bin.clone(),
-            input(&none.0, "cargo test 2>&1 | tail -20"),
-            Some(1.0),
-            false,
-        ),
-        (
-            "(b) 100-rule policy, long chained command".to_string(),
-            bin.clone(),
-            input(&with_policy.0, &chain),
-            Some(1.5),
-            true,
-        ),
-        (
-            "(c) as (b), loop active (built-in protection too)".to_string(),
-            bin.clone(),
-            input(&loop_policy.0, &chain),
-            None,
-            true,
-        ),
-    ];
-    println!(
-        "(b)/(c): {} bytes, 24 commands chained; one is rewritten",
-        chain.len()
-    );
-    let scenarios = match std::env::var_os("RALPH_GUARD_BIN_B") {
-        Some(b) => {
-            let b = PathBuf::from(b);
-            println!("[A] = {}, [B] = {}", bin.display(), b.display());
-            let mut ab: Vec<(String, PathBuf, String, Option<f64>, bool)> = Vec::new();
-            for (label, bin_a, stdin, target, rewrites) in scenarios {
-                if bin_a == bin {
-                    ab.push((
-                        format!("{label} [A]"),
-                        bin_a,
-                        stdin.clone(),
-                        target,
-                        rewrites,
-                    ));
-                    ab.push((format!("{label} [B]"), b.clone(), stdin, target, rewrites));
-                } else {
-                    ab.push((label, bin_a, stdin, target, rewrites));
-                }
-            }
-            ab
-        }
-        None => scenarios,
-    };
     let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); scenarios.len()];
     for _ in 0..runs {
-        for (i, (label, b, stdin, _, rewrites)) in scenarios.iter().enumerate() {
-            let (t, out) = spawn_once(b, stdin)?;
-            if i > 0 && out.contains("updatedInput") != *rewrites {
-                return Err(format!("{label}: unexpected output: {out:?}"));
+        for (i, s) in scenarios.iter().enumerate() {
+            let (t, out) = spawn_once(&s.bin, &s.stdin)?;
+            if i > 0 && out.contains("updatedInput") != s.rewrites {
+                return Err(format!("{}: unexpected output: {out:?}", s.label));
             }
             times[i].push(t);
         }
     }
     let floor = median(&mut times[0]);
-    for ((label, _, _, target, _), t) in scenarios.iter().zip(times.iter_mut()) {
-        report(label, t, floor, *target);
+    for (s, t) in scenarios.iter().zip(times.iter_mut()) {
+        report(&s.label, t, floor, s.target);
     }
     Ok(())
 }

@@ -11,6 +11,7 @@
 //! [`decide`] is pure: the binary gathers what it needs from the file system
 //! into a [`LoopContext`] and turns the [`GuardDecision`] into hook output.
 
+mod file_tool;
 pub mod fresh;
 pub mod gather;
 pub mod glob;
@@ -262,7 +263,7 @@ pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> Guar
     let verdict = match call.tool_name.as_str() {
         "Bash" => decide_bash(call, policy, policy_path, ctx, &mut messages),
         "Write" | "Edit" | "MultiEdit" | "NotebookEdit" if ctx.loop_active => {
-            decide_file(call, ctx)
+            file_tool::decide_file(call, ctx)
         }
         _ => Verdict::Allow,
     };
@@ -505,138 +506,6 @@ fn policy_denial(cmd: &str, p: &Policy, policy_path: &str, depth: usize) -> Opti
         }
     }
     None
-}
-
-/// Is `path` (absolute, normalised) the root-relative `rel` under either root?
-fn is_under_roots(path: &Path, rel: &Path, ctx: &LoopContext) -> bool {
-    path == ctx.root.join(rel) || ctx.real_root.as_ref().is_some_and(|r| path == r.join(rel))
-}
-
-fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
-    let Some(lexical) = call.file_target(&ctx.cwd, ctx.home.as_deref()) else {
-        return Verdict::Allow;
-    };
-    let candidates: Vec<&Path> = std::iter::once(lexical.as_path())
-        .chain(ctx.file_real_path.as_deref())
-        .chain(ctx.file_aliases.iter().map(PathBuf::as_path))
-        .collect();
-    if let Some(file) = ctx
-        .settings_files
-        .iter()
-        .find(|f| candidates.iter().any(|p| p == f))
-    {
-        let current = ctx.settings_current.as_deref();
-        let why = match new_text(call, current) {
-            Some(new) => settings::judge(current, &new),
-            None if call.tool_name == "NotebookEdit" => Some("a notebook edit".to_string()),
-            None => None,
-        };
-        if let Some(why) = why {
-            return Verdict::Deny(settings::edit_reason(&file.display().to_string(), &why));
-        }
-    }
-    for rel in &ctx.loop_files {
-        if candidates.iter().any(|p| is_under_roots(p, rel, ctx)) {
-            let what = if candidates[..candidates.len() - ctx.file_aliases.len()]
-                .iter()
-                .any(|p| is_under_roots(p, rel, ctx))
-            {
-                "this edit would change"
-            } else {
-                "this edit would change (through a hard link)"
-            };
-            return Verdict::Deny(loop_file_reason(&rel.display().to_string(), what));
-        }
-    }
-    for rel in &ctx.config_dirs {
-        let under = |p: &&Path| {
-            p.starts_with(ctx.root.join(rel))
-                || ctx
-                    .real_root
-                    .as_ref()
-                    .is_some_and(|r| p.starts_with(r.join(rel)))
-        };
-        if candidates.iter().any(under) {
-            return Verdict::Deny(loop_file_reason(
-                &rel.display().to_string(),
-                "this edit would change a file in",
-            ));
-        }
-    }
-    for (rel, why) in &ctx.pins {
-        if candidates.iter().any(|p| is_under_roots(p, rel, ctx)) {
-            return Verdict::Deny(pinned::pinned_reason(&rel.display().to_string(), why));
-        }
-    }
-    for dir in &ctx.protected_dirs {
-        if candidates
-            .iter()
-            .any(|p| p.starts_with(dir) && !in_client_memory(p, ctx))
-        {
-            return Verdict::Deny(loop_file_reason(
-                &dir.display().to_string(),
-                "this edit would change a file in",
-            ));
-        }
-    }
-    for alias in &ctx.file_aliases {
-        if !alias.starts_with(&ctx.root)
-            && !ctx.real_root.as_ref().is_some_and(|r| alias.starts_with(r))
-        {
-            return Verdict::Deny(loop_file_reason(
-                &alias.display().to_string(),
-                "this edit would change (through a hard link)",
-            ));
-        }
-    }
-    let Some(prd) = &ctx.prd_file else {
-        return Verdict::Allow;
-    };
-    if !candidates.iter().any(|p| is_under_roots(p, prd, ctx)) {
-        return Verdict::Allow;
-    }
-    let current = ctx.prd_current.as_deref();
-    let Some(new) = new_text(call, current) else {
-        return Verdict::Allow;
-    };
-    match prd::judge_with_checks(current, &new, &ctx.story_checks) {
-        Some(why) => Verdict::Deny(format!(
-            "ralph-guard: this change to {} is refused: {why}. The loop feeds stories from it by id: keep it \
-             valid JSON with every story and its id, and record progress in fields such as `passes`.",
-            prd.display()
-        )),
-        None => Verdict::Allow,
-    }
-}
-
-/// The file's text after a Write, Edit or MultiEdit of `current`; `None`
-/// when it cannot be told (an edit that does not apply, another tool).
-fn new_text(call: &ToolCall, current: Option<&str>) -> Option<String> {
-    let input = &call.tool_input;
-    match call.tool_name.as_str() {
-        "Write" => input
-            .get("content")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        "Edit" => current.and_then(|c| apply_one(c, input)),
-        "MultiEdit" => current.and_then(|c| {
-            let edits = input.get("edits")?.as_array()?;
-            edits
-                .iter()
-                .try_fold(c.to_string(), |text, e| apply_one(&text, e))
-        }),
-        _ => None,
-    }
-}
-
-fn apply_one(text: &str, edit: &Value) -> Option<String> {
-    let old = edit.get("old_string")?.as_str()?;
-    let new = edit.get("new_string")?.as_str()?;
-    let all = edit
-        .get("replace_all")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    prd::apply_edit(text, old, new, all)
 }
 
 #[cfg(test)]

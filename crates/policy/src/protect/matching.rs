@@ -54,88 +54,19 @@ impl<'a> Checker<'a> {
         if let Some(real) = ctx.real_root.as_ref().filter(|r| **r != ctx.root) {
             roots.push(real.clone());
         }
-        let exists = |rel: &PathBuf| !ctx.missing.contains(rel);
         let mut targets = Vec::new();
         for root in &roots {
-            for rel in &ctx.loop_files {
-                targets.push(Target {
-                    abs: root.join(rel),
-                    is_prd: false,
-                    is_dir: false,
-                    display: rel.display().to_string(),
-                    exists: exists(rel),
-                    kept_from_whole_tree: ctx.kept_from_whole_tree.contains(rel),
-                    pin: None,
-                });
-            }
-            // The loop's configuration folders: every file in them.
-            for rel in &ctx.config_dirs {
-                targets.push(Target {
-                    abs: root.join(rel),
-                    is_prd: false,
-                    is_dir: true,
-                    display: rel.display().to_string(),
-                    exists: exists(rel),
-                    kept_from_whole_tree: false,
-                    pin: None,
-                });
-            }
-            // Pinned files exist (stat-ing thousands per call would cost
-            // more than the guard); one the agent removed is put back anyway.
-            for (rel, why) in &ctx.pins {
-                targets.push(Target {
-                    abs: root.join(rel),
-                    is_prd: false,
-                    is_dir: false,
-                    display: rel.display().to_string(),
-                    exists: true,
-                    kept_from_whole_tree: false,
-                    pin: Some(why.clone()),
-                });
-            }
+            targets.extend(in_root(root, ctx));
         }
-        for dir in &ctx.protected_dirs {
-            let display = match ctx.home.as_deref().and_then(|h| dir.strip_prefix(h).ok()) {
-                Some(rel) => format!("~/{}", rel.display()),
-                None => dir.display().to_string(),
-            };
-            targets.push(Target {
-                abs: dir.clone(),
-                is_prd: false,
-                is_dir: true,
-                display,
-                exists: true,
-                kept_from_whole_tree: false,
-                pin: None,
-            });
-        }
-        // The client's settings: no Bash write (its content can't be judged).
-        for file in &ctx.settings_files {
-            let display = match ctx.home.as_deref().and_then(|h| file.strip_prefix(h).ok()) {
-                Some(rel) => format!("~/{}", rel.display()),
-                None => file.display().to_string(),
-            };
-            targets.push(Target {
-                abs: file.clone(),
-                is_prd: false,
-                is_dir: false,
-                display,
-                exists: file.exists(),
-                kept_from_whole_tree: false,
-                pin: None,
-            });
-        }
+        targets.extend(outside_roots(ctx));
         let loop_count = targets.len();
         if let Some(prd) = &ctx.prd_file {
             for root in &roots {
                 targets.push(Target {
-                    abs: root.join(prd),
                     is_prd: true,
-                    is_dir: false,
-                    display: prd.display().to_string(),
-                    exists: exists(prd),
+                    exists: !ctx.missing.contains(prd),
                     kept_from_whole_tree: ctx.kept_from_whole_tree.contains(prd),
-                    pin: None,
+                    ..Target::file(root.join(prd), prd.display().to_string())
                 });
             }
         }
@@ -191,6 +122,74 @@ impl Target {
             None => Hit::Loop(self.display.clone()),
         }
     }
+}
+
+impl Target {
+    /// An existing file with nothing special about it.
+    fn file(abs: PathBuf, display: String) -> Target {
+        Target {
+            abs,
+            is_prd: false,
+            is_dir: false,
+            display,
+            exists: true,
+            kept_from_whole_tree: false,
+            pin: None,
+        }
+    }
+}
+
+/// The protected files under one root: the loop's files, its configuration
+/// folders (every file in them) and the pinned files.
+fn in_root(root: &Path, ctx: &LoopContext) -> Vec<Target> {
+    let exists = |rel: &PathBuf| !ctx.missing.contains(rel);
+    let mut targets = Vec::new();
+    for rel in &ctx.loop_files {
+        targets.push(Target {
+            exists: exists(rel),
+            kept_from_whole_tree: ctx.kept_from_whole_tree.contains(rel),
+            ..Target::file(root.join(rel), rel.display().to_string())
+        });
+    }
+    for rel in &ctx.config_dirs {
+        targets.push(Target {
+            is_dir: true,
+            exists: exists(rel),
+            ..Target::file(root.join(rel), rel.display().to_string())
+        });
+    }
+    // Pinned files exist (stat-ing thousands per call would cost more than
+    // the guard); one the agent removed is put back anyway.
+    for (rel, why) in &ctx.pins {
+        targets.push(Target {
+            pin: Some(why.clone()),
+            ..Target::file(root.join(rel), rel.display().to_string())
+        });
+    }
+    targets
+}
+
+/// The protected folders and the client's settings files (no Bash write:
+/// their content can't be judged), wherever they are.
+fn outside_roots(ctx: &LoopContext) -> Vec<Target> {
+    let display = |p: &Path| match ctx.home.as_deref().and_then(|h| p.strip_prefix(h).ok()) {
+        Some(rel) => format!("~/{}", rel.display()),
+        None => p.display().to_string(),
+    };
+    let mut targets = Vec::new();
+    for dir in &ctx.protected_dirs {
+        targets.push(Target {
+            is_dir: true,
+            ..Target::file(dir.clone(), display(dir))
+        });
+    }
+    for file in &ctx.settings_files {
+        targets.push(Target {
+            exists: file.exists(),
+            ..Target::file(file.clone(), display(file))
+        });
+    }
+    targets
 }
 
 /// Expand the values the guard knows: `$PWD` and `$(pwd)` (the command's

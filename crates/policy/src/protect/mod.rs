@@ -376,35 +376,58 @@ fn check_exec(
     let fed = at.seg.piped_in
         || !at.seg.heredocs.is_empty()
         || at.seg.redirects.iter().any(|r| r.here_string().is_some());
-    if via_xargs && fed {
-        // What the program does to the operands xargs appends (or puts in
-        // place of `-I R`).
-        let mut w = vec![name.to_string()];
-        match &at.u.xargs_repl {
-            Some(r) if !r.is_empty() => {
-                w.extend(args.iter().map(|a| a.replace(r.as_str(), ARG)));
-            }
-            _ => {
-                w.extend(args.iter().cloned());
-                w.push(ARG.to_string());
-            }
+    if via_xargs && fed && found.add(check_xargs_operands(at, name, args, scope, cwd.as_deref())) {
+        return found.0;
+    }
+    if found.add(check_files_run(at, name, args, scope, cwd.as_deref())) {
+        return found.0;
+    }
+    found.add(check_effects(name, args, ctx, scope, cwd, depth));
+    found.0
+}
+
+/// What the program does to the operands `xargs` appends (or puts in place
+/// of `-I R`): when it removes or writes them, what is piped in is judged.
+fn check_xargs_operands(
+    at: &At,
+    name: &str,
+    args: &[String],
+    scope: &Scope,
+    cwd: Option<&Path>,
+) -> Option<Hit> {
+    let mut w = vec![name.to_string()];
+    match &at.u.xargs_repl {
+        Some(r) if !r.is_empty() => {
+            w.extend(args.iter().map(|a| a.replace(r.as_str(), ARG)));
         }
-        let h = match check_nested(&shell::join(&w), ctx, scope, cwd.as_deref(), None, depth) {
-            Some(Hit::Arg(kind)) => xargs_input(at, kind, scope),
-            h => h,
-        };
-        if found.add(h) {
-            return found.0;
+        _ => {
+            w.extend(args.iter().cloned());
+            w.push(ARG.to_string());
         }
     }
-    // A script this command wrote, run by a shell, `.`/`source`, or by path;
-    // a shell's stdin (`source /dev/stdin`); the output of `<(...)`.
+    match check_nested(&shell::join(&w), at.ctx, scope, cwd, None, at.depth) {
+        Some(Hit::Arg(kind)) => xargs_input(at, kind, scope),
+        h => h,
+    }
+}
+
+/// A script this command wrote, run by a shell, `.`/`source`, or by path;
+/// a shell's stdin (`source /dev/stdin`); the output of `<(...)`.
+fn check_files_run(
+    at: &At,
+    name: &str,
+    args: &[String],
+    scope: &Scope,
+    cwd: Option<&Path>,
+) -> Option<Hit> {
+    let (ctx, depth) = (at.ctx, at.depth);
+    let mut found = Found::default();
     let runs_file = is_shell(name) || name == "." || name == "source";
     let operand = args.iter().position(|a| !a.starts_with('-'));
     if runs_file && let Some(i) = operand {
         let file = args[i].as_str();
         if matches!(file, "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
-            && found.add(check_shell_stdin(at, scope, cwd.as_deref()))
+            && found.add(check_shell_stdin(at, scope, cwd))
         {
             return found.0;
         }
@@ -413,7 +436,7 @@ fn check_exec(
                 &text,
                 ctx,
                 scope,
-                cwd.as_deref(),
+                cwd,
                 Some(&args[i..]),
                 depth,
             ))
@@ -430,19 +453,16 @@ fn check_exec(
     } else {
         scope.script_named(name).map(|t| (t.to_string(), args))
     };
-    if let Some((text, positional)) = script
-        && found.add(check_nested(
+    if let Some((text, positional)) = script {
+        found.add(check_nested(
             &text,
             ctx,
             scope,
-            cwd.as_deref(),
+            cwd,
             Some(positional),
             depth,
-        ))
-    {
-        return found.0;
+        ));
     }
-    found.add(check_effects(name, args, ctx, scope, cwd, depth));
     found.0
 }
 
