@@ -287,54 +287,7 @@ impl Prd {
     }
 
     fn find_cycle(&self) -> Option<Vec<String>> {
-        let index: HashMap<&str, usize> = self
-            .stories
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.id.as_str(), i))
-            .collect();
-        // 0 = unvisited, 1 = on the current path, 2 = done.
-        let mut mark = vec![0u8; self.stories.len()];
-        let mut path: Vec<usize> = Vec::new();
-        for root in 0..self.stories.len() {
-            if mark[root] != 0 {
-                continue;
-            }
-            // Iterative DFS: (node, next dependency to look at).
-            let mut stack = vec![(root, 0usize)];
-            mark[root] = 1;
-            path.push(root);
-            while let Some((node, next)) = stack.pop() {
-                let deps = &self.stories[node].depends_on;
-                if next < deps.len() {
-                    stack.push((node, next + 1));
-                    let Some(&dep) = index.get(deps[next].as_str()) else {
-                        continue;
-                    };
-                    match mark[dep] {
-                        0 => {
-                            mark[dep] = 1;
-                            path.push(dep);
-                            stack.push((dep, 0));
-                        }
-                        1 => {
-                            let from = path.iter().position(|&n| n == dep).unwrap_or(0);
-                            let mut ids: Vec<String> = path[from..]
-                                .iter()
-                                .map(|&n| self.stories[n].id.clone())
-                                .collect();
-                            ids.push(self.stories[dep].id.clone());
-                            return Some(ids);
-                        }
-                        _ => {}
-                    }
-                } else {
-                    mark[node] = 2;
-                    path.pop();
-                }
-            }
-        }
-        None
+        find_cycle(&self.stories)
     }
 }
 
@@ -405,6 +358,123 @@ impl Story {
             verify,
         })
     }
+}
+
+/// A dependency cycle among `stories`, as the ids along it (the first
+/// repeated at the end); a dependency on no story is no edge. Iterative, so a
+/// hostile PRD cannot overflow the stack. The guard judges an edit's new
+/// dependencies with it too (ralph-policy's prd.rs).
+pub fn find_cycle(stories: &[Story]) -> Option<Vec<String>> {
+    let index: HashMap<&str, usize> = stories
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect();
+    // 0 = unvisited, 1 = on the current path, 2 = done.
+    let mut mark = vec![0u8; stories.len()];
+    let mut path: Vec<usize> = Vec::new();
+    for root in 0..stories.len() {
+        if mark[root] != 0 {
+            continue;
+        }
+        // Iterative DFS: (node, next dependency to look at).
+        let mut stack = vec![(root, 0usize)];
+        mark[root] = 1;
+        path.push(root);
+        while let Some((node, next)) = stack.pop() {
+            let deps = &stories[node].depends_on;
+            if next >= deps.len() {
+                mark[node] = 2;
+                path.pop();
+                continue;
+            }
+            stack.push((node, next + 1));
+            let Some(&dep) = index.get(deps[next].as_str()) else {
+                continue;
+            };
+            match mark[dep] {
+                0 => {
+                    mark[dep] = 1;
+                    path.push(dep);
+                    stack.push((dep, 0));
+                }
+                1 => {
+                    let from = path.iter().position(|&n| n == dep).unwrap_or(0);
+                    let mut ids: Vec<String> = path[from..]
+                        .iter()
+                        .map(|&n| stories[n].id.clone())
+                        .collect();
+                    ids.push(stories[dep].id.clone());
+                    return Some(ids);
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// The stories of `userStories` (or `stories`) as written, never refused:
+/// what the guard compares when an edit would change the PRD, which may be
+/// no valid PRD yet. An id is trimmed text, or the JSON of another value
+/// (empty when missing); the dependencies are the first of `dependsOn` /
+/// `depends_on` / `dependencies` given, ids read the same way, empty ones
+/// dropped (a value that is not a list gives none); an empty `verify` is
+/// none. The other fields are read when they have their type, else left
+/// empty.
+pub fn stories_as_written(v: &Value) -> Vec<Story> {
+    let list = v
+        .get("userStories")
+        .or_else(|| v.get("stories"))
+        .and_then(Value::as_array);
+    let Some(list) = list else { return Vec::new() };
+    list.iter().map(Story::as_written).collect()
+}
+
+impl Story {
+    /// One story of [`stories_as_written`].
+    fn as_written(s: &Value) -> Story {
+        let text = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        Story {
+            id: id_as_written(s.get("id")),
+            title: text("title"),
+            description: text("description"),
+            acceptance_criteria: pick_any(s, &["acceptanceCriteria", "acceptance_criteria"])
+                .and_then(Value::as_array)
+                .map(|a| a.iter().map(display).collect())
+                .unwrap_or_default(),
+            priority: s.get("priority").and_then(Value::as_i64),
+            passes: s.get("passes").and_then(Value::as_bool).unwrap_or(false),
+            notes: text("notes"),
+            depends_on: pick_any(s, &["dependsOn", "depends_on", "dependencies"])
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|d| id_as_written(Some(d)))
+                        .filter(|d| !d.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            verify: s
+                .get("verify")
+                .and_then(Value::as_str)
+                .filter(|v| !v.trim().is_empty())
+                .map(str::to_string),
+        }
+    }
+}
+
+fn id_as_written(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(id)) => id.trim().to_string(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The first of `keys` present in `v` (any JSON value: a non-object has none).
+fn pick_any<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().find_map(|k| v.get(*k))
 }
 
 fn pick<'a>(o: &'a Map<String, Value>, keys: &[&str]) -> Option<&'a Value> {
@@ -521,5 +591,36 @@ mod tests {
             p.unmet_dependencies()[0],
             ("a".to_string(), vec!["b".to_string()])
         );
+    }
+
+    #[test]
+    fn stories_as_written_never_refuse() {
+        let v: Value = serde_json::from_str(
+            r#"{"stories":[{"id":" a ","verify":" ","dependsOn":["b",""," "],"depends_on":["c"]},
+                {"id":7,"passes":"yes","dependencies":"b"},{"title":"no id"},3]}"#,
+        )
+        .unwrap();
+        let s = stories_as_written(&v);
+        let ids: Vec<&str> = s.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["a", "7", "", ""]);
+        // The first spelling given wins; empty ids are dropped.
+        assert_eq!(s[0].depends_on, ["b"]);
+        assert_eq!(s[0].verify, None);
+        // A dependency that is not a list names nothing; a bad type is no error.
+        assert!(s[1].depends_on.is_empty() && !s[1].passes);
+        assert!(stories_as_written(&Value::Null).is_empty());
+    }
+
+    #[test]
+    fn cycles_are_found_among_any_stories() {
+        let v: Value = serde_json::from_str(
+            r#"{"stories":[{"id":"a","dependsOn":["x","b"]},{"id":"b","dependsOn":["a"]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            find_cycle(&stories_as_written(&v)),
+            Some(vec!["a".to_string(), "b".to_string(), "a".to_string()])
+        );
+        assert_eq!(find_cycle(&[]), None);
     }
 }

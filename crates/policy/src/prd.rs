@@ -5,8 +5,9 @@
 //! check), and a dependency added mid-loop must name a story and must not
 //! close a cycle (either would stall the loop as a deadlock).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
+use ralph_core::prd::{Story, find_cycle, stories_as_written};
 use serde_json::Value;
 
 /// Why a new PRD text is refused, if it is. `current` is the file as it is now
@@ -55,20 +56,20 @@ pub fn judge_with_checks(
     }
     // `judge` accepted it, so it parses.
     let new_json: Value = serde_json::from_str(new).ok()?;
-    let new_stories = stories(&new_json);
+    let new_stories = stories_as_written(&new_json);
     if let Some(why) = recorded_checks_kept(&new_stories, recorded) {
         return Some(why);
     }
     let old_stories = current
         .and_then(|c| serde_json::from_str::<Value>(c).ok())
-        .map(|v| stories(&v))
+        .map(|v| stories_as_written(&v))
         .unwrap_or_default();
     added_dependencies_sound(&old_stories, &new_stories)
 }
 
 /// Each recorded check is still the story's `verify`, and its story is still there.
 pub fn recorded_checks_kept(
-    new_stories: &[StoryView],
+    new_stories: &[Story],
     recorded: &BTreeMap<String, String>,
 ) -> Option<String> {
     for (id, check) in recorded {
@@ -98,7 +99,7 @@ pub fn recorded_checks_kept(
 
 /// Every dependency not in `old` names a story of `new`, and none closes a
 /// cycle. A dependency that was already there is not judged again.
-pub fn added_dependencies_sound(old: &[StoryView], new: &[StoryView]) -> Option<String> {
+pub fn added_dependencies_sound(old: &[Story], new: &[Story]) -> Option<String> {
     let ids: HashSet<&str> = new.iter().map(|s| s.id.as_str()).collect();
     let mut added = false;
     for s in new {
@@ -131,107 +132,9 @@ pub fn added_dependencies_sound(old: &[StoryView], new: &[StoryView]) -> Option<
     ))
 }
 
-/// The fields of a story the guard judges.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoryView {
-    pub id: String,
-    pub verify: Option<String>,
-    pub depends_on: Vec<String>,
-}
-
-/// Stories from `userStories` or `stories`, read as the loop reads them:
-/// trimmed ids (strings or numbers), `dependsOn` / `depends_on` /
-/// `dependencies`, an empty `verify` counted as none.
-pub fn stories(v: &Value) -> Vec<StoryView> {
-    let list = v
-        .get("userStories")
-        .or_else(|| v.get("stories"))
-        .and_then(Value::as_array);
-    let Some(list) = list else { return Vec::new() };
-    list.iter()
-        .map(|s| StoryView {
-            id: id_of(s.get("id")),
-            verify: s
-                .get("verify")
-                .and_then(Value::as_str)
-                .filter(|v| !v.trim().is_empty())
-                .map(str::to_string),
-            depends_on: ["dependsOn", "depends_on", "dependencies"]
-                .iter()
-                .find_map(|k| s.get(*k))
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .map(|d| id_of(Some(d)))
-                        .filter(|d| !d.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default(),
-        })
-        .collect()
-}
-
-fn id_of(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::String(id)) => id.trim().to_string(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    }
-}
-
-/// A dependency cycle, as the ids along it (the first repeated at the end).
-fn find_cycle(stories: &[StoryView]) -> Option<Vec<String>> {
-    let index: HashMap<&str, usize> = stories
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.id.as_str(), i))
-        .collect();
-    // 0 = unvisited, 1 = on the current path, 2 = done. Iterative, so a
-    // hostile PRD cannot overflow the stack.
-    let mut mark = vec![0u8; stories.len()];
-    for root in 0..stories.len() {
-        if mark[root] != 0 {
-            continue;
-        }
-        let mut path = vec![root];
-        let mut stack = vec![(root, 0usize)];
-        mark[root] = 1;
-        while let Some((node, next)) = stack.pop() {
-            let deps = &stories[node].depends_on;
-            if next >= deps.len() {
-                mark[node] = 2;
-                path.pop();
-                continue;
-            }
-            stack.push((node, next + 1));
-            let Some(&dep) = index.get(deps[next].as_str()) else {
-                continue;
-            };
-            match mark[dep] {
-                0 => {
-                    mark[dep] = 1;
-                    path.push(dep);
-                    stack.push((dep, 0));
-                }
-                1 => {
-                    let from = path.iter().position(|&n| n == dep).unwrap_or(0);
-                    let mut ids: Vec<String> = path[from..]
-                        .iter()
-                        .map(|&n| stories[n].id.clone())
-                        .collect();
-                    ids.push(stories[dep].id.clone());
-                    return Some(ids);
-                }
-                _ => {}
-            }
-        }
-    }
-    None
-}
-
-/// Story ids, in order, read as the loop reads them (see [`stories`]).
+/// Story ids, in order, as written (see [`stories_as_written`]).
 fn story_ids(v: &Value) -> Vec<String> {
-    stories(v).into_iter().map(|s| s.id).collect()
+    stories_as_written(v).into_iter().map(|s| s.id).collect()
 }
 
 /// Apply one Edit the way the Edit tool does; None when the tool itself would
