@@ -48,6 +48,24 @@ pub use crate::names::{
 /// is a multiple of this: at most this many turns' kills are ever left.
 pub const SWEEP_EVERY: u64 = 8;
 
+/// The loop's files in the project, by their names under its root: what
+/// the guard keeps from the agent's writes while a loop runs. The state's
+/// copy and the log; the names the loop's own files have had in the project
+/// (the re-injection counter, the lock, the check results: a forged one
+/// would pass the loop's checks); and the loop's configuration
+/// ([`CONFIG_FILES`]). Their counterparts in the data folder are
+/// [`LoopPaths::own_files`].
+pub const PROTECTED_FILES: [&str; 8] = [
+    STATE_FILE,
+    LAST_INJECTED_FILE,
+    LOG_FILE,
+    LOCK_FILE,
+    VERIFY_FILE,
+    POLICY_FILE,
+    POLICY_FILE_ALT,
+    SETTINGS_FILE,
+];
+
 /// The loop files of one project, as absolute paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoopPaths {
@@ -403,6 +421,21 @@ impl LoopPaths {
         read_hint(&self.last_injected).and_then(|t| Injected::parse(&t))
     }
 
+    /// The loop's own records, wherever they live: the state, the log, the
+    /// re-injection counter, the lock, the check results. The guard refuses
+    /// a file tool's edit of another name (a hard link) of one of these, as
+    /// of the [`PROTECTED_FILES`] in the project; the data folder holding
+    /// them is protected as a whole.
+    pub fn own_files(&self) -> [&Path; 5] {
+        [
+            &self.state,
+            &self.log,
+            &self.last_injected,
+            &self.lock,
+            &self.verify,
+        ]
+    }
+
     /// The files that live only as long as the loop (not the log, nor the
     /// check results, which `status` still shows after it).
     pub fn sidecars(&self) -> [&Path; 4] {
@@ -523,5 +556,15 @@ mod tests {
             p.dir,
             LoopPaths::in_data_dir(Path::new("/data"), "/nowhere/proj").dir
         );
+    }
+
+    #[test]
+    fn the_protected_files_name_the_loop_and_its_configuration() {
+        for f in CONFIG_FILES.iter().chain(&[STATE_FILE, LOG_FILE]) {
+            assert!(PROTECTED_FILES.contains(f), "{f} is not protected");
+        }
+        let p = LoopPaths::in_data_dir(Path::new("/data"), "/p");
+        assert!(p.own_files().contains(&p.state.as_path()));
+        assert!(p.own_files().contains(&p.log.as_path()));
     }
 }

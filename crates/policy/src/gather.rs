@@ -7,10 +7,7 @@
 
 use crate::{LoopContext, PolicySource, ToolCall};
 use ralph_core::frontmatter;
-use ralph_core::paths::{
-    LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, POLICY_FILE, POLICY_FILE_ALT, REVIEW_DIR,
-    SETTINGS_FILE, STATE_FILE, VERIFY_FILE,
-};
+use ralph_core::paths::{LoopPaths, POLICY_FILE, POLICY_FILE_ALT, PROTECTED_FILES, REVIEW_DIR};
 use ralph_core::store::{self, StoreError};
 use std::collections::BTreeMap;
 use std::fs;
@@ -69,26 +66,6 @@ impl StateFacts {
     }
 }
 
-/// The loop's files in the project, protected from the agent's writes:
-/// the state's copy and the log, the verify results (a forged one would
-/// pass the loop's checks), and the loop's configuration, fixed at its
-/// start (the settings file, the command policy).
-fn loop_files() -> Vec<PathBuf> {
-    [
-        STATE_FILE,
-        LAST_INJECTED_FILE,
-        LOG_FILE,
-        LOCK_FILE,
-        VERIFY_FILE,
-        POLICY_FILE,
-        POLICY_FILE_ALT,
-        SETTINGS_FILE,
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .collect()
-}
-
 /// Everything the decision needs about this call and the loop.
 pub fn context(c: &Call) -> LoopContext {
     let real_root = fs::canonicalize(c.root).ok();
@@ -106,7 +83,7 @@ pub fn context(c: &Call) -> LoopContext {
     ctx.home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
-    ctx.loop_files = loop_files();
+    ctx.loop_files = PROTECTED_FILES.iter().map(PathBuf::from).collect();
     let state = read_capped(&c.paths.state, STATE_LIMIT)
         .ok()
         .flatten()
@@ -193,8 +170,7 @@ fn file_tool(c: &Call, facts: &StateFacts, ctx: &mut LoopContext) {
         {
             ctx.settings_current = read_capped(real, POLICY_LIMIT).ok().flatten();
         }
-        ctx.file_aliases =
-            hard_link_aliases(&lexical, c.root, c.paths, &ctx.loop_files, &facts.prd);
+        ctx.file_aliases = hard_link_aliases(&lexical, c.root, c.paths, &facts.prd);
     }
     if matches!(c.call.tool_name.as_str(), "Write" | "Edit" | "MultiEdit") {
         ctx.prd_current = read_capped(&c.root.join(&facts.prd), PRD_LIMIT)
@@ -281,13 +257,7 @@ fn protected_dirs(
 /// The protected files that are `target` under another name: hard links
 /// (same device and inode). Costs one `stat`, and more only when the target
 /// has several links.
-fn hard_link_aliases(
-    target: &Path,
-    root: &Path,
-    paths: &LoopPaths,
-    loop_files: &[PathBuf],
-    prd: &str,
-) -> Vec<PathBuf> {
+fn hard_link_aliases(target: &Path, root: &Path, paths: &LoopPaths, prd: &str) -> Vec<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let Ok(meta) = fs::metadata(target) else {
         return Vec::new();
@@ -295,17 +265,11 @@ fn hard_link_aliases(
     if meta.nlink() < 2 || !meta.is_file() {
         return Vec::new();
     }
-    let mut candidates: Vec<PathBuf> = loop_files.iter().map(|r| root.join(r)).collect();
+    let mut candidates: Vec<PathBuf> = PROTECTED_FILES.iter().map(|r| root.join(r)).collect();
     candidates.push(root.join(prd));
-    for p in [
-        &paths.state,
-        &paths.log,
-        &paths.last_injected,
-        &paths.lock,
-        &paths.verify,
-    ] {
-        if !candidates.contains(p) {
-            candidates.push(p.clone());
+    for p in paths.own_files() {
+        if !candidates.iter().any(|c| c == p) {
+            candidates.push(p.to_path_buf());
         }
     }
     candidates
