@@ -12,7 +12,7 @@ use crate::LoopContext;
 use crate::protect;
 
 /// Why the main thread's write is refused.
-pub fn delegate_reason(what: &str, worker: &str) -> String {
+pub(crate) fn delegate_reason(what: &str, worker: &str) -> String {
     format!(
         "ralph-guard: this Ralph loop runs with --fresh: the main thread only dispatches, so {what} is refused here. \
          Delegate the work as the loop's last message says (Agent tool, subagent_type \"{worker}\"); reading stays free."
@@ -24,7 +24,7 @@ pub fn delegate_reason(what: &str, worker: &str) -> String {
 /// ([`crate::protect::bash_writes`]), erring on the side of "writes" for
 /// what it cannot see into (a shell reading its script from stdin,
 /// `python -c`).
-pub fn bash_writes(command: &str, ctx: &LoopContext) -> bool {
+pub(crate) fn bash_writes(command: &str, ctx: &LoopContext) -> bool {
     protect::bash_writes(command, &ctx.cwd, &ctx.root, ctx.home.as_deref()).any()
 }
 

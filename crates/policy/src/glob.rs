@@ -4,13 +4,13 @@
 //! rule that a leading dot is only matched by a literal dot.
 
 /// Does the word contain anything the shell would expand as a pattern?
-pub fn has_glob(s: &str) -> bool {
+pub(crate) fn has_glob(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
 /// Expand `{a,b}` groups (bash does this before globbing). Bounded, since the
 /// guard must stay fast on hostile input.
-pub fn expand_braces(s: &str) -> Vec<String> {
+pub(crate) fn expand_braces(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     expand_into(s, &mut out, 0);
     out
@@ -69,7 +69,7 @@ fn first_group(s: &str) -> Option<(usize, usize, Vec<&str>)> {
 
 /// Match one path component against one pattern component, as the shell
 /// expands it: a leading dot must be matched explicitly (bash without dotglob).
-pub fn match_component(pattern: &str, name: &str) -> bool {
+pub(crate) fn match_component(pattern: &str, name: &str) -> bool {
     if name.starts_with('.') && !pattern.starts_with('.') {
         return false;
     }
@@ -77,7 +77,7 @@ pub fn match_component(pattern: &str, name: &str) -> bool {
 }
 
 /// Plain fnmatch, as `find -name` uses it: `*` also matches a leading dot.
-pub fn fnmatch(pattern: &str, name: &str) -> bool {
+pub(crate) fn fnmatch(pattern: &str, name: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let n: Vec<char> = name.chars().collect();
     match_from(&p, &n)

@@ -11,16 +11,21 @@
 //! [`decide`] is pure: the binary gathers what it needs from the file system
 //! into a [`LoopContext`] and turns the [`GuardDecision`] into hook output.
 
+// The crate's public face is what the guard binary, the bench, the tests
+// and the fuzz targets use (the gathering, the decision, and the readers the
+// fuzz targets drive); the rest is the decision's own business.
+#![warn(unreachable_pub)]
+
 mod file_tool;
-pub mod fresh;
+mod fresh;
 pub mod gather;
-pub mod glob;
-pub mod parallel;
-pub mod pinned;
+mod glob;
+mod parallel;
+mod pinned;
 pub mod policy;
-pub mod prd;
+mod prd;
 pub mod protect;
-pub mod settings;
+mod settings;
 pub mod shell;
 
 use std::collections::BTreeMap;
@@ -32,7 +37,7 @@ pub use policy::{Policy, PolicyError, Tier};
 use protect::Hit;
 
 /// Told to the agent whenever it reaches for a loop file.
-pub const END_LOOP_HINT: &str = "To end the loop, print the completion promise when it is true; \
+pub(crate) const END_LOOP_HINT: &str = "To end the loop, print the completion promise when it is true; \
 the user cancels the loop with /ralph:cancel-ralph.";
 
 /// The tool call as received on stdin.
@@ -46,7 +51,7 @@ impl ToolCall {
     /// The file a file tool (Write, Edit, MultiEdit, NotebookEdit) acts on,
     /// as absolute and lexically normalised: a relative path is relative to
     /// `cwd`, the hook's; `~/` is the home folder, as the client reads it.
-    pub fn file_target(&self, cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    pub(crate) fn file_target(&self, cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
         let key = if self.tool_name == "NotebookEdit" {
             "notebook_path"
         } else {

@@ -14,11 +14,11 @@ use serde_json::Value;
 use std::path::Path;
 
 /// The main tree's file every worker may append to: the loop's notes.
-pub use ralph_core::parallel::NOTES_FILE;
+pub(crate) use ralph_core::parallel::NOTES_FILE;
 
 /// Why a parallel worker's call is refused; `None` when it stays inside
 /// its worktree (or only reads).
-pub fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) -> Option<String> {
+pub(crate) fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) -> Option<String> {
     // One reading of the command: a worker's commands start in its worktree
     // (its hook's `cwd`), and each `cd` of the command moves on from there.
     let bash = match call.tool_name.as_str() {

@@ -7,21 +7,21 @@ use crate::END_LOOP_HINT;
 
 /// The project files that hold the loop's configuration (`.claude/ralph.toml`,
 /// the command policy, the reviewers' folder): fixed at the loop's start.
-pub const CONFIG_NAMES: [&str; 4] = [
+pub(crate) const CONFIG_NAMES: [&str; 4] = [
     ".claude/ralph.toml",
     ".ralph/command-policy",
     ".claude/ralph-policy",
     ".claude/ralph-review",
 ];
 
-pub fn is_config(display: &str) -> bool {
+pub(crate) fn is_config(display: &str) -> bool {
     CONFIG_NAMES
         .iter()
         .any(|c| display == *c || display.starts_with(&format!("{c}/")))
 }
 
 /// A write to the loop's configuration, refused.
-pub fn config_reason(display: &str, what: &str) -> String {
+pub(crate) fn config_reason(display: &str, what: &str) -> String {
     format!(
         "ralph-guard: {what} {display}, which is the running Ralph loop's configuration, fixed at its start; \
          the agent may read it but not write, move or delete it (the user edits it between loops). {END_LOOP_HINT}"
@@ -29,7 +29,7 @@ pub fn config_reason(display: &str, what: &str) -> String {
 }
 
 /// The refusal of a write to a pinned file, naming the pin.
-pub fn pinned_reason(path: &str, why: &str) -> String {
+pub(crate) fn pinned_reason(path: &str, why: &str) -> String {
     let what = if why.starts_with("--pin") || why.starts_with("prd pin") {
         format!("pinned by the user ({why})")
     } else {

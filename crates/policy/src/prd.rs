@@ -12,7 +12,7 @@ use serde_json::Value;
 
 /// Why a new PRD text is refused, if it is. `current` is the file as it is now
 /// (None when it does not exist or cannot be read).
-pub fn judge(current: Option<&str>, new: &str) -> Option<String> {
+pub(crate) fn judge(current: Option<&str>, new: &str) -> Option<String> {
     let new_json: Value = match serde_json::from_str(new) {
         Ok(v) => v,
         Err(e) => return Some(format!("the result would not be valid JSON ({e})")),
@@ -46,7 +46,7 @@ pub fn judge(current: Option<&str>, new: &str) -> Option<String> {
 
 /// [`judge`], and then the integrity of the loop's checks and dependencies:
 /// `recorded` maps a story id to the `verify` command recorded at loop start.
-pub fn judge_with_checks(
+pub(crate) fn judge_with_checks(
     current: Option<&str>,
     new: &str,
     recorded: &BTreeMap<String, String>,
@@ -68,7 +68,7 @@ pub fn judge_with_checks(
 }
 
 /// Each recorded check is still the story's `verify`, and its story is still there.
-pub fn recorded_checks_kept(
+pub(crate) fn recorded_checks_kept(
     new_stories: &[Story],
     recorded: &BTreeMap<String, String>,
 ) -> Option<String> {
@@ -99,7 +99,7 @@ pub fn recorded_checks_kept(
 
 /// Every dependency not in `old` names a story of `new`, and none closes a
 /// cycle. A dependency that was already there is not judged again.
-pub fn added_dependencies_sound(old: &[Story], new: &[Story]) -> Option<String> {
+pub(crate) fn added_dependencies_sound(old: &[Story], new: &[Story]) -> Option<String> {
     let ids: HashSet<&str> = new.iter().map(|s| s.id.as_str()).collect();
     let mut added = false;
     for s in new {
@@ -140,7 +140,7 @@ fn story_ids(v: &Value) -> Vec<String> {
 /// Apply one Edit the way the Edit tool does; None when the tool itself would
 /// refuse it (old text missing, or not unique without `replace_all`), in which
 /// case there is nothing for the guard to judge.
-pub fn apply_edit(text: &str, old: &str, new: &str, replace_all: bool) -> Option<String> {
+pub(crate) fn apply_edit(text: &str, old: &str, new: &str, replace_all: bool) -> Option<String> {
     if old.is_empty() {
         return None;
     }

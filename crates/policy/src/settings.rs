@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// The keys whose change is refused.
-pub const SWITCH_KEYS: &[&str] = &[
+pub(crate) const SWITCH_KEYS: &[&str] = &[
     "env",
     "hooks",
     "disableAllHooks",
@@ -24,7 +24,11 @@ pub const SWITCH_KEYS: &[&str] = &[
 /// The settings files the client reads for this project: the project's
 /// shared and local ones, and the user's (`$CLAUDE_CONFIG_DIR`, else
 /// `~/.claude`), absolute.
-pub fn settings_files(root: &Path, home: Option<&Path>, config_dir: Option<&Path>) -> Vec<PathBuf> {
+pub(crate) fn settings_files(
+    root: &Path,
+    home: Option<&Path>,
+    config_dir: Option<&Path>,
+) -> Vec<PathBuf> {
     let mut files = vec![
         root.join(".claude/settings.json"),
         root.join(".claude/settings.local.json"),
@@ -44,13 +48,13 @@ pub fn settings_files(root: &Path, home: Option<&Path>, config_dir: Option<&Path
 }
 
 /// Is this a settings file's name (a guard message's display path)?
-pub fn is_settings_name(display: &str) -> bool {
+pub(crate) fn is_settings_name(display: &str) -> bool {
     display.ends_with("settings.json") || display.ends_with("settings.local.json")
 }
 
 /// The switch keys a change from `current` (absent: an empty file) to
 /// `new` alters, or why it cannot be told; `None` when it alters none.
-pub fn judge(current: Option<&str>, new: &str) -> Option<String> {
+pub(crate) fn judge(current: Option<&str>, new: &str) -> Option<String> {
     let parse = |text: &str| -> Option<Value> {
         if text.trim().is_empty() {
             return Some(Value::Object(Default::default()));
@@ -73,7 +77,7 @@ pub fn judge(current: Option<&str>, new: &str) -> Option<String> {
 }
 
 /// The refusal of a file-tool change to `file`.
-pub fn edit_reason(file: &str, why: &str) -> String {
+pub(crate) fn edit_reason(file: &str, why: &str) -> String {
     format!(
         "ralph-guard: this change to {file} is refused while a Ralph loop runs: {why}. Those keys switch \
          hooks off, redirect them or set ralph's variables ({}); only the user changes them. Other keys \
@@ -83,7 +87,7 @@ pub fn edit_reason(file: &str, why: &str) -> String {
 }
 
 /// The refusal of a Bash command that writes `file`.
-pub fn bash_reason(file: &str) -> String {
+pub(crate) fn bash_reason(file: &str) -> String {
     format!(
         "ralph-guard: this command would write {file}, a settings file of the client, while a Ralph loop \
          runs; its `env`, `hooks` and `disableAllHooks` could switch the loop's hooks off, and a command's \

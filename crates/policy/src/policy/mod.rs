@@ -280,7 +280,7 @@ pub fn canonical_words(words: &[String]) -> (usize, Vec<String>) {
 /// `git -C dir -c k=v push` is `git push`, `pnpm --filter web -w test` is
 /// `pnpm test`: options given before the subcommand (and their values) do
 /// not change which command runs, so `[deny]` must not be dodged by them.
-pub fn without_global_options(program: &str, args: &[String]) -> Vec<String> {
+pub(crate) fn without_global_options(program: &str, args: &[String]) -> Vec<String> {
     let takes_value: &[&str] = match program {
         "git" => &[
             "-C",
@@ -314,7 +314,7 @@ pub fn without_global_options(program: &str, args: &[String]) -> Vec<String> {
 /// `canonical_words` keeps, but with their quoting untouched, so that a
 /// rewrite never changes how the rest of the command is expanded
 /// (`--filter "$PKG"` stays a variable, `"two words"` stays one word).
-pub fn canonical_text(raw_words: &[String], words: &[String]) -> (usize, String) {
+pub(crate) fn canonical_text(raw_words: &[String], words: &[String]) -> (usize, String) {
     let (k, canon) = canonical_words(words);
     let mut raw: Vec<&str> = raw_words.iter().skip(k).map(String::as_str).collect();
     // `pnpm run X` -> `pnpm X`: canonical_words dropped the second word.
@@ -326,7 +326,7 @@ pub fn canonical_text(raw_words: &[String], words: &[String]) -> (usize, String)
 
 /// Does `cmd` start with the words of `prefix` (whole words only, so
 /// `pnpm test-e2e` does not match `pnpm test-e2e:local`)?
-pub fn starts_with_words(cmd: &[String], prefix: &[String]) -> bool {
+pub(crate) fn starts_with_words(cmd: &[String], prefix: &[String]) -> bool {
     !prefix.is_empty() && cmd.len() >= prefix.len() && cmd.iter().zip(prefix).all(|(a, b)| a == b)
 }
 

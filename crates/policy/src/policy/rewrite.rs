@@ -89,7 +89,7 @@ fn expand_by_hand(template: &str, whole: &str, rest: Option<&str>) -> String {
 
 impl RewriteRule {
     /// The compiled regex, built on first use.
-    pub fn regex(&self) -> Result<&Regex, String> {
+    pub(crate) fn regex(&self) -> Result<&Regex, String> {
         self.compiled
             .get_or_init(|| Regex::new(&self.pattern).map_err(|e| e.to_string()))
             .as_ref()

@@ -26,8 +26,9 @@ pub use matching::normalize;
 use matching::{Checker, classify, classify_except, classify_find, classify_into, excluded};
 use scope::Scope;
 use wrappers::is_shell;
-pub use wrappers::{Invocation, Unwrapped, unwrap, unwrap_full};
-pub use writes::{Writes, bash_writes};
+pub use wrappers::{Invocation, unwrap};
+pub(crate) use wrappers::{Unwrapped, unwrap_full};
+pub(crate) use writes::{Writes, bash_writes};
 
 /// How deep `sh -c "eval \"...\""` nesting is followed.
 const MAX_DEPTH: usize = 8;

@@ -19,7 +19,7 @@ use crate::shell::{self, Segment};
 
 /// What a command writes, as far as the guard can read it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Writes {
+pub(crate) struct Writes {
     /// Absolute, lexically normalised paths the command writes, removes,
     /// creates or gives another name; a git command that changes a
     /// repository (its index, refs, config or work tree) names the work
@@ -36,13 +36,13 @@ pub struct Writes {
 
 impl Writes {
     /// Whether the command writes anything at all.
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         self.unseen || !self.paths.is_empty()
     }
 }
 
 /// What `command`, run in `cwd` of the project `root`, writes.
-pub fn bash_writes(command: &str, cwd: &Path, root: &Path, home: Option<&Path>) -> Writes {
+pub(crate) fn bash_writes(command: &str, cwd: &Path, root: &Path, home: Option<&Path>) -> Writes {
     let mut scope = Scope::new(Some(cwd.to_path_buf())).with_places(root, home);
     let mut out = Writes::default();
     walk(command, &mut scope, home, 0, &mut out);

@@ -52,7 +52,7 @@ impl Redirect {
     /// `>|`, `&>`, `&>>`, `N>`, `<>`, and `>&FILE` / `N>&FILE` (bash reads
     /// `>&WORD` as `&>WORD` unless WORD is a descriptor). `>&2`, `2>&1`,
     /// `>&-` and `2>&1-` only duplicate or close descriptors.
-    pub fn writes_file(&self) -> bool {
+    pub(crate) fn writes_file(&self) -> bool {
         if !self.op.contains('>') {
             return false;
         }
@@ -63,12 +63,12 @@ impl Redirect {
     }
 
     /// The text of a here-string (`<<< WORD`), which a command reads on stdin.
-    pub fn here_string(&self) -> Option<&str> {
+    pub(crate) fn here_string(&self) -> Option<&str> {
         self.op.ends_with("<<<").then_some(self.target.as_str())
     }
 
     /// `< FILE` (or `0< FILE`): the command reads FILE on stdin.
-    pub fn reads_stdin_from(&self) -> Option<&str> {
+    pub(crate) fn reads_stdin_from(&self) -> Option<&str> {
         let fd = self.op.trim_end_matches('<');
         (self.op.ends_with('<') && !self.op.ends_with("<<") && (fd.is_empty() || fd == "0"))
             .then_some(self.target.as_str())
@@ -493,7 +493,7 @@ fn read_heredocs(
 
 /// The outermost command substitutions of one (unquoted) word: `$(...)` and
 /// backticks, as (start, end, inner text); arithmetic `$((...))` is not one.
-pub fn substitution_spans(word: &str) -> Vec<(usize, usize, String)> {
+pub(crate) fn substitution_spans(word: &str) -> Vec<(usize, usize, String)> {
     let b = word.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -519,7 +519,7 @@ pub fn substitution_spans(word: &str) -> Vec<(usize, usize, String)> {
 }
 
 /// Is `w` a shell variable assignment (`NAME=value`, `NAME+=value`)?
-pub fn is_assignment(w: &str) -> bool {
+pub(crate) fn is_assignment(w: &str) -> bool {
     let Some(eq) = w.find('=') else { return false };
     let name = w[..eq].strip_suffix('+').unwrap_or(&w[..eq]);
     let mut chars = name.chars();

@@ -38,7 +38,7 @@ pub enum Invocation {
 
 /// An invocation with what its wrappers do besides running it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unwrapped {
+pub(crate) struct Unwrapped {
     pub invocation: Invocation,
     /// Folders the program is run in (`env -C DIR`, `sudo -D DIR`), in order,
     /// each relative to the one before.
@@ -83,7 +83,7 @@ pub fn unwrap(words: &[String]) -> Invocation {
 }
 
 /// [`unwrap`], with the folders, files and `xargs` settings the wrappers add.
-pub fn unwrap_full(words: &[String]) -> Unwrapped {
+pub(crate) fn unwrap_full(words: &[String]) -> Unwrapped {
     let mut u = Unwrapped {
         invocation: Invocation::Nothing,
         chdir: Vec::new(),
