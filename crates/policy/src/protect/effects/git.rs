@@ -263,6 +263,7 @@ const CONFIG_READS: &[&str] = &[
     "--name-only",
 ];
 
+/// `git config` with one operand still writes with one of these.
 const CONFIG_CHANGES: &[&str] = &[
     "--unset",
     "--unset-all",

@@ -2,6 +2,10 @@
 //! the paths it names (removes, writes, copies into, finds and deletes,
 //! changes folder to). Reading is never an effect, so `cat`, `grep` or `cp`
 //! *from* a protected file stay allowed.
+//!
+//! One arm per program here; the families with options of their own live in
+//! their own modules: [`copy`] (`mv`, `cp`, `ln`, `rsync`, ...), [`editors`]
+//! (in-place editors), [`archives`] (`tar`, `unzip`, `patch`) and [`git`].
 
 mod archives;
 mod copy;

@@ -7,6 +7,9 @@
 //! Each wrapper's options are read by its own table (which short and long
 //! options take a value, how many operands come before the command), the
 //! way its getopt does: a wrapper stops reading options at its first operand.
+//! The wrappers that only change how their command runs are rows of
+//! [`table::WRAPPERS`]; those that hand over a string to run are in
+//! [`handover`].
 
 mod handover;
 mod table;
