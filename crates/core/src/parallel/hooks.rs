@@ -88,21 +88,32 @@ pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
     HookOutput::Nothing
 }
 
-/// The board against the Stop's `background_tasks`, under the loop lock:
+/// What a Stop of a `--parallel` loop changes on the board, read under the
+/// loop lock (`stop::inputs`) and written by `stop::apply` ([`sync_lanes`]):
 /// each running worker's story is named (from the task's description: ralph
 /// knows it from the worker's own transcript only once it stops, and status
 /// wants it while it runs), and a worker that no longer runs but still has a
 /// lane (its client was killed, or its stop never came) loses its worktree
 /// and branches: a lane outlives its worker only by a crash, since every
-/// worker's stop that lets it go removes its lane first. Writes only when
-/// something changed.
-pub fn sync_lanes(paths: &LoopPaths, input: &HookInput, session: &str, iteration: u64) {
+/// worker's stop that lets it go removes its lane first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaneSync {
+    /// The board as it is to be written; `None`: unchanged.
+    pub board: Option<super::Board>,
+    /// The lanes whose worker no longer runs, by agent id.
+    pub gone: Vec<(String, Lane)>,
+    /// Their stories (else agent ids), for the log.
+    pub gone_names: Vec<String>,
+}
+
+/// The read half: the board against the Stop's `background_tasks`.
+pub fn lanes_to_sync(paths: &LoopPaths, input: &HookInput) -> LaneSync {
     let tasks = &input.background_tasks;
     let mut board = paths.read_board();
     if board.lanes.is_empty() {
-        return;
+        return LaneSync::default();
     }
-    let mut changed = false;
+    let mut sync = LaneSync::default();
     let running = |id: &str| {
         tasks
             .iter()
@@ -114,14 +125,14 @@ pub fn sync_lanes(paths: &LoopPaths, input: &HookInput, session: &str, iteration
         .filter(|agent| !running(agent))
         .cloned()
         .collect();
-    let mut removed = Vec::new();
+    let mut changed = false;
     for agent in gone {
         if let Some(lane) = board.lanes.remove(&agent) {
-            let _ = remove_lane_worktree(paths, &agent, &lane);
-            let story = lane.story.or_else(|| {
+            let story = lane.story.clone().or_else(|| {
                 super::bound::story_of(paths, input.transcript_path.as_deref(), &agent)
             });
-            removed.push(story.unwrap_or(agent));
+            sync.gone_names.push(story.unwrap_or_else(|| agent.clone()));
+            sync.gone.push((agent, lane));
             changed = true;
         }
     }
@@ -134,13 +145,23 @@ pub fn sync_lanes(paths: &LoopPaths, input: &HookInput, session: &str, iteration
             changed = true;
         }
     }
-    if changed {
-        let _ = paths.write_board(&board);
+    sync.board = changed.then_some(board);
+    sync
+}
+
+/// The write half: the gone lanes' worktrees removed, the board written
+/// when something changed, one log line for the removals.
+pub fn sync_lanes(paths: &LoopPaths, sync: &LaneSync, session: &str, iteration: u64) {
+    for (agent, lane) in &sync.gone {
+        let _ = remove_lane_worktree(paths, agent, lane);
     }
-    if !removed.is_empty() {
+    if let Some(board) = &sync.board {
+        let _ = paths.write_board(board);
+    }
+    if !sync.gone_names.is_empty() {
         let text = format!(
             "removed the worktrees of workers that no longer run ({}); their stories go out again",
-            removed.join(", ")
+            sync.gone_names.join(", ")
         );
         log_cleanup(paths, session, iteration, &text);
     }

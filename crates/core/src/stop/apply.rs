@@ -27,6 +27,7 @@ pub fn apply(
 ) -> Result<HookOutput, StoreError> {
     let session = inputs.session.as_str();
     let state = &inputs.state;
+    workers(paths, inputs);
     if plan.ran_checks {
         let _ = crate::seal::write(&paths.verify, plan.verify_log.render().as_bytes());
     }
@@ -187,10 +188,10 @@ fn take_worker(paths: &LoopPaths) -> Option<String> {
     Some(record.outcome)
 }
 
-/// `--fresh`: the main thread's turn ended while its worker still runs in
-/// the background. The session may stop (the client delivers the worker's
+/// The main thread's turn ended while its workers run (see
+/// `decide::Workers`). The session may stop (the client delivers a worker's
 /// report as a new turn, whose Stop goes on); nothing advances.
-pub fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> Result<HookOutput, StoreError> {
+fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> Result<HookOutput, StoreError> {
     let state = &inputs.state;
     let code = Code::WorkerRunning.as_str();
     let entry = Entry::now(&inputs.session, state.iteration, Action::Wait, code)
@@ -216,6 +217,16 @@ pub fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> Result<HookOut
     )))
 }
 
+/// `--parallel`: the lanes of workers that no longer run go, with their
+/// worktrees, and the client's stray branches (what `gather` found).
+pub fn workers(paths: &LoopPaths, inputs: &StopInputs) {
+    let (cleanup, iteration) = (&inputs.cleanup, inputs.state.iteration);
+    crate::parallel::hooks::sync_lanes(paths, &cleanup.lanes, &inputs.session, iteration);
+    if !cleanup.strays.is_empty() {
+        crate::parallel::strays::sweep(paths, &cleanup.strays, &inputs.session, iteration);
+    }
+}
+
 /// A duplicate Stop: the answer `again` (the last one, judged again),
 /// logged as a repeat; nothing else is written. After a yield the turn ends
 /// again (the user's message is still the next turn).
@@ -225,6 +236,7 @@ pub fn repeat(
     again: Decision,
 ) -> Result<HookOutput, StoreError> {
     let state = &inputs.state;
+    workers(paths, inputs);
     let code = Code::DuplicateStop.as_str();
     let entry = Entry::now(&inputs.session, state.iteration, Action::Repeat, code);
     let _ = log(paths, entry);

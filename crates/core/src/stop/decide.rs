@@ -62,6 +62,8 @@ pub struct StopContext<'a> {
     pub elapsed_secs: Option<u64>,
     /// `--parallel`: the stories whose worker still runs.
     pub in_flight: &'a [Option<String>],
+    /// How busy the loop's workers are (`--fresh`, `--parallel`).
+    pub workers: Workers,
     /// The project root (the workers' tasks name the PRD by its path).
     pub root: &'a std::path::Path,
 }
@@ -82,7 +84,45 @@ impl<'a> StopContext<'a> {
             budgets: &plan.budgets,
             elapsed_secs: plan.elapsed_secs,
             in_flight: &inputs.in_flight,
+            workers: plan.workers,
             root: &inputs.root,
+        }
+    }
+}
+
+/// How busy a worker loop's workers are: the one rule for when a Stop waits
+/// for them. `plan` works it out, `judge` follows it (its first rule, or
+/// when no other story can go out), and `apply` carries out the wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workers {
+    /// No worker runs (or the loop has none).
+    Idle,
+    /// `--parallel`: workers run and places are free: the rules decide; the
+    /// Stop waits only when no other story can go out.
+    Some,
+    /// Every place is taken (`--parallel`), or the `--fresh` worker runs in
+    /// the background (the model's turn ended before its worker's): the
+    /// Stop waits before any rule, nothing advances, and the worker's report
+    /// (or merge) brings the next Stop; a second worker is never fed the
+    /// same story, and the worker's run counts as one iteration.
+    AllBusy,
+}
+
+impl Workers {
+    /// From the running workers: `in_flight` (`--parallel`), `fresh_worker`
+    /// (a `--fresh` worker runs).
+    pub fn of(state: &LoopState, in_flight: &[Option<String>], fresh_worker: bool) -> Workers {
+        let all_busy = if state.parallel > 0 {
+            in_flight.len() >= state.parallel as usize
+        } else {
+            fresh_worker
+        };
+        if state.fresh && state.active && all_busy {
+            Workers::AllBusy
+        } else if state.parallel > 0 && !in_flight.is_empty() {
+            Workers::Some
+        } else {
+            Workers::Idle
         }
     }
 }
@@ -313,6 +353,9 @@ pub enum Next {
 
 /// The rules, in their order (see the module's doc).
 pub fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
+    if cx.workers == Workers::AllBusy {
+        return alone(Outcome::WaitForWorkers);
+    }
     match cx.queue {
         QueueAction::Cancel { typed } => return alone(Outcome::CancelledByUser(typed)),
         QueueAction::Yield { .. } => return alone(Outcome::Yield),
@@ -442,7 +485,7 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
             );
             return with_ignored(fed, ignored_blocker);
         }
-        if !cx.in_flight.is_empty() {
+        if cx.workers != Workers::Idle {
             return alone(Outcome::WaitForWorkers);
         }
     }

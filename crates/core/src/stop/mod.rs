@@ -81,32 +81,16 @@ pub fn step(
         Gathered::Loop(inputs) => inputs,
     };
     notify.get_or_init(|| Pending::for_loop(paths, inputs.state.notify.as_deref()));
-    // --fresh, and the model let its worker run in the background: the turn
-    // ends while the worker works. Wait for its report (the notification
-    // turn's Stop) instead of feeding a second worker for the same story;
-    // nothing advances, so the worker's run counts as one iteration.
-    // --parallel: the same once every place is taken (with a place free,
-    // the decision hands out more stories, or waits: `decide`).
-    let state = &inputs.state;
-    if state.parallel > 0 && state.active {
-        crate::parallel::hooks::sync_lanes(paths, input, &inputs.session, state.iteration);
-        // Branches the client made for a worktree it then failed to make.
-        crate::parallel::strays::sweep(paths, state, &inputs.session);
-    }
-    let all_busy = if state.parallel > 0 {
-        inputs.in_flight.len() >= state.parallel as usize
-    } else {
-        crate::fresh::worker_in_flight(&input.background_tasks).is_some()
-    };
-    if state.fresh && state.active && all_busy {
-        return apply::wait_for_worker(paths, &inputs).map(Step::Done);
-    }
+    // Whether the Stop waits for its workers is the plan's (`decide::Workers`):
+    // a Stop that waits is no duplicate and runs no check.
     let mut plan = Plan::new(&inputs, ran);
     if plan.duplicate {
         let again = repeat_decision(&inputs, &plan);
         return apply::repeat(paths, &inputs, again).map(Step::Done);
     }
     if let Some(jobs) = plan.jobs.take() {
+        // Workers gone are cleaned up before the checks run, as at every round.
+        apply::workers(paths, &inputs);
         return Ok(Step::RunChecks(jobs));
     }
     let decision = decision(&StopContext::new(&inputs, &plan));
