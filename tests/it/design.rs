@@ -147,25 +147,21 @@ fn function_lengths(code: &str) -> Vec<(String, usize)> {
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("crates/policy/src/protect/wrappers.rs", "peel", 154),
     ("crates/policy/src/protect/effects.rs", "effects", 113),
-    ("crates/core/src/stop/inputs.rs", "gather", 111),
     (
         "crates/policy/src/protect/effects.rs",
         "git_repo_effects",
         104,
     ),
-    ("crates/core/src/stop/decide.rs", "judge_prd", 104),
     ("crates/policy/src/protect/matching.rs", "new", 101),
     ("crates/core/src/args.rs", "set", 97),
     ("crates/policy/src/lib.rs", "decide_file", 96),
     ("crates/policy/benches/guard_process.rs", "main", 93),
-    ("crates/core/src/fresh_stop.rs", "step", 92),
     ("crates/policy/src/protect/mod.rs", "check_exec", 89),
     ("crates/core/src/setup/commands.rs", "start", 83),
 ];
 const LONG_FILES: &[(&str, usize)] = &[
     ("crates/policy/src/protect/effects.rs", 1000),
     ("crates/policy/src/protect/wrappers.rs", 662),
-    ("crates/core/src/stop/text.rs", 647),
     ("crates/policy/src/shell.rs", 644),
     ("crates/policy/src/lib.rs", 642),
 ];

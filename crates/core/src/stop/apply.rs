@@ -57,7 +57,7 @@ pub fn apply(
     let code = decision.code.as_str();
     let goes_on = matches!(
         decision.next,
-        Next::Feed { .. } | Next::Pause | Next::Hold { .. }
+        Next::Feed { .. } | Next::Yield | Next::Hold { .. }
     );
     let tamper = (goes_on && inputs.mirror.tampered()).then(|| text::tampered(inputs.mirror));
     if let Some(notice) = &tamper {
@@ -138,8 +138,8 @@ fn write_next(
                 Some(reason),
             )
         }
-        Next::Pause => {
-            save(paths, inputs, &plan.state_paused(inputs))?;
+        Next::Yield => {
+            save(paths, inputs, &plan.state_yielded(inputs))?;
             next_turn(paths, message);
             (
                 Entry::now(session, state.iteration, Action::Yield, code),

@@ -29,11 +29,11 @@ use crate::activity::Code;
 use crate::blocker::Blocker;
 use crate::budget::{Budget, Budgets};
 use crate::paths::PrdReadError;
-use crate::prd::Story;
+use crate::prd::{Prd, Story};
 use crate::promise;
 use crate::queue::QueueAction;
 use crate::reinject::Injected;
-use crate::review::{Standing as ReviewStanding, Verdict};
+use crate::review::{Standing, Verdict};
 use crate::state::LoopState;
 use crate::verify::CheckResult;
 
@@ -158,9 +158,9 @@ impl FeedKey {
     }
 }
 
-/// How a PRD stands, as the model is told with a feed.
+/// How far a PRD's stories are, as the model is told with a feed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Standing<'a> {
+pub struct PrdProgress<'a> {
     pub passing: usize,
     /// Stories in all, the vanished ones included.
     pub total: usize,
@@ -188,12 +188,12 @@ pub enum Outcome<'a> {
     BudgetSpent(Budget),
     Stalled,
     /// The reviewers still reject the work after `max_reviews` rounds.
-    ReviewsExhausted(&'a ReviewStanding),
+    ReviewsExhausted(&'a Standing),
     // The loop waits for the user (it stays, and each Stop lets the session stop):
     /// A blocker names a failing story: the loop pauses.
     Blocked(&'a Blocker),
-    /// Paused earlier, and not resumed yet: why.
-    StillPaused(&'a str),
+    /// Held by a blocker earlier (`blocked:` in the state), and not resumed yet: why.
+    StillBlocked(&'a str),
     StoryStuck(FeedKey),
     // The loop goes on, fed with:
     /// Plain mode: the prompt, with why a claim was refused or a tag did not match.
@@ -207,11 +207,11 @@ pub enum Outcome<'a> {
     Deadlock(Vec<(String, Vec<String>)>),
     FinalCheckFailed(&'a Refusal),
     /// Completion stands and the checks pass, but a reviewer rejected the work.
-    ReviewRejected(&'a ReviewStanding),
-    Vanished(Standing<'a>),
+    ReviewRejected(&'a Standing),
+    Vanished(PrdProgress<'a>),
     Story {
         story: &'a Story,
-        standing: Standing<'a>,
+        standing: PrdProgress<'a>,
         /// The story claims `passes`, but its check failed.
         refused: Option<&'a CheckResult>,
         /// The story claims `passes`, but its review did not approve it.
@@ -220,7 +220,7 @@ pub enum Outcome<'a> {
     /// `--parallel`: these stories go out at once, each to its own worker.
     Dispatch {
         stories: Vec<&'a Story>,
-        standing: Standing<'a>,
+        standing: PrdProgress<'a>,
     },
     // Nothing advances:
     /// `--parallel`: workers run and no other story can go out: the turn
@@ -246,7 +246,7 @@ impl Outcome<'_> {
                 review: Some(_), ..
             } => Code::ReviewRejected,
             Outcome::ReviewsExhausted(_) => Code::ReviewsExhausted,
-            Outcome::Blocked(_) | Outcome::StillPaused(_) => Code::Blocked,
+            Outcome::Blocked(_) | Outcome::StillBlocked(_) => Code::Blocked,
             Outcome::Deadlock(_) => Code::Deadlock,
             Outcome::StoryStuck(_) => Code::StoryStuck,
             Outcome::Prompt { refused: None, .. } => Code::Continue,
@@ -337,18 +337,63 @@ pub enum Next {
         /// The new re-injection counter (PRD mode), to be written.
         injected: Option<Injected>,
     },
-    /// Let the turn end without advancing the loop (the user's message is
-    /// the next turn); the loop goes on at the next Stop.
-    Pause,
-    /// Let the session stop; the loop stays, paused for the user (`why`),
-    /// until the user resumes it.
+    /// Yield to the user's message: let the turn end without advancing the
+    /// loop (the message is the next turn); the loop goes on at the next Stop.
+    Yield,
+    /// Hold the loop for a blocker: let the session stop; the loop stays,
+    /// held for the user (`why`, kept as `blocked:`), until the user resumes it.
     Hold { why: String },
     /// Let the session stop: the loop is over after `iterations`.
     End { iterations: u64 },
     /// Let the session stop: the user cancelled the loop.
     Cancel,
-    /// `--parallel`: let the turn end while workers run; nothing advances.
+    /// Let the turn end while workers run (see [`Workers`]); nothing advances.
     Wait,
+}
+
+/// What happens after a Stop, as decided from its outcome; `text` words
+/// it into a [`Next`] (the feed's text, the blocker's reason).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Then {
+    /// The loop goes on: the model is fed at `iteration`. `to_worker`: a
+    /// `--fresh` feed other than a story's or a dispatch (which already are
+    /// short dispatches): the main thread hands it to a worker as its task.
+    Feed {
+        iteration: u64,
+        injected: Option<Injected>,
+        to_worker: bool,
+    },
+    /// See [`Next::Yield`].
+    Yield,
+    /// See [`Next::Hold`].
+    Hold,
+    /// See [`Next::End`].
+    End { iterations: u64 },
+    /// See [`Next::Cancel`].
+    Cancel,
+    /// See [`Next::Wait`].
+    Wait,
+}
+
+impl Judgement<'_> {
+    /// What happens next, for a loop in `state`.
+    pub fn then(&self, state: &LoopState) -> Then {
+        match &self.outcome {
+            Outcome::Yield => Then::Yield,
+            Outcome::CancelledByUser(_) => Then::Cancel,
+            Outcome::Blocked(_) | Outcome::StillBlocked(_) => Then::Hold,
+            Outcome::WaitForWorkers => Then::Wait,
+            end if end.ends() => Then::End {
+                iterations: state.iteration,
+            },
+            feed => Then::Feed {
+                iteration: state.iteration.saturating_add(1),
+                injected: self.injected.clone(),
+                to_worker: state.fresh
+                    && !matches!(feed, Outcome::Story { .. } | Outcome::Dispatch { .. }),
+            },
+        }
+    }
 }
 
 /// The rules, in their order (see the module's doc).
@@ -365,7 +410,7 @@ pub fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
         return alone(Outcome::Cancelled);
     }
     if let Some(why) = &cx.state.blocked {
-        return alone(Outcome::StillPaused(why));
+        return alone(Outcome::StillBlocked(why));
     }
     match cx.prd {
         None => judge_plain(cx),
@@ -411,18 +456,17 @@ fn judge_plain<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
 
 fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'a> {
     let prd = judged.prd.as_ref();
-    let mut remove_blocker = false;
-    let mut ignored_blocker = None;
-    if let Some(blocker) = cx.blocker {
-        match prd.story(&blocker.story_id) {
-            Some(story) if story.passes => remove_blocker = true,
-            Some(_) => return alone(Outcome::Blocked(blocker)),
-            None => {
-                remove_blocker = true;
-                ignored_blocker = Some(IgnoredBlocker::NoSuchStory(blocker.story_id.clone()));
-            }
-        }
-    }
+    let (remove_blocker, ignored_blocker) = match blocker_rule(cx, prd) {
+        Ok(found) => found,
+        Err(blocked) => return blocked,
+    };
+    // What is fed, with the blocker's removal and why it was ignored.
+    let fed = |key, outcome| {
+        with_ignored(
+            feed(cx, key, outcome, remove_blocker),
+            ignored_blocker.clone(),
+        )
+    };
     match cx.completion {
         Completion::Complete => {
             let total = prd.stories.len();
@@ -434,25 +478,14 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
                 },
                 Reviewed::Feed(outcome) => match limit_reached(cx) {
                     Some(end) => alone(end),
-                    None => with_ignored(
-                        feed(cx, FeedKey::Review, outcome, remove_blocker),
-                        ignored_blocker,
-                    ),
+                    None => fed(FeedKey::Review, outcome),
                 },
             };
         }
         Completion::Refused(refusal) => {
             return match limit_reached(cx) {
                 Some(end) => alone(end),
-                None => with_ignored(
-                    feed(
-                        cx,
-                        FeedKey::FinalCheck,
-                        Outcome::FinalCheckFailed(refusal),
-                        remove_blocker,
-                    ),
-                    ignored_blocker,
-                ),
+                None => fed(FeedKey::FinalCheck, Outcome::FinalCheckFailed(refusal)),
             };
         }
         Completion::NotClaimed => {}
@@ -460,44 +493,25 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
     if let Some(end) = limit_reached(cx) {
         return alone(end);
     }
-    let (passing, total) = prd.progress();
-    let vanished = judged.vanished.as_slice();
-    let early_promise = completion::promise_kept(cx.state, cx.said).then(|| {
-        let failing = prd.stories.iter().filter(|s| !s.passes);
-        let ids = failing.map(|s| s.id.as_str());
-        ids.chain(vanished.iter().map(String::as_str)).collect()
-    });
-    let standing = Standing {
-        passing,
-        total: total + vanished.len(),
-        vanished,
-        early_promise,
-    };
+    let standing = prd_progress(cx, judged);
     if cx.state.parallel > 0 {
         let stories = crate::parallel::pick(prd, cx.in_flight, cx.state.parallel);
         if !stories.is_empty() {
             let key = FeedKey::Story(crate::parallel::batch_key(&stories));
-            let fed = feed(
-                cx,
-                key,
-                Outcome::Dispatch { stories, standing },
-                remove_blocker,
-            );
-            return with_ignored(fed, ignored_blocker);
+            return fed(key, Outcome::Dispatch { stories, standing });
         }
         if cx.workers != Workers::Idle {
             return alone(Outcome::WaitForWorkers);
         }
     }
     let Some(story) = prd.next_runnable() else {
-        if !vanished.is_empty() {
-            let outcome = Outcome::Vanished(standing);
-            let fed = feed(cx, FeedKey::Vanished, outcome, remove_blocker);
-            return with_ignored(fed, ignored_blocker);
+        if !standing.vanished.is_empty() {
+            return fed(FeedKey::Vanished, Outcome::Vanished(standing));
         }
-        let outcome = Outcome::Deadlock(prd.unmet_dependencies());
-        let fed = feed(cx, FeedKey::Deadlock, outcome, remove_blocker);
-        return with_ignored(fed, ignored_blocker);
+        return fed(
+            FeedKey::Deadlock,
+            Outcome::Deadlock(prd.unmet_dependencies()),
+        );
     };
     let outcome = Outcome::Story {
         story,
@@ -505,13 +519,47 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
         refused: judged.refused.get(&story.id),
         review: judged.review_refused.get(&story.id),
     };
-    let fed = feed(
-        cx,
-        FeedKey::Story(story.id.clone()),
-        outcome,
-        remove_blocker,
-    );
-    with_ignored(fed, ignored_blocker)
+    fed(FeedKey::Story(story.id.clone()), outcome)
+}
+
+/// PRD mode: what the blocker does. A blocker naming a failing story holds
+/// the loop (`Err`, the judgement); else whether the blocker file is
+/// removed (its story passes, or it names none of the PRD's) and why it
+/// was ignored.
+fn blocker_rule<'a>(
+    cx: &StopContext<'a>,
+    prd: &Prd,
+) -> Result<(bool, Option<IgnoredBlocker>), Judgement<'a>> {
+    let Some(blocker) = cx.blocker else {
+        return Ok((false, None));
+    };
+    match prd.story(&blocker.story_id) {
+        Some(story) if story.passes => Ok((true, None)),
+        Some(_) => Err(alone(Outcome::Blocked(blocker))),
+        None => Ok((
+            true,
+            Some(IgnoredBlocker::NoSuchStory(blocker.story_id.clone())),
+        )),
+    }
+}
+
+/// How far the PRD is: its passing stories, the vanished ones, and a
+/// completion promise printed while some still fail.
+fn prd_progress<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> PrdProgress<'a> {
+    let prd = judged.prd.as_ref();
+    let (passing, total) = prd.progress();
+    let vanished = judged.vanished.as_slice();
+    let early_promise = completion::promise_kept(cx.state, cx.said).then(|| {
+        let failing = prd.stories.iter().filter(|s| !s.passes);
+        let ids = failing.map(|s| s.id.as_str());
+        ids.chain(vanished.iter().map(String::as_str)).collect()
+    });
+    PrdProgress {
+        passing,
+        total: total + vanished.len(),
+        vanished,
+        early_promise,
+    }
 }
 
 /// The judgement, with the model told why its blocker was ignored.

@@ -459,7 +459,7 @@ fn what_the_user_queued_comes_first() {
     );
     let texts = vec!["what is 2+2?".to_string()];
     let d = queued(QueueAction::Yield { texts }).decide();
-    assert_eq!((d.code, &d.next), (Code::UserMessage, &Next::Pause));
+    assert_eq!((d.code, &d.next), (Code::UserMessage, &Next::Yield));
     assert!(
         d.system_message.contains("paused at iteration 3/3"),
         "{d:?}"

@@ -427,13 +427,13 @@ impl Plan<'_> {
                 (None, _) => state.last_fingerprint.clone(),
             },
             yielded: false,
-            ..self.state_paused(inputs)
+            ..self.state_yielded(inputs)
         }
     }
 
     /// The state as a Stop that yields to the user leaves it: the same
     /// iteration and stall count, claimed, the queue acted on, `yielded`.
-    pub fn state_paused(&self, inputs: &StopInputs) -> LoopState {
+    pub fn state_yielded(&self, inputs: &StopInputs) -> LoopState {
         let state = &inputs.state;
         LoopState {
             session_id: if self.claims {
