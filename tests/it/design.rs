@@ -153,11 +153,9 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         104,
     ),
     ("crates/policy/src/protect/matching.rs", "new", 101),
-    ("crates/core/src/args.rs", "set", 97),
     ("crates/policy/src/lib.rs", "decide_file", 96),
     ("crates/policy/benches/guard_process.rs", "main", 93),
     ("crates/policy/src/protect/mod.rs", "check_exec", 89),
-    ("crates/core/src/setup/commands.rs", "start", 83),
 ];
 const LONG_FILES: &[(&str, usize)] = &[
     ("crates/policy/src/protect/effects.rs", 1000),

@@ -194,13 +194,7 @@ impl Flag {
 
 impl StartArgs {
     fn set(&mut self, flag: Flag, value: Option<String>) -> Result<(), ArgsError> {
-        let repeated = |present: bool| {
-            if present {
-                Err(ArgsError::Repeated(flag.name()))
-            } else {
-                Ok(())
-            }
-        };
+        let repeated = |present: bool| once(flag, present);
         let value = value.unwrap_or_default();
         match flag {
             Flag::MaxIterations => {
@@ -210,14 +204,6 @@ impl StartArgs {
             Flag::MaxStoryAttempts => {
                 repeated(self.max_story_attempts.is_some())?;
                 self.max_story_attempts = Some(positive_u32(flag, &value)?);
-            }
-            Flag::Verify => {
-                repeated(self.verify.is_some())?;
-                self.verify = Some(value);
-            }
-            Flag::Notify => {
-                repeated(self.notify.is_some())?;
-                self.notify = Some(value);
             }
             Flag::VerifyTimeout => {
                 repeated(self.verify_timeout.is_some())?;
@@ -229,41 +215,8 @@ impl StartArgs {
                 self.max_stalls = Some(u32::try_from(n).unwrap_or(u32::MAX));
             }
             Flag::MaxTokens | Flag::MaxRuntime | Flag::MaxCost => self.set_budget(flag, value)?,
-            Flag::CompletionPromise => {
-                repeated(self.completion_promise.is_some())?;
-                self.completion_promise = Some(value);
-            }
-            Flag::PrdFile => {
-                repeated(self.prd_file.is_some())?;
-                self.prd_file = Some(value);
-            }
-            Flag::PromptFile => {
-                repeated(self.prompt_file.is_some())?;
-                self.prompt_file = Some(value);
-            }
-            Flag::Review => {
-                repeated(self.review.is_some())?;
-                let names = match value.as_str() {
-                    "" => vec!["acceptance".to_string()],
-                    list => crate::review::parse_list(list).ok_or_else(|| ArgsError::BadValue {
-                        flag: flag.name(),
-                        value: value.clone(),
-                        what: "reviewer names separated by commas: acceptance, security, quality, or all",
-                    })?,
-                };
-                self.review = Some(names);
-            }
-            Flag::ReviewCmd => {
-                repeated(self.review_cmd.is_some())?;
-                self.review_cmd = Some(value);
-            }
-            Flag::MaxReviews => {
-                repeated(self.max_reviews.is_some())?;
-                self.max_reviews = Some(positive_u32(flag, &value)?);
-            }
-            Flag::ReviewTimeout => {
-                repeated(self.review_timeout.is_some())?;
-                self.review_timeout = Some(positive_secs(flag, &value)?);
+            Flag::Review | Flag::MaxReviews | Flag::ReviewTimeout => {
+                self.set_review(flag, value)?;
             }
             Flag::Replace => self.replace = true,
             Flag::Fresh => self.fresh = true,
@@ -287,12 +240,54 @@ impl StartArgs {
                 self.pin.push(value);
             }
             Flag::Help => self.help = true,
+            // The flags that take text as it is.
+            text => match self.text_slot(text) {
+                Some(slot) if slot.is_none() => *slot = Some(value),
+                _ => return Err(ArgsError::Repeated(flag.name())),
+            },
         }
         Ok(())
     }
-}
 
-impl StartArgs {
+    /// The option a flag taking text as it is sets, once.
+    fn text_slot(&mut self, flag: Flag) -> Option<&mut Option<String>> {
+        Some(match flag {
+            Flag::Verify => &mut self.verify,
+            Flag::Notify => &mut self.notify,
+            Flag::CompletionPromise => &mut self.completion_promise,
+            Flag::PrdFile => &mut self.prd_file,
+            Flag::PromptFile => &mut self.prompt_file,
+            Flag::ReviewCmd => &mut self.review_cmd,
+            _ => return None,
+        })
+    }
+
+    /// `--review [LIST]`, `--max-reviews N`, `--review-timeout SECS`: each given once.
+    fn set_review(&mut self, flag: Flag, value: String) -> Result<(), ArgsError> {
+        let given = match flag {
+            Flag::Review => self.review.is_some(),
+            Flag::MaxReviews => self.max_reviews.is_some(),
+            _ => self.review_timeout.is_some(),
+        };
+        once(flag, given)?;
+        match flag {
+            Flag::Review => {
+                let names = match value.as_str() {
+                    "" => vec!["acceptance".to_string()],
+                    list => crate::review::parse_list(list).ok_or_else(|| ArgsError::BadValue {
+                        flag: flag.name(),
+                        value: value.clone(),
+                        what: "reviewer names separated by commas: acceptance, security, quality, or all",
+                    })?,
+                };
+                self.review = Some(names);
+            }
+            Flag::MaxReviews => self.max_reviews = Some(positive_u32(flag, &value)?),
+            _ => self.review_timeout = Some(positive_secs(flag, &value)?),
+        }
+        Ok(())
+    }
+
     /// `--max-tokens 2000000` (or `2M`, `500k`), `--max-runtime 90m`,
     /// `--max-cost 25` (dollars): each above zero, each given once.
     fn set_budget(&mut self, flag: Flag, value: String) -> Result<(), ArgsError> {
@@ -306,9 +301,7 @@ impl StartArgs {
             Flag::MaxRuntime => self.max_runtime_secs.is_some(),
             _ => self.max_cost.is_some(),
         };
-        if given {
-            return Err(ArgsError::Repeated(flag.name()));
-        }
+        once(flag, given)?;
         match flag {
             Flag::MaxTokens => {
                 let n = parse_tokens(&value).ok().filter(|n| *n > 0);
@@ -330,6 +323,15 @@ impl StartArgs {
                 );
             }
         }
+        Ok(())
+    }
+}
+
+/// An option given once only.
+fn once(flag: Flag, given: bool) -> Result<(), ArgsError> {
+    if given {
+        Err(ArgsError::Repeated(flag.name()))
+    } else {
         Ok(())
     }
 }

@@ -37,7 +37,7 @@ pub fn apply(
     }
     // --parallel: workers run and nothing else can go out; nothing advances.
     if decision.next == Next::Wait {
-        return wait_for_worker(paths, inputs);
+        return Ok(wait_for_worker(paths, inputs));
     }
     if plan.claims {
         // Recorded for `status`; a failure shows with the decision's own.
@@ -191,14 +191,14 @@ fn take_worker(paths: &LoopPaths) -> Option<String> {
 /// The main thread's turn ended while its workers run (see
 /// `decide::Workers`). The session may stop (the client delivers a worker's
 /// report as a new turn, whose Stop goes on); nothing advances.
-fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> Result<HookOutput, StoreError> {
+fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> HookOutput {
     let state = &inputs.state;
     let code = Code::WorkerRunning.as_str();
     let entry = Entry::now(&inputs.session, state.iteration, Action::Wait, code)
         .with_worker(Some("running".into()));
     let _ = log(paths, entry);
     if state.parallel == 0 {
-        return Ok(HookOutput::Nothing);
+        return HookOutput::Nothing;
     }
     // --parallel: the user sees where the stories stand at each worker's
     // report (the interactive client shows a background worker's own
@@ -210,11 +210,11 @@ fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> Result<HookOutput,
         }
         _ => String::new(),
     };
-    Ok(HookOutput::allow(text::waiting_for_workers(
+    HookOutput::allow(text::waiting_for_workers(
         &inputs.in_flight,
         &paths.read_board(),
         &passing,
-    )))
+    ))
 }
 
 /// `--parallel`: the lanes of workers that no longer run go, with their

@@ -24,7 +24,9 @@
 
 use super::completion::{self, Completion, JudgedPrd, Refusal};
 use super::inputs::StopInputs;
+pub use super::next::{Decision, Next, Then};
 use super::plan::{Plan, ReviewGate};
+pub use super::workers::Workers;
 use crate::activity::Code;
 use crate::blocker::Blocker;
 use crate::budget::{Budget, Budgets};
@@ -86,43 +88,6 @@ impl<'a> StopContext<'a> {
             in_flight: &inputs.in_flight,
             workers: plan.workers,
             root: &inputs.root,
-        }
-    }
-}
-
-/// How busy a worker loop's workers are: the one rule for when a Stop waits
-/// for them. `plan` works it out, `judge` follows it (its first rule, or
-/// when no other story can go out), and `apply` carries out the wait.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Workers {
-    /// No worker runs (or the loop has none).
-    Idle,
-    /// `--parallel`: workers run and places are free: the rules decide; the
-    /// Stop waits only when no other story can go out.
-    Some,
-    /// Every place is taken (`--parallel`), or the `--fresh` worker runs in
-    /// the background (the model's turn ended before its worker's): the
-    /// Stop waits before any rule, nothing advances, and the worker's report
-    /// (or merge) brings the next Stop; a second worker is never fed the
-    /// same story, and the worker's run counts as one iteration.
-    AllBusy,
-}
-
-impl Workers {
-    /// From the running workers: `in_flight` (`--parallel`), `fresh_worker`
-    /// (a `--fresh` worker runs).
-    pub fn of(state: &LoopState, in_flight: &[Option<String>], fresh_worker: bool) -> Workers {
-        let all_busy = if state.parallel > 0 {
-            in_flight.len() >= state.parallel as usize
-        } else {
-            fresh_worker
-        };
-        if state.fresh && state.active && all_busy {
-            Workers::AllBusy
-        } else if state.parallel > 0 && !in_flight.is_empty() {
-            Workers::Some
-        } else {
-            Workers::Idle
         }
     }
 }
@@ -318,84 +283,6 @@ pub enum IgnoredBlocker {
     NoSuchStory(String),
 }
 
-/// What to do, and what to tell the model and the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    pub code: Code,
-    pub system_message: String,
-    pub story: Option<String>,
-    pub remove_blocker: bool,
-    pub next: Next,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
-    /// Block the stop and feed `reason` as the next user turn, `iteration`.
-    Feed {
-        iteration: u64,
-        reason: String,
-        /// The new re-injection counter (PRD mode), to be written.
-        injected: Option<Injected>,
-    },
-    /// Yield to the user's message: let the turn end without advancing the
-    /// loop (the message is the next turn); the loop goes on at the next Stop.
-    Yield,
-    /// Hold the loop for a blocker: let the session stop; the loop stays,
-    /// held for the user (`why`, kept as `blocked:`), until the user resumes it.
-    Hold { why: String },
-    /// Let the session stop: the loop is over after `iterations`.
-    End { iterations: u64 },
-    /// Let the session stop: the user cancelled the loop.
-    Cancel,
-    /// Let the turn end while workers run (see [`Workers`]); nothing advances.
-    Wait,
-}
-
-/// What happens after a Stop, as decided from its outcome; `text` words
-/// it into a [`Next`] (the feed's text, the blocker's reason).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Then {
-    /// The loop goes on: the model is fed at `iteration`. `to_worker`: a
-    /// `--fresh` feed other than a story's or a dispatch (which already are
-    /// short dispatches): the main thread hands it to a worker as its task.
-    Feed {
-        iteration: u64,
-        injected: Option<Injected>,
-        to_worker: bool,
-    },
-    /// See [`Next::Yield`].
-    Yield,
-    /// See [`Next::Hold`].
-    Hold,
-    /// See [`Next::End`].
-    End { iterations: u64 },
-    /// See [`Next::Cancel`].
-    Cancel,
-    /// See [`Next::Wait`].
-    Wait,
-}
-
-impl Judgement<'_> {
-    /// What happens next, for a loop in `state`.
-    pub fn then(&self, state: &LoopState) -> Then {
-        match &self.outcome {
-            Outcome::Yield => Then::Yield,
-            Outcome::CancelledByUser(_) => Then::Cancel,
-            Outcome::Blocked(_) | Outcome::StillBlocked(_) => Then::Hold,
-            Outcome::WaitForWorkers => Then::Wait,
-            end if end.ends() => Then::End {
-                iterations: state.iteration,
-            },
-            feed => Then::Feed {
-                iteration: state.iteration.saturating_add(1),
-                injected: self.injected.clone(),
-                to_worker: state.fresh
-                    && !matches!(feed, Outcome::Story { .. } | Outcome::Dispatch { .. }),
-            },
-        }
-    }
-}
-
 /// The rules, in their order (see the module's doc).
 pub fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
     if cx.workers == Workers::AllBusy {
@@ -458,7 +345,7 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
     let prd = judged.prd.as_ref();
     let (remove_blocker, ignored_blocker) = match blocker_rule(cx, prd) {
         Ok(found) => found,
-        Err(blocked) => return blocked,
+        Err(blocker) => return alone(Outcome::Blocked(blocker)),
     };
     // What is fed, with the blocker's removal and why it was ignored.
     let fed = |key, outcome| {
@@ -523,19 +410,19 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
 }
 
 /// PRD mode: what the blocker does. A blocker naming a failing story holds
-/// the loop (`Err`, the judgement); else whether the blocker file is
+/// the loop (`Err`, that blocker); else whether the blocker file is
 /// removed (its story passes, or it names none of the PRD's) and why it
 /// was ignored.
 fn blocker_rule<'a>(
     cx: &StopContext<'a>,
     prd: &Prd,
-) -> Result<(bool, Option<IgnoredBlocker>), Judgement<'a>> {
+) -> Result<(bool, Option<IgnoredBlocker>), &'a Blocker> {
     let Some(blocker) = cx.blocker else {
         return Ok((false, None));
     };
     match prd.story(&blocker.story_id) {
         Some(story) if story.passes => Ok((true, None)),
-        Some(_) => Err(alone(Outcome::Blocked(blocker))),
+        Some(_) => Err(blocker),
         None => Ok((
             true,
             Some(IgnoredBlocker::NoSuchStory(blocker.story_id.clone())),

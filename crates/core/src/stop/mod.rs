@@ -10,10 +10,13 @@
 //! - [`plan`]: pure; what to do about messages the user queued meanwhile,
 //!   the stall count, which checks run first and which results are reused.
 //! - [`completion`]: pure; when a loop is complete, the one place that says it.
-//! - [`decide`]: pure; the rules in their order, giving an `Outcome`
-//!   ([`decision`] words it with `text`).
-//! - [`text`]: every word the model or the user reads.
-//! - [`apply`]: the one place that writes.
+//! - [`workers`]: pure; when a Stop waits for the loop's workers (the one
+//!   rule the plan works out and `decide` and `apply` follow).
+//! - [`decide`]: pure; the rules in their order, giving an `Outcome`, and
+//!   what happens next ([`next`]: `Then`); [`decision`] words it with `text`.
+//! - [`text`]: every word the model or the user reads, and only words.
+//! - [`apply`]: the one place that writes (with `--parallel`, also what
+//!   `gather` found of workers gone: their lanes, worktrees, stray branches).
 //!
 //! A Stop delivered twice for one turn (the same `inputs::turn_key`) is
 //! answered again without advancing anything.
@@ -27,9 +30,11 @@ pub mod apply;
 pub mod completion;
 pub mod decide;
 pub mod inputs;
+pub mod next;
 pub mod plan;
 pub mod tamper;
 pub mod text;
+pub mod workers;
 
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
