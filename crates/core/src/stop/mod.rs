@@ -86,7 +86,7 @@ pub fn step(
         Gathered::Loop(inputs) => inputs,
     };
     notify.get_or_init(|| Pending::for_loop(paths, inputs.state.notify.as_deref()));
-    // Whether the Stop waits for its workers is the plan's (`decide::Workers`):
+    // Whether the Stop waits for its workers is the plan's (`workers::Workers`):
     // a Stop that waits is no duplicate and runs no check.
     let mut plan = Plan::new(&inputs, ran);
     if plan.duplicate {
