@@ -52,7 +52,8 @@ pub(super) fn worktree_of(paths: &LoopPaths, input: &HookInput) -> Option<PathBu
 
 /// `SubagentStart` of a parallel worker: record its worktree (so it is
 /// removed whatever happens) and start it on the loop's branch as it is now
-/// (Claude Code branches from `origin/HEAD` when there is a remote).
+/// (Claude Code branches from `origin/HEAD` when there is a remote). The
+/// reads (the loop, the two heads, the board), then the writes.
 pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
     if input.agent_type.as_deref() != Some(WORKER_TYPE) {
         return HookOutput::Nothing;
@@ -69,21 +70,22 @@ pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
     let Ok(base) = git::head(&paths.root) else {
         return HookOutput::Nothing;
     };
-    if git::head(&worktree).ok().as_deref() != Some(base.as_str()) {
-        let _ = git::git(&worktree, &["reset", "-q", "--hard", &base]);
-    }
+    let behind = git::head(&worktree).ok().as_deref() != Some(base.as_str());
     let mut board = paths.read_board();
-    board.lanes.insert(
-        input.agent_id.clone().unwrap_or_default(),
-        Lane {
-            worktree: worktree.to_string_lossy().into_owned(),
-            branch: git::current_branch(&worktree),
-            base,
-            story: None,
-            status: LaneStatus::Working,
-            sent_back: 0,
-        },
-    );
+    let lane = Lane {
+        worktree: worktree.to_string_lossy().into_owned(),
+        branch: git::current_branch(&worktree),
+        base,
+        story: None,
+        status: LaneStatus::Working,
+        sent_back: 0,
+    };
+    if behind {
+        let _ = git::git(&worktree, &["reset", "-q", "--hard", &lane.base]);
+    }
+    board
+        .lanes
+        .insert(input.agent_id.clone().unwrap_or_default(), lane);
     let _ = paths.write_board(&board);
     HookOutput::Nothing
 }
