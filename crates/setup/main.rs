@@ -19,8 +19,7 @@ use ralph_core::control;
 use ralph_core::hook_input::HookInput;
 use ralph_core::hook_output::{HookOutput, fail_open};
 use ralph_core::paths::{LoopPaths, POLICY_FILE, POLICY_FILE_ALT, project_root_from_env};
-use ralph_core::queue::{self, Typed};
-use ralph_core::setup::{Gate, StartError, Started, commands};
+use ralph_core::setup::{Gate, PromptAsks, StartError, Started, commands, prompt_asks};
 use ralph_core::store;
 use std::path::Path;
 use std::process::ExitCode;
@@ -288,12 +287,12 @@ fn hook_prompt() -> HookOutput {
     let Some(prompt) = input.prompt.as_deref() else {
         return HookOutput::Nothing;
     };
+    let asks = prompt_asks(prompt, statusline::COMMANDS);
     // `/ralph:statusline [off]`: the user's own settings, changed only because they typed it.
-    if let Some(rest) = args::command_args(prompt, statusline::COMMANDS) {
-        let text = match rest.trim() {
-            "" | "on" => statusline::install_or_off(false),
-            "off" => statusline::install_or_off(true),
-            other => Err(format!(
+    if let PromptAsks::Statusline(off) = asks {
+        let text = match off {
+            Ok(off) => statusline::install_or_off(off),
+            Err(other) => Err(format!(
                 "`/ralph:statusline {other}`: type `/ralph:statusline` to show the loop in the status line, `/ralph:statusline off` to undo it"
             )),
         };
@@ -303,38 +302,37 @@ fn hook_prompt() -> HookOutput {
     // Status, cancel and help are answered here, exactly and at once: the
     // block shows the text to the user and spends no model turn. (Their
     // command files run the same binary, should this hook not be active.)
-    let answer = match queue::classify(prompt) {
-        Typed::Status => Some(control::status(&paths).to_text()),
-        Typed::Cancel => Some(control::cancel(&paths).unwrap_or_else(|e| format!("ralph: {e}"))),
-        Typed::Help => Some(control::help_text()),
+    let answer = match asks {
+        PromptAsks::Status => control::status(&paths).to_text(),
+        PromptAsks::Cancel => control::cancel(&paths).unwrap_or_else(|e| format!("ralph: {e}")),
+        PromptAsks::Help => control::help_text(),
         // The prompt goes on when the loop was resumed: the model's turn is
         // the loop's next iteration (the skill tells it to carry on).
-        Typed::Resume => match control::resume(&paths) {
+        PromptAsks::Resume => match control::resume(&paths) {
             Ok(control::Resumed::Yes(text)) => return HookOutput::allow(text),
-            Ok(control::Resumed::No(text)) => Some(text),
-            Err(e) => Some(format!("ralph: {e}")),
+            Ok(control::Resumed::No(text)) => text,
+            Err(e) => format!("ralph: {e}"),
         },
-        Typed::Other | Typed::Notification => None,
-    };
-    if let Some(text) = answer {
-        return HookOutput::block(text.trim_end());
-    }
-    let Some(raw) = args::loop_command_args(prompt) else {
         // Any other prompt of the owner's session resumes a paused loop.
-        return match continuity::resume_on_prompt(&paths, input.session()) {
-            Ok(Some(message)) => HookOutput::allow(message),
-            Ok(None) => HookOutput::Nothing,
-            Err(e) => HookOutput::allow(format!("ralph: {e}")),
-        };
+        PromptAsks::Other => {
+            return match continuity::resume_on_prompt(&paths, input.session()) {
+                Ok(Some(message)) => HookOutput::allow(message),
+                Ok(None) => HookOutput::Nothing,
+                Err(e) => HookOutput::allow(format!("ralph: {e}")),
+            };
+        }
+        PromptAsks::Start(raw) => return start_from_prompt(&paths, &input, raw),
+        PromptAsks::Statusline(_) => return HookOutput::Nothing,
     };
+    HookOutput::block(answer.trim_end())
+}
+
+/// `/ralph:ralph-loop ARGS` typed: the loop starts (its summary goes on
+/// with the prompt), or the user is told why not.
+fn start_from_prompt(paths: &LoopPaths, input: &HookInput, raw: &str) -> HookOutput {
     match args::parse_command_line(raw).map_err(StartError::from) {
         Ok(a) if a.help => HookOutput::block(control::help_text()),
-        Ok(a) => match start(
-            &paths,
-            &a,
-            input.session(),
-            input.transcript_path.as_deref(),
-        ) {
+        Ok(a) => match start(paths, &a, input.session(), input.transcript_path.as_deref()) {
             Ok(started) => HookOutput::allow(started.summary.trim_end()),
             Err(e) => HookOutput::block(format!("ralph: {e}")),
         },

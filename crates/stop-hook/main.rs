@@ -168,7 +168,7 @@ fn run() -> HookOutput {
                 jobs.run(&paths, &pins, &mut ran);
                 watchdog::extend(watchdog::WORK);
             }
-            Err(e) => return HookOutput::allow(text::paused(&e)),
+            Err(e) => return HookOutput::allow(text::file_failed(&e)),
         }
     }
     HookOutput::allow(text::KEPT_CHANGING)
@@ -223,7 +223,7 @@ fn worker_stop(paths: &LoopPaths, input: &HookInput) -> HookOutput {
                 ran = Some(pins.run_check(&paths.root, &command, timeout, None));
                 watchdog::extend(watchdog::WORK);
             }
-            Err(e) => return HookOutput::allow(text::paused(&e)),
+            Err(e) => return HookOutput::allow(text::file_failed(&e)),
         }
     }
     HookOutput::allow(text::KEPT_CHANGING)

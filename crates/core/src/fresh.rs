@@ -194,6 +194,19 @@ pub fn worker_block_reason(verdict: &WorkerVerdict, story: &str, attempt: u32, m
     )
 }
 
+/// What the user sees when a worker is kept working.
+pub fn worker_kept_working(verdict: &WorkerVerdict, story: &str, blocked: u32, max: u32) -> String {
+    format!(
+        "🔁 Ralph worker for {story}: not done yet ({}); kept working ({blocked}/{max}).",
+        verdict.as_str()
+    )
+}
+
+/// The worker's record could not be written.
+pub fn worker_record_not_saved(e: &dyn std::fmt::Display) -> String {
+    format!("ralph: the worker's record was not saved: {e}")
+}
+
 /// The last worker's run, kept in the loop's folder (`worker`): written at
 /// each `SubagentStop` of a worker, read by the main Stop (its log line) and
 /// by status.

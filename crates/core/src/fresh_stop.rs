@@ -1,15 +1,18 @@
 //! `SubagentStop` of a `--fresh` loop's worker: the gate a worker meets in
-//! its own fresh context. Does I/O (reads the state, the PRD, the counter;
-//! writes the worker record and the log), under the loop lock; the story's
-//! check runs in the binary with the lock released, like the Stop's checks.
-//! The rules are `fresh::judge_worker`.
+//! its own fresh context, in the Stop's stages: [`gather`] (the only reads:
+//! the state, the PRD, the counter, the worker's record), [`plan`] (pure:
+//! the check to run first, or the verdict, by `fresh::judge_worker`), the
+//! words (`fresh::worker_block_reason`, `fresh::worker_kept_working`), and
+//! [`apply`] (the only writes: the worker record and the log). Does I/O,
+//! under the loop lock; the story's check runs in the binary with the lock
+//! released, like the Stop's checks.
 
 use crate::activity::{self, Action, Entry};
 use crate::fresh::{self, WorkerRecord, WorkerVerdict};
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
 use crate::paths::{LoopPaths, StateFile};
-use crate::state::owns;
+use crate::state::{LoopState, owns};
 use crate::store::StoreError;
 use crate::verify::CheckResult;
 use std::time::Duration;
@@ -23,6 +26,40 @@ pub enum WorkerStep {
     RunCheck { command: String, timeout: Duration },
 }
 
+/// What a worker's stop is judged on.
+#[derive(Debug)]
+pub struct WorkerInputs {
+    pub state: LoopState,
+    pub agent_id: String,
+    /// How many times this worker's stop was blocked already.
+    pub blocked_before: u32,
+    /// PRD mode: the story it was handed (the one the loop fed last).
+    pub story: Option<HandedStory>,
+    /// What the worker said last.
+    pub said: String,
+}
+
+/// The story a worker was handed, as the PRD has it now.
+#[derive(Debug)]
+pub struct HandedStory {
+    pub id: String,
+    pub passes: bool,
+    /// Its check, as recorded at start.
+    pub check: Option<String>,
+}
+
+/// What a worker's stop does: pure data.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WorkerPlan {
+    /// Run the story's check first (outside the lock).
+    RunCheck { command: String, timeout: Duration },
+    /// The verdict, with the record to keep.
+    Judged {
+        verdict: WorkerVerdict,
+        record: WorkerRecord,
+    },
+}
+
 /// One pass of a worker's `SubagentStop`; `ran` is the story's check result
 /// from an earlier pass.
 pub fn step(
@@ -30,90 +67,181 @@ pub fn step(
     input: &HookInput,
     ran: Option<&CheckResult>,
 ) -> Result<WorkerStep, StoreError> {
-    let nothing = Ok(WorkerStep::Done(HookOutput::Nothing));
+    let Some(inputs) = gather(paths, input) else {
+        return Ok(WorkerStep::Done(HookOutput::Nothing));
+    };
+    Ok(match plan(&inputs, ran) {
+        WorkerPlan::RunCheck { command, timeout } => WorkerStep::RunCheck { command, timeout },
+        WorkerPlan::Judged { verdict, record } => {
+            WorkerStep::Done(apply(paths, input.session(), &inputs, &verdict, &record))
+        }
+    })
+}
+
+/// The reads, under the loop lock; `None` when this stop is not the loop's
+/// to judge (another subagent, no running `--fresh` loop of this session,
+/// a PRD that cannot be read: the main Stop repairs it, a story it lacks).
+pub fn gather(paths: &LoopPaths, input: &HookInput) -> Option<WorkerInputs> {
     if !fresh::from_worker(input) {
-        return nothing;
+        return None;
     }
     let StateFile::Loop { state, .. } = paths.read_state() else {
-        return nothing;
+        return None;
     };
     if !state.active || !state.fresh || !owns(&state.session_id, input.session()) {
-        return nothing;
+        return None;
     }
     let agent_id = input.agent_id.clone().unwrap_or_default();
     let previous = paths.read_worker().filter(|r| r.agent_id == agent_id);
-    let blocked_before = previous.as_ref().map_or(0, |r| r.blocked);
     // The story this worker was handed: the one the loop fed last.
     let story_id = state
         .prd_file
         .as_ref()
         .and_then(|_| paths.read_last_injected())
         .map(|i| i.story_id);
-    let (verdict, story) = match (&state.prd_file, story_id) {
+    let story = match (&state.prd_file, story_id) {
         (Some(file), Some(id)) => {
-            let prd = match paths.read_prd(file) {
-                Ok(prd) => prd.with_recorded_checks(&state.story_checks),
-                // An unreadable PRD is the main Stop's to repair.
-                Err(_) => return nothing,
-            };
-            let Some(story) = prd.story(&id) else {
-                return nothing;
-            };
-            let said = input.last_assistant_message.as_deref().unwrap_or("");
-            let claimed = fresh::claims_done(said, &id);
+            let prd = paths.read_prd(file).ok()?;
+            let story = prd
+                .with_recorded_checks(&state.story_checks)
+                .story(&id)?
+                .clone();
+            Some(HandedStory {
+                id,
+                passes: story.passes,
+                check: story.verify,
+            })
+        }
+        _ => None,
+    };
+    Some(WorkerInputs {
+        agent_id,
+        blocked_before: previous.as_ref().map_or(0, |r| r.blocked),
+        story,
+        said: input.last_assistant_message.clone().unwrap_or_default(),
+        state: *state,
+    })
+}
+
+/// Pure: the check to run first (a story that claims `passes`, not checked
+/// yet at this stop), else the verdict and the record it leaves.
+pub fn plan(inputs: &WorkerInputs, ran: Option<&CheckResult>) -> WorkerPlan {
+    let state = &inputs.state;
+    let verdict = match &inputs.story {
+        Some(story) => {
             if story.passes
                 && ran.is_none()
-                && let Some(cmd) = &story.verify
+                && let Some(cmd) = &story.check
             {
-                return Ok(WorkerStep::RunCheck {
+                return WorkerPlan::RunCheck {
                     command: cmd.clone(),
                     timeout: Duration::from_secs(state.verify_timeout),
-                });
+                };
             }
-            let verdict = fresh::judge_worker(
-                claimed,
+            fresh::judge_worker(
+                fresh::claims_done(&inputs.said, &story.id),
                 story.passes,
                 ran,
-                blocked_before,
+                inputs.blocked_before,
                 state.max_story_attempts,
-            );
-            (verdict, Some(id))
+            )
         }
-        _ => (WorkerVerdict::Reported, None),
+        // Plain mode: the report goes to the main thread's Stop.
+        None => WorkerVerdict::Reported,
     };
-    let blocked = blocked_before + u32::from(verdict.blocks());
     let record = WorkerRecord {
-        agent_id,
-        story: story.clone(),
-        blocked,
+        agent_id: inputs.agent_id.clone(),
+        story: inputs.story.as_ref().map(|s| s.id.clone()),
+        blocked: inputs.blocked_before + u32::from(verdict.blocks()),
         outcome: verdict.as_str().to_string(),
     };
-    let mut note = None;
-    if let Err(e) = paths.write_worker(&record) {
-        note = Some(format!("ralph: the worker's record was not saved: {e}"));
-    }
+    WorkerPlan::Judged { verdict, record }
+}
+
+/// The writes: the worker record (read by the main Stop and status) and
+/// one log line; the hook's answer.
+pub fn apply(
+    paths: &LoopPaths,
+    session: &str,
+    inputs: &WorkerInputs,
+    verdict: &WorkerVerdict,
+    record: &WorkerRecord,
+) -> HookOutput {
+    let state = &inputs.state;
+    let saved = paths.write_worker(record);
     let entry = Entry::now(
-        input.session(),
+        session,
         state.iteration,
         Action::Worker,
         verdict.code().as_str(),
     )
-    .with_story(story.clone())
+    .with_story(record.story.clone())
     .with_worker(Some(verdict.as_str().to_string()));
     let _ = activity::append(&paths.log, &entry);
-    let out = match (&verdict, story) {
-        (v, Some(id)) if v.blocks() => HookOutput::Block {
-            reason: fresh::worker_block_reason(v, &id, blocked, state.max_story_attempts),
-            system_message: Some(format!(
-                "🔁 Ralph worker for {id}: not done yet ({}); kept working ({blocked}/{}).",
-                verdict.as_str(),
-                state.max_story_attempts
-            )),
+    match &record.story {
+        Some(id) if verdict.blocks() => {
+            let (blocked, max) = (record.blocked, state.max_story_attempts);
+            HookOutput::Block {
+                reason: fresh::worker_block_reason(verdict, id, blocked, max),
+                system_message: Some(fresh::worker_kept_working(verdict, id, blocked, max)),
+            }
+        }
+        _ => match saved {
+            Err(e) => HookOutput::allow(fresh::worker_record_not_saved(&e)),
+            Ok(()) => HookOutput::Nothing,
         },
-        _ => match note {
-            Some(n) => HookOutput::allow(n),
-            None => HookOutput::Nothing,
-        },
-    };
-    Ok(WorkerStep::Done(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs(passes: bool, said: &str) -> WorkerInputs {
+        WorkerInputs {
+            state: crate::state::sample(2, 10, None),
+            agent_id: "a1".into(),
+            blocked_before: 1,
+            story: Some(HandedStory {
+                id: "US-1".into(),
+                passes,
+                check: Some("make check".into()),
+            }),
+            said: said.into(),
+        }
+    }
+
+    #[test]
+    fn the_plan_asks_for_the_check_then_judges_with_it() {
+        let claimed = inputs(true, "STORY DONE: US-1");
+        let WorkerPlan::RunCheck { command, .. } = plan(&claimed, None) else {
+            panic!("the check runs first");
+        };
+        assert_eq!(command, "make check");
+        let failed = CheckResult {
+            command: "make check".into(),
+            exit: Some(1),
+            timed_out: false,
+            output_tail: String::new(),
+            fingerprint: None,
+            time: "t".into(),
+            duration_ms: 1,
+            pinned: false,
+            put_back: Vec::new(),
+        };
+        let WorkerPlan::Judged { verdict, record } = plan(&claimed, Some(&failed)) else {
+            panic!("judged once the check ran");
+        };
+        assert!(verdict.blocks());
+        assert_eq!((record.blocked, record.story.as_deref()), (2, Some("US-1")));
+        // Plain mode: nothing to check, the report goes to the main thread.
+        let plain = WorkerInputs {
+            story: None,
+            ..inputs(false, "")
+        };
+        let WorkerPlan::Judged { verdict, record } = plan(&plain, None) else {
+            panic!("judged");
+        };
+        assert_eq!((verdict, record.blocked), (WorkerVerdict::Reported, 1));
+    }
 }

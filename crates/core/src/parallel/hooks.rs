@@ -8,11 +8,11 @@
 //! a time, and a check never sees another story's merge half done). The
 //! merge lock is taken before the loop lock, never the other way round.
 
+use super::claim::claim;
 use super::git;
 use super::queue::{Claim, Merge, merge_and_check};
 use super::{Lane, LaneStatus, MergeOutcome, NOTES_FILE, WORKER_TYPE, refuse};
 use crate::activity::{self, Action, Code, Entry};
-use crate::fresh;
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
 use crate::paths::{LoopPaths, StateFile};
@@ -29,7 +29,7 @@ use std::time::Duration;
 pub const MERGE_WAIT: Duration = Duration::from_secs(1800);
 
 /// The running loop a parallel worker's hook call belongs to.
-fn worker_loop(paths: &LoopPaths, input: &HookInput) -> Option<LoopState> {
+pub(super) fn worker_loop(paths: &LoopPaths, input: &HookInput) -> Option<LoopState> {
     if input.agent_type.as_deref() != Some(WORKER_TYPE) {
         return None;
     }
@@ -42,7 +42,7 @@ fn worker_loop(paths: &LoopPaths, input: &HookInput) -> Option<LoopState> {
 }
 
 /// The worker's worktree: its hook `cwd`, when that is not the main tree.
-fn worktree_of(paths: &LoopPaths, input: &HookInput) -> Option<PathBuf> {
+pub(super) fn worktree_of(paths: &LoopPaths, input: &HookInput) -> Option<PathBuf> {
     let cwd = PathBuf::from(input.cwd.as_deref()?);
     let same = |a: &Path, b: &Path| {
         a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
@@ -52,7 +52,8 @@ fn worktree_of(paths: &LoopPaths, input: &HookInput) -> Option<PathBuf> {
 
 /// `SubagentStart` of a parallel worker: record its worktree (so it is
 /// removed whatever happens) and start it on the loop's branch as it is now
-/// (Claude Code branches from `origin/HEAD` when there is a remote).
+/// (Claude Code branches from `origin/HEAD` when there is a remote). The
+/// reads (the loop, the two heads, the board), then the writes.
 pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
     if input.agent_type.as_deref() != Some(WORKER_TYPE) {
         return HookOutput::Nothing;
@@ -69,40 +70,52 @@ pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
     let Ok(base) = git::head(&paths.root) else {
         return HookOutput::Nothing;
     };
-    if git::head(&worktree).ok().as_deref() != Some(base.as_str()) {
-        let _ = git::git(&worktree, &["reset", "-q", "--hard", &base]);
-    }
+    let behind = git::head(&worktree).ok().as_deref() != Some(base.as_str());
     let mut board = paths.read_board();
-    board.lanes.insert(
-        input.agent_id.clone().unwrap_or_default(),
-        Lane {
-            worktree: worktree.to_string_lossy().into_owned(),
-            branch: git::current_branch(&worktree),
-            base,
-            story: None,
-            status: LaneStatus::Working,
-            sent_back: 0,
-        },
-    );
+    let lane = Lane {
+        worktree: worktree.to_string_lossy().into_owned(),
+        branch: git::current_branch(&worktree),
+        base,
+        story: None,
+        status: LaneStatus::Working,
+        sent_back: 0,
+    };
+    if behind {
+        let _ = git::git(&worktree, &["reset", "-q", "--hard", &lane.base]);
+    }
+    board
+        .lanes
+        .insert(input.agent_id.clone().unwrap_or_default(), lane);
     let _ = paths.write_board(&board);
     HookOutput::Nothing
 }
 
-/// The board against the Stop's `background_tasks`, under the loop lock:
+/// What a Stop of a `--parallel` loop changes on the board, read under the
+/// loop lock (`stop::inputs`) and written by `stop::apply` ([`sync_lanes`]):
 /// each running worker's story is named (from the task's description: ralph
 /// knows it from the worker's own transcript only once it stops, and status
 /// wants it while it runs), and a worker that no longer runs but still has a
 /// lane (its client was killed, or its stop never came) loses its worktree
 /// and branches: a lane outlives its worker only by a crash, since every
-/// worker's stop that lets it go removes its lane first. Writes only when
-/// something changed.
-pub fn sync_lanes(paths: &LoopPaths, input: &HookInput, session: &str, iteration: u64) {
+/// worker's stop that lets it go removes its lane first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaneSync {
+    /// The board as it is to be written; `None`: unchanged.
+    pub board: Option<super::Board>,
+    /// The lanes whose worker no longer runs, by agent id.
+    pub gone: Vec<(String, Lane)>,
+    /// Their stories (else agent ids), for the log.
+    pub gone_names: Vec<String>,
+}
+
+/// The read half: the board against the Stop's `background_tasks`.
+pub fn lanes_to_sync(paths: &LoopPaths, input: &HookInput) -> LaneSync {
     let tasks = &input.background_tasks;
     let mut board = paths.read_board();
     if board.lanes.is_empty() {
-        return;
+        return LaneSync::default();
     }
-    let mut changed = false;
+    let mut sync = LaneSync::default();
     let running = |id: &str| {
         tasks
             .iter()
@@ -114,14 +127,14 @@ pub fn sync_lanes(paths: &LoopPaths, input: &HookInput, session: &str, iteration
         .filter(|agent| !running(agent))
         .cloned()
         .collect();
-    let mut removed = Vec::new();
+    let mut changed = false;
     for agent in gone {
         if let Some(lane) = board.lanes.remove(&agent) {
-            let _ = remove_lane_worktree(paths, &agent, &lane);
-            let story = lane.story.or_else(|| {
+            let story = lane.story.clone().or_else(|| {
                 super::bound::story_of(paths, input.transcript_path.as_deref(), &agent)
             });
-            removed.push(story.unwrap_or(agent));
+            sync.gone_names.push(story.unwrap_or_else(|| agent.clone()));
+            sync.gone.push((agent, lane));
             changed = true;
         }
     }
@@ -134,26 +147,31 @@ pub fn sync_lanes(paths: &LoopPaths, input: &HookInput, session: &str, iteration
             changed = true;
         }
     }
-    if changed {
-        let _ = paths.write_board(&board);
+    sync.board = changed.then_some(board);
+    sync
+}
+
+/// The write half: the gone lanes' worktrees removed, the board written
+/// when something changed, one log line for the removals.
+pub fn sync_lanes(paths: &LoopPaths, sync: &LaneSync, session: &str, iteration: u64) {
+    for (agent, lane) in &sync.gone {
+        let _ = remove_lane_worktree(paths, agent, lane);
     }
-    if !removed.is_empty() {
+    if let Some(board) = &sync.board {
+        let _ = paths.write_board(board);
+    }
+    if !sync.gone_names.is_empty() {
         let text = format!(
             "removed the worktrees of workers that no longer run ({}); their stories go out again",
-            removed.join(", ")
+            sync.gone_names.join(", ")
         );
         log_cleanup(paths, session, iteration, &text);
     }
 }
 
-/// The task the main thread gave this subagent (its transcript's first line).
-fn task_of(input: &HookInput) -> Option<String> {
-    crate::transcript::subagent_task(Path::new(input.agent_transcript_path.as_deref()?))
-}
-
 /// A worker let go without a merge: its lane, worktree and branch go (the
 /// main loop hands its story out again). Under the loop lock.
-fn drop_lane(paths: &LoopPaths, board: &mut super::Board, agent: &str, lane: &Lane) {
+pub(super) fn drop_lane(paths: &LoopPaths, board: &mut super::Board, agent: &str, lane: &Lane) {
     board.lanes.remove(agent);
     let _ = paths.write_board(board);
     let _ = remove_lane_worktree(paths, agent, lane);
@@ -217,95 +235,6 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
             sent_back(paths, input, &claim, outcome)
         }
     }
-}
-
-/// Under the loop lock: the story this worker claims, by ralph's record,
-/// with its lane on the board named for it; or the answer when there is
-/// nothing to merge (no loop, no worktree, no claim, a story that passes).
-fn claim(paths: &LoopPaths, input: &HookInput) -> Result<Claim, HookOutput> {
-    let agent = input.agent_id.clone().unwrap_or_default();
-    let said = input.last_assistant_message.as_deref().unwrap_or("");
-    let Ok(_lock) = LoopLock::acquire(&paths.lock, LOCK_WAIT) else {
-        return Err(HookOutput::Nothing);
-    };
-    let Some(state) = worker_loop(paths, input) else {
-        return Err(HookOutput::Nothing);
-    };
-    let Some(worktree) = worktree_of(paths, input) else {
-        return Err(HookOutput::Nothing);
-    };
-    let mut board = paths.read_board();
-    let lane = board.lanes.get(&agent).cloned().unwrap_or_else(|| Lane {
-        worktree: worktree.to_string_lossy().into_owned(),
-        branch: git::current_branch(&worktree),
-        base: git::head(&paths.root).unwrap_or_default(),
-        story: None,
-        status: LaneStatus::Working,
-        sent_back: 0,
-    });
-    let story = worker_story(paths, input, &agent, &lane);
-    let prd = state
-        .prd_file
-        .as_deref()
-        .and_then(|f| paths.read_prd(f).ok())
-        .map(|p| p.with_recorded_checks(&state.story_checks));
-    let found = story
-        .as_deref()
-        .and_then(|id| prd.as_ref()?.story(id).cloned());
-    let Some(found) = found.filter(|s| fresh::claims_done(said, &s.id)) else {
-        // No claim (or no story of the PRD): the work is not merged; the
-        // main loop hands the story out again, to a fresh worktree.
-        drop_lane(paths, &mut board, &agent, &lane);
-        let entry = Entry::now(
-            input.session(),
-            state.iteration,
-            Action::Worker,
-            Code::WorktreeAbandoned.as_str(),
-        )
-        .with_story(story.clone());
-        let _ = activity::append(&paths.log, &entry);
-        return Err(HookOutput::allow(format!(
-            "Ralph: the worker{} stopped without `{}`; its worktree was removed and the story goes out again.",
-            story.map(|s| format!(" for {s}")).unwrap_or_default(),
-            fresh::DONE_MARKER
-        )));
-    };
-    if found.passes {
-        // Another worker's merge made it pass meanwhile.
-        drop_lane(paths, &mut board, &agent, &lane);
-        return Err(HookOutput::allow(format!(
-            "Ralph: story {} already passes (another worker's work was merged); this worker's worktree was removed.",
-            found.id
-        )));
-    }
-    let branch = super::story_branch(&found.id);
-    let renamed = git::name_branch(&worktree, &branch).is_ok();
-    let lane = Lane {
-        story: Some(found.id.clone()),
-        branch: if renamed { branch } else { lane.branch },
-        ..lane
-    };
-    board.lanes.insert(agent, lane.clone());
-    let _ = paths.write_board(&board);
-    Ok(Claim {
-        state,
-        story: found.id,
-        title: found.title,
-        check: found.verify,
-        lane,
-    })
-}
-
-/// The story ralph recorded at the worker's first tool call (never its
-/// transcript as it is now: the worker can rewrite it), else the
-/// description the Stop noted while it ran (the client's record).
-fn worker_story(paths: &LoopPaths, input: &HookInput, agent: &str, lane: &Lane) -> Option<String> {
-    match super::bound::record(paths, agent) {
-        super::bound::Record::Bound(story) => story,
-        // No tool call: its transcript is as the client wrote it.
-        super::bound::Record::None => task_of(input).and_then(|t| super::story_in_task(&t)),
-    }
-    .or_else(|| lane.story.clone())
 }
 
 /// Before the merge queue: no conflict marker left, nothing of what the

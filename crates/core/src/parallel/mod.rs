@@ -15,6 +15,7 @@
 //! or a new one starts after a crash (`hooks::remove_all`).
 
 pub mod bound;
+mod claim;
 mod disk;
 pub mod git;
 pub mod hooks;
@@ -304,6 +305,22 @@ pub fn send_back_reason(
         "Ralph merge queue: story {story} is sent back (attempt {attempt}/{max}): {why}\n\nWhen it is done again, end your report \
          with `{}: {story}`; ralph commits your worktree and merges it again.",
         crate::fresh::DONE_MARKER
+    )
+}
+
+/// A worker stopped without claiming its story (`story`, when known).
+pub fn abandoned_message(story: Option<&str>) -> String {
+    format!(
+        "Ralph: the worker{} stopped without `{}`; its worktree was removed and the story goes out again.",
+        story.map(|s| format!(" for {s}")).unwrap_or_default(),
+        crate::fresh::DONE_MARKER
+    )
+}
+
+/// The worker's story passes already (another worker's merge).
+pub fn already_passes_message(story: &str) -> String {
+    format!(
+        "Ralph: story {story} already passes (another worker's work was merged); this worker's worktree was removed."
     )
 }
 

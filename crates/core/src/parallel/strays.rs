@@ -80,18 +80,24 @@ pub fn strays(root: &Path, since: u64) -> Vec<String> {
         .collect()
 }
 
-/// At a Stop of a running `--parallel` loop: remove the strays made since
-/// the loop started, with one `cleanup` line naming them.
-pub fn sweep(paths: &LoopPaths, state: &LoopState, session: &str) {
+/// At a Stop of a running `--parallel` loop, the read half of the sweep:
+/// the strays made since the loop started.
+pub fn found(paths: &LoopPaths, state: &LoopState) -> Vec<String> {
     let Some(since) = state
         .started_at
         .as_deref()
         .and_then(crate::clock::parse_rfc3339)
     else {
-        return;
+        return Vec::new();
     };
-    let removed: Vec<String> = strays(&paths.root, since)
-        .into_iter()
+    strays(&paths.root, since)
+}
+
+/// The write half of the sweep: the strays [`found`] removed, one log line.
+pub fn sweep(paths: &LoopPaths, found: &[String], session: &str, iteration: u64) {
+    let removed: Vec<&str> = found
+        .iter()
+        .map(String::as_str)
         .filter(|b| git::git(&paths.root, &["branch", "-D", b]).is_ok())
         .collect();
     if removed.is_empty() {
@@ -102,8 +108,7 @@ pub fn sweep(paths: &LoopPaths, state: &LoopState, session: &str) {
         removed.join(", ")
     );
     let code = Code::StrayBranchRemoved.as_str();
-    let entry =
-        Entry::now(session, state.iteration, Action::Cleanup, code).with_message(Some(&text));
+    let entry = Entry::now(session, iteration, Action::Cleanup, code).with_message(Some(&text));
     let _ = activity::append(&paths.log, &entry);
 }
 

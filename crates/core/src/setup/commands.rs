@@ -31,32 +31,7 @@ pub fn start(
     model: Option<&str>,
 ) -> Result<Started, StartError> {
     let cost_model = rules::cost_model(args, model)?;
-    let prompt_file_text = match &args.prompt_file {
-        Some(file) => {
-            Some(
-                paths
-                    .read_project_file(file)
-                    .map_err(|why| StartError::PromptFile {
-                        path: file.clone(),
-                        why,
-                    })?,
-            )
-        }
-        None => None,
-    };
-    let prompt = rules::resolve_prompt(args, prompt_file_text.as_deref())?;
-    let mut prd_globs = Vec::new();
-    let prd = match &args.prd_file {
-        Some(file) => {
-            let text = paths.read_project_file(file).map_err(|e| StartError::Prd {
-                path: file.clone(),
-                why: PrdReadError::File(e),
-            })?;
-            prd_globs = pins::prd_globs(&text);
-            Some(rules::check_prd(file, &text)?)
-        }
-        None => None,
-    };
+    let (prompt, prd, prd_globs) = read_start_files(paths, args)?;
     if args.parallel.is_some() && worktree::head(&paths.root).is_none() {
         return Err(StartError::ParallelWithoutGit(
             paths.root.display().to_string(),
@@ -105,6 +80,42 @@ pub fn start(
         summary,
         task: report::task(&state, prd.as_ref(), &paths.root),
     })
+}
+
+/// What a start reads of the project before the lock: the prompt (the
+/// prompt file's, else the arguments'), the PRD checked, and the globs the
+/// PRD names for its checks' pins.
+fn read_start_files(
+    paths: &LoopPaths,
+    args: &StartArgs,
+) -> Result<(String, Option<Prd>, Vec<String>), StartError> {
+    let prompt_file_text = match &args.prompt_file {
+        Some(file) => {
+            Some(
+                paths
+                    .read_project_file(file)
+                    .map_err(|why| StartError::PromptFile {
+                        path: file.clone(),
+                        why,
+                    })?,
+            )
+        }
+        None => None,
+    };
+    let prompt = rules::resolve_prompt(args, prompt_file_text.as_deref())?;
+    let mut prd_globs = Vec::new();
+    let prd = match &args.prd_file {
+        Some(file) => {
+            let text = paths.read_project_file(file).map_err(|e| StartError::Prd {
+                path: file.clone(),
+                why: PrdReadError::File(e),
+            })?;
+            prd_globs = pins::prd_globs(&text);
+            Some(rules::check_prd(file, &text)?)
+        }
+        None => None,
+    };
+    Ok((prompt, prd, prd_globs))
 }
 
 /// `--parallel`: the workers' worktrees start from the last commit, so

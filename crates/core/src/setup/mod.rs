@@ -21,6 +21,46 @@ use crate::paths::{FileError, PrdReadError};
 use crate::store::StoreError;
 use thiserror::Error;
 
+/// What a prompt the user typed asks of ralph (the UserPromptSubmit hook),
+/// decided before anything is read: the hook carries it out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptAsks<'a> {
+    /// `/ralph:statusline [on|off]`: `Ok(true)` removes ralph's status line,
+    /// `Ok(false)` installs it; `Err` holds what else was typed after it.
+    Statusline(Result<bool, &'a str>),
+    Status,
+    Cancel,
+    Help,
+    Resume,
+    /// `/ralph:ralph-loop ARGS`: a start, with its arguments as typed.
+    Start(&'a str),
+    /// Anything else (the owner's prompt resumes a paused loop).
+    Other,
+}
+
+/// What `prompt` asks; `statusline` names the status line's commands (the
+/// binary's). Pure.
+pub fn prompt_asks<'a>(prompt: &'a str, statusline: &[&str]) -> PromptAsks<'a> {
+    use crate::queue::Typed;
+    if let Some(rest) = crate::args::command_args(prompt, statusline) {
+        return PromptAsks::Statusline(match rest.trim() {
+            "" | "on" => Ok(false),
+            "off" => Ok(true),
+            other => Err(other),
+        });
+    }
+    match crate::queue::classify(prompt) {
+        Typed::Status => PromptAsks::Status,
+        Typed::Cancel => PromptAsks::Cancel,
+        Typed::Help => PromptAsks::Help,
+        Typed::Resume => PromptAsks::Resume,
+        Typed::Other | Typed::Notification => match crate::args::loop_command_args(prompt) {
+            Some(raw) => PromptAsks::Start(raw),
+            None => PromptAsks::Other,
+        },
+    }
+}
+
 /// The command policy's `[gates] full` row: the default `verify` command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Gate {
@@ -90,4 +130,30 @@ pub enum StartError {
 pub struct Started {
     pub summary: String,
     pub task: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prompt_asks_one_thing() {
+        let asks = |p| prompt_asks(p, &["/ralph:statusline"]);
+        assert_eq!(asks("/ralph:statusline"), PromptAsks::Statusline(Ok(false)));
+        assert_eq!(
+            asks("/ralph:statusline off"),
+            PromptAsks::Statusline(Ok(true))
+        );
+        assert_eq!(
+            asks("/ralph:statusline red"),
+            PromptAsks::Statusline(Err("red"))
+        );
+        assert_eq!(asks("/cancel-ralph"), PromptAsks::Cancel);
+        assert_eq!(asks("/ralph:ralph-status"), PromptAsks::Status);
+        assert_eq!(
+            asks("/ralph:ralph-loop fix it --max-iterations 3"),
+            PromptAsks::Start(" fix it --max-iterations 3")
+        );
+        assert_eq!(asks("what now?"), PromptAsks::Other);
+    }
 }

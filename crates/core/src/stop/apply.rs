@@ -27,6 +27,7 @@ pub fn apply(
 ) -> Result<HookOutput, StoreError> {
     let session = inputs.session.as_str();
     let state = &inputs.state;
+    workers(paths, inputs);
     if plan.ran_checks {
         let _ = crate::seal::write(&paths.verify, plan.verify_log.render().as_bytes());
     }
@@ -36,7 +37,7 @@ pub fn apply(
     }
     // --parallel: workers run and nothing else can go out; nothing advances.
     if decision.next == Next::Wait {
-        return wait_for_worker(paths, inputs);
+        return Ok(wait_for_worker(paths, inputs));
     }
     if plan.claims {
         // Recorded for `status`; a failure shows with the decision's own.
@@ -56,7 +57,7 @@ pub fn apply(
     let code = decision.code.as_str();
     let goes_on = matches!(
         decision.next,
-        Next::Feed { .. } | Next::Pause | Next::Hold { .. }
+        Next::Feed { .. } | Next::Yield | Next::Hold { .. }
     );
     let tamper = (goes_on && inputs.mirror.tampered()).then(|| text::tampered(inputs.mirror));
     if let Some(notice) = &tamper {
@@ -137,8 +138,8 @@ fn write_next(
                 Some(reason),
             )
         }
-        Next::Pause => {
-            save(paths, inputs, &plan.state_paused(inputs))?;
+        Next::Yield => {
+            save(paths, inputs, &plan.state_yielded(inputs))?;
             next_turn(paths, message);
             (
                 Entry::now(session, state.iteration, Action::Yield, code),
@@ -187,17 +188,17 @@ fn take_worker(paths: &LoopPaths) -> Option<String> {
     Some(record.outcome)
 }
 
-/// `--fresh`: the main thread's turn ended while its worker still runs in
-/// the background. The session may stop (the client delivers the worker's
+/// The main thread's turn ended while its workers run (see
+/// `decide::Workers`). The session may stop (the client delivers a worker's
 /// report as a new turn, whose Stop goes on); nothing advances.
-pub fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> Result<HookOutput, StoreError> {
+fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> HookOutput {
     let state = &inputs.state;
     let code = Code::WorkerRunning.as_str();
     let entry = Entry::now(&inputs.session, state.iteration, Action::Wait, code)
         .with_worker(Some("running".into()));
     let _ = log(paths, entry);
     if state.parallel == 0 {
-        return Ok(HookOutput::Nothing);
+        return HookOutput::Nothing;
     }
     // --parallel: the user sees where the stories stand at each worker's
     // report (the interactive client shows a background worker's own
@@ -209,11 +210,21 @@ pub fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> Result<HookOut
         }
         _ => String::new(),
     };
-    Ok(HookOutput::allow(text::waiting_for_workers(
+    HookOutput::allow(text::waiting_for_workers(
         &inputs.in_flight,
         &paths.read_board(),
         &passing,
-    )))
+    ))
+}
+
+/// `--parallel`: the lanes of workers that no longer run go, with their
+/// worktrees, and the client's stray branches (what `gather` found).
+pub fn workers(paths: &LoopPaths, inputs: &StopInputs) {
+    let (cleanup, iteration) = (&inputs.cleanup, inputs.state.iteration);
+    crate::parallel::hooks::sync_lanes(paths, &cleanup.lanes, &inputs.session, iteration);
+    if !cleanup.strays.is_empty() {
+        crate::parallel::strays::sweep(paths, &cleanup.strays, &inputs.session, iteration);
+    }
 }
 
 /// A duplicate Stop: the answer `again` (the last one, judged again),
@@ -225,6 +236,7 @@ pub fn repeat(
     again: Decision,
 ) -> Result<HookOutput, StoreError> {
     let state = &inputs.state;
+    workers(paths, inputs);
     let code = Code::DuplicateStop.as_str();
     let entry = Entry::now(&inputs.session, state.iteration, Action::Repeat, code);
     let _ = log(paths, entry);

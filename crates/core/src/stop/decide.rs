@@ -24,16 +24,18 @@
 
 use super::completion::{self, Completion, JudgedPrd, Refusal};
 use super::inputs::StopInputs;
+pub use super::next::{Decision, Next, Then};
 use super::plan::{Plan, ReviewGate};
+pub use super::workers::Workers;
 use crate::activity::Code;
 use crate::blocker::Blocker;
 use crate::budget::{Budget, Budgets};
 use crate::paths::PrdReadError;
-use crate::prd::Story;
+use crate::prd::{Prd, Story};
 use crate::promise;
 use crate::queue::QueueAction;
 use crate::reinject::Injected;
-use crate::review::{Standing as ReviewStanding, Verdict};
+use crate::review::{Standing, Verdict};
 use crate::state::LoopState;
 use crate::verify::CheckResult;
 
@@ -62,6 +64,8 @@ pub struct StopContext<'a> {
     pub elapsed_secs: Option<u64>,
     /// `--parallel`: the stories whose worker still runs.
     pub in_flight: &'a [Option<String>],
+    /// How busy the loop's workers are (`--fresh`, `--parallel`).
+    pub workers: Workers,
     /// The project root (the workers' tasks name the PRD by its path).
     pub root: &'a std::path::Path,
 }
@@ -82,6 +86,7 @@ impl<'a> StopContext<'a> {
             budgets: &plan.budgets,
             elapsed_secs: plan.elapsed_secs,
             in_flight: &inputs.in_flight,
+            workers: plan.workers,
             root: &inputs.root,
         }
     }
@@ -118,9 +123,9 @@ impl FeedKey {
     }
 }
 
-/// How a PRD stands, as the model is told with a feed.
+/// How far a PRD's stories are, as the model is told with a feed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Standing<'a> {
+pub struct PrdProgress<'a> {
     pub passing: usize,
     /// Stories in all, the vanished ones included.
     pub total: usize,
@@ -148,12 +153,12 @@ pub enum Outcome<'a> {
     BudgetSpent(Budget),
     Stalled,
     /// The reviewers still reject the work after `max_reviews` rounds.
-    ReviewsExhausted(&'a ReviewStanding),
+    ReviewsExhausted(&'a Standing),
     // The loop waits for the user (it stays, and each Stop lets the session stop):
     /// A blocker names a failing story: the loop pauses.
     Blocked(&'a Blocker),
-    /// Paused earlier, and not resumed yet: why.
-    StillPaused(&'a str),
+    /// Held by a blocker earlier (`blocked:` in the state), and not resumed yet: why.
+    StillBlocked(&'a str),
     StoryStuck(FeedKey),
     // The loop goes on, fed with:
     /// Plain mode: the prompt, with why a claim was refused or a tag did not match.
@@ -167,11 +172,11 @@ pub enum Outcome<'a> {
     Deadlock(Vec<(String, Vec<String>)>),
     FinalCheckFailed(&'a Refusal),
     /// Completion stands and the checks pass, but a reviewer rejected the work.
-    ReviewRejected(&'a ReviewStanding),
-    Vanished(Standing<'a>),
+    ReviewRejected(&'a Standing),
+    Vanished(PrdProgress<'a>),
     Story {
         story: &'a Story,
-        standing: Standing<'a>,
+        standing: PrdProgress<'a>,
         /// The story claims `passes`, but its check failed.
         refused: Option<&'a CheckResult>,
         /// The story claims `passes`, but its review did not approve it.
@@ -180,7 +185,7 @@ pub enum Outcome<'a> {
     /// `--parallel`: these stories go out at once, each to its own worker.
     Dispatch {
         stories: Vec<&'a Story>,
-        standing: Standing<'a>,
+        standing: PrdProgress<'a>,
     },
     // Nothing advances:
     /// `--parallel`: workers run and no other story can go out: the turn
@@ -206,7 +211,7 @@ impl Outcome<'_> {
                 review: Some(_), ..
             } => Code::ReviewRejected,
             Outcome::ReviewsExhausted(_) => Code::ReviewsExhausted,
-            Outcome::Blocked(_) | Outcome::StillPaused(_) => Code::Blocked,
+            Outcome::Blocked(_) | Outcome::StillBlocked(_) => Code::Blocked,
             Outcome::Deadlock(_) => Code::Deadlock,
             Outcome::StoryStuck(_) => Code::StoryStuck,
             Outcome::Prompt { refused: None, .. } => Code::Continue,
@@ -278,41 +283,11 @@ pub enum IgnoredBlocker {
     NoSuchStory(String),
 }
 
-/// What to do, and what to tell the model and the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
-    pub code: Code,
-    pub system_message: String,
-    pub story: Option<String>,
-    pub remove_blocker: bool,
-    pub next: Next,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
-    /// Block the stop and feed `reason` as the next user turn, `iteration`.
-    Feed {
-        iteration: u64,
-        reason: String,
-        /// The new re-injection counter (PRD mode), to be written.
-        injected: Option<Injected>,
-    },
-    /// Let the turn end without advancing the loop (the user's message is
-    /// the next turn); the loop goes on at the next Stop.
-    Pause,
-    /// Let the session stop; the loop stays, paused for the user (`why`),
-    /// until the user resumes it.
-    Hold { why: String },
-    /// Let the session stop: the loop is over after `iterations`.
-    End { iterations: u64 },
-    /// Let the session stop: the user cancelled the loop.
-    Cancel,
-    /// `--parallel`: let the turn end while workers run; nothing advances.
-    Wait,
-}
-
 /// The rules, in their order (see the module's doc).
 pub fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
+    if cx.workers == Workers::AllBusy {
+        return alone(Outcome::WaitForWorkers);
+    }
     match cx.queue {
         QueueAction::Cancel { typed } => return alone(Outcome::CancelledByUser(typed)),
         QueueAction::Yield { .. } => return alone(Outcome::Yield),
@@ -322,7 +297,7 @@ pub fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
         return alone(Outcome::Cancelled);
     }
     if let Some(why) = &cx.state.blocked {
-        return alone(Outcome::StillPaused(why));
+        return alone(Outcome::StillBlocked(why));
     }
     match cx.prd {
         None => judge_plain(cx),
@@ -368,18 +343,17 @@ fn judge_plain<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
 
 fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'a> {
     let prd = judged.prd.as_ref();
-    let mut remove_blocker = false;
-    let mut ignored_blocker = None;
-    if let Some(blocker) = cx.blocker {
-        match prd.story(&blocker.story_id) {
-            Some(story) if story.passes => remove_blocker = true,
-            Some(_) => return alone(Outcome::Blocked(blocker)),
-            None => {
-                remove_blocker = true;
-                ignored_blocker = Some(IgnoredBlocker::NoSuchStory(blocker.story_id.clone()));
-            }
-        }
-    }
+    let (remove_blocker, ignored_blocker) = match blocker_rule(cx, prd) {
+        Ok(found) => found,
+        Err(blocker) => return alone(Outcome::Blocked(blocker)),
+    };
+    // What is fed, with the blocker's removal and why it was ignored.
+    let fed = |key, outcome| {
+        with_ignored(
+            feed(cx, key, outcome, remove_blocker),
+            ignored_blocker.clone(),
+        )
+    };
     match cx.completion {
         Completion::Complete => {
             let total = prd.stories.len();
@@ -391,25 +365,14 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
                 },
                 Reviewed::Feed(outcome) => match limit_reached(cx) {
                     Some(end) => alone(end),
-                    None => with_ignored(
-                        feed(cx, FeedKey::Review, outcome, remove_blocker),
-                        ignored_blocker,
-                    ),
+                    None => fed(FeedKey::Review, outcome),
                 },
             };
         }
         Completion::Refused(refusal) => {
             return match limit_reached(cx) {
                 Some(end) => alone(end),
-                None => with_ignored(
-                    feed(
-                        cx,
-                        FeedKey::FinalCheck,
-                        Outcome::FinalCheckFailed(refusal),
-                        remove_blocker,
-                    ),
-                    ignored_blocker,
-                ),
+                None => fed(FeedKey::FinalCheck, Outcome::FinalCheckFailed(refusal)),
             };
         }
         Completion::NotClaimed => {}
@@ -417,44 +380,25 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
     if let Some(end) = limit_reached(cx) {
         return alone(end);
     }
-    let (passing, total) = prd.progress();
-    let vanished = judged.vanished.as_slice();
-    let early_promise = completion::promise_kept(cx.state, cx.said).then(|| {
-        let failing = prd.stories.iter().filter(|s| !s.passes);
-        let ids = failing.map(|s| s.id.as_str());
-        ids.chain(vanished.iter().map(String::as_str)).collect()
-    });
-    let standing = Standing {
-        passing,
-        total: total + vanished.len(),
-        vanished,
-        early_promise,
-    };
+    let standing = prd_progress(cx, judged);
     if cx.state.parallel > 0 {
         let stories = crate::parallel::pick(prd, cx.in_flight, cx.state.parallel);
         if !stories.is_empty() {
             let key = FeedKey::Story(crate::parallel::batch_key(&stories));
-            let fed = feed(
-                cx,
-                key,
-                Outcome::Dispatch { stories, standing },
-                remove_blocker,
-            );
-            return with_ignored(fed, ignored_blocker);
+            return fed(key, Outcome::Dispatch { stories, standing });
         }
-        if !cx.in_flight.is_empty() {
+        if cx.workers != Workers::Idle {
             return alone(Outcome::WaitForWorkers);
         }
     }
     let Some(story) = prd.next_runnable() else {
-        if !vanished.is_empty() {
-            let outcome = Outcome::Vanished(standing);
-            let fed = feed(cx, FeedKey::Vanished, outcome, remove_blocker);
-            return with_ignored(fed, ignored_blocker);
+        if !standing.vanished.is_empty() {
+            return fed(FeedKey::Vanished, Outcome::Vanished(standing));
         }
-        let outcome = Outcome::Deadlock(prd.unmet_dependencies());
-        let fed = feed(cx, FeedKey::Deadlock, outcome, remove_blocker);
-        return with_ignored(fed, ignored_blocker);
+        return fed(
+            FeedKey::Deadlock,
+            Outcome::Deadlock(prd.unmet_dependencies()),
+        );
     };
     let outcome = Outcome::Story {
         story,
@@ -462,13 +406,47 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
         refused: judged.refused.get(&story.id),
         review: judged.review_refused.get(&story.id),
     };
-    let fed = feed(
-        cx,
-        FeedKey::Story(story.id.clone()),
-        outcome,
-        remove_blocker,
-    );
-    with_ignored(fed, ignored_blocker)
+    fed(FeedKey::Story(story.id.clone()), outcome)
+}
+
+/// PRD mode: what the blocker does. A blocker naming a failing story holds
+/// the loop (`Err`, that blocker); else whether the blocker file is
+/// removed (its story passes, or it names none of the PRD's) and why it
+/// was ignored.
+fn blocker_rule<'a>(
+    cx: &StopContext<'a>,
+    prd: &Prd,
+) -> Result<(bool, Option<IgnoredBlocker>), &'a Blocker> {
+    let Some(blocker) = cx.blocker else {
+        return Ok((false, None));
+    };
+    match prd.story(&blocker.story_id) {
+        Some(story) if story.passes => Ok((true, None)),
+        Some(_) => Err(blocker),
+        None => Ok((
+            true,
+            Some(IgnoredBlocker::NoSuchStory(blocker.story_id.clone())),
+        )),
+    }
+}
+
+/// How far the PRD is: its passing stories, the vanished ones, and a
+/// completion promise printed while some still fail.
+fn prd_progress<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> PrdProgress<'a> {
+    let prd = judged.prd.as_ref();
+    let (passing, total) = prd.progress();
+    let vanished = judged.vanished.as_slice();
+    let early_promise = completion::promise_kept(cx.state, cx.said).then(|| {
+        let failing = prd.stories.iter().filter(|s| !s.passes);
+        let ids = failing.map(|s| s.id.as_str());
+        ids.chain(vanished.iter().map(String::as_str)).collect()
+    });
+    PrdProgress {
+        passing,
+        total: total + vanished.len(),
+        vanished,
+        early_promise,
+    }
 }
 
 /// The judgement, with the model told why its blocker was ignored.

@@ -21,6 +21,8 @@ struct Case {
     review: ReviewGate,
     review_rounds: u32,
     in_flight: Vec<Option<String>>,
+    /// `--fresh`: a worker runs in the background.
+    fresh_worker: bool,
 }
 
 impl Case {
@@ -39,6 +41,7 @@ impl Case {
             review: ReviewGate::Off,
             review_rounds: 0,
             in_flight: Vec::new(),
+            fresh_worker: false,
         }
     }
 
@@ -71,6 +74,7 @@ impl Case {
             review: &self.review,
             review_rounds: self.review_rounds,
             in_flight: &self.in_flight,
+            workers: Workers::of(&self.state, &self.in_flight, self.fresh_worker),
             root: std::path::Path::new("/p"),
         })
     }
@@ -455,7 +459,7 @@ fn what_the_user_queued_comes_first() {
     );
     let texts = vec!["what is 2+2?".to_string()];
     let d = queued(QueueAction::Yield { texts }).decide();
-    assert_eq!((d.code, &d.next), (Code::UserMessage, &Next::Pause));
+    assert_eq!((d.code, &d.next), (Code::UserMessage, &Next::Yield));
     assert!(
         d.system_message.contains("paused at iteration 3/3"),
         "{d:?}"
@@ -653,6 +657,39 @@ fn parallel_waits_while_workers_run_and_nothing_else_can_go_out() {
         Case::prd(parallel(3), None, stuck).decide().code,
         Code::Deadlock
     );
+}
+
+#[test]
+fn every_place_taken_waits_before_any_rule() {
+    // Even a queued cancel waits: the Stop that decides acts on it.
+    let full = Case {
+        in_flight: vec![Some("A1".into()), Some("B1".into())],
+        queue: QueueAction::Cancel {
+            typed: "/cancel-ralph".into(),
+        },
+        ..Case::prd(parallel(2), None, THREE_CHAINS)
+    };
+    assert_eq!(full.decide().next, Next::Wait);
+    // --fresh: its one worker runs in the background.
+    let fresh = LoopState {
+        fresh: true,
+        ..state(1, 20, Some("RALPH-COMPLETE"))
+    };
+    let running = Case {
+        fresh_worker: true,
+        ..Case::new(fresh.clone(), Some("<promise>RALPH-COMPLETE</promise>"))
+    };
+    assert_eq!(running.decide().code, Code::WorkerRunning);
+    // A cancelled loop is not waited on.
+    let cancelled = LoopState {
+        active: false,
+        ..fresh
+    };
+    let ended = Case {
+        fresh_worker: true,
+        ..Case::new(cancelled, None)
+    };
+    assert_eq!(ended.decide().code, Code::Cancelled);
 }
 
 #[test]

@@ -34,6 +34,16 @@ pub enum Gathered {
     Loop(Box<StopInputs>),
 }
 
+/// `--parallel`: what a Stop found left of workers, which its apply removes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerCleanup {
+    /// The board against the running workers (see `parallel::hooks::LaneSync`).
+    pub lanes: crate::parallel::hooks::LaneSync,
+    /// Branches the client made for a worktree it then failed to make
+    /// (see `parallel::strays`).
+    pub strays: Vec<String>,
+}
+
 /// A state file that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Corrupt {
@@ -79,6 +89,10 @@ pub struct StopInputs {
     /// `--parallel`: the stories whose worker still runs (`None`: a worker
     /// whose task names no story), from the hook's `background_tasks`.
     pub in_flight: Vec<Option<String>>,
+    /// `--fresh`: a worker runs in the background (see `decide::Workers`).
+    pub fresh_worker: bool,
+    /// `--parallel`: what `apply` removes of workers gone.
+    pub cleanup: WorkerCleanup,
     /// The project root.
     pub root: std::path::PathBuf,
     /// There is no state file yet: `text` is the project's file, adopted.
@@ -89,44 +103,15 @@ impl StopInputs {
     /// Read what this Stop needs, under the loop lock.
     pub fn gather(paths: &LoopPaths, input: &HookInput) -> Result<Gathered, StoreError> {
         let session = input.session();
-        // Before anything is read as the loop's: a state, a result or a
-        // verdict ralph did not write is told to the user, never used.
-        // The state file and its seal are read once, here.
-        let own = paths.read_own_state();
-        if let Some(t) = crate::tamper::found_in(paths, &own) {
-            if !owns(&t.owner, session) {
-                return Ok(Gathered::NotOurs);
-            }
-            return Ok(Gathered::Tampered(t));
-        }
-        let adopting = matches!(own.text, Ok(None));
-        let (text, state) = match paths.state_of(own) {
-            StateFile::Missing => return Ok(Gathered::NotOurs),
-            StateFile::Unreadable(e) if e.is_not_text() => {
-                return Ok(Gathered::Corrupt(Corrupt {
-                    iteration: 0,
-                    why: "the file is not UTF-8 text".into(),
-                }));
-            }
-            StateFile::Unreadable(e) => return Err(e),
-            StateFile::Corrupt { text, error } => {
-                let owner = frontmatter::scan(&text, "session_id").unwrap_or("");
-                if !owns(owner, session) {
-                    return Ok(Gathered::NotOurs);
-                }
-                return Ok(Gathered::Corrupt(Corrupt {
-                    iteration: frontmatter::scan(&text, "iteration")
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(0),
-                    why: error.to_string(),
-                }));
-            }
-            StateFile::Loop { text, state } => (text, state),
+        let (text, state, adopting) = match loop_state(paths, session)? {
+            Ok(found) => found,
+            Err(gathered) => return Ok(gathered),
         };
-        if !owns(&state.session_id, session) {
-            return Ok(Gathered::NotOurs);
-        }
         let last_message = input.last_assistant_message.as_deref();
+        let has_transcript = input
+            .transcript_path
+            .as_deref()
+            .is_some_and(|p| !p.is_empty());
         let turn = input
             .transcript_path
             .as_deref()
@@ -155,21 +140,6 @@ impl StopInputs {
             } else {
                 None
             };
-        let has_transcript = input
-            .transcript_path
-            .as_deref()
-            .is_some_and(|p| !p.is_empty());
-        let turn_key = turn_key(
-            input.prompt_id.as_deref(),
-            has_transcript,
-            turn.as_ref(),
-            last_message,
-        );
-        let in_flight = if state.parallel > 0 {
-            in_flight(paths, input)
-        } else {
-            Vec::new()
-        };
         let mirror = if adopting {
             Mirror::Same
         } else {
@@ -177,10 +147,17 @@ impl StopInputs {
         };
         Ok(Gathered::Loop(Box::new(StopInputs {
             adopting,
-            in_flight,
+            in_flight: in_flight(paths, input, &state),
+            fresh_worker: crate::fresh::worker_in_flight(&input.background_tasks).is_some(),
+            cleanup: cleanup(paths, input, &state),
             root: paths.root.clone(),
             session: session.to_string(),
-            turn_key,
+            turn_key: turn_key(
+                input.prompt_id.as_deref(),
+                has_transcript,
+                turn.as_ref(),
+                last_message,
+            ),
             called_tools: recorded.is_some_and(|r| !r.is_empty()),
             usage: turn.as_ref().map(|t| t.usage.clone()).unwrap_or_default(),
             now: crate::clock::unix_now(),
@@ -200,9 +177,72 @@ impl StopInputs {
     }
 }
 
+/// The state of this session's loop (its text, the state, whether it is
+/// adopted from the project's copy), or why the Stop ends here. Before
+/// anything is read as the loop's: a state, a result or a verdict ralph did
+/// not write is told to the user, never used. The state file and its seal
+/// are read once, here.
+fn loop_state(paths: &LoopPaths, session: &str) -> Result<Result<Found, Gathered>, StoreError> {
+    let own = paths.read_own_state();
+    if let Some(t) = crate::tamper::found_in(paths, &own) {
+        if !owns(&t.owner, session) {
+            return Ok(Err(Gathered::NotOurs));
+        }
+        return Ok(Err(Gathered::Tampered(t)));
+    }
+    let adopting = matches!(own.text, Ok(None));
+    let (text, state) = match paths.state_of(own) {
+        StateFile::Missing => return Ok(Err(Gathered::NotOurs)),
+        StateFile::Unreadable(e) if e.is_not_text() => {
+            return Ok(Err(Gathered::Corrupt(Corrupt {
+                iteration: 0,
+                why: "the file is not UTF-8 text".into(),
+            })));
+        }
+        StateFile::Unreadable(e) => return Err(e),
+        StateFile::Corrupt { text, error } => {
+            let owner = frontmatter::scan(&text, "session_id").unwrap_or("");
+            if !owns(owner, session) {
+                return Ok(Err(Gathered::NotOurs));
+            }
+            return Ok(Err(Gathered::Corrupt(Corrupt {
+                iteration: frontmatter::scan(&text, "iteration")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+                why: error.to_string(),
+            })));
+        }
+        StateFile::Loop { text, state } => (text, state),
+    };
+    if !owns(&state.session_id, session) {
+        return Ok(Err(Gathered::NotOurs));
+    }
+    Ok(Ok((text, state, adopting)))
+}
+
+/// This session's loop: the state file's text, the state, and whether it
+/// is adopted from the project's copy.
+type Found = (String, Box<LoopState>, bool);
+
+/// `--parallel`, a running loop: what the Stop's apply removes of workers
+/// gone (their lanes on the board) and of the client's failed worktrees
+/// (stray branches).
+fn cleanup(paths: &LoopPaths, input: &HookInput, state: &LoopState) -> WorkerCleanup {
+    if state.parallel == 0 || !state.active {
+        return WorkerCleanup::default();
+    }
+    WorkerCleanup {
+        lanes: crate::parallel::hooks::lanes_to_sync(paths, input),
+        strays: crate::parallel::strays::found(paths, state),
+    }
+}
+
 /// `--parallel`: the stories of the running workers, by their description,
 /// else by the task in their own transcript.
-fn in_flight(paths: &LoopPaths, input: &HookInput) -> Vec<Option<String>> {
+fn in_flight(paths: &LoopPaths, input: &HookInput, state: &LoopState) -> Vec<Option<String>> {
+    if state.parallel == 0 {
+        return Vec::new();
+    }
     let running = crate::parallel::in_flight(&input.background_tasks);
     let workers = input
         .background_tasks

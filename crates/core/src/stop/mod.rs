@@ -10,10 +10,13 @@
 //! - [`plan`]: pure; what to do about messages the user queued meanwhile,
 //!   the stall count, which checks run first and which results are reused.
 //! - [`completion`]: pure; when a loop is complete, the one place that says it.
-//! - [`decide`]: pure; the rules in their order, giving an `Outcome`
-//!   ([`decision`] words it with `text`).
-//! - [`text`]: every word the model or the user reads.
-//! - [`apply`]: the one place that writes.
+//! - [`workers`]: pure; when a Stop waits for the loop's workers (the one
+//!   rule the plan works out and `decide` and `apply` follow).
+//! - [`decide`]: pure; the rules in their order, giving an `Outcome`, and
+//!   what happens next ([`next`]: `Then`); [`decision`] words it with `text`.
+//! - [`text`]: every word the model or the user reads, and only words.
+//! - [`apply`]: the one place that writes (with `--parallel`, also what
+//!   `gather` found of workers gone: their lanes, worktrees, stray branches).
 //!
 //! A Stop delivered twice for one turn (the same `inputs::turn_key`) is
 //! answered again without advancing anything.
@@ -27,8 +30,10 @@ pub mod apply;
 pub mod completion;
 pub mod decide;
 pub mod inputs;
+pub mod next;
 pub mod plan;
 pub mod text;
+pub mod workers;
 
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
@@ -81,32 +86,16 @@ pub fn step(
         Gathered::Loop(inputs) => inputs,
     };
     notify.get_or_init(|| Pending::for_loop(paths, inputs.state.notify.as_deref()));
-    // --fresh, and the model let its worker run in the background: the turn
-    // ends while the worker works. Wait for its report (the notification
-    // turn's Stop) instead of feeding a second worker for the same story;
-    // nothing advances, so the worker's run counts as one iteration.
-    // --parallel: the same once every place is taken (with a place free,
-    // the decision hands out more stories, or waits: `decide`).
-    let state = &inputs.state;
-    if state.parallel > 0 && state.active {
-        crate::parallel::hooks::sync_lanes(paths, input, &inputs.session, state.iteration);
-        // Branches the client made for a worktree it then failed to make.
-        crate::parallel::strays::sweep(paths, state, &inputs.session);
-    }
-    let all_busy = if state.parallel > 0 {
-        inputs.in_flight.len() >= state.parallel as usize
-    } else {
-        crate::fresh::worker_in_flight(&input.background_tasks).is_some()
-    };
-    if state.fresh && state.active && all_busy {
-        return apply::wait_for_worker(paths, &inputs).map(Step::Done);
-    }
+    // Whether the Stop waits for its workers is the plan's (`workers::Workers`):
+    // a Stop that waits is no duplicate and runs no check.
     let mut plan = Plan::new(&inputs, ran);
     if plan.duplicate {
         let again = repeat_decision(&inputs, &plan);
         return apply::repeat(paths, &inputs, again).map(Step::Done);
     }
     if let Some(jobs) = plan.jobs.take() {
+        // Workers gone are cleaned up before the checks run, as at every round.
+        apply::workers(paths, &inputs);
         return Ok(Step::RunChecks(jobs));
     }
     let decision = decision(&StopContext::new(&inputs, &plan));

@@ -6,6 +6,7 @@
 //! read: they are `inputs`' rules.)
 
 use super::completion::{self, Completion, JudgedPrd};
+use super::decide::Workers;
 use super::inputs::{StopInputs, queue_action};
 use crate::budget::{self, Budgets};
 use crate::paths::PrdReadError;
@@ -110,6 +111,8 @@ pub struct Plan<'a> {
     /// A second Stop for the turn the last Stop answered (the same
     /// `turn_key`): it is answered again and nothing advances.
     pub duplicate: bool,
+    /// How busy the loop's workers are: whether the Stop waits for them.
+    pub workers: Workers,
     /// The budgets with this turn's tokens and cost added.
     pub budgets: Budgets,
     /// Seconds since the loop started (`None` when its start is not known).
@@ -120,26 +123,19 @@ impl<'a> Plan<'a> {
     pub fn new(inputs: &'a StopInputs, ran: &Ran) -> Plan<'a> {
         let state = &inputs.state;
         let fingerprint = inputs.fingerprint.as_deref();
-        let duplicate = is_duplicate(inputs);
-        let (queue, queue_seen) = queue_of(inputs, duplicate);
+        let workers = Workers::of(state, &inputs.in_flight, inputs.fresh_worker);
+        // Every place taken: the Stop waits, whatever else it is.
+        let duplicate = is_duplicate(inputs) && workers != Workers::AllBusy;
+        // Nor is the queue acted on then: the next Stop that decides does.
+        let (queue, queue_seen) = queue_of(inputs, duplicate || workers == Workers::AllBusy);
         let stalls = stalls(inputs);
         let (log, review_log) = logs_with(inputs, ran);
-        let story_reviews = state.review.reviews_stories();
-        let prd = inputs.prd.as_ref().map(|read| {
-            read.as_ref().map(|prd| {
-                let judged = JudgedPrd::new(prd, state, &log);
-                if story_reviews {
-                    judged.with_story_reviews(&review_log, fingerprint)
-                } else {
-                    judged
-                }
-            })
-        });
+        let prd = judged_prd(inputs, &log, &review_log);
         // A queued cancel or message is acted on at once, a duplicate Stop
-        // is answered again: no check runs. Nor while --parallel workers run:
-        // their merges change the tree under a check (each merged story was
+        // is answered again: no check runs. Nor while workers run: their
+        // merges change the tree under a check (each merged story was
         // checked in the merge queue; all of them are again at the end).
-        let workers_run = state.parallel > 0 && !inputs.in_flight.is_empty();
+        let workers_run = workers != Workers::Idle;
         let no_checks = ran.stories_done || queue.preempts() || duplicate || workers_run;
         let story_jobs = match (&inputs.prd, no_checks) {
             (Some(Ok(p)), false) => stories_to_check(p, &log, fingerprint),
@@ -191,19 +187,41 @@ impl<'a> Plan<'a> {
             verify_log: log,
             prd,
             completion,
-            jobs,
+            // Nothing runs while the Stop waits for its workers.
+            jobs: jobs.filter(|_| workers != Workers::AllBusy),
             duplicate,
+            workers,
             budgets: state.budgets.after_turn(&inputs.usage),
             elapsed_secs: budget::elapsed_secs(state.started_at.as_deref(), inputs.now),
         }
     }
 }
 
-/// What the user's queued messages ask (nothing for a duplicate Stop), and
-/// the newest one seen.
-fn queue_of(inputs: &StopInputs, duplicate: bool) -> (QueueAction, Option<String>) {
+/// PRD mode: the PRD as the loop judges it (with the stories' reviews under
+/// `--review story`), or why it cannot be read.
+fn judged_prd<'a>(
+    inputs: &'a StopInputs,
+    log: &VerifyLog,
+    review_log: &ReviewLog,
+) -> Option<Result<JudgedPrd<'a>, &'a PrdReadError>> {
     let state = &inputs.state;
-    let queue = if duplicate {
+    inputs.prd.as_ref().map(|read| {
+        read.as_ref().map(|prd| {
+            let judged = JudgedPrd::new(prd, state, log);
+            if state.review.reviews_stories() {
+                judged.with_story_reviews(review_log, inputs.fingerprint.as_deref())
+            } else {
+                judged
+            }
+        })
+    })
+}
+
+/// What the user's queued messages ask (nothing for a Stop that does not
+/// decide: a duplicate, or one waiting for its workers), and the newest one seen.
+fn queue_of(inputs: &StopInputs, not_now: bool) -> (QueueAction, Option<String>) {
+    let state = &inputs.state;
+    let queue = if not_now {
         QueueAction::None
     } else {
         queue_action(state, &inputs.queued)
@@ -409,13 +427,13 @@ impl Plan<'_> {
                 (None, _) => state.last_fingerprint.clone(),
             },
             yielded: false,
-            ..self.state_paused(inputs)
+            ..self.state_yielded(inputs)
         }
     }
 
     /// The state as a Stop that yields to the user leaves it: the same
     /// iteration and stall count, claimed, the queue acted on, `yielded`.
-    pub fn state_paused(&self, inputs: &StopInputs) -> LoopState {
+    pub fn state_yielded(&self, inputs: &StopInputs) -> LoopState {
         let state = &inputs.state;
         LoopState {
             session_id: if self.claims {

@@ -1,197 +1,20 @@
-//! Every word a Stop says: to the model (the `reason` that becomes its next
-//! turn) and to the user (`systemMessage`). Pure. The judgement is made in
-//! `decide`; this module only words it.
+//! The words of a feed: what the model is fed when the loop goes on (the
+//! prompt, a story, a dispatch, a repair) and what the user is told with it.
+//! Pure.
 
-use super::completion::Refusal;
-use super::decide::{Decision, IgnoredBlocker, Judgement, Next, Outcome, Standing, StopContext};
-use super::plan::ReviewGate;
+use super::{cx_rounds, prd_name, progress, quoted_title, refusal_report, refusal_status};
 use crate::activity::Code;
-use crate::blocker::Blocker;
-use crate::control::{self, status};
 use crate::fmt::plural;
-use crate::paths::{Mirror, STATE_FILE};
-use crate::pause::Pause;
 use crate::prd::Story;
 use crate::reinject::Injected;
 use crate::review::Verdict;
 use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
+use crate::stop::completion::Refusal;
+use crate::stop::decide::{Outcome, PrdProgress, StopContext};
 use crate::verify::CheckResult;
 
-/// Shown when the Stop hook panics.
-pub const INTERNAL_ERROR: &str = "ralph: the Stop hook hit an internal error (a bug: please report it); this stop is allowed and the loop state was left as it was.";
-/// Shown when the Stop hook's watchdog fires.
-pub const TOO_SLOW: &str = "ralph: the Stop hook took too long (a blocked file or disk?); this stop is allowed and the loop was not advanced.";
-/// Shown when the state changed under every round of checks.
-pub const KEPT_CHANGING: &str =
-    "ralph: the loop state kept changing while its checks ran; this stop is allowed.";
-
-/// The hook input could not be read.
-pub fn bad_input(e: &dyn std::fmt::Display) -> String {
-    format!("ralph: {e}; the loop in {STATE_FILE} was not advanced and this stop is allowed.")
-}
-
-/// The loop lock could not be taken.
-pub fn lock_failed(e: &dyn std::fmt::Display) -> String {
-    format!("ralph: {e}. This stop is allowed.")
-}
-
-/// A loop file could not be read or written.
-pub fn paused(e: &dyn std::fmt::Display) -> String {
-    format!(
-        "ralph: {e}. The loop is paused and this stop is allowed; fix the file, or cancel with /ralph:cancel-ralph."
-    )
-}
-
-/// A corrupt state file, kept aside as `kept`.
-/// Told to the model when the project's copy of the loop's state was changed
-/// (by the agent, as far as ralph can tell): it was put back.
-pub fn tampered(mirror: Mirror) -> String {
-    let what = match mirror {
-        Mirror::Missing => "was deleted",
-        Mirror::Unsafe => {
-            "was replaced by a link or a special file (ralph never writes through one: a plain copy took its place)"
-        }
-        Mirror::Differs | Mirror::Same => "was edited",
-    };
-    format!(
-        "⚠️ {STATE_FILE} {what}. It is only a copy: the loop's state is kept outside the project and the copy has been restored. Only the user ends a loop (/cancel-ralph); the loop goes on."
-    )
-}
-
-pub fn corrupt(iteration: u64, why: &str, kept: &str) -> String {
-    let at = if iteration > 0 {
-        format!(" at iteration {iteration}")
-    } else {
-        String::new()
-    };
-    format!(
-        "⚠️ Ralph loop stopped{at}: the loop's state (in ralph's data folder, copied to {STATE_FILE}) is corrupt: {why}. The file was kept as {kept}; fix it and move it back to {STATE_FILE} to resume, or start a new loop with /ralph:ralph-loop."
-    )
-}
-
-/// The answer to a Stop delivered twice for one turn: the same as the first.
-pub fn repeated(message: &str) -> String {
-    format!("{message} (this Stop came twice for one turn: answered again, not counted)")
-}
-
-/// The loop goes on after a pause on an API error.
-pub fn resumed(pause: &Pause, message: &str) -> String {
-    format!("{}\n{message}", control::resumed(pause))
-}
-
-/// Word a judgement.
-pub fn render(cx: &StopContext, j: Judgement) -> Decision {
-    let state = cx.state;
-    let code = j.outcome.code();
-    let story = j.outcome.story();
-    let (system_message, next) = match &j.outcome {
-        Outcome::Yield => (yielded(state), Next::Pause),
-        Outcome::CancelledByUser(typed) => (control::cancelled(state, Some(typed)), Next::Cancel),
-        Outcome::Blocked(blocker) => {
-            let why = blocked_why(blocker);
-            (waiting_for_user(state, &why), Next::Hold { why })
-        }
-        Outcome::WaitForWorkers => (String::new(), Next::Wait),
-        Outcome::StillPaused(why) => (
-            waiting_for_user(state, why),
-            Next::Hold {
-                why: (*why).to_string(),
-            },
-        ),
-        end if end.ends() => {
-            let iterations = state.iteration;
-            (ending(cx, end), Next::End { iterations })
-        }
-        feed => {
-            let (reason, message) = feeding(cx, feed);
-            // --fresh: the main thread hands the feed to a worker.
-            // (a story's feed is already a short dispatch: see story_feed)
-            let reason = if state.fresh
-                && !matches!(feed, Outcome::Story { .. } | Outcome::Dispatch { .. })
-            {
-                crate::fresh::dispatch(&reason, story.as_deref())
-            } else {
-                reason
-            };
-            // The model is told first why its blocker did nothing.
-            let reason = match &j.ignored_blocker {
-                Some(ignored) => format!("{}\n\n{reason}", blocker_ignored(ignored)),
-                None => reason,
-            };
-            let next = Next::Feed {
-                iteration: state.iteration.saturating_add(1),
-                reason,
-                injected: j.injected,
-            };
-            (message, next)
-        }
-    };
-    Decision {
-        code,
-        system_message,
-        story,
-        remove_blocker: j.remove_blocker,
-        next,
-    }
-}
-
-/// The loop waits while the model answers the user's message.
-fn yielded(state: &LoopState) -> String {
-    format!(
-        "⏸ Ralph loop paused at iteration {} for your message; it goes on after Claude answers (/cancel-ralph ends it).",
-        state.iteration_label(state.iteration)
-    )
-}
-
-/// Why the loop ended, for the user.
-fn ending(cx: &StopContext, outcome: &Outcome) -> String {
-    let state = cx.state;
-    let n = state.iteration;
-    let after = plural(n, "iteration");
-    match outcome {
-        Outcome::Cancelled => {
-            format!("Ralph loop ended: it was cancelled (active: false) at iteration {n}.")
-        }
-        Outcome::Complete => format!(
-            "✅ Ralph loop complete after {after}: the completion promise <promise>{}</promise> was printed{}.",
-            state.completion_promise.as_deref().unwrap_or_default(),
-            verified_and_reviewed(cx)
-        ),
-        Outcome::AllStoriesPass { total } => format!(
-            "✅ Ralph loop complete after {after}: all {} in {} pass{}.",
-            plural(*total as u64, "story"),
-            prd_name(state),
-            verified_and_reviewed(cx)
-        ),
-        Outcome::ReviewsExhausted(standing) => format!(
-            "⛔ Ralph loop stopped after {after}: review did not approve the work after {} (--max-reviews {}). Open findings:\n{}Fix them, then start the loop again.",
-            plural(u64::from(state.review.max_rounds), "round"),
-            state.review.max_rounds,
-            standing.findings_text()
-        ),
-        Outcome::MaxIterations => cap_reached(state),
-        Outcome::BudgetSpent(budget) => format!(
-            "🛑 Ralph loop stopped after {after}: the {} is spent ({}). Start again with a larger {} to go on.",
-            status::budget_name(*budget),
-            status::spent_of(*budget, cx.budgets, cx.elapsed_secs),
-            budget.flag()
-        ),
-        Outcome::Stalled => format!(
-            "⛔ Ralph loop stopped after {after}: the working tree did not change for {} in a row (no-progress breaker, --max-stalls {}). Look at the last turns, adjust the prompt, and start again.",
-            plural(u64::from(cx.stalls), "iteration"),
-            state.max_stalls
-        ),
-        Outcome::StoryStuck(key) => format!(
-            "⛔ Ralph loop halted after {after}: {} was fed {} times in a row without passing. Look at progress.txt and the last changes, adjust the story or write down what blocks it, then start the loop again.",
-            key.as_str(),
-            state.max_story_attempts
-        ),
-        feed => unreachable!("not an ending: {feed:?}"),
-    }
-}
-
 /// What the model is fed (`reason`) and what the user is told, when the loop goes on.
-fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
+pub(super) fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
     let state = cx.state;
     let label = state.iteration_label(state.iteration.saturating_add(1));
     let prd_name = prd_name(state);
@@ -271,7 +94,7 @@ fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
 
 /// `--parallel`: stories out to workers at once. Short: every word stays in
 /// the main thread's context; each worker reads its story itself.
-fn dispatch_feed(cx: &StopContext, stories: &[&Story], standing: &Standing) -> (String, String) {
+fn dispatch_feed(cx: &StopContext, stories: &[&Story], standing: &PrdProgress) -> (String, String) {
     let state = cx.state;
     let label = state.iteration_label(state.iteration.saturating_add(1));
     let reason = crate::parallel::dispatch(
@@ -365,7 +188,7 @@ fn story_feed(
     cx: &StopContext,
     outcome: &Outcome,
     story: &Story,
-    standing: &Standing,
+    standing: &PrdProgress,
     refused: Option<&CheckResult>,
     review: Option<&Verdict>,
 ) -> (String, String) {
@@ -431,7 +254,7 @@ fn story_feed(
 }
 
 /// What the model is told before a PRD feed: an early promise, vanished stories.
-fn preface(state: &LoopState, standing: &Standing) -> String {
+fn preface(state: &LoopState, standing: &PrdProgress) -> String {
     let prd_name = prd_name(state);
     let mut out = String::new();
     if let Some(failing) = &standing.early_promise {
@@ -538,109 +361,4 @@ fn footer(state: &LoopState, story: Option<(&str, &str)>) -> String {
         ));
     }
     format!("\n\n[Ralph loop · {}]", parts.join(" · "))
-}
-
-/// The review rounds run so far (at least one: a rejection was recorded).
-fn cx_rounds(cx: &StopContext) -> u32 {
-    cx.review_rounds.max(1)
-}
-
-/// ` and verified (...) and approved by the acceptance and security reviewers`.
-fn verified_and_reviewed(cx: &StopContext) -> String {
-    let mut out = verified(cx.state);
-    if let ReviewGate::Approved(s) = cx.review {
-        let names = s.approvers();
-        let who = match names.as_slice() {
-            [one] => format!("the {one} reviewer"),
-            many => format!("the {} reviewers", many.join(", ")),
-        };
-        out.push_str(&format!(" and approved by {who}"));
-    }
-    out
-}
-
-/// " and verified (`cmd` exited 0)" for a loop with a check.
-fn verified(state: &LoopState) -> String {
-    match &state.verify {
-        Some(cmd) => format!(" and verified (`{cmd}` exited 0)"),
-        None => String::new(),
-    }
-}
-
-/// The failed check, as the model should read it.
-fn refusal_report(state: &LoopState, refusal: &Refusal) -> String {
-    match &refusal.check {
-        Some(c) => c.failure_report(state.verify_timeout),
-        None => format!(
-            "`{}` could not be run.",
-            state.verify.as_deref().unwrap_or_default()
-        ),
-    }
-}
-
-fn refusal_status(state: &LoopState, refusal: &Refusal) -> String {
-    refusal
-        .check
-        .as_ref()
-        .map(|c| c.status_text(state.verify_timeout))
-        .unwrap_or_else(|| "not run".into())
-}
-
-fn cap_reached(state: &LoopState) -> String {
-    let unmet = match (&state.completion_promise, &state.prd_file) {
-        (_, Some(prd)) => format!(" before every story in {prd} passed"),
-        (Some(p), None) => format!(" without the promise <promise>{p}</promise>"),
-        (None, None) => String::new(),
-    };
-    format!(
-        "🛑 Ralph loop stopped: reached the iteration cap ({}) after {}{unmet}. Start again with a higher --max-iterations to go on.",
-        state.max_iterations,
-        plural(state.iteration, "iteration")
-    )
-}
-
-/// What the state keeps as the reason a blocker paused the loop.
-fn blocked_why(blocker: &Blocker) -> String {
-    format!(
-        "story {} needs a human (.ralph-blocker.md): {}",
-        blocker.story_id, blocker.summary
-    )
-}
-
-/// The loop waits for the user.
-fn waiting_for_user(state: &LoopState, why: &str) -> String {
-    format!(
-        "⏸ Ralph loop paused at iteration {}: {why} Resolve it, then type /ralph-resume to go on (or /cancel-ralph to end the loop).",
-        state.iteration_label(state.iteration)
-    )
-}
-
-/// Why a blocker did not pause the loop, for the model.
-pub fn blocker_ignored(ignored: &IgnoredBlocker) -> String {
-    let why = match ignored {
-        IgnoredBlocker::PlainMode => "a blocker pauses only a PRD loop".to_string(),
-        IgnoredBlocker::NoSuchStory(id) if id.is_empty() => {
-            "it names no story (`story_id:` in its frontmatter)".to_string()
-        }
-        IgnoredBlocker::NoSuchStory(id) => format!("the PRD has no story `{id}`"),
-    };
-    format!(
-        "Ralph ignored .ralph-blocker.md and removed it: {why}. In a PRD loop, a blocker that names a failing story (`story_id: US-2` in its frontmatter) pauses the loop until the user resumes it; nothing else does. Only the user ends a loop. Go on with the task."
-    )
-}
-
-fn progress(standing: &Standing) -> String {
-    format!("{}/{} stories pass", standing.passing, standing.total)
-}
-
-fn prd_name(state: &LoopState) -> &str {
-    state.prd_file.as_deref().unwrap_or("prd.json")
-}
-
-fn quoted_title(story: &Story) -> String {
-    if story.title.is_empty() {
-        String::new()
-    } else {
-        format!("«{}»", story.title)
-    }
 }

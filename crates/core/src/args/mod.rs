@@ -10,6 +10,9 @@
 use crate::budget::Usd;
 use crate::run::options::{parse_duration, parse_tokens};
 use thiserror::Error;
+use words::{join_pieces, next_token, read_word};
+
+mod words;
 
 /// The most stories at once `--parallel` takes.
 pub const MAX_PARALLEL: u32 = 16;
@@ -197,13 +200,7 @@ impl Flag {
 
 impl StartArgs {
     fn set(&mut self, flag: Flag, value: Option<String>) -> Result<(), ArgsError> {
-        let repeated = |present: bool| {
-            if present {
-                Err(ArgsError::Repeated(flag.name()))
-            } else {
-                Ok(())
-            }
-        };
+        let repeated = |present: bool| once(flag, present);
         let value = value.unwrap_or_default();
         match flag {
             Flag::MaxIterations => {
@@ -213,14 +210,6 @@ impl StartArgs {
             Flag::MaxStoryAttempts => {
                 repeated(self.max_story_attempts.is_some())?;
                 self.max_story_attempts = Some(positive_u32(flag, &value)?);
-            }
-            Flag::Verify => {
-                repeated(self.verify.is_some())?;
-                self.verify = Some(value);
-            }
-            Flag::Notify => {
-                repeated(self.notify.is_some())?;
-                self.notify = Some(value);
             }
             Flag::VerifyTimeout => {
                 repeated(self.verify_timeout.is_some())?;
@@ -232,41 +221,8 @@ impl StartArgs {
                 self.max_stalls = Some(u32::try_from(n).unwrap_or(u32::MAX));
             }
             Flag::MaxTokens | Flag::MaxRuntime | Flag::MaxCost => self.set_budget(flag, value)?,
-            Flag::CompletionPromise => {
-                repeated(self.completion_promise.is_some())?;
-                self.completion_promise = Some(value);
-            }
-            Flag::PrdFile => {
-                repeated(self.prd_file.is_some())?;
-                self.prd_file = Some(value);
-            }
-            Flag::PromptFile => {
-                repeated(self.prompt_file.is_some())?;
-                self.prompt_file = Some(value);
-            }
-            Flag::Review => {
-                repeated(self.review.is_some())?;
-                let names = match value.as_str() {
-                    "" => vec!["acceptance".to_string()],
-                    list => crate::review_settings::parse_list(list).ok_or_else(|| ArgsError::BadValue {
-                        flag: flag.name(),
-                        value: value.clone(),
-                        what: "reviewer names separated by commas: acceptance, security, quality, or all",
-                    })?,
-                };
-                self.review = Some(names);
-            }
-            Flag::ReviewCmd => {
-                repeated(self.review_cmd.is_some())?;
-                self.review_cmd = Some(value);
-            }
-            Flag::MaxReviews => {
-                repeated(self.max_reviews.is_some())?;
-                self.max_reviews = Some(positive_u32(flag, &value)?);
-            }
-            Flag::ReviewTimeout => {
-                repeated(self.review_timeout.is_some())?;
-                self.review_timeout = Some(positive_secs(flag, &value)?);
+            Flag::Review | Flag::MaxReviews | Flag::ReviewTimeout => {
+                self.set_review(flag, value)?;
             }
             Flag::Replace => self.replace = true,
             Flag::Fresh => self.fresh = true,
@@ -290,12 +246,54 @@ impl StartArgs {
                 self.pin.push(value);
             }
             Flag::Help => self.help = true,
+            // The flags that take text as it is.
+            text => match self.text_slot(text) {
+                Some(slot) if slot.is_none() => *slot = Some(value),
+                _ => return Err(ArgsError::Repeated(flag.name())),
+            },
         }
         Ok(())
     }
-}
 
-impl StartArgs {
+    /// The option a flag taking text as it is sets, once.
+    fn text_slot(&mut self, flag: Flag) -> Option<&mut Option<String>> {
+        Some(match flag {
+            Flag::Verify => &mut self.verify,
+            Flag::Notify => &mut self.notify,
+            Flag::CompletionPromise => &mut self.completion_promise,
+            Flag::PrdFile => &mut self.prd_file,
+            Flag::PromptFile => &mut self.prompt_file,
+            Flag::ReviewCmd => &mut self.review_cmd,
+            _ => return None,
+        })
+    }
+
+    /// `--review [LIST]`, `--max-reviews N`, `--review-timeout SECS`: each given once.
+    fn set_review(&mut self, flag: Flag, value: String) -> Result<(), ArgsError> {
+        let given = match flag {
+            Flag::Review => self.review.is_some(),
+            Flag::MaxReviews => self.max_reviews.is_some(),
+            _ => self.review_timeout.is_some(),
+        };
+        once(flag, given)?;
+        match flag {
+            Flag::Review => {
+                let names = match value.as_str() {
+                    "" => vec!["acceptance".to_string()],
+                    list => crate::review_settings::parse_list(list).ok_or_else(|| ArgsError::BadValue {
+                        flag: flag.name(),
+                        value: value.clone(),
+                        what: "reviewer names separated by commas: acceptance, security, quality, or all",
+                    })?,
+                };
+                self.review = Some(names);
+            }
+            Flag::MaxReviews => self.max_reviews = Some(positive_u32(flag, &value)?),
+            _ => self.review_timeout = Some(positive_secs(flag, &value)?),
+        }
+        Ok(())
+    }
+
     /// `--max-tokens 2000000` (or `2M`, `500k`), `--max-runtime 90m`,
     /// `--max-cost 25` (dollars): each above zero, each given once.
     fn set_budget(&mut self, flag: Flag, value: String) -> Result<(), ArgsError> {
@@ -309,9 +307,7 @@ impl StartArgs {
             Flag::MaxRuntime => self.max_runtime_secs.is_some(),
             _ => self.max_cost.is_some(),
         };
-        if given {
-            return Err(ArgsError::Repeated(flag.name()));
-        }
+        once(flag, given)?;
         match flag {
             Flag::MaxTokens => {
                 let n = parse_tokens(&value).ok().filter(|n| *n > 0);
@@ -333,6 +329,15 @@ impl StartArgs {
                 );
             }
         }
+        Ok(())
+    }
+}
+
+/// An option given once only.
+fn once(flag: Flag, given: bool) -> Result<(), ArgsError> {
+    if given {
+        Err(ArgsError::Repeated(flag.name()))
+    } else {
         Ok(())
     }
 }
@@ -526,76 +531,6 @@ fn looks_like_flag(word: &str) -> bool {
             .strip_prefix("--")
             .and_then(|r| r.chars().next())
             .is_some_and(|c| c.is_ascii_alphabetic())
-}
-
-struct Word {
-    end: usize,
-    value: String,
-}
-
-fn next_token(text: &str, from: usize) -> Option<usize> {
-    text[from..]
-        .find(|c: char| !c.is_whitespace())
-        .map(|i| from + i)
-}
-
-/// A word from `start`: up to whitespace, or a quoted string when it opens
-/// with `"` or `'` and the quote closes before whitespace or the end (quotes
-/// elsewhere, like the apostrophe in "don't", are plain characters).
-fn read_word(text: &str, start: usize) -> Word {
-    let rest = &text[start..];
-    if let Some(q) = rest.chars().next().filter(|c| *c == '"' || *c == '\'')
-        && let Some(word) = quoted(rest, q)
-    {
-        return Word {
-            end: start + word.0,
-            value: word.1,
-        };
-    }
-    let len = rest.find(char::is_whitespace).unwrap_or(rest.len());
-    Word {
-        end: start + len,
-        value: rest[..len].to_string(),
-    }
-}
-
-/// `(bytes consumed, unquoted value)` for a quoted word, when it closes.
-fn quoted(rest: &str, q: char) -> Option<(usize, String)> {
-    let mut value = String::new();
-    let mut chars = rest.char_indices().skip(1);
-    while let Some((i, c)) = chars.next() {
-        if c == q {
-            let end = i + 1;
-            let after = rest[end..].chars().next();
-            return after
-                .is_none_or(char::is_whitespace)
-                .then_some((end, value));
-        }
-        if c == '\\' && q == '"' {
-            match chars.next() {
-                Some((_, n)) if n == '"' || n == '\\' => value.push(n),
-                Some((_, n)) => {
-                    value.push('\\');
-                    value.push(n);
-                }
-                None => value.push('\\'),
-            }
-            continue;
-        }
-        value.push(c);
-    }
-    None
-}
-
-/// Join what is left of the text once options are cut out: each piece keeps
-/// its inside byte for byte; the joints become one space.
-fn join_pieces(pieces: &[&str]) -> String {
-    pieces
-        .iter()
-        .map(|p| p.trim())
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[cfg(test)]

@@ -1,0 +1,85 @@
+//! What happens after a Stop: decided ([`Then`], from the judgement's
+//! outcome), then worded ([`Next`], in a [`Decision`]) for `apply`. Pure.
+
+use super::decide::{Judgement, Outcome};
+use crate::activity::Code;
+use crate::reinject::Injected;
+use crate::state::LoopState;
+
+/// What to do, and what to tell the model and the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub code: Code,
+    pub system_message: String,
+    pub story: Option<String>,
+    pub remove_blocker: bool,
+    pub next: Next,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Block the stop and feed `reason` as the next user turn, `iteration`.
+    Feed {
+        iteration: u64,
+        reason: String,
+        /// The new re-injection counter (PRD mode), to be written.
+        injected: Option<Injected>,
+    },
+    /// Yield to the user's message: let the turn end without advancing the
+    /// loop (the message is the next turn); the loop goes on at the next Stop.
+    Yield,
+    /// Hold the loop for a blocker: let the session stop; the loop stays,
+    /// held for the user (`why`, kept as `blocked:`), until the user resumes it.
+    Hold { why: String },
+    /// Let the session stop: the loop is over after `iterations`.
+    End { iterations: u64 },
+    /// Let the session stop: the user cancelled the loop.
+    Cancel,
+    /// Let the turn end while workers run (see [`Workers`]); nothing advances.
+    Wait,
+}
+
+/// What happens after a Stop, as decided from its outcome; `text` words
+/// it into a [`Next`] (the feed's text, the blocker's reason).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Then {
+    /// The loop goes on: the model is fed at `iteration`. `to_worker`: a
+    /// `--fresh` feed other than a story's or a dispatch (which already are
+    /// short dispatches): the main thread hands it to a worker as its task.
+    Feed {
+        iteration: u64,
+        injected: Option<Injected>,
+        to_worker: bool,
+    },
+    /// See [`Next::Yield`].
+    Yield,
+    /// See [`Next::Hold`].
+    Hold,
+    /// See [`Next::End`].
+    End { iterations: u64 },
+    /// See [`Next::Cancel`].
+    Cancel,
+    /// See [`Next::Wait`].
+    Wait,
+}
+
+impl Judgement<'_> {
+    /// What happens next, for a loop in `state`.
+    pub fn then(&self, state: &LoopState) -> Then {
+        match &self.outcome {
+            Outcome::Yield => Then::Yield,
+            Outcome::CancelledByUser(_) => Then::Cancel,
+            Outcome::Blocked(_) | Outcome::StillBlocked(_) => Then::Hold,
+            Outcome::WaitForWorkers => Then::Wait,
+            end if end.ends() => Then::End {
+                iterations: state.iteration,
+            },
+            feed => Then::Feed {
+                iteration: state.iteration.saturating_add(1),
+                injected: self.injected.clone(),
+                to_worker: state.fresh
+                    && !matches!(feed, Outcome::Story { .. } | Outcome::Dispatch { .. }),
+            },
+        }
+    }
+}
