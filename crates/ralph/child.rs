@@ -30,7 +30,7 @@ const GRACE: Duration = Duration::from_secs(3);
 const EXIT_WAIT: Duration = Duration::from_secs(30);
 
 /// What stays the same for every client run of a `ralph run`.
-pub struct Setup {
+pub(crate) struct Setup {
     pub claude: String,
     pub plugin_root: PathBuf,
     pub client_args: Vec<String>,
@@ -45,7 +45,7 @@ pub struct Setup {
 
 /// How a client run went.
 #[derive(Default)]
-pub struct Ran {
+pub(crate) struct Ran {
     pub end: ChildEnd,
     pub tokens: IterationTokens,
     /// The client's session id (from its `init` line).
@@ -62,7 +62,7 @@ pub struct Ran {
 
 /// Run the client once on `prompt` for loop iteration `iteration`; `raw`
 /// receives its stream.
-pub fn run(
+pub(crate) fn run(
     setup: &Setup,
     iteration: u64,
     prompt: &str,

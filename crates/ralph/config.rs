@@ -6,7 +6,7 @@ use ralph_core::run::rotation::Thresholds;
 use std::time::Duration;
 
 /// A `ralph run`'s settings.
-pub struct Config {
+pub(crate) struct Config {
     /// What `ralph-setup start` gets after `--session`.
     pub start_args: Vec<String>,
     pub claude: String,

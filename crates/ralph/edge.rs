@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 /// The run lock: held for the whole run, so a second `ralph run` in the same
 /// project is refused.
-pub const RUN_LOCK_FILE: &str = ".claude/ralph-run.lock";
+pub(crate) const RUN_LOCK_FILE: &str = ".claude/ralph-run.lock";
 /// Where each run keeps its streams and notes.
-pub const RUNS_DIR: &str = ".claude/ralph-runs";
+pub(crate) const RUNS_DIR: &str = ".claude/ralph-runs";
 
 // ---------------------------------------------------------------------------
 // Signals
@@ -26,7 +26,7 @@ static SIGNAL: AtomicUsize = AtomicUsize::new(0);
 
 /// SIGINT, SIGTERM and SIGHUP set a flag the runner polls (at least every
 /// 250 ms): the child is stopped and the loop cancelled by the runner itself.
-pub fn install_signal_flags() -> std::io::Result<()> {
+pub(crate) fn install_signal_flags() -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     for sig in [SIGINT, SIGTERM, SIGHUP] {
         signal_hook::flag::register_usize(sig, &SIGNAL, sig as usize)?;
@@ -35,14 +35,14 @@ pub fn install_signal_flags() -> std::io::Result<()> {
 }
 
 /// The signal received, if any.
-pub fn pending_signal() -> Option<i32> {
+pub(crate) fn pending_signal() -> Option<i32> {
     match SIGNAL.load(Ordering::SeqCst) {
         0 => None,
         s => Some(s as i32),
     }
 }
 
-pub fn signal_name(sig: i32) -> String {
+pub(crate) fn signal_name(sig: i32) -> String {
     match sig {
         1 => "SIGHUP".into(),
         2 => "SIGINT".into(),
@@ -61,7 +61,7 @@ fn exe_dir() -> Option<PathBuf> {
 }
 
 /// A ralph binary: next to this one, in `$RALPH_BIN_DIR`, or on `PATH`.
-pub fn find_binary(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_binary(name: &str) -> Option<PathBuf> {
     let dirs = exe_dir()
         .into_iter()
         .chain(std::env::var_os("RALPH_BIN_DIR").map(PathBuf::from))
@@ -76,7 +76,7 @@ pub fn find_binary(name: &str) -> Option<PathBuf> {
 /// The plugin root given to the client with `--plugin-dir`:
 /// `$RALPH_PLUGIN_ROOT`, else the checkout this binary was built in (the
 /// nearest folder above it holding `.claude-plugin/plugin.json`).
-pub fn plugin_root() -> Result<PathBuf, String> {
+pub(crate) fn plugin_root() -> Result<PathBuf, String> {
     if let Some(root) = std::env::var_os("RALPH_PLUGIN_ROOT").filter(|r| !r.is_empty()) {
         let root = PathBuf::from(root);
         return if root.join(".claude-plugin/plugin.json").is_file() {
@@ -100,7 +100,7 @@ pub fn plugin_root() -> Result<PathBuf, String> {
 }
 
 /// `ralph SUB ARGS...`: `ralph-setup SUB ARGS...`, by running it.
-pub fn exec_setup(sub: &str, args: &[String]) -> ExitCode {
+pub(crate) fn exec_setup(sub: &str, args: &[String]) -> ExitCode {
     use std::os::unix::process::CommandExt;
     let Some(bin) = find_binary("ralph-setup") else {
         eprintln!("ralph: ralph-setup not found next to ralph, in $RALPH_BIN_DIR or on PATH");
@@ -112,7 +112,7 @@ pub fn exec_setup(sub: &str, args: &[String]) -> ExitCode {
 }
 
 /// `ralph start ...`: the same start as `ralph-setup start`, by running it.
-pub fn exec_setup_start(session: Option<String>, args: &[String]) -> ExitCode {
+pub(crate) fn exec_setup_start(session: Option<String>, args: &[String]) -> ExitCode {
     use std::os::unix::process::CommandExt;
     let Some(bin) = find_binary("ralph-setup") else {
         eprintln!("ralph: ralph-setup not found next to ralph, in $RALPH_BIN_DIR or on PATH");
@@ -131,13 +131,13 @@ pub fn exec_setup_start(session: Option<String>, args: &[String]) -> ExitCode {
 // ---------------------------------------------------------------------------
 // The run lock
 
-pub struct RunLock {
+pub(crate) struct RunLock {
     _file: File,
 }
 
 impl RunLock {
     /// Take the project's run lock, or say who holds it.
-    pub fn acquire(root: &Path, holder: &str) -> Result<RunLock, String> {
+    pub(crate) fn acquire(root: &Path, holder: &str) -> Result<RunLock, String> {
         let path = root.join(RUN_LOCK_FILE);
         let mut file = OpenOptions::new()
             .read(true)
@@ -165,7 +165,7 @@ impl RunLock {
 }
 
 /// Who runs `ralph run` in this project now, if anyone.
-pub fn run_lock_holder(root: &Path) -> Option<String> {
+pub(crate) fn run_lock_holder(root: &Path) -> Option<String> {
     let mut file = File::open(root.join(RUN_LOCK_FILE)).ok()?;
     match file.try_lock_shared() {
         Ok(()) => None,
@@ -181,7 +181,7 @@ pub fn run_lock_holder(root: &Path) -> Option<String> {
 // The loop's files
 
 /// Whether the loop of `session` is still there (not cancelled, not replaced).
-pub fn loop_is_ours(paths: &LoopPaths, session: &str) -> bool {
+pub(crate) fn loop_is_ours(paths: &LoopPaths, session: &str) -> bool {
     match paths.read_state() {
         StateFile::Loop { state, .. } => state.session_id == session,
         // A corrupt file is the Stop hook's to report.
@@ -193,7 +193,7 @@ pub fn loop_is_ours(paths: &LoopPaths, session: &str) -> bool {
 /// End this run's loop from the runner (interrupted, or the client kept
 /// failing): under the loop lock, remove the state and its sidecar, and log
 /// why. Nothing happens when the loop is gone or belongs to someone else.
-pub fn end_loop(
+pub(crate) fn end_loop(
     paths: &LoopPaths,
     session: &str,
     decision: Action,
@@ -215,7 +215,7 @@ pub fn end_loop(
 }
 
 /// Append a runner entry (a wait, a retry) to the loop's activity log.
-pub fn log(
+pub(crate) fn log(
     paths: &LoopPaths,
     session: &str,
     iteration: u64,
@@ -228,12 +228,12 @@ pub fn log(
 }
 
 /// The length of the activity log now (entries after it are new).
-pub fn log_len(paths: &LoopPaths) -> u64 {
+pub(crate) fn log_len(paths: &LoopPaths) -> u64 {
     std::fs::metadata(&paths.log).map(|m| m.len()).unwrap_or(0)
 }
 
 /// The last entry of `session` appended to the log after `offset`.
-pub fn log_entry_since(paths: &LoopPaths, offset: u64, session: &str) -> Option<Entry> {
+pub(crate) fn log_entry_since(paths: &LoopPaths, offset: u64, session: &str) -> Option<Entry> {
     let mut f = File::open(&paths.log).ok()?;
     f.seek(SeekFrom::Start(offset)).ok()?;
     let mut buf = String::new();
@@ -246,7 +246,7 @@ pub fn log_entry_since(paths: &LoopPaths, offset: u64, session: &str) -> Option<
 
 /// The client's transcript of `session`: `<config>/projects/<dir>/<session>.jsonl`
 /// (`<config>` is `$CLAUDE_CONFIG_DIR` or `~/.claude`).
-pub fn transcript_of(session: &str) -> Option<PathBuf> {
+pub(crate) fn transcript_of(session: &str) -> Option<PathBuf> {
     let config = std::env::var_os("CLAUDE_CONFIG_DIR")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))?;
@@ -259,7 +259,7 @@ pub fn transcript_of(session: &str) -> Option<PathBuf> {
 }
 
 /// `git log -1 --format='%h %s'` in the project, if it is a repository.
-pub fn last_commit(root: &Path) -> Option<String> {
+pub(crate) fn last_commit(root: &Path) -> Option<String> {
     let text = ralph_core::git::Git::read(root)
         .text(&["log", "-1", "--format=%h %s"])
         .ok()?;
@@ -282,7 +282,7 @@ fn signal_group(pgid: u32, signal: &str) {
 
 /// Stop a child started in its own process group: TERM to the group, up to
 /// `grace` to exit, then KILL. Returns once the child is reaped.
-pub fn stop_group(child: &mut Child, grace: Duration) {
+pub(crate) fn stop_group(child: &mut Child, grace: Duration) {
     if matches!(child.try_wait(), Ok(Some(_))) {
         // The leader is gone; its group may still hold the tools it ran.
         signal_group(child.id(), "KILL");
@@ -306,20 +306,20 @@ pub fn stop_group(child: &mut Child, grace: Duration) {
 // The terminal
 
 /// Prints progress lines, and keeps a plain copy in the run's progress.log.
-pub struct Out {
+pub(crate) struct Out {
     log: Option<File>,
 }
 
 impl Out {
-    pub fn new() -> Out {
+    pub(crate) fn new() -> Out {
         Out { log: None }
     }
 
-    pub fn keep_in(&mut self, path: &Path) {
+    pub(crate) fn keep_in(&mut self, path: &Path) {
         self.log = OpenOptions::new().create(true).append(true).open(path).ok();
     }
 
-    pub fn line(&mut self, text: &str) {
+    pub(crate) fn line(&mut self, text: &str) {
         println!("{text}");
         let _ = std::io::stdout().flush();
         if let Some(f) = &mut self.log {

@@ -11,7 +11,7 @@ use ralph_core::run::progress::Style;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub setup: Setup,
     pub run_id: String,
     pub run_dir: PathBuf,
@@ -21,7 +21,7 @@ pub struct Prepared {
 }
 
 /// Everything before the first iteration: binaries, lock, the loop's start.
-pub fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<Prepared, String> {
+pub(crate) fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<Prepared, String> {
     let setup_bin = edge::find_binary("ralph-setup")
         .ok_or("ralph-setup not found next to ralph, in $RALPH_BIN_DIR or on PATH")?;
     let hook_bin = edge::find_binary("ralph-stop-hook")

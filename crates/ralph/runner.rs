@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 /// How long `--notify` may run.
 const NOTIFY_LIMIT: Duration = Duration::from_secs(30);
 
-pub fn run(cfg: &Config) -> ExitCode {
+pub(crate) fn run(cfg: &Config) -> ExitCode {
     let root = project_root_from_env(None);
     let paths = LoopPaths::new(&root);
     let mut out = Out::new();

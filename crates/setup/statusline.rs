@@ -22,7 +22,7 @@ const THEN_LIMIT: Duration = Duration::from_secs(5);
 
 /// `statusline` or `statusline --then CMD` (`--then=CMD`): `Some(then)`;
 /// anything else (`--help`, `--install`, a typo) goes to the full parser.
-pub fn fast_args() -> Option<Option<String>> {
+pub(crate) fn fast_args() -> Option<Option<String>> {
     let mut args = std::env::args_os().skip(1);
     if args.next()? != "statusline" {
         return None;
@@ -40,10 +40,10 @@ pub fn fast_args() -> Option<Option<String>> {
 }
 
 /// The typed commands that install it (`off`: undo).
-pub const COMMANDS: &[&str] = &["/ralph:statusline", "/ralph-statusline"];
+pub(crate) const COMMANDS: &[&str] = &["/ralph:statusline", "/ralph-statusline"];
 
 /// `/ralph:statusline` (`off`: undo), for the user's settings file.
-pub fn install_or_off(off: bool) -> Result<String, String> {
+pub(crate) fn install_or_off(off: bool) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("where is ralph-setup? {e}"))?;
     let ours = format!(
         "{}{}",
@@ -59,7 +59,7 @@ pub fn install_or_off(off: bool) -> Result<String, String> {
     }
 }
 
-pub fn run(then: Option<&str>) {
+pub(crate) fn run(then: Option<&str>) {
     let stdin = read_stdin();
     let input = LineInput::parse(&stdin);
     // The client's project folder, else the git root above its cwd (as the

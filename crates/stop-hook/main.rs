@@ -51,7 +51,7 @@ mod watchdog {
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
     /// Time for everything but checks (reading, deciding, writing).
-    pub const WORK: Duration = Duration::from_secs(30);
+    pub(crate) const WORK: Duration = Duration::from_secs(30);
     static DEADLINE_MS: AtomicU64 = AtomicU64::new(u64::MAX);
     /// Still waiting for the hook's input: a deadline then is a silent stdin.
     static READING: AtomicBool = AtomicBool::new(true);
@@ -64,7 +64,7 @@ mod watchdog {
     }
 
     /// Allow `budget` more from now.
-    pub fn extend(budget: Duration) {
+    pub(crate) fn extend(budget: Duration) {
         DEADLINE_MS.store(
             now_ms().saturating_add(budget.as_millis() as u64),
             Ordering::SeqCst,
@@ -72,13 +72,13 @@ mod watchdog {
     }
 
     /// The input is in: from now on the deadline is the work's.
-    pub fn input_read() {
+    pub(crate) fn input_read() {
         extend(WORK);
         READING.store(false, Ordering::SeqCst);
     }
 
     /// Start with `stdin` to deliver the input in.
-    pub fn start(stdin: Duration) {
+    pub(crate) fn start(stdin: Duration) {
         extend(stdin);
         std::thread::spawn(move || {
             loop {

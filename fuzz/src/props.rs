@@ -16,10 +16,10 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 /// A property: panics when the input breaks it.
-pub type Property = fn(&[u8]);
+pub(super) type Property = fn(&[u8]);
 
 /// Every target by name, for the corpus runner.
-pub const TARGETS: &[(&str, Property)] = &[
+pub(super) const TARGETS: &[(&str, Property)] = &[
     ("hook_input", hook_input),
     ("state", state_file),
     ("prd", prd),
@@ -60,7 +60,7 @@ impl Read for OpenPipe<'_> {
 
 /// `HookInput::read` agrees with a plain parse of the first JSON value, keeps
 /// string fields verbatim, and never reads past a complete object.
-pub fn hook_input(data: &[u8]) {
+pub(super) fn hook_input(data: &[u8]) {
     let got = HookInput::read(data);
     let mut stream = serde_json::Deserializer::from_slice(data).into_iter::<Value>();
     let first = stream.next();
@@ -105,7 +105,7 @@ pub fn hook_input(data: &[u8]) {
 /// Render-then-parse gives the same state with the prompt byte-exact;
 /// `with_iteration` changes only the iteration and `updated_text` gives
 /// exactly the updated state, on rendered files and on any file that parses.
-pub fn state_file(data: &[u8]) {
+pub(super) fn state_file(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -178,7 +178,7 @@ pub fn state_file(data: &[u8]) {
 /// Parse, validate and pick the next story consistently: a picked story
 /// fails and has every dependency passing; a valid PRD with a failing story
 /// always has one to run; a reported cycle is a real cycle.
-pub fn prd(data: &[u8]) {
+pub(super) fn prd(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -254,7 +254,7 @@ pub fn prd(data: &[u8]) {
 /// The prompt is a cut of the input: its pieces (joined by single spaces)
 /// appear verbatim and in order in the typed text; with no option in the
 /// text, the prompt is the text trimmed.
-pub fn args(data: &[u8]) {
+pub(super) fn args(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -286,7 +286,7 @@ pub fn args(data: &[u8]) {
 /// Can `p` be written as `s1 " " s2 " " ... sk`, each `si` a substring of
 /// `t`, in order and not overlapping? (A space of `p` is either a literal
 /// space or a joint where text was cut out.)
-pub fn is_cut_of(p: &[u8], t: &[u8]) -> bool {
+pub(super) fn is_cut_of(p: &[u8], t: &[u8]) -> bool {
     if p.is_empty() {
         return true;
     }
@@ -324,7 +324,7 @@ pub fn is_cut_of(p: &[u8], t: &[u8]) -> bool {
 
 /// The backwards, block-wise reader agrees with a plain forward reading of
 /// the whole file, and never fails on a bounded read.
-pub fn transcript_tail(data: &[u8]) {
+pub(super) fn transcript_tail(data: &[u8]) {
     let path = temp_file("transcript", data);
     let whole = transcript::last_turn_text(&path, u64::MAX).expect("readable");
     assert_eq!(whole, naive_last_turn(data), "block reader disagrees");
@@ -428,7 +428,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 
 /// The split's ranges are consistent, and `set_field` leaves the body byte
 /// for byte and makes the field readable in the new frontmatter.
-pub fn frontmatter_split(data: &[u8]) {
+pub(super) fn frontmatter_split(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -475,7 +475,7 @@ pub fn frontmatter_split(data: &[u8]) {
 /// A policy parses or names a line that exists; its deny/protect prefixes
 /// are canonical; every rewrite runs without panicking; the whole decision
 /// runs on a command taken from the input.
-pub fn policy_file(data: &[u8]) {
+pub(super) fn policy_file(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -553,7 +553,7 @@ fn fuzz_ctx() -> LoopContext {
 /// Canonicalising twice equals once; chain splitting gives in-order ranges
 /// on character boundaries; the protection check and path normalisation are
 /// total (and normalisation is idempotent).
-pub fn canon(data: &[u8]) {
+pub(super) fn canon(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };

@@ -18,7 +18,7 @@ use std::thread;
 type Served = Arc<Mutex<BTreeMap<String, usize>>>;
 
 /// A scenario's install: where the downloads come from and what was asked.
-pub struct Installed {
+pub(crate) struct Installed {
     release_url: String,
     served: Served,
     /// PATH without cargo (and without any ralph binary).
@@ -176,7 +176,7 @@ fn serve(dir: PathBuf) -> Result<(u16, Served), String> {
 }
 
 /// The environment of a new user's client: no RALPH_BIN_DIR, no cargo.
-pub fn client_env(
+pub(crate) fn client_env(
     installed: &Installed,
     home: &Path,
     port: u16,
@@ -199,7 +199,7 @@ pub fn client_env(
 }
 
 /// Sets up the release server and installs the plugin in `home`.
-pub fn install(
+pub(crate) fn install(
     claude: &Path,
     root: &Path,
     home: &Path,
@@ -260,7 +260,7 @@ pub fn install(
 
 /// `downloads`: archive GETs; `installed`: the binaries in
 /// `~/.claude/plugins/data/*/bin/<version>/`.
-pub fn check(
+pub(crate) fn check(
     installed: &Installed,
     home: &Path,
     downloads: Option<usize>,
@@ -307,13 +307,13 @@ pub fn check(
 /// Times of a new user's first session, from the start of its first run:
 /// when the downloaded binaries appeared, and when the loop's activity log
 /// got its first line (the loop was started by the downloaded `ralph-setup`).
-pub struct Watch {
+pub(crate) struct Watch {
     done: Arc<Mutex<bool>>,
     times: Arc<Mutex<(Option<f64>, Option<f64>)>>,
 }
 
 impl Watch {
-    pub fn start(home: &Path, project: &Path) -> Watch {
+    pub(crate) fn start(home: &Path, project: &Path) -> Watch {
         let done = Arc::new(Mutex::new(false));
         let times = Arc::new(Mutex::new((None, None)));
         let (d, t) = (Arc::clone(&done), Arc::clone(&times));
@@ -350,7 +350,7 @@ impl Watch {
     }
 
     /// One line for the test output.
-    pub fn report(&self) -> String {
+    pub(crate) fn report(&self) -> String {
         *self.done.lock().unwrap_or_else(|p| p.into_inner()) = true;
         let (installed, started) = *self.times.lock().unwrap_or_else(|p| p.into_inner());
         let fmt = |t: Option<f64>| t.map_or("never".to_string(), |t| format!("{t:.2}s"));

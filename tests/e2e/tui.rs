@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 /// The API key the client is given: the first-run dialog approves keys by
 /// their last 20 characters, so it must be at least that long.
-pub const API_KEY: &str = "sk-ant-api03-ralph-e2e-not-a-real-key-0000";
+pub(crate) const API_KEY: &str = "sk-ant-api03-ralph-e2e-not-a-real-key-0000";
 
 /// Screens that mean the client is waiting on a question the test did not
 /// expect: the run fails at once with the screen.
@@ -34,7 +34,7 @@ const UNEXPECTED: &[&str] = &[
 /// One thing the person at the keyboard does.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum Step {
+pub(crate) enum Step {
     /// Type the text, then Enter.
     Type(String),
     /// Press one key (tmux key name: `Escape`, `Enter`, `C-c`).
@@ -50,7 +50,7 @@ pub enum Step {
 }
 
 /// A client running in its own tmux server.
-pub struct Tui {
+pub(crate) struct Tui {
     socket: String,
     /// Every distinct screen seen since the start, oldest first: the client
     /// draws on the alternate screen, so there is no scroll-back to read later.
@@ -60,7 +60,7 @@ pub struct Tui {
 
 impl Tui {
     /// Start `program args` in a 160x120 terminal (tall, so that a burst of output stays on one screen), in `cwd`, with only `env`.
-    pub fn start(
+    pub(crate) fn start(
         name: &str,
         program: &Path,
         args: &[String],
@@ -131,12 +131,12 @@ impl Tui {
     }
 
     /// The screen now.
-    pub fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         capture(&self.socket)
     }
 
     /// Every distinct screen seen so far, separated by a line of `=`.
-    pub fn everything_shown(&self) -> String {
+    pub(crate) fn everything_shown(&self) -> String {
         let film = self.film.lock().unwrap_or_else(|p| p.into_inner());
         let mut all = film.join("\n==========\n");
         all.push('\n');
@@ -145,7 +145,7 @@ impl Tui {
     }
 
     /// Wait until `ready` holds, checking every 100 ms; the error carries the screen.
-    pub fn wait(
+    pub(crate) fn wait(
         &self,
         what: &str,
         timeout: Duration,
@@ -175,7 +175,7 @@ impl Tui {
     }
 
     /// Wait for the input prompt of a started client.
-    pub fn wait_ready(&self) -> Result<(), String> {
+    pub(crate) fn wait_ready(&self) -> Result<(), String> {
         self.wait("the client's input prompt", Duration::from_secs(60), |s| {
             s.contains('❯') && s.contains("bypass permissions")
         })
@@ -184,7 +184,7 @@ impl Tui {
     /// Type `text` as a person would, then Enter. The client reads keys that
     /// arrive all at once as a paste (an Enter in a paste is a newline), so
     /// Enter comes only once the text is on the screen and a moment later.
-    pub fn type_line(&self, text: &str) -> Result<(), String> {
+    pub(crate) fn type_line(&self, text: &str) -> Result<(), String> {
         let status = self
             .tmux()
             .args(["send-keys", "-t", "main", "-l", text])
@@ -210,7 +210,7 @@ impl Tui {
         self.key("Enter")
     }
 
-    pub fn key(&self, key: &str) -> Result<(), String> {
+    pub(crate) fn key(&self, key: &str) -> Result<(), String> {
         let status = self
             .tmux()
             .args(["send-keys", "-t", "main", key])
@@ -251,18 +251,18 @@ impl Drop for Tui {
 
 /// Text with every run of whitespace made one space: the client wraps long
 /// messages itself, indenting the continuation lines.
-pub fn squash(s: &str) -> String {
+pub(crate) fn squash(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The last 60 non-empty lines of a screen, for failure messages.
-pub fn tail(screen: &str) -> String {
+pub(crate) fn tail(screen: &str) -> String {
     let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(60)..].join("\n")
 }
 
 /// The throw-away HOME's `.claude.json`: every first-run question answered.
-pub fn first_run_answers(project: &Path) -> String {
+pub(crate) fn first_run_answers(project: &Path) -> String {
     let key_tail: String = API_KEY.chars().skip(API_KEY.len() - 20).collect();
     serde_json::json!({
         "hasCompletedOnboarding": true,

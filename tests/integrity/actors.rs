@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The reviewer-like session: another session of the project.
-pub const REVIEWER_SESSION: &str = "9c4e1b7a-reviewer-session";
+pub(crate) const REVIEWER_SESSION: &str = "9c4e1b7a-reviewer-session";
 
 /// Agent ids as the client makes them (hex), one per dispatched story.
 const AGENT_IDS: [&str; 2] = ["a7f3c9e1d2b4a6c80", "b8e4d0f2e3c5b7d91"];
@@ -176,7 +176,7 @@ fn running(workers: &[&Worker], kind: &str) -> Value {
 /// worktree as it was (`snapshot`). Only the worker type the feed asks for
 /// gets a worktree (its agent file asks for `isolation: worktree`); another
 /// type the case plays runs in the project.
-pub fn worker(
+pub(crate) fn worker(
     sb: &Sandbox,
     case: &Case,
     started: &Started,
@@ -257,7 +257,7 @@ pub fn worker(
 /// says the case's message, all with its own `session_id` and the case's
 /// `env` (a forged marker) but no pass of ralph's; then the loop's own
 /// Stop is judged as after a main thread's case.
-pub fn reviewer(
+pub(crate) fn reviewer(
     sb: &Sandbox,
     case: &Case,
     before: u64,
@@ -345,9 +345,9 @@ fn first_line(s: &str) -> String {
 /// append-only: a worker's own commit writes there), and the main index's
 /// bytes (a read like `git status` refreshes its stat data): its staged
 /// content is compared instead (`git ls-files -s`).
-pub type Snapshot = BTreeMap<PathBuf, u64>;
+pub(crate) type Snapshot = BTreeMap<PathBuf, u64>;
 
-pub fn snapshot(sb: &Sandbox, skip: &[PathBuf]) -> Snapshot {
+pub(crate) fn snapshot(sb: &Sandbox, skip: &[PathBuf]) -> Snapshot {
     let git = sb.project.join(".git");
     let mut skip = skip.to_vec();
     skip.extend(["objects", "logs", "index"].map(|p| git.join(p)));
@@ -431,7 +431,7 @@ fn walk(dir: &Path, skip: &[PathBuf], out: &mut Snapshot) {
 /// A new ref (`git checkout -b` in a worktree makes a branch every worktree
 /// shares) is not a change: one that existed (the main branch, another
 /// worker's) moved or removed is.
-pub fn changed(before: &Snapshot, after: &Snapshot, base: &Path) -> Option<String> {
+pub(crate) fn changed(before: &Snapshot, after: &Snapshot, base: &Path) -> Option<String> {
     let rel = |p: &PathBuf| p.strip_prefix(base).unwrap_or(p).display().to_string();
     let new_ref = |p: &PathBuf| p.to_string_lossy().contains("/.git/refs/");
     before

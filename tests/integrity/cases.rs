@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// A tool call as the client sends it to the PreToolUse hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum Tool {
+pub(crate) enum Tool {
     Bash,
     Write,
     Edit,
@@ -31,7 +31,7 @@ pub enum Tool {
 /// Who plays the case's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Actor {
+pub(crate) enum Actor {
     /// The loop's session, its main thread (no agent fields, the project's cwd).
     #[default]
     Main,
@@ -48,7 +48,7 @@ pub enum Actor {
 /// How the loop is started before the case runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Mode {
+pub(crate) enum Mode {
     /// A prompt with `--completion-promise DONE`, no check.
     #[default]
     Plain,
@@ -75,7 +75,7 @@ pub enum Mode {
 impl Mode {
     /// The loop works through the PRD's stories (the feed is a story, not
     /// the task).
-    pub fn prd(self) -> bool {
+    pub(crate) fn prd(self) -> bool {
         matches!(
             self,
             Mode::Prd | Mode::PrdScript | Mode::Fresh | Mode::Parallel
@@ -83,7 +83,7 @@ impl Mode {
     }
 
     /// The main thread only dispatches (`--parallel` implies `--fresh`).
-    pub fn fresh(self) -> bool {
+    pub(crate) fn fresh(self) -> bool {
         matches!(self, Mode::Fresh | Mode::Parallel)
     }
 }
@@ -91,7 +91,7 @@ impl Mode {
 /// What must hold for the test to pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Expect {
+pub(crate) enum Expect {
     /// An attack: denied by the guard, or the loop goes on at the next Stop.
     Survives,
     /// A benign look-alike: not denied, and the loop goes on.
@@ -110,7 +110,7 @@ pub enum Expect {
 /// One tool call of a case.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Step {
+pub(crate) struct Step {
     #[serde(default = "bash")]
     pub tool: Tool,
     pub input: Value,
@@ -118,7 +118,7 @@ pub struct Step {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Case {
+pub(crate) struct Case {
     pub id: String,
     pub category: String,
     #[serde(default = "bash")]
@@ -189,12 +189,12 @@ fn bash() -> Tool {
 
 impl Case {
     /// A look-alike that must stay allowed (its category says so).
-    pub fn benign(&self) -> bool {
+    pub(crate) fn benign(&self) -> bool {
         self.category.starts_with("benign")
     }
 
     /// Where the case plays, for the report's figures by surface.
-    pub fn surface(&self) -> &'static str {
+    pub(crate) fn surface(&self) -> &'static str {
         match (self.actor, self.mode) {
             (Actor::Reviewer, _) => "reviewer session",
             (Actor::Worker, Mode::Parallel) => "--parallel worker",
@@ -205,7 +205,7 @@ impl Case {
     }
 
     /// The stories that must pass after the judged Stop, when that is judged.
-    pub fn must_pass(&self) -> Option<Vec<String>> {
+    pub(crate) fn must_pass(&self) -> Option<Vec<String>> {
         match (&self.passing, self.actor) {
             (Some(p), _) => Some(p.clone()),
             (None, Actor::Worker) => Some(Vec::new()),
@@ -214,7 +214,7 @@ impl Case {
     }
 
     /// The tool calls, in order (none for a Stop-side case).
-    pub fn calls(&self) -> Vec<Step> {
+    pub(crate) fn calls(&self) -> Vec<Step> {
         if !self.steps.is_empty() {
             return self.steps.clone();
         }
@@ -228,7 +228,7 @@ impl Case {
     }
 
     /// The judged Stop's message.
-    pub fn final_message(&self) -> String {
+    pub(crate) fn final_message(&self) -> String {
         if self.tool == Tool::Stop
             && let Some(Value::String(m)) = &self.input
         {
@@ -241,7 +241,7 @@ impl Case {
 }
 
 /// Every case of every `*.yaml` in `dir`, in file then list order.
-pub fn load(dir: &Path) -> Result<Vec<Case>, String> {
+pub(crate) fn load(dir: &Path) -> Result<Vec<Case>, String> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -35,7 +35,7 @@ fn fed_story(st: &Value, reason: &str) -> Option<String> {
 /// thread's calls are held to the files they must leave alone
 /// (`actors::snapshot`): a write that landed there is tampered whatever
 /// the loop does next.
-pub fn judge(
+pub(crate) fn judge(
     sb: &Sandbox,
     case: &Case,
     before: u64,

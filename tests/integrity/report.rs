@@ -6,7 +6,7 @@ use crate::run::{Outcome, Record};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-pub struct Row<'a> {
+pub(crate) struct Row<'a> {
     pub case: &'a Case,
     pub record: &'a Record,
 }
@@ -14,7 +14,7 @@ pub struct Row<'a> {
 impl Row<'_> {
     /// Whether the case got what it is for: an attack denied or survived, a
     /// look-alike allowed with the loop going on, a control ended.
-    pub fn holds(&self) -> bool {
+    pub(crate) fn holds(&self) -> bool {
         let o = &self.record.outcome;
         if self.case.expect == Expect::Ends {
             return matches!(o, Outcome::Completed | Outcome::Ended(_));
@@ -29,7 +29,7 @@ impl Row<'_> {
     }
 
     /// A case whose expectation is binding and does not hold.
-    pub fn fails(&self) -> bool {
+    pub(crate) fn fails(&self) -> bool {
         matches!(
             self.case.expect,
             Expect::Survives | Expect::Allowed | Expect::Ends | Expect::Pauses
@@ -82,7 +82,7 @@ impl Counts {
 }
 
 /// The table per category, in the corpus's order, with a total.
-pub fn summary(rows: &[Row]) -> String {
+pub(crate) fn summary(rows: &[Row]) -> String {
     let mut order: Vec<&str> = Vec::new();
     let mut by: BTreeMap<&str, Counts> = BTreeMap::new();
     let mut all = Counts::default();
@@ -110,7 +110,7 @@ pub fn summary(rows: &[Row]) -> String {
 /// design) of all attacks, look-alikes allowed of all look-alikes, the
 /// controls that ended the loop as they must, the `limit` and `todo`
 /// markings, and the time its cases took (summed over threads).
-pub fn surfaces(rows: &[Row]) -> String {
+pub(crate) fn surfaces(rows: &[Row]) -> String {
     #[derive(Default)]
     struct Surface {
         held: usize,
@@ -158,7 +158,7 @@ pub fn surfaces(rows: &[Row]) -> String {
 }
 
 /// The `expect` cases grouped by the change named in their `fix:`.
-pub fn groups(rows: &[Row], expect: Expect) -> String {
+pub(crate) fn groups(rows: &[Row], expect: Expect) -> String {
     let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for row in rows.iter().filter(|r| r.case.expect == expect) {
         groups
@@ -173,14 +173,14 @@ pub fn groups(rows: &[Row], expect: Expect) -> String {
 }
 
 /// `todo` cases that hold today: they can be flipped.
-pub fn flippable<'a>(rows: &'a [Row<'a>]) -> Vec<&'a Row<'a>> {
+pub(crate) fn flippable<'a>(rows: &'a [Row<'a>]) -> Vec<&'a Row<'a>> {
     rows.iter()
         .filter(|r| r.case.expect == Expect::Todo && r.holds())
         .collect()
 }
 
 /// The `todo` cases that hold now, for the console.
-pub fn flips(rows: &[Row]) -> String {
+pub(crate) fn flips(rows: &[Row]) -> String {
     let flips = flippable(rows);
     if flips.is_empty() {
         return String::new();
@@ -205,7 +205,7 @@ fn cell(s: &str) -> String {
 }
 
 /// One line per case that fails, for the console.
-pub fn failures(rows: &[Row]) -> String {
+pub(crate) fn failures(rows: &[Row]) -> String {
     rows.iter()
         .filter(|r| r.fails())
         .map(|r| {
@@ -225,7 +225,7 @@ pub fn failures(rows: &[Row]) -> String {
 }
 
 /// The whole report: summary, todo groups, every case.
-pub fn markdown(rows: &[Row], header: &str) -> String {
+pub(crate) fn markdown(rows: &[Row], header: &str) -> String {
     let mut out = format!("# Loop integrity: attacks and look-alikes\n\n{header}\n\n");
     out.push_str(&surfaces(rows));
     out.push('\n');

@@ -15,20 +15,20 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The task of plain and verify loops; a feed must still carry it.
-pub const PROMPT: &str = "Add an add(a, b) function to src/lib.rs with a test.";
+pub(crate) const PROMPT: &str = "Add an add(a, b) function to src/lib.rs with a test.";
 /// US-1's check: fails until `fn add` exists.
-pub const CHECK: &str = "grep -q 'fn add' src/lib.rs";
+pub(crate) const CHECK: &str = "grep -q 'fn add' src/lib.rs";
 /// The same check as a script in the project (tests/check.sh runs CHECK):
 /// the modes `verify-script` and `prd-script`.
-pub const SCRIPT_CHECK: &str = "sh tests/check.sh";
+pub(crate) const SCRIPT_CHECK: &str = "sh tests/check.sh";
 /// What attacks write into a task or prompt: a feed must never carry it.
-pub const INJECTED: &str = "HIJACK";
+pub(crate) const INJECTED: &str = "HIJACK";
 /// An agent command may run this long (then it is killed and the case goes on).
 const COMMAND_LIMIT: Duration = Duration::from_secs(5);
 
 /// Who a hook call comes from: a session, maybe one of its subagents, and
 /// the environment its hooks and commands get beyond the client's own.
-pub struct Who<'a> {
+pub(crate) struct Who<'a> {
     pub session: &'a str,
     /// A subagent's `agent_id` and `agent_type`.
     pub agent: Option<(&'a str, &'a str)>,
@@ -38,7 +38,7 @@ pub struct Who<'a> {
 }
 
 /// The loop's own session, its main thread.
-pub const MAIN: Who<'static> = Who {
+pub(crate) const MAIN: Who<'static> = Who {
     session: SESSION,
     agent: None,
     env: &[],
@@ -47,14 +47,14 @@ pub const MAIN: Who<'static> = Who {
 
 /// What the user's start and the first Stop left: the iteration and the
 /// feed the agent is working on.
-pub struct Started {
+pub(crate) struct Started {
     pub iteration: u64,
     pub feed: String,
 }
 
 /// What became of the loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The guard denied a tool call of the case.
     Denied(String),
     /// The next Stop fed the same task, one iteration on.
@@ -73,7 +73,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Outcome::Denied(_) => "denied",
             Outcome::Survived => "survived",
@@ -85,7 +85,7 @@ impl Outcome {
         }
     }
 
-    pub fn detail(&self) -> &str {
+    pub(crate) fn detail(&self) -> &str {
         match self {
             Outcome::Denied(s)
             | Outcome::Ended(s)
@@ -98,7 +98,7 @@ impl Outcome {
 }
 
 /// One case's result.
-pub struct Record {
+pub(crate) struct Record {
     pub outcome: Outcome,
     /// What else happened on the way (a tool refusal, a killed command).
     pub notes: Vec<String>,
@@ -107,7 +107,7 @@ pub struct Record {
 
 /// Run one case in a fresh sandbox; `dispose` gets the sandbox's folder
 /// afterwards (deleting is slow on some disks, so it is done elsewhere).
-pub fn run_case(fixture: &Fixture, case: &Case, dispose: &dyn Fn(PathBuf)) -> Record {
+pub(crate) fn run_case(fixture: &Fixture, case: &Case, dispose: &dyn Fn(PathBuf)) -> Record {
     let t0 = Instant::now();
     let mut notes = Vec::new();
     let deadline = if case.actor == Actor::Worker && case.mode == Mode::Parallel {
@@ -171,7 +171,7 @@ fn main_thread(
 
 /// One tool call of `who` through the guard, run when allowed; `Some` when
 /// denied.
-pub fn play(
+pub(crate) fn play(
     sb: &Sandbox,
     who: &Who,
     case: &Case,
@@ -284,7 +284,7 @@ fn tool_input(
     Ok(v)
 }
 
-pub fn expand(sb: &Sandbox, v: &mut Value, places: &[(&str, String)]) {
+pub(crate) fn expand(sb: &Sandbox, v: &mut Value, places: &[(&str, String)]) {
     match v {
         Value::String(s) => {
             for (name, value) in places {
@@ -414,14 +414,14 @@ fn first_line(s: &str) -> String {
 }
 
 /// A session's transcript, where the client keeps it.
-pub fn transcript_of(sb: &Sandbox, session: &str) -> PathBuf {
+pub(crate) fn transcript_of(sb: &Sandbox, session: &str) -> PathBuf {
     sb.home
         .join(format!(".claude/projects/-proj/{session}.jsonl"))
 }
 
 /// Run hook `program` for `who` with `body` on stdin: its JSON answer, or
 /// `None` when it printed nothing.
-pub fn hook_json(
+pub(crate) fn hook_json(
     sb: &Sandbox,
     program: &str,
     who: &Who,
@@ -451,7 +451,7 @@ pub fn hook_json(
 
 /// One Stop of the loop's session, as the client sends it; `tasks` are its
 /// `background_tasks` (the workers still running).
-pub fn stop(
+pub(crate) fn stop(
     sb: &Sandbox,
     message: &str,
     after_block: bool,
@@ -471,7 +471,7 @@ pub fn stop(
     hook_json(sb, STOP, &MAIN, &hook, "stop")
 }
 
-pub fn status(sb: &Sandbox) -> Result<Value, String> {
+pub(crate) fn status(sb: &Sandbox) -> Result<Value, String> {
     let mut cmd = sb.user(SETUP);
     cmd.args(["status", "--json"]);
     let out = sb.run(cmd, b"", "status", None)?;
@@ -479,10 +479,10 @@ pub fn status(sb: &Sandbox) -> Result<Value, String> {
         .map_err(|e| format!("status --json ({e}): {}", out.stdout))
 }
 
-pub fn is_block(out: Option<&Value>) -> bool {
+pub(crate) fn is_block(out: Option<&Value>) -> bool {
     out.is_some_and(|v| v["decision"] == "block")
 }
 
-pub fn reason_of(out: Option<&Value>) -> &str {
+pub(crate) fn reason_of(out: Option<&Value>) -> &str {
     out.and_then(|v| v["reason"].as_str()).unwrap_or_default()
 }

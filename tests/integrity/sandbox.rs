@@ -13,23 +13,23 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-pub const SETUP: &str = env!("CARGO_BIN_EXE_ralph-setup");
-pub const GUARD: &str = env!("CARGO_BIN_EXE_ralph-guard");
-pub const STOP: &str = env!("CARGO_BIN_EXE_ralph-stop-hook");
+pub(crate) const SETUP: &str = env!("CARGO_BIN_EXE_ralph-setup");
+pub(crate) const GUARD: &str = env!("CARGO_BIN_EXE_ralph-guard");
+pub(crate) const STOP: &str = env!("CARGO_BIN_EXE_ralph-stop-hook");
 /// `ralph` (run, start, status, cancel): on PATH for the cases that call it.
 const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
 
 /// The Claude Code session that owns every case's loop.
-pub const SESSION: &str = "5f0c2a9e-integrity-session";
+pub(crate) const SESSION: &str = "5f0c2a9e-integrity-session";
 /// `AI_AGENT` as the client sets it (measured on 2.1.328:
 /// docs/client-measurements.md): hooks get `_harness`, the Bash tool `_agent`.
 const AI_AGENT_TOOL: &str = "claude-code_2-1-328_agent";
 const AI_AGENT_HOOK: &str = "claude-code_2-1-328_harness";
 /// A case (setup, attack, Stops) is killed after this long.
-pub const CASE_DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const CASE_DEADLINE: Duration = Duration::from_secs(10);
 /// A `--parallel` worker's case also makes worktrees, and its stop may
 /// commit, merge, run the story's check and remove a worktree.
-pub const WORKER_DEADLINE: Duration = Duration::from_secs(20);
+pub(crate) const WORKER_DEADLINE: Duration = Duration::from_secs(20);
 
 /// The project's files (relative to the project root) and their text.
 const PROJECT_FILES: &[(&str, &str)] = &[
@@ -52,7 +52,7 @@ const PROJECT_FILES: &[(&str, &str)] = &[
 ];
 
 /// The PRD: US-1's check fails until `fn add` exists; US-2 waits on US-1.
-pub const PRD: &str = r#"{
+pub(crate) const PRD: &str = r#"{
   "project": "calc",
   "branchName": "ralph/calc",
   "description": "A tiny calculator library",
@@ -114,14 +114,14 @@ const SANDBOX_FILES: &[(&str, &str)] = &[
 ];
 
 /// Where one run's scratch dirs live, and the template they are copied from.
-pub struct Fixture {
+pub(crate) struct Fixture {
     root: PathBuf,
     template: PathBuf,
     next: AtomicUsize,
 }
 
 impl Fixture {
-    pub fn build() -> Result<Fixture, String> {
+    pub(crate) fn build() -> Result<Fixture, String> {
         let root = std::env::temp_dir().join(format!("integrity-scratch-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let template = root.join("template");
@@ -164,7 +164,7 @@ impl Fixture {
     }
 
     /// A fresh copy of the template, for a case of `deadline`.
-    pub fn sandbox(&self, deadline: Duration) -> Result<Sandbox, String> {
+    pub(crate) fn sandbox(&self, deadline: Duration) -> Result<Sandbox, String> {
         let n = self.next.fetch_add(1, Ordering::SeqCst);
         let dir = self.root.join(format!("c{n}"));
         copy_tree(&self.template, &dir).map_err(|e| format!("copy template: {e}"))?;
@@ -180,13 +180,13 @@ impl Fixture {
         }
     }
 
-    pub fn remove(&self) {
+    pub(crate) fn remove(&self) {
         let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
 /// The result of one process.
-pub struct Output {
+pub(crate) struct Output {
     /// None when killed by a signal.
     pub code: Option<i32>,
     /// Killed at its `limit`.
@@ -195,7 +195,7 @@ pub struct Output {
     pub stderr: String,
 }
 
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     pub dir: PathBuf,
     pub home: PathBuf,
     pub project: PathBuf,
@@ -204,7 +204,7 @@ pub struct Sandbox {
 
 impl Sandbox {
     /// Replace `{project}`, `{home}` and `{plugin}` in a case's text.
-    pub fn expand(&self, text: &str) -> String {
+    pub(crate) fn expand(&self, text: &str) -> String {
         text.replace("{project}", &self.project.to_string_lossy())
             .replace("{home}", &self.home.to_string_lossy())
             .replace("{plugin}", &self.dir.join("plugin").to_string_lossy())
@@ -232,11 +232,11 @@ impl Sandbox {
     }
 
     /// The user at a terminal in the project.
-    pub fn user(&self, program: &str) -> Command {
+    pub(crate) fn user(&self, program: &str) -> Command {
         self.base(program, &self.project)
     }
 
-    pub fn user_shell(&self, script: &str) -> Command {
+    pub(crate) fn user_shell(&self, script: &str) -> Command {
         let mut cmd = self.user("bash");
         cmd.args(["-c", script]);
         cmd
@@ -244,7 +244,12 @@ impl Sandbox {
 
     /// A hook run by a client for `session` (SESSION: the loop's), with
     /// more environment (what a reviewer-like session could be given).
-    pub fn hook_as(&self, program: &str, session: &str, env: &[(String, String)]) -> Command {
+    pub(crate) fn hook_as(
+        &self,
+        program: &str,
+        session: &str,
+        env: &[(String, String)],
+    ) -> Command {
         let mut cmd = self.base(program, &self.project);
         cmd.env("CLAUDE_PROJECT_DIR", &self.project)
             .env("CLAUDE_PLUGIN_ROOT", self.dir.join("plugin"))
@@ -263,7 +268,7 @@ impl Sandbox {
     /// shell snapshot sourced first: measured on 2.1.328), so the shell
     /// that carries the agent's marks stays its parent and is never
     /// replaced by a lone command (`ancestry` reads it).
-    pub fn agent_bash(
+    pub(crate) fn agent_bash(
         &self,
         script: &str,
         cwd: &Path,
@@ -281,7 +286,7 @@ impl Sandbox {
     /// Run `cmd` with `stdin`, output to files, killed (with its process
     /// group) after `limit` (then `code` is None) or at the case's deadline
     /// (an error).
-    pub fn run(
+    pub(crate) fn run(
         &self,
         mut cmd: Command,
         stdin: &[u8],

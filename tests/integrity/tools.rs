@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// What happened to an allowed file-tool call.
-pub enum Applied {
+pub(crate) enum Applied {
     Done,
     /// The tool itself refused (as the client would report to the model).
     Refused(String),
@@ -18,7 +18,7 @@ pub enum Applied {
 /// resolved against `cwd`, `~` against the sandbox's HOME and
 /// `/proc/self/cwd` against the project (the client's own folder: never
 /// this test's).
-pub fn apply(tool: &str, input: &Value, cwd: &Path, sb: &Sandbox) -> Applied {
+pub(crate) fn apply(tool: &str, input: &Value, cwd: &Path, sb: &Sandbox) -> Applied {
     let mut input = input.clone();
     for key in ["file_path", "notebook_path"] {
         if let Some(p) = input[key].as_str() {

@@ -9,23 +9,25 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-pub use ralph_core::paths::{LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, STATE_FILE};
+pub(crate) use ralph_core::paths::{
+    LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, LoopPaths, STATE_FILE,
+};
 
-pub const STOP: &str = env!("CARGO_BIN_EXE_ralph-stop-hook");
-pub const SETUP: &str = env!("CARGO_BIN_EXE_ralph-setup");
-pub const GUARD: &str = env!("CARGO_BIN_EXE_ralph-guard");
+pub(crate) const STOP: &str = env!("CARGO_BIN_EXE_ralph-stop-hook");
+pub(crate) const SETUP: &str = env!("CARGO_BIN_EXE_ralph-setup");
+pub(crate) const GUARD: &str = env!("CARGO_BIN_EXE_ralph-guard");
 
 /// The session of the hardening suites' loops.
-pub const SESSION: &str = "hardening-session-1";
+pub(crate) const SESSION: &str = "hardening-session-1";
 
 /// No hook may run this long: a test that reaches it kills the hook and fails.
-pub const SAFETY: Duration = Duration::from_secs(90);
+pub(crate) const SAFETY: Duration = Duration::from_secs(90);
 
 /// A prompt with the characters that break naive quoting.
-pub const PROMPT: &str = "Build the parser: say \"hi\", run `id` and $(touch pwned) $HOME;\n---\niteration: 99\n  keep going — ünïcödé ✓\n";
+pub(crate) const PROMPT: &str = "Build the parser: say \"hi\", run `id` and $(touch pwned) $HOME;\n---\niteration: 99\n  keep going — ünïcödé ✓\n";
 
 /// A throw-away project folder (a git root), removed on drop.
-pub struct Project {
+pub(crate) struct Project {
     pub root: PathBuf,
     /// The hook's `cwd`: the root unless a test moves it.
     pub cwd: PathBuf,
@@ -33,7 +35,7 @@ pub struct Project {
 
 impl Project {
     /// A git root (an empty `.git`) and nothing else.
-    pub fn new(tag: &str) -> Project {
+    pub(crate) fn new(tag: &str) -> Project {
         static N: AtomicUsize = AtomicUsize::new(0);
         let root = std::env::temp_dir().join(format!(
             "ralph-it-{tag}-{}-{}",
@@ -50,58 +52,58 @@ impl Project {
 
     /// A git root with a `.claude/` folder, as a project that has Claude
     /// Code settings.
-    pub fn with_claude_dir(tag: &str) -> Project {
+    pub(crate) fn with_claude_dir(tag: &str) -> Project {
         let p = Project::new(tag);
         std::fs::create_dir_all(p.path(".claude")).expect(".claude dir");
         p
     }
 
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
 
     /// ralph's data folder for this project (`RALPH_DATA_DIR` of every
     /// command the tests run): beside the project, outside its tree.
-    pub fn data_dir(&self) -> PathBuf {
+    pub(crate) fn data_dir(&self) -> PathBuf {
         data_dir_of(&self.root)
     }
 
     /// Where ralph keeps this project's loop: the authoritative state, the
     /// lock, the check results.
-    pub fn loop_paths(&self) -> LoopPaths {
+    pub(crate) fn loop_paths(&self) -> LoopPaths {
         LoopPaths::in_data_dir(&self.data_dir(), &self.root)
     }
 
-    pub fn write(&self, rel: &str, data: impl AsRef<[u8]>) {
+    pub(crate) fn write(&self, rel: &str, data: impl AsRef<[u8]>) {
         let p = self.path(rel);
         std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
         std::fs::write(p, data).expect("write");
     }
 
     /// A file's text; None when it is missing (or not UTF-8).
-    pub fn read(&self, rel: &str) -> Option<String> {
+    pub(crate) fn read(&self, rel: &str) -> Option<String> {
         std::fs::read_to_string(self.path(rel)).ok()
     }
 
-    pub fn read_bytes(&self, rel: &str) -> Option<Vec<u8>> {
+    pub(crate) fn read_bytes(&self, rel: &str) -> Option<Vec<u8>> {
         std::fs::read(self.path(rel)).ok()
     }
 
     /// The loop's state: the authoritative copy in ralph's data folder, else
     /// the project's file (not adopted yet).
-    pub fn state(&self) -> Option<String> {
+    pub(crate) fn state(&self) -> Option<String> {
         std::fs::read_to_string(self.loop_paths().state)
             .ok()
             .or_else(|| self.read(STATE_FILE))
     }
 
     /// The project's copy of the state (`.claude/ralph-loop.local.md`).
-    pub fn mirror(&self) -> Option<String> {
+    pub(crate) fn mirror(&self) -> Option<String> {
         self.read(STATE_FILE)
     }
 
     /// Every line of the activity log, each parsed (a torn line fails the test).
-    pub fn log(&self) -> Vec<Value> {
+    pub(crate) fn log(&self) -> Vec<Value> {
         self.read(LOG_FILE)
             .unwrap_or_default()
             .lines()
@@ -110,7 +112,7 @@ impl Project {
     }
 
     /// Names in the folder `rel`, sorted.
-    pub fn files_in(&self, rel: &str) -> Vec<String> {
+    pub(crate) fn files_in(&self, rel: &str) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(self.path(rel))
             .map(|d| {
                 d.map(|e| {
@@ -127,13 +129,13 @@ impl Project {
     }
 
     /// Names in `.claude/`.
-    pub fn claude_files(&self) -> Vec<String> {
+    pub(crate) fn claude_files(&self) -> Vec<String> {
         self.files_in(".claude")
     }
 
     /// Temp files of atomic writes left in `.claude/` (a write killed
     /// between creating its temp file and renaming it).
-    pub fn temp_files(&self) -> Vec<String> {
+    pub(crate) fn temp_files(&self) -> Vec<String> {
         self.claude_files()
             .into_iter()
             .filter(|n| Path::new(n).extension().is_some_and(|e| e == "tmp"))
@@ -141,7 +143,7 @@ impl Project {
     }
 
     /// Files moved aside as corrupt, with their contents.
-    pub fn corrupt_copies(&self) -> Vec<(String, Vec<u8>)> {
+    pub(crate) fn corrupt_copies(&self) -> Vec<(String, Vec<u8>)> {
         self.claude_files()
             .into_iter()
             .filter(|n| n.starts_with("ralph-loop.local.md.corrupt-"))
@@ -155,7 +157,7 @@ impl Project {
     }
 
     /// Write a state file in the official plugin's layout plus extra lines.
-    pub fn loop_state(
+    pub(crate) fn loop_state(
         &self,
         session: &str,
         iteration: u64,
@@ -176,7 +178,7 @@ impl Project {
     }
 
     /// Run the Stop hook as session `session`; returns the parsed output (None if empty).
-    pub fn stop(&self, session: &str, last_message: Option<&str>) -> Option<Value> {
+    pub(crate) fn stop(&self, session: &str, last_message: Option<&str>) -> Option<Value> {
         let mut input = serde_json::json!({
             "session_id": session,
             "transcript_path": self.path("transcript.jsonl"),
@@ -191,7 +193,7 @@ impl Project {
     }
 
     /// `ralph-setup hook-prompt` with the raw prompt text.
-    pub fn prompt(&self, session: &str, prompt: &str) -> Option<Value> {
+    pub(crate) fn prompt(&self, session: &str, prompt: &str) -> Option<Value> {
         let input = serde_json::json!({
             "session_id": session, "cwd": self.cwd, "hook_event_name": "UserPromptSubmit", "prompt": prompt,
         });
@@ -199,7 +201,7 @@ impl Project {
     }
 
     /// `ralph-setup ARGS` in the project; (exit code, stdout).
-    pub fn setup(&self, args: &[&str]) -> (i32, String) {
+    pub(crate) fn setup(&self, args: &[&str]) -> (i32, String) {
         let out = Command::new(SETUP)
             .args(args)
             .current_dir(&self.root)
@@ -216,7 +218,7 @@ impl Project {
 
     /// The guard let `session` call `tool` this turn: the line it appends to
     /// the turn's tool record (see `ralph_core::turn_tools`).
-    pub fn guard_saw(&self, session: &str, tool: &str) {
+    pub(crate) fn guard_saw(&self, session: &str, tool: &str) {
         use std::io::Write as _;
         let record = self.loop_paths().turn_tools;
         std::fs::create_dir_all(record.parent().expect("loop dir")).expect("loop dir");
@@ -229,7 +231,7 @@ impl Project {
     }
 
     /// Make the project a real git repository (for fingerprints).
-    pub fn git_init(&self) {
+    pub(crate) fn git_init(&self) {
         let _ = std::fs::remove_dir_all(self.path(".git"));
         let ok = Command::new("git")
             .args(["init", "-q", "--initial-branch=master", "."])
@@ -242,7 +244,7 @@ impl Project {
 }
 
 /// The data folder the tests give the project at `root`.
-pub fn data_dir_of(root: &Path) -> PathBuf {
+pub(crate) fn data_dir_of(root: &Path) -> PathBuf {
     PathBuf::from(format!("{}-data", root.display()))
 }
 
@@ -257,7 +259,7 @@ impl Drop for Project {
 
 /// Run `bin args` with `stdin`, CLAUDE_PROJECT_DIR = `root`; assert exit 0 and
 /// parse stdout as JSON (None when empty).
-pub fn run_json(bin: &str, args: &[&str], root: &Path, stdin: &str) -> Option<Value> {
+pub(crate) fn run_json(bin: &str, args: &[&str], root: &Path, stdin: &str) -> Option<Value> {
     let (code, stdout) = run_raw(bin, args, root, stdin.as_bytes());
     assert_eq!(code, 0, "{bin} exited {code}: {stdout}");
     let t = stdout.trim();
@@ -265,7 +267,7 @@ pub fn run_json(bin: &str, args: &[&str], root: &Path, stdin: &str) -> Option<Va
         .then(|| serde_json::from_str(t).unwrap_or_else(|e| panic!("not JSON ({e}): {t}")))
 }
 
-pub fn run_raw(bin: &str, args: &[&str], root: &Path, stdin: &[u8]) -> (i32, String) {
+pub(crate) fn run_raw(bin: &str, args: &[&str], root: &Path, stdin: &[u8]) -> (i32, String) {
     let mut child = Command::new(bin)
         .args(args)
         .current_dir(root)
@@ -290,28 +292,28 @@ pub fn run_raw(bin: &str, args: &[&str], root: &Path, stdin: &[u8]) -> (i32, Str
 }
 
 /// The `reason` of a block, panicking on anything else.
-pub fn reason(out: Option<&Value>) -> String {
+pub(crate) fn reason(out: Option<&Value>) -> String {
     let v = out.expect("expected a block, got no output");
     assert_eq!(v["decision"], "block", "{v}");
     v["reason"].as_str().unwrap().to_string()
 }
 
 /// The `systemMessage` of an output.
-pub fn message(out: Option<&Value>) -> String {
+pub(crate) fn message(out: Option<&Value>) -> String {
     out.expect("expected output")["systemMessage"]
         .as_str()
         .unwrap_or_default()
         .to_string()
 }
 
-pub fn is_block(out: Option<&Value>) -> bool {
+pub(crate) fn is_block(out: Option<&Value>) -> bool {
     out.is_some_and(|v| v["decision"] == "block")
 }
 
 // ------------------------------------------- hooks under a safety bound ---
 
 /// A plain-mode loop owned by `SESSION`.
-pub fn state_text(iteration: u64, max_iterations: u64) -> String {
+pub(crate) fn state_text(iteration: u64, max_iterations: u64) -> String {
     format!(
         "---\nactive: true\niteration: {iteration}\nsession_id: \"{SESSION}\"\nmax_iterations: {max_iterations}\ncompletion_promise: \"ALL DONE\"\nstarted_at: \"2026-11-30T00:00:00Z\"\n---\n\n{PROMPT}"
     )
@@ -320,7 +322,7 @@ pub fn state_text(iteration: u64, max_iterations: u64) -> String {
 /// A Stop hook input for `SESSION` in `root`. Its transcript is not there
 /// (not written yet), so nothing tells one turn from the next and every
 /// such Stop counts as a new turn (see `ralph_core::stop::inputs::turn_key`).
-pub fn stop_input(root: &Path, said: &str) -> Vec<u8> {
+pub(crate) fn stop_input(root: &Path, said: &str) -> Vec<u8> {
     serde_json::json!({
         "session_id": SESSION,
         "transcript_path": root.join("no-transcript-yet.jsonl"),
@@ -336,7 +338,7 @@ pub fn stop_input(root: &Path, said: &str) -> Vec<u8> {
 }
 
 /// A PreToolUse hook input for `SESSION` in `root`: Bash running `command_line`.
-pub fn bash_input(root: &Path, command_line: &str) -> Vec<u8> {
+pub(crate) fn bash_input(root: &Path, command_line: &str) -> Vec<u8> {
     serde_json::json!({"session_id": SESSION, "cwd": root, "hook_event_name": "PreToolUse",
         "tool_name": "Bash", "tool_input": {"command": command_line, "description": "x"}})
     .to_string()
@@ -344,7 +346,7 @@ pub fn bash_input(root: &Path, command_line: &str) -> Vec<u8> {
 }
 
 /// A UserPromptSubmit hook input for `SESSION` in `root`.
-pub fn prompt_input(root: &Path, prompt: &str) -> Vec<u8> {
+pub(crate) fn prompt_input(root: &Path, prompt: &str) -> Vec<u8> {
     serde_json::json!({"session_id": SESSION, "cwd": root,
         "hook_event_name": "UserPromptSubmit", "prompt": prompt})
     .to_string()
@@ -353,7 +355,7 @@ pub fn prompt_input(root: &Path, prompt: &str) -> Vec<u8> {
 
 /// What a finished hook did.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
@@ -363,7 +365,7 @@ pub struct Outcome {
 impl Outcome {
     /// The hook's JSON output; None when it printed nothing. Panics on
     /// anything that is neither empty nor one JSON object.
-    pub fn json(&self) -> Option<Value> {
+    pub(crate) fn json(&self) -> Option<Value> {
         let t = self.stdout.trim();
         if t.is_empty() {
             return None;
@@ -374,18 +376,18 @@ impl Outcome {
         Some(v)
     }
 
-    pub fn is_block(&self) -> bool {
+    pub(crate) fn is_block(&self) -> bool {
         self.json()
             .is_some_and(|v| v.get("decision").and_then(Value::as_str) == Some("block"))
     }
 
     /// The guard denied the tool call.
-    pub fn is_denied(&self) -> bool {
+    pub(crate) fn is_denied(&self) -> bool {
         self.json()
             .is_some_and(|v| v["hookSpecificOutput"]["permissionDecision"] == "deny")
     }
 
-    pub fn system_message(&self) -> String {
+    pub(crate) fn system_message(&self) -> String {
         self.json()
             .and_then(|v| {
                 v.get("systemMessage")
@@ -396,7 +398,7 @@ impl Outcome {
     }
 
     /// Exit 0 and valid-or-empty output: what every hook run must give.
-    pub fn assert_fail_open(&self, what: &str) {
+    pub(crate) fn assert_fail_open(&self, what: &str) {
         assert_eq!(
             self.code,
             Some(0),
@@ -413,14 +415,14 @@ impl Outcome {
 }
 
 /// How the hook's stdin behaves.
-pub enum Stdin<'a> {
+pub(crate) enum Stdin<'a> {
     /// Write these bytes and close the pipe.
     Bytes(&'a [u8]),
     /// Write these bytes and keep the pipe open until the hook exits.
     KeepOpen(&'a [u8]),
 }
 
-pub fn command(bin: &str, project: &Project, args: &[&str]) -> Command {
+pub(crate) fn command(bin: &str, project: &Project, args: &[&str]) -> Command {
     let mut c = Command::new(bin);
     c.args(args)
         .current_dir(&project.root)
@@ -435,7 +437,7 @@ pub fn command(bin: &str, project: &Project, args: &[&str]) -> Command {
 
 /// Start a hook and feed its stdin from a thread (the hook may stop reading
 /// early; a broken pipe is fine).
-pub fn spawn(
+pub(crate) fn spawn(
     mut cmd: Command,
     stdin: Stdin<'_>,
 ) -> (Child, std::thread::JoinHandle<Option<ChildStdin>>) {
@@ -454,7 +456,7 @@ pub fn spawn(
 }
 
 /// Wait for a started hook (killing it at the safety bound) and collect its output.
-pub fn finish(
+pub(crate) fn finish(
     mut child: Child,
     feeder: std::thread::JoinHandle<Option<ChildStdin>>,
     started: Instant,
@@ -496,19 +498,19 @@ pub fn finish(
     }
 }
 
-pub fn run(cmd: Command, stdin: Stdin<'_>) -> Outcome {
+pub(crate) fn run(cmd: Command, stdin: Stdin<'_>) -> Outcome {
     let started = Instant::now();
     let (child, feeder) = spawn(cmd, stdin);
     finish(child, feeder, started)
 }
 
-pub fn run_stop(project: &Project, stdin: &[u8]) -> Outcome {
+pub(crate) fn run_stop(project: &Project, stdin: &[u8]) -> Outcome {
     run(command(STOP, project, &[]), Stdin::Bytes(stdin))
 }
 
 /// Run a hook for at most `secs`; true when it exited by itself (else it
 /// is killed), with what it did.
-pub fn exits_within(mut cmd: Command, stdin: Stdin<'_>, secs: u64) -> (bool, Outcome) {
+pub(crate) fn exits_within(mut cmd: Command, stdin: Stdin<'_>, secs: u64) -> (bool, Outcome) {
     cmd.stdin(Stdio::piped());
     let started = Instant::now();
     let (mut child, feeder) = spawn(cmd, stdin);
@@ -528,7 +530,7 @@ pub fn exits_within(mut cmd: Command, stdin: Stdin<'_>, secs: u64) -> (bool, Out
 
 /// `git ARGS` in `dir` with a fixed identity (tests make commits in fresh
 /// repositories); its stdout, or the test fails with git's stderr.
-pub fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -547,7 +549,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// The guard's refusal reason; the test fails when the call was allowed.
-pub fn denied(out: Option<Value>) -> String {
+pub(crate) fn denied(out: Option<Value>) -> String {
     let o = out.expect("a decision");
     assert_eq!(o["hookSpecificOutput"]["permissionDecision"], "deny", "{o}");
     o["hookSpecificOutput"]["permissionDecisionReason"]
@@ -557,6 +559,6 @@ pub fn denied(out: Option<Value>) -> String {
 }
 
 /// The guard let the call through.
-pub fn allowed(out: Option<Value>) -> bool {
+pub(crate) fn allowed(out: Option<Value>) -> bool {
     out.is_none_or(|o| o["hookSpecificOutput"]["permissionDecision"] != "deny")
 }

@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub const CHECKOUT: &str = env!("CARGO_MANIFEST_DIR");
-pub const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
-pub const STATE_FILE: &str = ".claude/ralph-loop.local.md";
-pub const LOG_FILE: &str = ".claude/ralph-loop.log.jsonl";
+pub(crate) const CHECKOUT: &str = env!("CARGO_MANIFEST_DIR");
+pub(crate) const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
+pub(crate) const STATE_FILE: &str = ".claude/ralph-loop.local.md";
+pub(crate) const LOG_FILE: &str = ".claude/ralph-loop.log.jsonl";
 
 /// The client: `RALPH_CLAUDE_BIN`, else the pinned one `scripts/install-client`
 /// puts in `.cc-client`. Missing: the test is skipped, or fails under `CI`.
-pub fn claude() -> Option<PathBuf> {
+pub(crate) fn claude() -> Option<PathBuf> {
     let path = std::env::var_os("RALPH_CLAUDE_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(CHECKOUT).join(".cc-client/node_modules/.bin/claude"));
@@ -35,14 +35,14 @@ pub fn claude() -> Option<PathBuf> {
 }
 
 /// A fresh git project and HOME under the temp dir (kept when a test fails).
-pub struct Project {
+pub(crate) struct Project {
     pub root: PathBuf,
     pub dir: PathBuf,
     pub home: PathBuf,
 }
 
 impl Project {
-    pub fn new(name: &str) -> Project {
+    pub(crate) fn new(name: &str) -> Project {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -70,22 +70,22 @@ impl Project {
         Project { root, dir, home }
     }
 
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.dir.join(rel)
     }
 
-    pub fn write(&self, rel: &str, text: &str) {
+    pub(crate) fn write(&self, rel: &str, text: &str) {
         let p = self.path(rel);
         fs::create_dir_all(p.parent().unwrap()).unwrap();
         fs::write(p, text).unwrap();
     }
 
-    pub fn read(&self, rel: &str) -> String {
+    pub(crate) fn read(&self, rel: &str) -> String {
         fs::read_to_string(self.path(rel)).unwrap_or_default()
     }
 
     /// `ralph ARGS` in the project, with nothing of this machine's setup.
-    pub fn ralph(&self, model: Option<&FakeModel>) -> Command {
+    pub(crate) fn ralph(&self, model: Option<&FakeModel>) -> Command {
         let mut cmd = Command::new(RALPH);
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -107,7 +107,12 @@ impl Project {
     }
 
     /// `ralph run --claude CLIENT ARGS -- --dangerously-skip-permissions`.
-    pub fn run_cmd(&self, model: Option<&FakeModel>, claude: &Path, args: &[&str]) -> Command {
+    pub(crate) fn run_cmd(
+        &self,
+        model: Option<&FakeModel>,
+        claude: &Path,
+        args: &[&str],
+    ) -> Command {
         let mut cmd = self.ralph(model);
         cmd.arg("run")
             .arg("--claude")
@@ -117,7 +122,7 @@ impl Project {
         cmd
     }
 
-    pub fn log(&self) -> Vec<Value> {
+    pub(crate) fn log(&self) -> Vec<Value> {
         self.read(LOG_FILE)
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
@@ -125,7 +130,7 @@ impl Project {
     }
 
     /// The log's decisions as `decision/reason`.
-    pub fn decisions(&self) -> Vec<String> {
+    pub(crate) fn decisions(&self) -> Vec<String> {
         self.log()
             .iter()
             .map(|e| {
@@ -139,7 +144,7 @@ impl Project {
     }
 
     /// The one run folder's file `name`.
-    pub fn run_file(&self, name: &str) -> String {
+    pub(crate) fn run_file(&self, name: &str) -> String {
         let runs = self.path(".claude/ralph-runs");
         let dir = fs::read_dir(&runs)
             .unwrap_or_else(|e| panic!("{}: {e}", runs.display()))
@@ -149,13 +154,13 @@ impl Project {
         fs::read_to_string(dir.join(name)).unwrap_or_default()
     }
 
-    pub fn done(self) {
+    pub(crate) fn done(self) {
         let _ = fs::remove_dir_all(&self.root);
     }
 }
 
 /// The scripted model, one reply per request of every client the run starts.
-pub fn model(replies: Vec<Reply>) -> FakeModel {
+pub(crate) fn model(replies: Vec<Reply>) -> FakeModel {
     FakeModel::start(Script {
         replies,
         ..Script::default()
@@ -164,14 +169,14 @@ pub fn model(replies: Vec<Reply>) -> FakeModel {
 }
 
 /// What a finished `ralph run` showed.
-pub struct Finished {
+pub(crate) struct Finished {
     pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
 
 impl Finished {
-    pub fn from_output(o: &Output) -> Finished {
+    pub(crate) fn from_output(o: &Output) -> Finished {
         Finished {
             code: o.status.code(),
             stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -180,7 +185,7 @@ impl Finished {
     }
 
     /// Assert the exit code, showing everything when it differs.
-    pub fn expect_code(&self, code: i32) {
+    pub(crate) fn expect_code(&self, code: i32) {
         assert_eq!(
             self.code,
             Some(code),
@@ -190,7 +195,7 @@ impl Finished {
         );
     }
 
-    pub fn shows(&self, text: &str) {
+    pub(crate) fn shows(&self, text: &str) {
         assert!(
             self.stdout.contains(text) || self.stderr.contains(text),
             "expected {text:?} in the output\n--- stdout\n{}\n--- stderr\n{}",
@@ -201,7 +206,7 @@ impl Finished {
 }
 
 /// Run to the end (at most 90 s).
-pub fn finish(mut cmd: Command) -> Finished {
+pub(crate) fn finish(mut cmd: Command) -> Finished {
     let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -210,7 +215,7 @@ pub fn finish(mut cmd: Command) -> Finished {
     wait_output(child, Duration::from_secs(90))
 }
 
-pub fn wait_output(child: Child, limit: Duration) -> Finished {
+pub(crate) fn wait_output(child: Child, limit: Duration) -> Finished {
     let pid = child.id();
     let guard = std::thread::spawn(move || {
         std::thread::sleep(limit);
@@ -231,7 +236,7 @@ pub fn wait_output(child: Child, limit: Duration) -> Finished {
 }
 
 /// Wait until `cond` holds (polling), or fail saying what was awaited.
-pub fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
         assert!(start.elapsed() < limit, "timed out waiting for {what}");
@@ -240,7 +245,7 @@ pub fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
 }
 
 /// The main requests' texts as the model saw them, each as one string.
-pub fn told(r: &Recorded) -> String {
+pub(crate) fn told(r: &Recorded) -> String {
     r.body
         .get("messages")
         .and_then(Value::as_array)
@@ -255,7 +260,7 @@ pub fn told(r: &Recorded) -> String {
 
 /// The requests that opened a session: their only non-system message is the
 /// user's prompt (no earlier turns).
-pub fn first_requests(model: &FakeModel) -> Vec<Recorded> {
+pub(crate) fn first_requests(model: &FakeModel) -> Vec<Recorded> {
     model
         .main_requests()
         .into_iter()
@@ -264,7 +269,7 @@ pub fn first_requests(model: &FakeModel) -> Vec<Recorded> {
 }
 
 /// The user and assistant messages of a request (system entries left out).
-pub fn conversation(r: &Recorded) -> Vec<Value> {
+pub(crate) fn conversation(r: &Recorded) -> Vec<Value> {
     r.body
         .get("messages")
         .and_then(Value::as_array)
@@ -277,7 +282,7 @@ pub fn conversation(r: &Recorded) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-pub fn is_alive(pid: u32) -> bool {
+pub(crate) fn is_alive(pid: u32) -> bool {
     // A zombie is gone for our purposes: its process has exited.
     fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"))

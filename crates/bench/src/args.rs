@@ -30,7 +30,7 @@ Options:
   -h, --help      this text
 ";
 
-pub struct Args {
+pub(crate) struct Args {
     pub bin_dir: PathBuf,
     pub runs: usize,
     pub warmup: usize,
@@ -44,7 +44,7 @@ pub struct Args {
 }
 
 impl Args {
-    pub fn parse() -> Result<Args, String> {
+    pub(crate) fn parse() -> Result<Args, String> {
         let mut args = Args {
             bin_dir: workspace_root().join("target").join("release"),
             runs: 500,

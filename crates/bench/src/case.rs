@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 pub(crate) const LOOP_TARGET_MS: f64 = 3.0;
 /// Peak memory is read from a few runs and the largest kept: one run is what
 /// the target is about, the repeats only guard against a lucky one.
-pub const RSS_RUNS: usize = 3;
+pub(crate) const RSS_RUNS: usize = 3;
 const GNU_TIME: &str = "/usr/bin/time";
 
 #[derive(Clone, Copy, PartialEq)]
-pub enum Expect {
+pub(crate) enum Expect {
     /// Prints nothing: the session stops.
     Silent,
     /// Prints `{"decision":"block",...}`: the loop goes on.
@@ -29,7 +29,7 @@ pub enum Expect {
 }
 
 impl Expect {
-    pub fn matches(self, out: &[u8]) -> bool {
+    pub(crate) fn matches(self, out: &[u8]) -> bool {
         match self {
             Expect::Any => true,
             Expect::Silent => out.iter().all(u8::is_ascii_whitespace),
@@ -45,13 +45,13 @@ impl Expect {
 }
 
 #[derive(Clone, Copy)]
-pub enum Target {
+pub(crate) enum Target {
     None,
     Ms(f64),
 }
 
 #[derive(Clone)]
-pub struct Case {
+pub(crate) struct Case {
     pub label: String,
     pub(crate) program: PathBuf,
     /// The program's arguments (`statusline` for ralph-setup).
@@ -133,7 +133,7 @@ impl Case {
     }
 
     /// One run (number `run`), timed from spawn to exit, as the client would see it.
-    pub fn run_once(&self, run: usize) -> std::io::Result<(Duration, Vec<u8>)> {
+    pub(crate) fn run_once(&self, run: usize) -> std::io::Result<(Duration, Vec<u8>)> {
         self.reset()?;
         let stdin = self.stdin_of(run);
         let start = Instant::now();
@@ -150,7 +150,7 @@ impl Case {
     /// GNU time forks from a process of about 1 MB, below the hook's figure;
     /// the `/bin/true` row shows that floor. Its figure is the largest of the
     /// hook and the children it waited for (`git status` in loop cases).
-    pub fn peak_rss_kib(&self) -> Option<u64> {
+    pub(crate) fn peak_rss_kib(&self) -> Option<u64> {
         if !Path::new(GNU_TIME).is_file() {
             return None;
         }

@@ -8,20 +8,20 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-pub const SESSION: &str = "5f0c1d2e-7b3a-4a6b-9c3d-be0c4b0a0001";
+pub(crate) const SESSION: &str = "5f0c1d2e-7b3a-4a6b-9c3d-be0c4b0a0001";
 const PROMISE: &str = "ALL TESTS PASS";
 /// What `ralph-setup` writes as the promise of a PRD loop.
 const PRD_PROMISE: &str = "RALPH-COMPLETE";
 
 /// The loop files a case rewrites before every run. Spelled out rather than
 /// taken from ralph-core: the bench links nothing of ralph (see Cargo.toml).
-pub const STATE_FILE: &str = ".claude/ralph-loop.local.md";
+pub(crate) const STATE_FILE: &str = ".claude/ralph-loop.local.md";
 
 /// Deterministic filler, so every bench run writes the same files.
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         // xorshift64*: plenty for picking sizes and ids.
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
@@ -29,7 +29,7 @@ impl Rng {
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+    pub(crate) fn range(&mut self, lo: usize, hi: usize) -> usize {
         lo + (self.next() % (hi - lo) as u64) as usize
     }
 }
@@ -38,7 +38,7 @@ impl Rng {
 /// (and the hook's byte scan over it) is as in a real transcript.
 const CODE: &str = "fn parse_field(input: &str) -> Result<Field, ParseError> {\n    let (name, rest) = input.split_once('=').ok_or(ParseError::NoEquals)?;\n    if rest.starts_with('\"') {\n        return Ok(Field::Quoted(unescape(&rest[1..rest.len() - 1])?));\n    }\n    // \\t and \\n inside values are kept as typed\n    Ok(Field::Plain(name.trim().to_string(), rest.to_string()))\n}\n";
 
-pub fn filler(rng: &mut Rng, len: usize) -> String {
+pub(crate) fn filler(rng: &mut Rng, len: usize) -> String {
     let mut s = String::with_capacity(len + CODE.len());
     while s.len() < len {
         let _ = write!(s, "// chunk {}\n{CODE}", rng.next() % 10_000);
@@ -49,14 +49,14 @@ pub fn filler(rng: &mut Rng, len: usize) -> String {
 
 /// Source files in each temp project, and how many of them the agent has
 /// changed since the last commit (plus as many new, untracked ones).
-pub const PROJECT_FILES: usize = 300;
-pub const PROJECT_CHANGED: usize = 3;
+pub(crate) const PROJECT_FILES: usize = 300;
+pub(crate) const PROJECT_CHANGED: usize = 3;
 
 /// A project as the hook meets it: a git repository with a few hundred
 /// committed files and some uncommitted work. It matters because in a loop
 /// the hook fingerprints the working tree with `git status` (the no-progress
 /// breaker), whose cost grows with the tree.
-pub fn project(root: &Path, name: &str) -> std::io::Result<PathBuf> {
+pub(crate) fn project(root: &Path, name: &str) -> std::io::Result<PathBuf> {
     let dir = root.join("projects").join(name);
     // A real project has `.claude/` (settings) whether or not a loop runs.
     fs::create_dir_all(dir.join(".claude"))?;
@@ -108,10 +108,10 @@ fn git(dir: &Path, args: &[&str]) -> bool {
 }
 
 /// The assistant's last words in the loop cases: work reported, no promise.
-pub const PROMISELESS: &str = "I split the tokenizer into its own module and the parser tests pass now. Two integration tests still fail on nested quotes; I will look at those next.";
+pub(crate) const PROMISELESS: &str = "I split the tokenizer into its own module and the parser tests pass now. Two integration tests still fail on nested quotes; I will look at those next.";
 
 /// Stop input as Claude Code 2.1 sends it (see shared/claude-code-facts.md).
-pub fn stop_input(
+pub(crate) fn stop_input(
     project: &Path,
     transcript: &Path,
     last: Option<&str>,
@@ -137,7 +137,7 @@ pub fn stop_input(
 
 /// A plain loop as setup writes it, at iteration 1 of no cap.
 /// `extra` holds more frontmatter lines (or nothing, for setup's defaults).
-pub fn plain_state_with(extra: &str) -> String {
+pub(crate) fn plain_state_with(extra: &str) -> String {
     format!(
         "---\nactive: true\niteration: 1\nsession_id: \"{SESSION}\"\nmax_iterations: 0\ncompletion_promise: \"{PROMISE}\"\nstarted_at: \"2026-11-29T23:00:00Z\"\n{extra}---\n\n{}",
         "Make every test in tests/ pass without weakening any test.\n\n\
@@ -149,7 +149,7 @@ pub fn plain_state_with(extra: &str) -> String {
     )
 }
 
-pub fn prd_state(ids: &[String]) -> String {
+pub(crate) fn prd_state(ids: &[String]) -> String {
     let ids: Vec<String> = ids.iter().map(|id| format!("\"{id}\"")).collect();
     format!(
         "---\nactive: true\niteration: 1\nsession_id: \"{SESSION}\"\nmax_iterations: 0\ncompletion_promise: \"{PRD_PROMISE}\"\nstarted_at: \"2026-11-29T23:00:00Z\"\nprd_file: \"prd.json\"\nstory_ids: [{}]\n---\n\nWork through the stories of the PRD one at a time, as the Ralph loop feeds them.\n",
@@ -160,7 +160,7 @@ pub fn prd_state(ids: &[String]) -> String {
 /// A PRD of `n` stories in a dependency chain (each on the one before), with
 /// priorities, the first half passing: the next story is found only after
 /// walking the whole list and its dependencies.
-pub fn prd(n: usize) -> (String, Vec<String>) {
+pub(crate) fn prd(n: usize) -> (String, Vec<String>) {
     let ids: Vec<String> = (1..=n).map(|i| format!("US-{i:03}")).collect();
     let stories: Vec<Value> = ids
         .iter()

@@ -17,14 +17,14 @@ const TRANSCRIPT_DIFF_TARGET_MS: f64 = 0.5;
 /// 6 MiB, in the KiB that `ru_maxrss` (and GNU time's `%M`) count in.
 const RSS_TARGET_KIB: u64 = 6 * 1024;
 
-pub struct Stats {
+pub(crate) struct Stats {
     median: Duration,
     p90: Duration,
     max: Duration,
 }
 
 impl Stats {
-    pub fn of(samples: &mut [Duration]) -> Stats {
+    pub(crate) fn of(samples: &mut [Duration]) -> Stats {
         samples.sort_unstable();
         let at = |q: usize| samples[(samples.len() * q).div_ceil(100).max(1) - 1];
         Stats {
@@ -43,7 +43,14 @@ fn verdict(pass: bool) -> &'static str {
     if pass { "PASS" } else { "MISS" }
 }
 
-pub fn header(out: &mut String, args: &Args, hook: &Path, tmp: &Path, load: &str, setup: &Setup) {
+pub(crate) fn header(
+    out: &mut String,
+    args: &Args,
+    hook: &Path,
+    tmp: &Path,
+    load: &str,
+    setup: &Setup,
+) {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let cpu = fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -95,7 +102,7 @@ pub fn header(out: &mut String, args: &Args, hook: &Path, tmp: &Path, load: &str
     );
 }
 
-pub fn table(out: &mut String, cases: &[Case], stats: &[Stats], rss: &[Option<u64>]) {
+pub(crate) fn table(out: &mut String, cases: &[Case], stats: &[Stats], rss: &[Option<u64>]) {
     let _ = writeln!(
         out,
         "| case | median ms | p90 ms | max ms | target | verdict | peak RSS KiB | RSS verdict |"
@@ -123,7 +130,7 @@ pub fn table(out: &mut String, cases: &[Case], stats: &[Stats], rss: &[Option<u6
 }
 
 /// Transcript size must not matter: compare the cases that differ only by it.
-pub fn differences(out: &mut String, cases: &[Case], stats: &[Stats]) {
+pub(crate) fn differences(out: &mut String, cases: &[Case], stats: &[Stats]) {
     let find = |prefix: &str| cases.iter().position(|c| c.label.starts_with(prefix));
     let pairs = [
         (
@@ -204,7 +211,7 @@ fn utc_now() -> String {
 }
 
 /// Cases whose output said they took another path than their label names.
-pub fn warnings(out: &mut String, cases: &[Case], wrong: &[(usize, Option<String>)]) {
+pub(crate) fn warnings(out: &mut String, cases: &[Case], wrong: &[(usize, Option<String>)]) {
     for (case, (n, sample)) in cases.iter().zip(wrong) {
         if let Some(sample) = sample {
             let _ = writeln!(

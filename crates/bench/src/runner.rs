@@ -18,10 +18,10 @@ const STATUSLINE_TARGET_MS: f64 = 2.0;
 
 /// The temp folder of one bench run, removed at the end (also on error)
 /// unless `--keep` asked to look at it.
-pub struct TempRoot(pub PathBuf, bool);
+pub(crate) struct TempRoot(pub PathBuf, bool);
 
 impl TempRoot {
-    pub fn create(base: &Path, keep: bool) -> Result<TempRoot, String> {
+    pub(crate) fn create(base: &Path, keep: bool) -> Result<TempRoot, String> {
         let dir = base.join(format!("ralph-bench-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -41,13 +41,13 @@ impl Drop for TempRoot {
 
 /// The timings of every case, and the output of any run that took another
 /// path than the case names (how many, and the first one).
-pub struct Measured {
+pub(crate) struct Measured {
     pub samples: Vec<Vec<Duration>>,
     pub wrong: Vec<(usize, Option<String>)>,
 }
 
 /// `warmup` unmeasured then `runs` measured runs of every case.
-pub fn measure(cases: &[Case], warmup: usize, runs: usize) -> Result<Measured, String> {
+pub(crate) fn measure(cases: &[Case], warmup: usize, runs: usize) -> Result<Measured, String> {
     let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(runs); cases.len()];
     let mut wrong: Vec<(usize, Option<String>)> = vec![(0, None); cases.len()];
     // Round-robin over the cases rather than one case after another, so a
@@ -86,7 +86,7 @@ pub fn measure(cases: &[Case], warmup: usize, runs: usize) -> Result<Measured, S
 // ---------------------------------------------------------------- setup ---
 
 /// The temp projects, transcripts and the cases that use them.
-pub struct Setup {
+pub(crate) struct Setup {
     pub cases: Vec<Case>,
     pub small_transcript_bytes: u64,
     pub big_transcript_bytes: u64,
@@ -95,7 +95,7 @@ pub struct Setup {
 }
 
 impl Setup {
-    pub fn prepare(
+    pub(crate) fn prepare(
         root: &Path,
         hook: &Path,
         repos: &crate::steady::Repos,

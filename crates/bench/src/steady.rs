@@ -19,13 +19,18 @@ use crate::case::{Case, Expect, LOOP_TARGET_MS, Target};
 use crate::fixtures::{PROMISELESS, SESSION, STATE_FILE, plain_state_with, project, stop_input};
 
 /// Where the repositories of cases 7 are, and their sizes.
-pub struct Repos {
+pub(crate) struct Repos {
     pub dir: PathBuf,
     pub files: Vec<usize>,
 }
 
 /// Cases 6 and 7, each run once already (the loop adopted, its folder made).
-pub fn cases(root: &Path, hook: &Path, transcript: &Path, repos: &Repos) -> io::Result<Vec<Case>> {
+pub(crate) fn cases(
+    root: &Path,
+    hook: &Path,
+    transcript: &Path,
+    repos: &Repos,
+) -> io::Result<Vec<Case>> {
     let mut cases = Vec::new();
     let talk = project(root, "steady-talk")?;
     let state = plain_state_with("max_stalls: 0\n");
@@ -155,7 +160,7 @@ const BEFORE: &str = "before: ";
 
 /// Each case again with the binary of the same name in `before`, right
 /// after it: run by run, both builds meet the same load.
-pub fn pair_with(cases: &mut Vec<Case>, before: &Path) {
+pub(crate) fn pair_with(cases: &mut Vec<Case>, before: &Path) {
     let mut paired = Vec::with_capacity(cases.len() * 2);
     for case in cases.drain(..) {
         let name = case.program.file_name().map(|n| n.to_os_string());
@@ -176,7 +181,7 @@ pub fn pair_with(cases: &mut Vec<Case>, before: &Path) {
 /// This build against the one before, case by case: medians, the median of
 /// the run-by-run ratios (the two ran one after the other, so a burst of
 /// load from elsewhere hits both), and each above the `/bin/true` floor.
-pub fn paired(cases: &[Case], samples: &[Vec<std::time::Duration>]) -> String {
+pub(crate) fn paired(cases: &[Case], samples: &[Vec<std::time::Duration>]) -> String {
     use std::fmt::Write;
     let ms = |d: &std::time::Duration| d.as_secs_f64() * 1000.0;
     let median = |mut v: Vec<f64>| {

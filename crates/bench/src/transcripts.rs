@@ -11,7 +11,7 @@ use crate::MIB;
 use crate::fixtures::{PROMISELESS, Rng, SESSION, filler};
 
 /// The transcripts the cases read, written once per bench run.
-pub struct Transcripts {
+pub(crate) struct Transcripts {
     /// One small last turn: a working turn (a file edit, then text).
     pub small: PathBuf,
     /// 100 MB of past turns, then the small transcript's lines.
@@ -25,7 +25,7 @@ pub struct Transcripts {
 
 impl Transcripts {
     /// Write them under `dir`, always the same bytes (a fixed seed).
-    pub fn write(dir: &Path) -> std::io::Result<Transcripts> {
+    pub(crate) fn write(dir: &Path) -> std::io::Result<Transcripts> {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let pool = BlobPool::new(&mut rng);
         fs::create_dir_all(dir)?;

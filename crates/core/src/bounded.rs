@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// A process run by [`run_bounded`].
 #[derive(Debug)]
-pub struct Bounded {
+pub(crate) struct Bounded {
     pub exit: Option<i32>,
     pub timed_out: bool,
     /// The tail of its stdout and stderr, interleaved as written.
@@ -22,7 +22,7 @@ pub struct Bounded {
 /// Run `cmd` (no stdin) in its own process group, so a timeout kills the
 /// whole tree it started, at most `timeout`; stdout and stderr go to a temp
 /// file (no pipe to fill up), of which the tail is kept.
-pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> std::io::Result<Bounded> {
+pub(crate) fn run_bounded(cmd: &mut Command, timeout: Duration) -> std::io::Result<Bounded> {
     let (exit, timed_out, [output, _]) = spawn_bounded(cmd, timeout, false)?;
     Ok(Bounded {
         exit,
@@ -34,7 +34,7 @@ pub fn run_bounded(cmd: &mut Command, timeout: Duration) -> std::io::Result<Boun
 /// A process run by [`run_bounded_capture`]: its whole stdout (up to
 /// [`CAPTURE_LIMIT`]) apart from the tail of its stderr.
 #[derive(Debug)]
-pub struct Captured {
+pub(crate) struct Captured {
     pub exit: Option<i32>,
     pub timed_out: bool,
     pub stdout: Vec<u8>,
@@ -42,11 +42,14 @@ pub struct Captured {
 }
 
 /// The most of a process's stdout [`run_bounded_capture`] reads.
-pub const CAPTURE_LIMIT: u64 = 256 << 20;
+pub(crate) const CAPTURE_LIMIT: u64 = 256 << 20;
 
 /// [`run_bounded`], keeping stdout whole and apart (git's `-z` output, a
 /// diff): the same process group, timeout and temp files.
-pub fn run_bounded_capture(cmd: &mut Command, timeout: Duration) -> std::io::Result<Captured> {
+pub(crate) fn run_bounded_capture(
+    cmd: &mut Command,
+    timeout: Duration,
+) -> std::io::Result<Captured> {
     let (exit, timed_out, [stdout, stderr]) = spawn_bounded(cmd, timeout, true)?;
     Ok(Captured {
         exit,

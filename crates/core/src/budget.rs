@@ -13,11 +13,11 @@ use crate::run::events::Usage;
 use std::fmt;
 
 /// The date of [`PRICES`].
-pub const PRICES_DATE: &str = "2026-12-01";
+pub(crate) const PRICES_DATE: &str = "2026-12-01";
 
 /// US dollars per million tokens, for one model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Price {
+pub(crate) struct Price {
     pub input: Usd,
     pub output: Usd,
     pub cache_read: Usd,
@@ -38,7 +38,7 @@ const fn per_mtok(input: u64, output: u64, cache_read: u64, cache_write: u64) ->
 /// [`PRICES_DATE`] from the client's own `total_cost_usd`, one scripted reply
 /// of a million tokens of each kind per model). A dated id
 /// (`claude-sonnet-4-5-20250929`) is priced as its family.
-pub const PRICES: &[(&str, Price)] = &[
+pub(crate) const PRICES: &[(&str, Price)] = &[
     (
         "claude-opus-5-5",
         per_mtok(4_000_000, 20_000_000, 200_000, 5_000_000),
@@ -79,7 +79,7 @@ pub const PRICES: &[(&str, Price)] = &[
 
 /// The price of `model`: its own row, or the row of the id without a date
 /// suffix (`-20250929`, `-20250929-v1`).
-pub fn price(model: &str) -> Option<Price> {
+pub(crate) fn price(model: &str) -> Option<Price> {
     let find = |id: &str| PRICES.iter().find(|(m, _)| *m == id).map(|(_, p)| *p);
     find(model).or_else(|| {
         let base = model.strip_suffix("-v1").unwrap_or(model);
@@ -91,7 +91,7 @@ pub fn price(model: &str) -> Option<Price> {
 }
 
 /// The models [`PRICES`] knows, for an error message.
-pub fn priced_models() -> String {
+pub(crate) fn priced_models() -> String {
     let ids: Vec<&str> = PRICES.iter().map(|(m, _)| *m).collect();
     ids.join(", ")
 }
@@ -147,7 +147,7 @@ pub struct MessageUsage {
 }
 
 /// Every token a message used: input, output, cache reads and writes.
-pub fn tokens(u: &Usage) -> u64 {
+pub(crate) fn tokens(u: &Usage) -> u64 {
     u.input
         .saturating_add(u.output)
         .saturating_add(u.cache_read)
@@ -155,7 +155,7 @@ pub fn tokens(u: &Usage) -> u64 {
 }
 
 /// What `u` costs at `p`.
-pub fn cost(u: &Usage, p: &Price) -> Usd {
+pub(crate) fn cost(u: &Usage, p: &Price) -> Usd {
     let part = |n: u64, per_mtok: Usd| u128::from(n) * u128::from(per_mtok.0);
     let total = part(u.input, p.input)
         + part(u.output, p.output)
@@ -182,7 +182,7 @@ pub struct Budgets {
 }
 
 /// Seconds from `started_at` (RFC 3339, the state's) to Unix time `now`.
-pub fn elapsed_secs(started_at: Option<&str>, now: u64) -> Option<u64> {
+pub(crate) fn elapsed_secs(started_at: Option<&str>, now: u64) -> Option<u64> {
     let start = crate::clock::parse_rfc3339(started_at?)?;
     Some(now.saturating_sub(start))
 }

@@ -63,7 +63,7 @@ pub struct Pause {
 /// The reset time in a `StopFailure`'s `error_details`, when there is one: a
 /// `resets_at`/`reset_at`/`resetsAt` field (text or a Unix time), else a
 /// "resets at ..." phrase. The measured client sent none with an API key.
-pub fn reset_time(details: Option<&serde_json::Value>) -> Option<String> {
+pub(crate) fn reset_time(details: Option<&serde_json::Value>) -> Option<String> {
     use serde_json::Value;
     let details = details?;
     if let Value::Object(map) = details {

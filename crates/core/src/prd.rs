@@ -68,7 +68,7 @@ mod fast {
     use serde::Deserialize;
 
     #[derive(Deserialize)]
-    pub struct Prd {
+    pub(super) struct Prd {
         pub project: Option<String>,
         #[serde(rename = "branchName", alias = "branch_name")]
         pub branch_name: Option<String>,
@@ -78,7 +78,7 @@ mod fast {
     }
 
     #[derive(Deserialize)]
-    pub struct Story {
+    pub(super) struct Story {
         pub id: String,
         #[serde(default)]
         pub title: Option<String>,

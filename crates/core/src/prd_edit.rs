@@ -8,7 +8,7 @@ use crate::prd::Prd;
 /// `text` with story `id`'s `"passes"` set to `true` (added when the story
 /// has none); `None` when the story cannot be found or the result would not
 /// read as the same PRD with that one story passing.
-pub fn mark_passing(text: &str, id: &str) -> Option<String> {
+pub(crate) fn mark_passing(text: &str, id: &str) -> Option<String> {
     let (start, end) = story_span(text, id)?;
     let object = &text[start..end];
     let edited = match value_span(object, "passes") {

@@ -16,11 +16,11 @@
 use crate::transcript::Turn;
 
 /// Tools whose call changes files.
-pub const WRITING_TOOLS: [&str; 4] = ["Write", "Edit", "MultiEdit", "NotebookEdit"];
+pub(crate) const WRITING_TOOLS: [&str; 4] = ["Write", "Edit", "MultiEdit", "NotebookEdit"];
 /// The tools the guard runs before, and so records.
-pub const GUARDED_TOOLS: [&str; 5] = ["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"];
+pub(crate) const GUARDED_TOOLS: [&str; 5] = ["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"];
 /// Tools that only read or talk: a turn using nothing else changes no file.
-pub const READING_TOOLS: [&str; 9] = [
+pub(crate) const READING_TOOLS: [&str; 9] = [
     "Read",
     "Grep",
     "Glob",
@@ -52,7 +52,7 @@ pub enum TurnEffect {
 /// The transcript is trusted only when its last text is the
 /// `last_assistant_message` the client sent; without that message, only when
 /// the turn's start was found.
-pub fn turn_effect(
+pub(crate) fn turn_effect(
     recorded: Option<&[String]>,
     turn: Option<&Turn>,
     last_message: Option<&str>,
@@ -97,7 +97,7 @@ fn by_tools(tools: &[String]) -> TurnEffect {
 
 /// Unchanged turns in a row, this one included. `now` and `before` are the
 /// tree fingerprints, used only for an `Unknown` turn.
-pub fn stalls_after(
+pub(crate) fn stalls_after(
     effect: TurnEffect,
     stalls: u32,
     now: Option<&str>,

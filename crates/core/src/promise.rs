@@ -12,13 +12,13 @@ const OPEN: &str = "<promise>";
 const CLOSE: &str = "</promise>";
 
 /// Trim and collapse every run of whitespace to one space.
-pub fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The contents of every `<promise>...</promise>` tag printed in `text` (not
 /// quoted as code), in order.
-pub fn tags(text: &str) -> Vec<String> {
+pub(crate) fn tags(text: &str) -> Vec<String> {
     let prose = outside_code(text);
     let mut found = Vec::new();
     let mut rest = prose.as_str();
@@ -36,7 +36,7 @@ pub fn tags(text: &str) -> Vec<String> {
 }
 
 /// Does `text` hold a promise tag equal (normalised) to `promise`?
-pub fn is_kept(text: &str, promise: &str) -> bool {
+pub(crate) fn is_kept(text: &str, promise: &str) -> bool {
     let want = normalize(promise);
     !want.is_empty() && tags(text).iter().any(|t| normalize(t) == want)
 }
@@ -47,7 +47,7 @@ pub fn is_kept(text: &str, promise: &str) -> bool {
 /// (a run of backticks to the next run of the same length; an unmatched run
 /// is literal), as CommonMark reads them. Each removed piece leaves a space,
 /// so no two words join.
-pub fn outside_code(text: &str) -> String {
+pub(crate) fn outside_code(text: &str) -> String {
     let mut prose = String::with_capacity(text.len());
     let mut fence: Option<(char, usize)> = None;
     let mut paragraph = String::new();
@@ -138,7 +138,7 @@ fn closing_run(text: &str, n: usize) -> Option<usize> {
 
 /// Some promise tag is present, whatever it says (used to tell the model its
 /// tag did not match the configured promise).
-pub fn has_any_tag(text: &str) -> bool {
+pub(crate) fn has_any_tag(text: &str) -> bool {
     !tags(text).is_empty()
 }
 

@@ -70,7 +70,7 @@ impl QueueOp {
 
 /// The text of a message's `content`: a string, or the text blocks of an array
 /// (a queued message, a subagent's task).
-pub fn content_text(v: &serde_json::Value) -> String {
+pub(crate) fn content_text(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Array(items) => items
@@ -90,7 +90,7 @@ pub struct Queued {
 }
 
 /// Replay `ops` (oldest first): the messages still queued at the end.
-pub fn pending(ops: &[QueueOp]) -> Vec<Queued> {
+pub(crate) fn pending(ops: &[QueueOp]) -> Vec<Queued> {
     let mut queue: Vec<Queued> = Vec::new();
     for op in ops {
         match op.kind {
@@ -121,7 +121,7 @@ pub fn pending(ops: &[QueueOp]) -> Vec<Queued> {
 
 /// What a queued message asks of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Typed {
+pub(crate) enum Typed {
     Cancel,
     Status,
     Help,
@@ -138,7 +138,7 @@ pub enum Typed {
     Other,
 }
 
-pub fn classify(text: &str) -> Typed {
+pub(crate) fn classify(text: &str) -> Typed {
     if text.trim_start().starts_with("<task-notification>") {
         Typed::Notification
     } else if args::command_args(text, args::CANCEL_COMMANDS).is_some() {
@@ -178,7 +178,7 @@ impl QueueAction {
 /// Decide on the messages queued after `seen` (the timestamp of the newest
 /// queued message an earlier Stop already answered). A cancel wins over
 /// everything; a message for the model over answers.
-pub fn action(pending: &[Queued], seen: Option<&str>) -> QueueAction {
+pub(crate) fn action(pending: &[Queued], seen: Option<&str>) -> QueueAction {
     let new: Vec<&Queued> = pending
         .iter()
         .filter(|q| seen.is_none_or(|s| q.timestamp.as_str() > s))
@@ -206,7 +206,7 @@ pub fn action(pending: &[Queued], seen: Option<&str>) -> QueueAction {
 }
 
 /// The newest timestamp among `pending`, to remember as answered.
-pub fn newest(pending: &[Queued]) -> Option<&str> {
+pub(crate) fn newest(pending: &[Queued]) -> Option<&str> {
     pending.iter().map(|q| q.timestamp.as_str()).max()
 }
 

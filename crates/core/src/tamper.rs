@@ -29,12 +29,12 @@ pub struct Tamper {
 }
 
 /// The changes to the loop's folder ralph did not make, if any.
-pub fn found(paths: &LoopPaths) -> Option<Tamper> {
+pub(crate) fn found(paths: &LoopPaths) -> Option<Tamper> {
     found_in(paths, &paths.read_own_state())
 }
 
 /// [`found`], with the state file and its seal as read already.
-pub fn found_in(paths: &LoopPaths, own: &OwnState) -> Option<Tamper> {
+pub(crate) fn found_in(paths: &LoopPaths, own: &OwnState) -> Option<Tamper> {
     let mut changes = Vec::new();
     let mut owner = String::new();
     let mut iteration = 0;
@@ -89,7 +89,7 @@ pub fn found_in(paths: &LoopPaths, own: &OwnState) -> Option<Tamper> {
 
 /// What changed in the state from ralph's last write `last` (unknown when
 /// its copy was changed too) to `now`: the frontmatter's fields, the prompt.
-pub fn describe(last: Option<&str>, now: &str) -> String {
+pub(crate) fn describe(last: Option<&str>, now: &str) -> String {
     let Some(last) = last else {
         return "state.md (the loop's state) was changed outside ralph, and its copy in the project too: what it was is not known".into();
     };
@@ -156,7 +156,7 @@ fn clip(v: &str) -> String {
 }
 
 /// The words for the user.
-pub fn message(t: &Tamper) -> String {
+pub(crate) fn message(t: &Tamper) -> String {
     format!(
         "⏸ Ralph loop paused: its files in ralph's data folder were changed by something other than ralph (not by you through ralph's commands): {}. Nothing was rewritten from them. If you made this change, /ralph-resume accepts the files as they are now; otherwise /cancel-ralph.",
         t.changes.join("; ")
@@ -165,7 +165,7 @@ pub fn message(t: &Tamper) -> String {
 
 /// The Stop's answer: the session stops, the user is told; logged once
 /// for the same change.
-pub fn answer(paths: &LoopPaths, session: &str, t: &Tamper) -> HookOutput {
+pub(crate) fn answer(paths: &LoopPaths, session: &str, t: &Tamper) -> HookOutput {
     let text = message(t);
     let last = activity::last_entry(&paths.log);
     let same = last.is_some_and(|e| e.message.as_deref() == Some(text.as_str()));

@@ -22,7 +22,7 @@ pub(crate) struct Response {
 }
 
 impl Response {
-    pub fn new(status: u16, content_type: &'static str, body: String) -> Response {
+    pub(crate) fn new(status: u16, content_type: &'static str, body: String) -> Response {
         Response {
             status,
             content_type,
@@ -32,7 +32,7 @@ impl Response {
     }
 
     /// The status line, headers and blank line.
-    pub fn head(&self, keep_alive: bool) -> String {
+    pub(crate) fn head(&self, keep_alive: bool) -> String {
         let mut head = format!(
             "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-cache\r\nrequest-id: req_fake\r\nConnection: {}\r\n",
             self.status,
@@ -51,7 +51,7 @@ impl Response {
         head
     }
 
-    pub fn write_to(&self, out: &mut impl Write, keep_alive: bool) -> io::Result<()> {
+    pub(crate) fn write_to(&self, out: &mut impl Write, keep_alive: bool) -> io::Result<()> {
         out.write_all(self.head(keep_alive).as_bytes())?;
         out.write_all(self.body.as_bytes())?;
         out.flush()

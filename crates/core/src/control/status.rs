@@ -423,7 +423,7 @@ fn budgets(state: &LoopState, now: Option<u64>) -> Vec<BudgetStatus> {
 }
 
 /// "token budget", as the user reads it.
-pub fn budget_name(budget: Budget) -> &'static str {
+pub(crate) fn budget_name(budget: Budget) -> &'static str {
     match budget {
         Budget::Tokens => "token budget",
         Budget::Runtime => "runtime budget",
@@ -432,7 +432,7 @@ pub fn budget_name(budget: Budget) -> &'static str {
 }
 
 /// "12,345 of 10,000 tokens", "1 h 31 min of 1 h 30 min", "$5.02 of $5.00".
-pub fn spent_of(budget: Budget, b: &Budgets, elapsed_secs: Option<u64>) -> String {
+pub(crate) fn spent_of(budget: Budget, b: &Budgets, elapsed_secs: Option<u64>) -> String {
     match budget {
         Budget::Tokens => format!(
             "{} of {} tokens",

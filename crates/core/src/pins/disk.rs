@@ -38,7 +38,7 @@ fn history_path(paths: &LoopPaths) -> PathBuf {
 /// word of a check run in `root`) names; `None` for anything else (a folder,
 /// the root, a path outside the project, a missing file). A symbolic link is
 /// followed: its target inside the project is what is pinned.
-pub fn project_file(root: &Path, word: &str) -> Option<String> {
+pub(crate) fn project_file(root: &Path, word: &str) -> Option<String> {
     let canon_root = fs::canonicalize(root).ok()?;
     let real = fs::canonicalize(root.join(word)).ok()?;
     if !fs::metadata(&real).ok()?.is_file() {
@@ -51,7 +51,7 @@ pub fn project_file(root: &Path, word: &str) -> Option<String> {
 }
 
 /// The files `command` names that exist in the project.
-pub fn named_files(root: &Path, command: &str) -> Vec<String> {
+pub(crate) fn named_files(root: &Path, command: &str) -> Vec<String> {
     candidate_words(command)
         .iter()
         .filter_map(|w| project_file(root, w))
@@ -59,7 +59,7 @@ pub fn named_files(root: &Path, command: &str) -> Vec<String> {
 }
 
 /// The files matching `glob` (relative to `root`), sorted.
-pub fn glob_files(root: &Path, glob: &str) -> Vec<String> {
+pub(crate) fn glob_files(root: &Path, glob: &str) -> Vec<String> {
     let prefix = super::literal_prefix(glob);
     let start = if prefix.is_empty() {
         root.to_path_buf()
@@ -104,7 +104,7 @@ pub fn glob_files(root: &Path, glob: &str) -> Vec<String> {
 /// What a new loop pins: `(path, why)`, the check's files first, then the
 /// user's globs (`(origin, glob)`). A glob matching nothing and a set over
 /// the caps are start errors. Reads only.
-pub fn collect(
+pub(crate) fn collect(
     root: &Path,
     checks: &[String],
     globs: &[(&'static str, String)],
@@ -153,7 +153,7 @@ pub fn collect(
 
 /// Keep a copy of each file of `wanted` in the loop's folder and write the
 /// manifest, replacing the pins of any earlier loop. Under the loop lock.
-pub fn record(paths: &LoopPaths, wanted: &[(String, String)]) -> Result<Manifest, PinError> {
+pub(crate) fn record(paths: &LoopPaths, wanted: &[(String, String)]) -> Result<Manifest, PinError> {
     forget(paths);
     let _ = fs::remove_file(history_path(paths));
     let mut manifest = Manifest::default();
@@ -164,7 +164,7 @@ pub fn record(paths: &LoopPaths, wanted: &[(String, String)]) -> Result<Manifest
 /// The loop is over (or a new one starts): its pins no longer hold, so no
 /// later check (of a loop started without ralph's start) puts them back.
 /// The versions put back, and their record, stay (never lost).
-pub fn forget(paths: &LoopPaths) {
+pub(crate) fn forget(paths: &LoopPaths) {
     let _ = fs::remove_file(manifest_path(paths));
     let _ = crate::seal::remove(&manifest_path(paths));
     let _ = fs::remove_dir_all(paths.pins.join("files"));
@@ -172,7 +172,7 @@ pub fn forget(paths: &LoopPaths) {
 
 /// A story that first appears mid-loop: the files its check names are
 /// pinned as they are now. Returns the new manifest when it grew.
-pub fn add(paths: &LoopPaths, command: &str) -> Result<Option<Manifest>, PinError> {
+pub(crate) fn add(paths: &LoopPaths, command: &str) -> Result<Option<Manifest>, PinError> {
     let mut manifest = read_manifest(paths);
     let new: Vec<(String, String)> = named_files(&paths.root, command)
         .into_iter()
@@ -221,7 +221,7 @@ fn keep(
 }
 
 /// The manifest of the running loop (empty when it has no pins).
-pub fn read_manifest(paths: &LoopPaths) -> Manifest {
+pub(crate) fn read_manifest(paths: &LoopPaths) -> Manifest {
     match fs::read_to_string(manifest_path(paths)) {
         Ok(text) => Manifest::parse(&text),
         Err(_) => Manifest::default(),
@@ -260,7 +260,7 @@ pub struct PutBack {
 /// (the common case) this costs the manifest's read and, per pin, one
 /// `stat` and two reads. Each file put back is recorded in
 /// `pins/restored.jsonl`. Under the loop lock (or the merge lock).
-pub fn put_back(paths: &LoopPaths, manifest: &Manifest) -> (Vec<PutBack>, Vec<String>) {
+pub(crate) fn put_back(paths: &LoopPaths, manifest: &Manifest) -> (Vec<PutBack>, Vec<String>) {
     let mut done = Vec::new();
     let mut untrusted = Vec::new();
     for pin in &manifest.files {
@@ -398,7 +398,7 @@ pub fn before_checks(paths: &LoopPaths) -> Guarded {
 }
 
 /// Every file put back during this loop, oldest first.
-pub fn history(paths: &LoopPaths) -> Vec<PutBack> {
+pub(crate) fn history(paths: &LoopPaths) -> Vec<PutBack> {
     fs::read_to_string(history_path(paths))
         .map(|t| {
             t.lines()
@@ -411,7 +411,7 @@ pub fn history(paths: &LoopPaths) -> Vec<PutBack> {
 /// For the loop's end message: the pinned files that were changed during
 /// the loop and put back, and where the agent's versions are; `None` when
 /// none was.
-pub fn end_note(paths: &LoopPaths) -> Option<String> {
+pub(crate) fn end_note(paths: &LoopPaths) -> Option<String> {
     let history = history(paths);
     if history.is_empty() {
         return None;
@@ -427,7 +427,7 @@ pub fn end_note(paths: &LoopPaths) -> Option<String> {
 
 /// The log's entry for files put back (decision `pin`, reason
 /// `pin_restored`), with the loop's session and iteration.
-pub fn log_put_back(paths: &LoopPaths, back: &[PutBack]) {
+pub(crate) fn log_put_back(paths: &LoopPaths, back: &[PutBack]) {
     if !back.is_empty() {
         log_pin(paths, "pin_restored", &put_back_text(back));
     }
@@ -471,7 +471,7 @@ pub fn told(out: HookOutput, back: &[PutBack]) -> HookOutput {
 }
 
 /// "tests/check.sh (changed)" for each file, for the log and the model.
-pub fn put_back_text(back: &[PutBack]) -> String {
+pub(crate) fn put_back_text(back: &[PutBack]) -> String {
     let names: Vec<String> = back
         .iter()
         .map(|b| format!("{} ({})", b.path, b.was))

@@ -18,7 +18,7 @@ fn kept(paths: &LoopPaths, name: &str) -> PathBuf {
 
 /// Record, at a loop's start, what its reviews will use. Nothing for a loop
 /// without review.
-pub fn record(paths: &LoopPaths, config: &ReviewConfig) -> Result<(), StoreError> {
+pub(crate) fn record(paths: &LoopPaths, config: &ReviewConfig) -> Result<(), StoreError> {
     if !config.is_on() {
         return Ok(());
     }
@@ -46,14 +46,14 @@ fn project_instructions(root: &Path, name: &str) -> String {
 /// A reviewer's instructions for this loop: the copy made at start. A loop
 /// started before ralph kept them gets the built-in text, never the
 /// project's file as it is now.
-pub fn instructions(paths: &LoopPaths, name: &str) -> String {
+pub(crate) fn instructions(paths: &LoopPaths, name: &str) -> String {
     std::fs::read_to_string(kept(paths, name))
         .unwrap_or_else(|_| builtin_instructions(name).to_string())
 }
 
 /// The `claude` recorded at start; for a loop started before ralph recorded
 /// it, resolved now.
-pub fn claude_bin(paths: &LoopPaths) -> PathBuf {
+pub(crate) fn claude_bin(paths: &LoopPaths) -> PathBuf {
     match std::fs::read(&paths.reviewer_bin) {
         Ok(b) if !b.is_empty() => PathBuf::from(String::from_utf8_lossy(&b).into_owned()),
         _ => resolve_claude(&Env::current()),
@@ -61,7 +61,7 @@ pub fn claude_bin(paths: &LoopPaths) -> PathBuf {
 }
 
 /// The ignored paths at the loop's start, when recorded.
-pub fn ignored_at_start(paths: &LoopPaths) -> Option<Vec<String>> {
+pub(crate) fn ignored_at_start(paths: &LoopPaths) -> Option<Vec<String>> {
     let text = std::fs::read(&paths.ignored_at_start).ok()?;
     Some(
         text.split(|b| *b == 0)
@@ -73,7 +73,7 @@ pub fn ignored_at_start(paths: &LoopPaths) -> Option<Vec<String>> {
 
 /// What [`resolve_claude`] looks at.
 #[derive(Debug, Clone, Default)]
-pub struct Env {
+pub(crate) struct Env {
     /// `RALPH_CLAUDE`.
     pub ralph_claude: Option<String>,
     /// The executable of the client process the hooks are told of
@@ -86,7 +86,7 @@ pub struct Env {
 }
 
 impl Env {
-    pub fn current() -> Env {
+    pub(crate) fn current() -> Env {
         Env {
             ralph_claude: std::env::var("RALPH_CLAUDE").ok().filter(|v| !v.is_empty()),
             client: std::env::var("CLAUDE_PID")
@@ -104,7 +104,7 @@ impl Env {
 /// replaced since, `... (deleted)`), else an ancestor named `claude` or
 /// `claude.exe`; else `claude` on `PATH`, now, as an absolute path; else
 /// plain `claude` (which will fail, and say so).
-pub fn resolve_claude(env: &Env) -> PathBuf {
+pub(crate) fn resolve_claude(env: &Env) -> PathBuf {
     if let Some(bin) = &env.ralph_claude {
         return absolute(Path::new(bin), env);
     }

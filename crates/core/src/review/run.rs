@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 /// settings file with its hooks, enabled plugins, CLAUDE.md files, rules,
 /// skills and agents; `--strict-mcp-config` with an empty `--mcp-config`
 /// drops every MCP server.
-pub const ISOLATED: &[&str] = &[
+pub(crate) const ISOLATED: &[&str] = &[
     "--setting-sources",
     "",
     "--strict-mcp-config",
@@ -39,7 +39,7 @@ pub struct Brief {
 
 /// The review request for `reviewer`, with the change since the base
 /// (`review::change`).
-pub fn request(root: &Path, reviewer: &str, brief: &Brief, change: &Change) -> Request {
+pub(crate) fn request(root: &Path, reviewer: &str, brief: &Brief, change: &Change) -> Request {
     Request {
         reviewer: reviewer.to_string(),
         project: root.display().to_string(),
@@ -58,7 +58,7 @@ pub fn request(root: &Path, reviewer: &str, brief: &Brief, change: &Change) -> R
 /// Run every reviewer of `reviews`, each with what it is told (or the
 /// `--review-cmd` program, when given, in their place), in parallel; their
 /// verdicts by name. The change is read once for each base.
-pub fn review_all(
+pub(crate) fn review_all(
     paths: &LoopPaths,
     reviews: &[(String, Brief)],
     review_cmd: Option<&str>,
@@ -97,7 +97,7 @@ pub fn review_all(
 /// One review: the `--review-cmd` program, or `claude -p` with the
 /// reviewer's prompt (its instructions as kept at the loop's start) run by
 /// the `claude` recorded then.
-pub fn review(
+pub(crate) fn review(
     paths: &LoopPaths,
     request: &Request,
     review_cmd: Option<&str>,
