@@ -454,3 +454,29 @@ fn every_path_the_architecture_doc_names_is_in_the_code() {
         missing.join("\n")
     );
 }
+
+#[test]
+fn every_library_module_says_whether_it_is_pure() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for lib in ["crates/core/src", "crates/policy/src"] {
+        rust_files(&root.join(lib), &mut files);
+    }
+    let silent: Vec<String> = files
+        .iter()
+        .filter(|f| !f.to_string_lossy().ends_with("_tests.rs"))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            !text
+                .lines()
+                .take_while(|l| l.starts_with("//!"))
+                .any(|l| l.contains("Pure") || l.contains("I/O"))
+        })
+        .map(|f| f.strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    assert!(
+        silent.is_empty(),
+        "say at the top whether these are pure (\"Pure.\") or do I/O (\"Does I/O: ...\"):\n{}",
+        silent.join("\n")
+    );
+}

@@ -2,6 +2,7 @@
 //! or `rm .claude/ralph-loop.{lock,log.jsonl}` reaches a loop file: brace
 //! expansion, then `*`, `?` and `[...]` per path component, with the shell's
 //! rule that a leading dot is only matched by a literal dot.
+//! Pure.
 
 /// Does the word contain anything the shell would expand as a pattern?
 pub(crate) fn has_glob(s: &str) -> bool {

@@ -10,6 +10,7 @@
 //!
 //! [`decide`] is pure: the binary gathers what it needs from the file system
 //! into a [`LoopContext`] and turns the [`GuardDecision`] into hook output.
+//! Pure.
 
 // The crate's public face is what the guard binary, the bench, the tests
 // and the fuzz targets use (the gathering, the decision, and the readers the

@@ -4,6 +4,7 @@
 //! they were (a story's `verify` changed to `true` would pass without the real
 //! check), and a dependency added mid-loop must name a story and must not
 //! close a cycle (either would stall the loop as a deadlock).
+//! Pure.
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -8,6 +8,7 @@
 //! (permissions, the model, the status line) stay the agent's to change
 //! with the file tools; a Bash write to these files is refused outright
 //! while a loop runs, since its content cannot be judged.
+//! Pure.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

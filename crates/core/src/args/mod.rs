@@ -6,6 +6,7 @@
 //! `--flags` (and their values) are taken out; an unknown `--flag` is an
 //! error rather than silently becoming prompt words, and ` -- ` ends the
 //! options so the rest is prompt text verbatim.
+//! Pure.
 
 use crate::budget::Usd;
 use crate::run::options::{parse_duration, parse_tokens};

@@ -8,6 +8,7 @@
 //! `--fork-session` gives a new id; `/clear` fires `SessionEnd` with reason
 //! `clear` for the old id and at once `SessionStart` with source `clear` and
 //! a new id, in the same client process (`CLAUDE_PID`).
+//! Pure.
 
 /// How long after the owner's `/clear` its successor may claim the loop.
 /// The two events come within milliseconds of each other.

@@ -1,6 +1,7 @@
 //! The rules of a start: pure. May a loop start over what is there, where
 //! its prompt comes from, what a PRD must be at start, and the new loop's
 //! state.
+//! Pure.
 
 use super::{Gate, StartError};
 use crate::args::StartArgs;

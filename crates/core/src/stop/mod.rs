@@ -25,6 +25,7 @@
 //! run, the pass stops there: the binary releases the lock (a cancel must
 //! not wait for a test suite), runs them, and calls `step` again, which
 //! reads the state afresh with their results.
+//! Does I/O: gather and apply, under the lock (the checks it hands back run in the binary).
 
 pub mod apply;
 pub mod completion;

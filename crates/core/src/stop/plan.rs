@@ -4,6 +4,7 @@
 //! the verdict on completion (see `completion`), and the state the Stop
 //! leaves. (Who owns the loop and when the tree is looked at decide what is
 //! read: they are `inputs`' rules.)
+//! Pure.
 
 use super::completion::{self, Completion, JudgedPrd};
 use super::decide::Workers;

@@ -16,6 +16,7 @@
 //!
 //! Rows are split on `|` and trimmed. A `[rewrite]` row is split from the
 //! right (reason, then replacement), so its regex may use `|` alternation.
+//! Pure.
 
 mod rewrite;
 

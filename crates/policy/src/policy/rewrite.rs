@@ -1,6 +1,7 @@
 //! `[rewrite]` rules: a regex, a replacement with `\1` / `$1` backrefs and a
 //! reason. Rules are parsed (not compiled) up front; the common anchored
 //! shapes run by hand, and the others are compiled on first use.
+//! Pure.
 
 use std::cell::OnceCell;
 

@@ -5,6 +5,7 @@
 //! FILE`, `statusline --install/--off`) is the user's. The binaries refuse
 //! the same by themselves when the guard is dodged (`control::
 //! this_process_run_by_agent`, which also reads the process's ancestry).
+//! Pure.
 
 use super::argv::operands;
 use super::wrappers::is_shell;

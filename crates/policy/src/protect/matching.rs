@@ -7,6 +7,7 @@
 //! A path whose value depends on anything else (`$TMPDIR/x`, `"$OUT"/*`, a
 //! relative path after `cd "$X"`) is not assumed to point into the project:
 //! it is not judged.
+//! Does I/O: whether a named target exists.
 
 use std::path::{Component, Path, PathBuf};
 

@@ -8,6 +8,7 @@
 //! says which of its operands it removes or writes, each judged against the
 //! protected paths ([`matching`]). Reading (`cat`, `grep`, `head`, `cp`
 //! *from*) is never judged, so a benign look-alike stays allowed.
+//! Pure.
 
 mod argv;
 mod control;

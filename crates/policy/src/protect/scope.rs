@@ -5,6 +5,7 @@
 //! (`echo 'rm x' > s.sh && sh s.sh`). It also says what text a command
 //! visibly prints (`echo`, `printf`, `cat` of a heredoc), for a shell that
 //! reads it on stdin.
+//! Pure.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

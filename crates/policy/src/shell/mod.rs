@@ -9,6 +9,7 @@
 //! and `r''m` as the same `rm` the shell runs.
 //!
 //! Everything here is text in, values out: no file system, no environment.
+//! Pure.
 
 mod quote;
 

@@ -6,6 +6,7 @@
 //! One arm per program here; the families with options of their own live in
 //! their own modules: [`copy`] (`mv`, `cp`, `ln`, `rsync`, ...), [`editors`]
 //! (in-place editors), [`archives`] (`tar`, `unzip`, `patch`) and [`git`].
+//! Pure.
 
 mod archives;
 mod copy;

@@ -10,6 +10,7 @@
 //! The wrappers that only change how their command runs are rows of
 //! [`table::WRAPPERS`]; those that hand over a string to run are in
 //! [`handover`].
+//! Pure.
 
 mod handover;
 mod table;
