@@ -21,6 +21,7 @@
 //!    edit made it);
 //! 4. whatever is fed again and again (a story, a repair) stops the loop
 //!    after `max_story_attempts` feeds in a row.
+//!
 //! Pure.
 
 use super::completion::{self, Completion, JudgedPrd, Refusal};
