@@ -5,7 +5,7 @@
 //! the writes (the lane named for its story, or dropped). Does I/O.
 
 use super::git;
-use super::hooks::{drop_lane, worker_loop, worktree_of};
+use super::lanes::{drop_lane, worker_loop, worktree_of};
 use super::queue::Claim;
 use super::{Lane, LaneStatus};
 use crate::activity::{self, Action, Code, Entry};

@@ -10,15 +10,14 @@
 
 use super::claim::claim;
 use super::git;
+use super::lanes::{remove_lane_worktree, worker_loop, worktree_of};
 use super::queue::{Claim, Merge, merge_and_check};
 use super::{Lane, LaneStatus, MergeOutcome, NOTES_FILE, WORKER_TYPE, refuse};
 use crate::activity::{self, Action, Code, Entry};
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
-use crate::paths::{LoopPaths, StateFile};
+use crate::paths::LoopPaths;
 use crate::prd_edit;
-use crate::state::LoopState;
-use crate::state::owns;
 use crate::store::{self, LOCK_WAIT, LoopLock};
 use crate::verify::{CheckResult, VerifyLog};
 use std::path::{Path, PathBuf};
@@ -27,28 +26,6 @@ use std::time::Duration;
 /// How long a worker's stop waits for the merges before its own (each may
 /// run a story's check).
 pub const MERGE_WAIT: Duration = Duration::from_secs(1800);
-
-/// The running loop a parallel worker's hook call belongs to.
-pub(super) fn worker_loop(paths: &LoopPaths, input: &HookInput) -> Option<LoopState> {
-    if input.agent_type.as_deref() != Some(WORKER_TYPE) {
-        return None;
-    }
-    let StateFile::Loop { state, .. } = paths.read_state() else {
-        return None;
-    };
-    let ours = owns(&state.session_id, input.session())
-        || crate::standaside::run_session(paths).as_deref() == Some(state.session_id.as_str());
-    (state.active && state.parallel > 0 && ours).then_some(*state)
-}
-
-/// The worker's worktree: its hook `cwd`, when that is not the main tree.
-pub(super) fn worktree_of(paths: &LoopPaths, input: &HookInput) -> Option<PathBuf> {
-    let cwd = PathBuf::from(input.cwd.as_deref()?);
-    let same = |a: &Path, b: &Path| {
-        a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
-    };
-    (!same(&cwd, &paths.root)).then_some(cwd)
-}
 
 /// `SubagentStart` of a parallel worker: record its worktree (so it is
 /// removed whatever happens) and start it on the loop's branch as it is now
@@ -167,22 +144,6 @@ pub fn sync_lanes(paths: &LoopPaths, sync: &LaneSync, session: &str, iteration: 
         );
         log_cleanup(paths, session, iteration, &text);
     }
-}
-
-/// A worker let go without a merge: its lane, worktree and branch go (the
-/// main loop hands its story out again). Under the loop lock.
-pub(super) fn drop_lane(paths: &LoopPaths, board: &mut super::Board, agent: &str, lane: &Lane) {
-    board.lanes.remove(agent);
-    let _ = paths.write_board(board);
-    let _ = remove_lane_worktree(paths, agent, lane);
-}
-
-/// A lane's worktree and its branches: the story's, and the one Claude Code
-/// named (`worktree-agent-<id>`) when it was not renamed yet.
-fn remove_lane_worktree(paths: &LoopPaths, agent: &str, lane: &Lane) -> Result<(), String> {
-    super::bound::forget(paths, agent);
-    let client_branch = format!("worktree-agent-{agent}");
-    git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch])
 }
 
 /// One `cleanup` line in the activity log.

@@ -7,8 +7,8 @@
 //! Pure.
 
 use super::completion::{self, Completion, JudgedPrd};
-use super::decide::Workers;
 use super::inputs::{StopInputs, queue_action};
+use super::workers::Workers;
 use crate::budget::{self, Budgets};
 use crate::paths::PrdReadError;
 use crate::prd::Prd;

@@ -1,0 +1,52 @@
+//! A `--parallel` worker's lane, as the hooks find it: the running loop its
+//! call belongs to, its worktree, and the lane let go (its worktree and
+//! branches removed). Shared by the worker's start, claim and stop. Does
+//! I/O (reads the state, removes worktrees).
+
+use super::{Board, Lane, WORKER_TYPE, git};
+use crate::hook_input::HookInput;
+use crate::paths::{LoopPaths, StateFile};
+use crate::state::{LoopState, owns};
+use std::path::{Path, PathBuf};
+
+/// The running loop a parallel worker's hook call belongs to.
+pub(super) fn worker_loop(paths: &LoopPaths, input: &HookInput) -> Option<LoopState> {
+    if input.agent_type.as_deref() != Some(WORKER_TYPE) {
+        return None;
+    }
+    let StateFile::Loop { state, .. } = paths.read_state() else {
+        return None;
+    };
+    let ours = owns(&state.session_id, input.session())
+        || crate::standaside::run_session(paths).as_deref() == Some(state.session_id.as_str());
+    (state.active && state.parallel > 0 && ours).then_some(*state)
+}
+
+/// The worker's worktree: its hook `cwd`, when that is not the main tree.
+pub(super) fn worktree_of(paths: &LoopPaths, input: &HookInput) -> Option<PathBuf> {
+    let cwd = PathBuf::from(input.cwd.as_deref()?);
+    let same = |a: &Path, b: &Path| {
+        a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
+    };
+    (!same(&cwd, &paths.root)).then_some(cwd)
+}
+
+/// A worker let go without a merge: its lane, worktree and branch go (the
+/// main loop hands its story out again). Under the loop lock.
+pub(super) fn drop_lane(paths: &LoopPaths, board: &mut Board, agent: &str, lane: &Lane) {
+    board.lanes.remove(agent);
+    let _ = paths.write_board(board);
+    let _ = remove_lane_worktree(paths, agent, lane);
+}
+
+/// A lane's worktree and its branches: the story's, and the one Claude Code
+/// named (`worktree-agent-<id>`) when it was not renamed yet.
+pub(super) fn remove_lane_worktree(
+    paths: &LoopPaths,
+    agent: &str,
+    lane: &Lane,
+) -> Result<(), String> {
+    super::bound::forget(paths, agent);
+    let client_branch = format!("worktree-agent-{agent}");
+    git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch])
+}
