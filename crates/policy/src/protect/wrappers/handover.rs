@@ -102,14 +102,7 @@ pub(super) fn script(words: &[String], next: usize, u: &mut Unwrapped) -> Step {
             })
             .map(|(_, v)| v.clone()),
     );
-    match opt(&o, &["-c", "--command"]) {
-        Some(text) => Step::Done(Invocation::Script {
-            text: text.to_string(),
-            args: Vec::new(),
-            via_xargs: false,
-        }),
-        None => Step::Done(Invocation::Nothing),
-    }
+    command_option(&o)
 }
 
 /// `watch [options] COMMAND...` joins its words and runs them with `sh -c`
@@ -149,14 +142,7 @@ pub(super) fn su(words: &[String], next: usize) -> Step {
             "--whitelist-environment",
         ],
     );
-    match opt(&o, &["-c", "--command"]) {
-        Some(text) => Step::Done(Invocation::Script {
-            text: text.to_string(),
-            args: Vec::new(),
-            via_xargs: false,
-        }),
-        None => Step::Done(Invocation::Nothing),
-    }
+    command_option(&o)
 }
 
 /// `env [-i] [-u NAME] [-C DIR] [-S STRING] [NAME=VALUE]... [COMMAND...]`.
@@ -274,4 +260,17 @@ pub(super) fn shell_invocation(
     // `bash script.sh`: run a file; its content is known only when this
     // command wrote it.
     exec(name, &words[j..], via_xargs)
+}
+
+/// `-c TEXT` / `--command TEXT` (`script`, `su`): the script they hand to a
+/// shell, or nothing to run.
+fn command_option(o: &[(String, String)]) -> Step {
+    match opt(o, &["-c", "--command"]) {
+        Some(text) => Step::Done(Invocation::Script {
+            text: text.to_string(),
+            args: Vec::new(),
+            via_xargs: false,
+        }),
+        None => Step::Done(Invocation::Nothing),
+    }
 }
