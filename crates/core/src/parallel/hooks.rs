@@ -10,6 +10,7 @@
 
 use super::claim::claim;
 use super::git;
+use super::landing::{merged, sent_back};
 use super::lanes::{remove_lane_worktree, worker_loop, worktree_of};
 use super::queue::{Claim, Merge, merge_and_check};
 use super::{Lane, LaneStatus, MergeOutcome, NOTES_FILE, WORKER_TYPE, refuse};
@@ -17,9 +18,7 @@ use crate::activity::{self, Action, Code, Entry};
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
 use crate::paths::LoopPaths;
-use crate::prd_edit;
 use crate::store::{self, LOCK_WAIT, LoopLock};
-use crate::verify::{CheckResult, VerifyLog};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -159,6 +158,12 @@ fn log_cleanup(paths: &LoopPaths, session: &str, iteration: u64, text: &str) {
 /// the story is marked passing in the main tree and the worktree removed;
 /// else the story goes back to the worker on the new base. `extend` pushes
 /// the hook's watchdog out before each long wait.
+///
+/// In stages: the claim under the loop lock (`parallel::claim`), the long
+/// work with the loop lock free (`ready_to_merge`, then
+/// `queue::merge_and_check` under the merge lock), and what it comes to
+/// under the loop lock again (`parallel::landing`: reads, a pure plan, the
+/// writes).
 pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duration)) -> HookOutput {
     let claim = match claim(paths, input) {
         Ok(claim) => claim,
@@ -240,150 +245,6 @@ fn ready_to_merge(
         return Err(sent_back(paths, input, claim, outcome));
     }
     Ok(())
-}
-
-/// The story is in the loop's branch and its check passed there: mark it
-/// passing in the main tree's PRD, keep the check's result, log, and
-/// remove the worktree and its branch. The merge lock is still held.
-fn merged(
-    paths: &LoopPaths,
-    input: &HookInput,
-    claim: &Claim,
-    commit: String,
-    check: Option<CheckResult>,
-) -> HookOutput {
-    let outcome = MergeOutcome::Merged { commit };
-    let message = super::merge_message(&claim.story, &outcome);
-    let Ok(_lock) = LoopLock::acquire(&paths.lock, LOCK_WAIT) else {
-        return HookOutput::allow(format!(
-            "{message} (but the loop's lock stayed busy, so it was not marked passing: the story goes out again)"
-        ));
-    };
-    if worker_loop(paths, input).is_none() {
-        // Cancelled while the check ran: the merge stays (it passed), the
-        // loop's files are not written again.
-        return HookOutput::allow(message);
-    }
-    let mut problems = Vec::new();
-    let prd_file = claim.state.prd_file.clone().unwrap_or_default();
-    match paths.read_project_file(&prd_file) {
-        Ok(text) => match prd_edit::mark_passing(&text, &claim.story) {
-            Some(out) if out != text => {
-                if let Err(e) = store::atomic_write(&paths.root.join(&prd_file), out.as_bytes()) {
-                    problems.push(format!("{prd_file} not written: {e}"));
-                }
-            }
-            Some(_) => {}
-            None => problems.push(format!(
-                "{prd_file}: story {} not found to mark",
-                claim.story
-            )),
-        },
-        Err(e) => problems.push(format!("{prd_file}: {e}")),
-    }
-    if let Some(mut result) = check {
-        result.fingerprint = crate::worktree::fingerprint(&paths.root);
-        let mut log = store::read_optional(&paths.verify)
-            .ok()
-            .flatten()
-            .map(|t| VerifyLog::parse(&t))
-            .unwrap_or_default();
-        log.stories.insert(claim.story.clone(), result);
-        let _ = crate::seal::write(&paths.verify, log.render().as_bytes());
-    }
-    let agent = input.agent_id.clone().unwrap_or_default();
-    let mut board = paths.read_board();
-    board.lanes.remove(&agent);
-    if !board.merged.contains(&claim.story) {
-        board.merged.push(claim.story.clone());
-    }
-    if let Err(e) = paths.write_board(&board) {
-        problems.push(format!("board not written: {e}"));
-    }
-    if let Err(e) = remove_lane_worktree(paths, &agent, &claim.lane) {
-        problems.push(format!("worktree not removed: {e}"));
-    }
-    let text = if problems.is_empty() {
-        message
-    } else {
-        format!("{message} ({})", problems.join("; "))
-    };
-    log_merge(paths, input, claim, &outcome, &text);
-    HookOutput::allow(text)
-}
-
-/// One `merge` line in the activity log: the story, what came of it, and
-/// what the user was shown.
-fn log_merge(
-    paths: &LoopPaths,
-    input: &HookInput,
-    claim: &Claim,
-    outcome: &MergeOutcome,
-    text: &str,
-) {
-    let entry = Entry::now(
-        input.session(),
-        claim.state.iteration,
-        Action::Merge,
-        outcome.code().as_str(),
-    )
-    .with_story(Some(claim.story.clone()))
-    .with_message(Some(text));
-    let _ = activity::append(&paths.log, &entry);
-}
-
-/// The story goes back to its worker (its stop blocked) with why; after
-/// `max_story_attempts` send-backs the worker may stop, its worktree goes,
-/// and the main loop hands the story out again (counting it).
-fn sent_back(
-    paths: &LoopPaths,
-    input: &HookInput,
-    claim: &Claim,
-    outcome: MergeOutcome,
-) -> HookOutput {
-    let Ok(_lock) = LoopLock::acquire(&paths.lock, LOCK_WAIT) else {
-        return HookOutput::allow(super::merge_message(&claim.story, &outcome));
-    };
-    if worker_loop(paths, input).is_none() {
-        return HookOutput::Nothing;
-    }
-    let agent = input.agent_id.clone().unwrap_or_default();
-    let mut board = paths.read_board();
-    *board.sent_back.entry(claim.story.clone()).or_default() += 1;
-    let times = claim.lane.sent_back + 1;
-    let max = claim.state.max_story_attempts;
-    let gave_up = times > max;
-    if gave_up {
-        board.lanes.remove(&agent);
-    } else {
-        board.lanes.insert(
-            agent.clone(),
-            Lane {
-                status: LaneStatus::SentBack,
-                sent_back: times,
-                ..claim.lane.clone()
-            },
-        );
-    }
-    let _ = paths.write_board(&board);
-    let message = super::merge_message(&claim.story, &outcome);
-    log_merge(paths, input, claim, &outcome, &message);
-    if gave_up {
-        let _ = remove_lane_worktree(paths, &agent, &claim.lane);
-        return HookOutput::allow(format!(
-            "{message} It was sent back {max} times already: the worker stops, its worktree is removed, and the story goes out again."
-        ));
-    }
-    HookOutput::Block {
-        reason: super::send_back_reason(
-            &claim.story,
-            &outcome,
-            claim.state.verify_timeout,
-            times,
-            max,
-        ),
-        system_message: Some(message),
-    }
 }
 
 /// A merge into the main tree that was cut short (its hook killed: the

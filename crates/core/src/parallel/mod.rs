@@ -19,6 +19,7 @@ mod claim;
 mod disk;
 pub mod git;
 pub mod hooks;
+mod landing;
 mod lanes;
 mod queue;
 pub mod refuse;
