@@ -28,6 +28,7 @@ mod loop_report;
 mod loop_state;
 mod no_off_switch;
 mod notify;
+mod options_doc;
 mod parallel;
 mod parallel_strays;
 mod pins;

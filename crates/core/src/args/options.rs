@@ -309,6 +309,36 @@ pub fn usage(command: &str, run: bool) -> String {
     format!("{command} PROMPT... {}", opts.join(" "))
 }
 
+/// The options as a Markdown table (docs/options.md holds it, checked by
+/// `tests/it/options_doc.rs`).
+pub fn markdown_table() -> String {
+    let cell = |s: &str| s.replace('|', "\\|");
+    let mut out = String::from(
+        "| option | value | default | 0 means | what it does | taken by |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    for o in OPTIONS {
+        let zero = match o.zero {
+            Zero::NotNumber => String::new(),
+            Zero::Off(what) => what.to_string(),
+            Zero::Refused(why) => format!("refused: {why}"),
+        };
+        let takes = match o.takes {
+            Takes::Loop => "/ralph-loop, ralph start, ralph run",
+            Takes::RunOnly => "ralph run",
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            o.name,
+            cell(o.value),
+            o.default.unwrap_or(""),
+            zero,
+            cell(o.help),
+            takes
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
