@@ -32,6 +32,7 @@ mod options_doc;
 mod parallel;
 mod parallel_strays;
 mod pins;
+mod ralph_cli;
 mod review;
 mod setup_cli;
 mod stop_hook;

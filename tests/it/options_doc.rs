@@ -25,7 +25,9 @@ fn docs_options_md_holds_the_generated_table() {
             let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/options.md");
             std::fs::write(path, format!("{}{want}{}", &doc[..start], &doc[end..])).unwrap();
         } else {
-            panic!("docs/options.md's table is not the options' own: run RALPH_BLESS=1 cargo test --test integration options_doc");
+            panic!(
+                "docs/options.md's table is not the options' own: run RALPH_BLESS=1 cargo test --test integration options_doc"
+            );
         }
     }
 }
@@ -67,7 +69,11 @@ fn the_loop_skill_hints_every_loop_option() {
 fn the_help_skill_names_every_loop_option_and_no_other() {
     let skill = read("skills/ralph-help/SKILL.md");
     for o in options::of(false) {
-        assert!(skill.contains(o.name), "skills/ralph-help/SKILL.md lacks {}", o.name);
+        assert!(
+            skill.contains(o.name),
+            "skills/ralph-help/SKILL.md lacks {}",
+            o.name
+        );
     }
     for dir in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("skills")).unwrap() {
         let path = dir.unwrap().path().join("SKILL.md");
@@ -107,17 +113,32 @@ fn messages_spell_each_command_unqualified() {
     let mut found = Vec::new();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["crates", "skills", "hooks", "agents", "reviewers", "plugin", ".claude-plugin"] {
+    for dir in [
+        "crates",
+        "skills",
+        "hooks",
+        "agents",
+        "reviewers",
+        "plugin",
+        ".claude-plugin",
+    ] {
         walk(&root.join(dir), &mut files);
     }
     for file in files {
-        let rel = file.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+        let rel = file
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         let Ok(text) = std::fs::read_to_string(&file) else {
             continue;
         };
         // Test code types the qualified forms on purpose.
         let text = text.split("#[cfg(test)]").next().unwrap_or("");
-        if rel.ends_with("_tests.rs") || rel.ends_with("/tests.rs") || rel == "crates/core/src/args/mod.rs" {
+        if rel.ends_with("_tests.rs")
+            || rel.ends_with("/tests.rs")
+            || rel == "crates/core/src/args/mod.rs"
+        {
             continue;
         }
         for q in qualified {

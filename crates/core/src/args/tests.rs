@@ -1,4 +1,4 @@
-//! The parser's cases.
+//! The parser's cases. Pure.
 use super::*;
 
 #[test]
