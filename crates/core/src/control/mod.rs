@@ -271,19 +271,6 @@ pub fn agent_refused(command: &str) -> String {
     )
 }
 
-#[cfg(test)]
-mod who_tests {
-    use super::run_by_agent;
-
-    #[test]
-    fn the_agent_is_told_apart_from_hooks_and_the_terminal() {
-        assert!(run_by_agent(Some("claude-code_2-1-328_agent")));
-        assert!(!run_by_agent(Some("claude-code_2-1-328_harness")));
-        assert!(!run_by_agent(None));
-        assert!(!run_by_agent(Some("")));
-    }
-}
-
 /// Print a command's error once: on stderr, and on stdout too only when
 /// stdout is another file (a skill's `!` line or a script reads stdout; a
 /// terminal shows both streams, so the same line twice is noise).
@@ -305,4 +292,17 @@ fn stdout_is_stderr() -> bool {
     };
     let out = id(std::io::stdout().as_fd());
     out.is_some() && out == id(std::io::stderr().as_fd())
+}
+
+#[cfg(test)]
+mod who_tests {
+    use super::run_by_agent;
+
+    #[test]
+    fn the_agent_is_told_apart_from_hooks_and_the_terminal() {
+        assert!(run_by_agent(Some("claude-code_2-1-328_agent")));
+        assert!(!run_by_agent(Some("claude-code_2-1-328_harness")));
+        assert!(!run_by_agent(None));
+        assert!(!run_by_agent(Some("")));
+    }
 }
