@@ -125,11 +125,11 @@ pub(crate) const SETUP_MISSING: &str = "ralph-setup (installed beside ralph) is 
 pub(crate) fn exec_setup(sub: &str, args: &[String]) -> ExitCode {
     use std::os::unix::process::CommandExt;
     let Some(bin) = find_binary("ralph-setup") else {
-        ralph_core::control::print_error(&SETUP_MISSING);
+        eprintln!("ralph: {SETUP_MISSING}");
         return ExitCode::from(2);
     };
     let err = Command::new(&bin).arg(sub).args(args).exec();
-    ralph_core::control::print_error(&format!("cannot run {}: {err}", bin.display()));
+    eprintln!("ralph: cannot run {}: {err}", bin.display());
     ExitCode::from(2)
 }
 
@@ -137,7 +137,7 @@ pub(crate) fn exec_setup(sub: &str, args: &[String]) -> ExitCode {
 pub(crate) fn exec_setup_start(session: Option<String>, args: &[String]) -> ExitCode {
     use std::os::unix::process::CommandExt;
     let Some(bin) = find_binary("ralph-setup") else {
-        ralph_core::control::print_error(&SETUP_MISSING);
+        eprintln!("ralph: {SETUP_MISSING}");
         return ExitCode::from(2);
     };
     let mut cmd = Command::new(&bin);
@@ -146,7 +146,7 @@ pub(crate) fn exec_setup_start(session: Option<String>, args: &[String]) -> Exit
         cmd.arg("--session").arg(s);
     }
     let err = cmd.args(args).exec();
-    ralph_core::control::print_error(&format!("cannot run {}: {err}", bin.display()));
+    eprintln!("ralph: cannot run {}: {err}", bin.display());
     ExitCode::from(2)
 }
 

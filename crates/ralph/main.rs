@@ -161,7 +161,7 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                control::print_error(&e);
+                eprintln!("ralph: {e}");
                 ExitCode::FAILURE
             }
         },
@@ -183,8 +183,10 @@ fn run(argv: &[String]) -> ExitCode {
     }
 }
 
+/// A usage error, on stderr once (`ralph`'s output is read by people and
+/// scripts, not by a skill's `!` line).
 fn usage_error(e: &str) -> ExitCode {
-    control::print_error(&e);
+    eprintln!("ralph: {e}");
     ExitCode::from(EXIT_USAGE)
 }
 

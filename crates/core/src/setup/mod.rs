@@ -160,4 +160,20 @@ mod tests {
         );
         assert_eq!(asks("what now?"), PromptAsks::Other);
     }
+
+    #[test]
+    fn the_status_line_skill_answers_to_its_new_and_old_names() {
+        let asks = |p| prompt_asks(p, crate::args::STATUSLINE_COMMANDS);
+        for typed in [
+            "/ralph-statusline",
+            "/ralph:ralph-statusline",
+            "/ralph:statusline",
+        ] {
+            assert_eq!(asks(typed), PromptAsks::Statusline(Ok(false)), "{typed}");
+            let off = format!("{typed} off");
+            assert_eq!(asks(&off), PromptAsks::Statusline(Ok(true)), "{off}");
+        }
+        // The client's own `/statusline` is not ralph's.
+        assert_eq!(asks("/statusline"), PromptAsks::Other);
+    }
 }
