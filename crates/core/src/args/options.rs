@@ -122,7 +122,8 @@ impl OptSpec {
         }
         match self.zero {
             Zero::Off(what) => notes.push(format!("0 = {what}")),
-            Zero::Refused(why) => notes.push(format!("0 refused: {why}")),
+            // Why is the error's to say (and docs/options.md's).
+            Zero::Refused(_) => notes.push("0 refused".to_string()),
             Zero::NotNumber => {}
         }
         if notes.is_empty() {
@@ -147,13 +148,13 @@ pub const OPTIONS: &[OptSpec] = &[
         .default("0")
         .zero(Zero::Off("no cap"))
         .eg("20"),
-    opt("--completion-promise", "TEXT", Kind::Text, "the loop ends when Claude prints <promise>TEXT</promise>, only when it is true (PRD default: RALPH-COMPLETE)")
+    opt("--completion-promise", "TEXT", Kind::Text, "the loop ends when Claude prints <promise>TEXT</promise>, only when true (PRD default: RALPH-COMPLETE)")
         .eg("DONE"),
-    opt("--prd-file", "PATH", Kind::Text, "PRD mode: feed the stories of a prd.json one by one, by priority and dependencies (write one with /ralph-prd)")
+    opt("--prd-file", "PATH", Kind::Text, "PRD mode: work a prd.json story by story (write one with /ralph-prd)")
         .eg("prd.json"),
     opt("--prompt-file", "PATH", Kind::Text, "read the prompt from a file (its frontmatter is not part of it)")
         .eg("PROMPT.md"),
-    opt("--verify", "CMD", Kind::Text, "completion counts only when CMD exits 0 (default: the [gates] full row of .claude/ralph-policy.toml, if any)")
+    opt("--verify", "CMD", Kind::Text, "completion counts only when CMD exits 0 (default: the policy's [gates] full row)")
         .eg("\"cargo test\""),
     opt("--verify-timeout", "DURATION", Kind::Duration, "how long --verify may run")
         .default("300s")
@@ -167,18 +168,18 @@ pub const OPTIONS: &[OptSpec] = &[
         .default("5")
         .zero(AT_LEAST_ONE)
         .eg("5"),
-    opt("--max-tokens", "N", Kind::Tokens, "stop once the loop's turns used N tokens: input, output and cache; 500k or 2M")
+    opt("--max-tokens", "N", Kind::Tokens, "stop once the loop's turns used N tokens (input, output, cache; 500k, 2M)")
         .zero(Zero::Off("no cap"))
         .eg("2M"),
     opt("--max-runtime", "DURATION", Kind::Duration, "stop once the loop has run this long")
         .zero(Zero::Off("no cap"))
         .eg("4h"),
-    opt("--max-cost", "USD", Kind::Usd, "stop once the loop's tokens cost this much (priced by ralph's table; the model must be in it)")
+    opt("--max-cost", "USD", Kind::Usd, "stop once the loop's tokens cost this much (the model must be in ralph's price table)")
         .zero(Zero::Off("no cap"))
         .eg("25"),
-    opt("--review", "LIST", Kind::Optional, "reviewers approve the work before the loop ends: acceptance, security, quality, all; PRD: story (default acceptance; a list only with `=` or as the last word)")
+    opt("--review", "LIST", Kind::Optional, "reviewers approve the work before the loop ends: acceptance (default), security, quality, all; PRD: story")
         .eg("acceptance,security"),
-    opt("--review-cmd", "CMD", Kind::Text, "a program reviews instead of Claude (request JSON on stdin, verdict JSON on stdout)")
+    opt("--review-cmd", "CMD", Kind::Text, "a program reviews instead (request JSON on stdin, verdict JSON on stdout)")
         .eg("\"./review.sh\""),
     opt("--max-reviews", "N", Kind::Count, "review rounds before a rejected loop stops")
         .default("3")
@@ -188,13 +189,13 @@ pub const OPTIONS: &[OptSpec] = &[
         .default("600s")
         .zero(TIMEOUT_ZERO)
         .eg("10m"),
-    opt("--fresh", "", Kind::Switch, "each story (or iteration) is worked by a ralph:ralph-worker subagent in a fresh context; the main thread only dispatches"),
-    opt("--parallel", "N", Kind::Count, "PRD mode: up to N stories at once (1 to 16), each by a worker in its own git worktree, merged before it counts; implies --fresh")
+    opt("--fresh", "", Kind::Switch, "each story (or iteration) is worked by a subagent in a fresh context"),
+    opt("--parallel", "N", Kind::Count, "PRD mode: up to N stories at once (at most 16), each in its own git worktree; implies --fresh")
         .zero(AT_LEAST_ONE)
         .eg("4"),
-    opt("--notify", "CMD|desktop", Kind::Text, "run CMD (sh -c), or a desktop notification, when the loop ends or pauses for you (default: notify in .claude/ralph.toml)")
+    opt("--notify", "CMD|desktop", Kind::Text, "run CMD (sh -c), or `desktop`, when the loop ends or pauses for you")
         .eg("desktop"),
-    opt("--pin", "GLOB", Kind::Text, "pin more files (repeatable): checks run with them as at start, and the agent may not write them")
+    opt("--pin", "GLOB", Kind::Text, "pin more files (repeatable): checks use them as at start; the agent may not write them")
         .eg("'tests/**'")
         .repeatable(),
     opt("--replace", "", Kind::Switch, "take over another session's running loop in this project"),
@@ -233,11 +234,11 @@ pub const OPTIONS: &[OptSpec] = &[
 pub const HELP_FLAG: &str = "--help";
 
 /// The rule for `0`, stated once in every help.
-pub const ZERO_RULE: &str = "A number option's 0 turns its cap off (\"0 = no cap\"); where nothing can be off (a timeout: ralph runs nothing without one; a count of at least one) 0 is refused.";
+pub const ZERO_RULE: &str =
+    "0 turns a cap off; where nothing can be off (a timeout, a count of at least 1) 0 is refused.";
 
 /// The rule for durations, stated once in every help.
-pub const DURATION_RULE: &str =
-    "A DURATION is 90s, 10m, 2h, 1h30m or bare seconds (300), for every time option.";
+pub const DURATION_RULE: &str = "DURATION: 90s, 10m, 2h, 1h30m or bare seconds.";
 
 /// The option named `name` (exactly) that `takes` allows.
 pub fn find(name: &str, run: bool) -> Option<&'static OptSpec> {

@@ -10,7 +10,7 @@ const WHAT: &str = "A Ralph loop: each time Claude tries to end its turn, the St
 /// The options' rules, stated once.
 fn rules() -> String {
     format!(
-        "{DURATION_RULE}\n{ZERO_RULE}\n`--review` takes its list only as `--review=LIST`, or as the next word when nothing but options follows it (`--review all tests pass` is refused as ambiguous: nothing is taken from the prompt).\n`-h` is help only as the one argument; inside a prompt it is a word."
+        "{DURATION_RULE} {ZERO_RULE}\n`--review` takes a list only as `--review=LIST`, or when nothing but options follows it; `-h` is help only alone."
     )
 }
 
@@ -54,11 +54,10 @@ pub fn terminal_help(run: bool) -> String {
 }
 
 /// What the user can do while a loop runs, and where its files are.
-const WHILE_IT_RUNS: &str = "While a loop runs: /ralph-status shows it; /cancel-ralph ends it at the next stop; anything else you type reaches Claude at the next stop and the loop goes on; Esc interrupts at once. In a terminal: ralph status, ralph cancel, ralph report.
-A blocker pauses the loop (it does not end it): the agent writes .ralph-blocker.md naming a failing story (`story_id:`); /ralph-resume goes on once you have resolved it.
-The loop's state is kept outside the project (~/.claude/ralph/loops/); .claude/ralph-loop.local.md is a copy to read: ralph puts it back if it is edited or deleted, so cancel with /cancel-ralph. The activity log is .claude/ralph-loop.log.jsonl.
-/ralph-prd writes a prd.json for --prd-file; /ralph-statusline shows the loop in Claude Code's status line (/ralph-statusline off takes it out).
-Claude Code itself ends a turn after 8 Stop-hook continuations in a row with no tool call between them.";
+const WHILE_IT_RUNS: &str = "While a loop runs: /ralph-status shows it, /cancel-ralph ends it at the next stop, anything else you type reaches Claude at the next stop; Esc interrupts at once. In a terminal: ralph status, ralph cancel.
+A blocker (.ralph-blocker.md naming a failing story) pauses the loop; /ralph-resume goes on once you have resolved it.
+The loop's state is kept outside the project; .claude/ralph-loop.local.md is a copy (ralph puts it back if changed): cancel with /cancel-ralph.
+/ralph-prd writes a prd.json; /ralph-statusline puts the loop in the status line (/ralph-statusline off takes it out).";
 
 #[cfg(test)]
 mod tests {
@@ -71,7 +70,7 @@ mod tests {
             assert!(help.contains(&format!("  {}", o.usage())), "{}", o.name);
         }
         assert!(!help.contains("--max-wait"), "a run option in /ralph-help");
-        assert!(help.contains("0 turns its cap off") && help.contains("90s, 10m, 2h"));
+        assert!(help.contains("0 turns a cap off") && help.contains("90s, 10m, 2h"));
         assert!(help.contains("pauses the loop"));
         let run = terminal_help(true);
         assert!(run.contains("--max-wait DURATION") && run.contains("--fresh"));

@@ -163,7 +163,9 @@ mod tests {
 
     #[test]
     fn the_status_line_skill_answers_to_its_new_and_old_names() {
-        let asks = |p| prompt_asks(p, crate::args::STATUSLINE_COMMANDS);
+        fn asks(p: &str) -> PromptAsks<'_> {
+            prompt_asks(p, crate::args::STATUSLINE_COMMANDS)
+        }
         for typed in [
             "/ralph-statusline",
             "/ralph:ralph-statusline",
