@@ -400,7 +400,7 @@ fn cancel_from_outside_and_a_second_run_is_refused() {
     assert!(cancel.status.success());
     let f = wait_output(child, Duration::from_secs(30));
     f.expect_code(1);
-    f.shows("🛑 The loop was cancelled (ralph cancel or /ralph:cancel-ralph) at iteration 1; the client was stopped.");
+    f.shows("🛑 The loop was cancelled (ralph cancel or /cancel-ralph) at iteration 1; the client was stopped.");
     for file in ["shell.pid", "parent.pid"] {
         let pid = pid_in(&p, file);
         assert!(!is_alive(pid), "{file} {pid} still runs");
