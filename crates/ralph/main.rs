@@ -23,6 +23,9 @@ use ralph_core::run::rotation::Thresholds;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// `ralph statusline` typed in a terminal.
+const STATUSLINE_HELP: &str = "ralph statusline install: show this project's loop in Claude Code's status line (~/.claude/settings.json; your own status line is kept after it). ralph statusline off: take it out, the file exactly as it was. In Claude Code: /ralph-statusline, /ralph-statusline off.";
+
 const RUN_HELP: &str = "\
 Each iteration runs `claude -p --input-format stream-json --output-format stream-json --verbose \
 --plugin-dir <ralph> [CLIENT FLAGS]` in the project, a fresh session with the iteration's prompt. \
@@ -135,6 +138,11 @@ fn main() -> ExitCode {
                 (Some("install"), _) => vec!["--install".into()],
                 (Some(_), _) => vec!["--off".into()],
                 (None, Some(cmd)) => vec!["--then".into(), cmd],
+                // Typed in a terminal (the client pipes its JSON): say what to type.
+                (None, None) if std::io::IsTerminal::is_terminal(&std::io::stdin()) => {
+                    println!("{STATUSLINE_HELP}");
+                    return ExitCode::SUCCESS;
+                }
                 (None, None) => Vec::new(),
             };
             edge::exec_setup("statusline", &args)
