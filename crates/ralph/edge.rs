@@ -75,35 +75,57 @@ pub(crate) fn find_binary(name: &str) -> Option<PathBuf> {
 
 /// The plugin root given to the client with `--plugin-dir`:
 /// `$RALPH_PLUGIN_ROOT`, else the checkout this binary was built in (the
-/// nearest folder above it holding `.claude-plugin/plugin.json`).
+/// nearest folder above it holding `.claude-plugin/plugin.json`), else the
+/// newest ralph the client installed from a marketplace
+/// (`<config>/plugins/cache/<marketplace>/ralph/<version>/`).
 pub(crate) fn plugin_root() -> Result<PathBuf, String> {
+    let is_plugin = |d: &Path| d.join(".claude-plugin/plugin.json").is_file();
     if let Some(root) = std::env::var_os("RALPH_PLUGIN_ROOT").filter(|r| !r.is_empty()) {
         let root = PathBuf::from(root);
-        return if root.join(".claude-plugin/plugin.json").is_file() {
+        return if is_plugin(&root) {
             Ok(root)
         } else {
             Err(format!(
-                "RALPH_PLUGIN_ROOT={} holds no .claude-plugin/plugin.json",
+                "RALPH_PLUGIN_ROOT={} holds no .claude-plugin/plugin.json: set it to the ralph plugin's folder (installed from a marketplace: ~/.claude/plugins/cache/<marketplace>/ralph/<version>; from a clone: the clone's root)",
                 root.display()
             ))
         };
     }
     exe_dir()
-        .and_then(|d| {
-            d.ancestors()
-                .find(|a| a.join(".claude-plugin/plugin.json").is_file())
-                .map(Path::to_path_buf)
-        })
+        .and_then(|d| d.ancestors().find(|a| is_plugin(a)).map(Path::to_path_buf))
+        .or_else(installed_plugin)
         .ok_or_else(|| {
-            "cannot find the ralph plugin (a folder with .claude-plugin/plugin.json above this binary); set RALPH_PLUGIN_ROOT to the plugin's folder".into()
+            "cannot find the ralph plugin (no .claude-plugin/plugin.json above this binary, none under ~/.claude/plugins/cache/*/ralph/): set RALPH_PLUGIN_ROOT to its folder, e.g. RALPH_PLUGIN_ROOT=~/.claude/plugins/cache/<marketplace>/ralph/<version> (installed with /plugin install), or the root of your ralph clone".into()
         })
 }
+
+/// The newest ralph under the client's plugin cache, if any.
+fn installed_plugin() -> Option<PathBuf> {
+    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))?;
+    let dirs = |p: PathBuf| {
+        std::fs::read_dir(p)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+    };
+    dirs(config.join("plugins/cache"))
+        .flat_map(|market| dirs(market.join("ralph")))
+        .filter(|v| v.join(".claude-plugin/plugin.json").is_file())
+        .max_by_key(|v| std::fs::metadata(v).and_then(|m| m.modified()).ok())
+}
+
+/// When `ralph-setup` (the hooks' binary, which does the work of `start`,
+/// `resume`, `report` and `statusline`) is not found.
+pub(crate) const SETUP_MISSING: &str = "ralph-setup (installed beside ralph) is not next to ralph, in $RALPH_BIN_DIR or on PATH: put the release's binaries in one folder, or set RALPH_BIN_DIR to theirs";
 
 /// `ralph SUB ARGS...`: `ralph-setup SUB ARGS...`, by running it.
 pub(crate) fn exec_setup(sub: &str, args: &[String]) -> ExitCode {
     use std::os::unix::process::CommandExt;
     let Some(bin) = find_binary("ralph-setup") else {
-        eprintln!("ralph: ralph-setup not found next to ralph, in $RALPH_BIN_DIR or on PATH");
+        eprintln!("ralph: {SETUP_MISSING}");
         return ExitCode::from(2);
     };
     let err = Command::new(&bin).arg(sub).args(args).exec();
@@ -115,7 +137,7 @@ pub(crate) fn exec_setup(sub: &str, args: &[String]) -> ExitCode {
 pub(crate) fn exec_setup_start(session: Option<String>, args: &[String]) -> ExitCode {
     use std::os::unix::process::CommandExt;
     let Some(bin) = find_binary("ralph-setup") else {
-        eprintln!("ralph: ralph-setup not found next to ralph, in $RALPH_BIN_DIR or on PATH");
+        eprintln!("ralph: {SETUP_MISSING}");
         return ExitCode::from(2);
     };
     let mut cmd = Command::new(&bin);

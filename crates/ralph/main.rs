@@ -1,7 +1,10 @@
-//! ralph: one name for the user. `ralph run` drives a loop headless, one
-//! fresh `claude -p` per iteration, on the same core as the in-session loop
-//! (the same start, state file, log, guard and Stop hook); `start`, `status`
-//! and `cancel` mirror `ralph-setup`.
+//! ralph: the one command a user types in a terminal. `ralph run` drives a
+//! loop headless, one fresh `claude -p` per iteration, on the same core as
+//! the in-session loop (the same start, state file, log, guard and Stop
+//! hook); `start`, `status`, `cancel`, `resume`, `report` and `statusline`
+//! are the in-client commands' terminal forms (`start`, `resume`, `report`
+//! and `statusline` run `ralph-setup`, the hooks' binary, for the work).
+//! The loop options are defined once (`ralph_core::args::options`).
 
 mod child;
 mod config;
@@ -9,7 +12,8 @@ mod edge;
 mod prepare;
 mod runner;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
+use ralph_core::args::{self, RunArgv};
 use ralph_core::control;
 use ralph_core::paths::{LoopPaths, project_root_from_env};
 use ralph_core::run::failure::Pacing;
@@ -19,13 +23,16 @@ use ralph_core::run::rotation::Thresholds;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// `ralph statusline` typed in a terminal.
+const STATUSLINE_HELP: &str = "ralph statusline install: show this project's loop in Claude Code's status line (~/.claude/settings.json; your own status line is kept after it). ralph statusline off: take it out, the file exactly as it was. In Claude Code: /ralph-statusline, /ralph-statusline off.";
+
 const RUN_HELP: &str = "\
 Each iteration runs `claude -p --input-format stream-json --output-format stream-json --verbose \
 --plugin-dir <ralph> [CLIENT FLAGS]` in the project, a fresh session with the iteration's prompt. \
 After it, the real ralph-stop-hook decides (promise + verify, PRD stories, cap, breaker, blocker, \
 deadlock): its next prompt feeds the next iteration, or the loop ends. The state file, log and \
-status are those of an in-session loop: `ralph status` or /ralph:ralph-status show the run, \
-`ralph cancel` or /ralph:cancel-ralph end it.
+status are those of an in-session loop: `ralph status` or /ralph-status show the run, \
+`ralph cancel` or /cancel-ralph end it.
 
 Kept in the project: .claude/ralph-runs/<run-id>/ (iter-N.jsonl: each iteration's raw stream; \
 iter-N.prompt.md, iter-N.stderr, progress.log, outcome.json), .claude/ralph-handoff.md (the hand-off \
@@ -46,7 +53,8 @@ Examples:
 #[command(
     name = "ralph",
     version,
-    about = "Ralph loops for Claude Code: run one headless, or start, inspect and cancel one"
+    about = "Ralph loops for Claude Code: start, watch and stop one from a terminal, or run one headless",
+    after_help = "The loop options (ralph start --help, ralph run --help) are those of /ralph-loop; all of them: docs/options.md. In Claude Code: /ralph-loop, /ralph-status, /cancel-ralph, /ralph-resume, /ralph-help."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -55,22 +63,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a loop headless: one fresh `claude -p` per iteration until the task is really done
-    #[command(
-        after_help = "Exit codes: 0 complete, 1 ended without completion, 2 usage error, 130 interrupted (--help for more)",
-        after_long_help = RUN_HELP
-    )]
-    Run(Box<RunArgs>),
-    /// Start a loop for the next Claude Code session that stops here (as `ralph-setup start`)
+    /// Start a loop for the next Claude Code session that stops here (the options of /ralph-loop)
+    #[command(disable_help_flag = true)]
     Start {
         /// The session that owns the loop (default: $CLAUDE_CODE_SESSION_ID, else the first to stop)
         #[arg(long)]
         session: Option<String>,
-        /// Prompt words and loop options, as for /ralph:ralph-loop
+        /// Prompt words and loop options, as for /ralph-loop (--help: all of them)
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Show the loop's state (and a running `ralph run`)
+    /// Show the loop's state, PRD progress and last decision (and a running `ralph run`)
     Status {
         /// Print JSON instead of text
         #[arg(long)]
@@ -78,107 +81,74 @@ enum Command {
     },
     /// Cancel the loop of this project (a running `ralph run` stops within a second)
     Cancel,
-    /// Claude Code status line for this project's loop (as `ralph-setup statusline [--then CMD]`)
-    Statusline {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
-    /// The loop's story from its activity log (as `ralph-setup report [--html FILE]`)
+    /// Resume the loop of this project after it paused for you (a blocker, a changed file)
+    Resume,
+    /// The loop's story from its activity log: how it ended, iterations, stories, checks
     Report {
+        /// Write it as one self-contained HTML page (with a chart) to FILE
+        #[arg(long, value_name = "FILE")]
+        html: Option<String>,
+    },
+    /// Claude Code's status line: `install` puts ralph's into ~/.claude/settings.json, `off` takes it out exactly
+    Statusline {
+        #[arg(value_parser = ["install", "off"])]
+        action: Option<String>,
+        /// (As the status line itself) your own status-line command, its output after ralph's
+        #[arg(long, value_name = "CMD", hide = true)]
+        then: Option<String>,
+    },
+    /// Run a loop headless: one fresh `claude -p` per iteration until the task is really done
+    #[command(disable_help_flag = true)]
+    Run {
+        /// Prompt words, loop options (those of /ralph-loop), ralph run's own, then `--` and the client's flags (--help: all of them)
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-}
-
-#[derive(Args)]
-struct RunArgs {
-    /// The task, as words (or --prompt-file / --prd-file)
-    #[arg(value_name = "PROMPT")]
-    prompt: Vec<String>,
-    /// Read the task from a file (its frontmatter is not part of it)
-    #[arg(long, value_name = "PATH")]
-    prompt_file: Option<String>,
-    /// PRD mode: feed the stories of a prd.json one by one
-    #[arg(long, value_name = "PATH")]
-    prd_file: Option<String>,
-    /// The loop ends when the agent prints <promise>TEXT</promise> (PRD default: RALPH-COMPLETE)
-    #[arg(long, value_name = "TEXT")]
-    completion_promise: Option<String>,
-    /// Iterations in all (0 = no cap)
-    #[arg(long, value_name = "N")]
-    max_iterations: Option<String>,
-    /// Completion counts only when CMD exits 0
-    #[arg(long, value_name = "CMD")]
-    verify: Option<String>,
-    /// How long --verify may run, in seconds (default 300)
-    #[arg(long, value_name = "SECS")]
-    verify_timeout: Option<String>,
-    /// Stop after N iterations in a row that change nothing (default 3; 0 = off)
-    #[arg(long, value_name = "N")]
-    max_stalls: Option<String>,
-    /// Stop when one story is fed N times in a row without passing (default 5)
-    #[arg(long, value_name = "N")]
-    max_story_attempts: Option<String>,
-    /// PRD mode: up to N stories at once, each by a worker in its own git worktree, merged before it counts
-    #[arg(long, value_name = "N")]
-    parallel: Option<String>,
-    /// Pin more files (repeatable, e.g. 'tests/**'): checks run with them as at start, the agent may not write them
-    #[arg(long, value_name = "GLOB")]
-    pin: Vec<String>,
-    /// Take over another session's running loop in this project
-    #[arg(long)]
-    replace: bool,
-    /// The Claude Code client to run (default: $RALPH_CLAUDE, else `claude` on PATH)
-    #[arg(long, value_name = "PATH")]
-    claude: Option<String>,
-    /// End the run after N client failures in a row (crash, non-zero exit, API error)
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    max_failures: u32,
-    /// The longest the run waits out rate and usage limits in a row (e.g. 90m, 6h)
-    #[arg(long, value_name = "DURATION", default_value = "6h")]
-    max_wait: String,
-    /// Run CMD (sh -c) once when the run ends, or `desktop` (default: notify in .claude/ralph.toml); env: RALPH_OUTCOME, RALPH_ITERATIONS, RALPH_MESSAGE
-    #[arg(long, value_name = "CMD")]
-    notify: Option<String>,
-    /// Ask the agent for a hand-off when its context reaches TOKENS (e.g. 120k; 0 = off)
-    #[arg(long, value_name = "TOKENS", default_value = "120k")]
-    rotate_at: String,
-    /// Stop the client when its context reaches TOKENS (0 = off)
-    #[arg(long, value_name = "TOKENS", default_value = "160k")]
-    rotate_hard: String,
-    /// Stop an iteration that runs longer than this (0 = no limit)
-    #[arg(long, value_name = "DURATION", default_value = "2h")]
-    iteration_timeout: String,
-    /// Flags for the client, after `--` (e.g. -- --model sonnet --permission-mode acceptEdits)
-    #[arg(last = true, value_name = "CLIENT FLAGS")]
-    client_args: Vec<String>,
 }
 
 fn main() -> ExitCode {
     let command = Cli::parse().command;
     if control::this_process_run_by_agent() {
         let refused = match &command {
-            Command::Run(_) => Some("ralph run"),
+            Command::Run { .. } => Some("ralph run"),
             Command::Start { .. } => Some("ralph start"),
             Command::Cancel => Some("ralph cancel"),
+            Command::Resume => Some("ralph resume"),
             _ => None,
         };
         if let Some(what) = refused {
-            eprintln!("ralph: {}", control::agent_refused(what));
-            println!("ralph: {}", control::agent_refused(what));
+            control::print_error(&control::agent_refused(what));
             return ExitCode::from(EXIT_USAGE);
         }
     }
+    let paths = || LoopPaths::new(project_root_from_env(None));
     match command {
-        Command::Run(args) => match config(*args) {
-            Ok(cfg) => runner::run(&cfg),
-            Err(e) => usage_error(&e),
-        },
+        Command::Run { args } => run(&args),
         Command::Start { session, args } => edge::exec_setup_start(session, &args),
-        Command::Statusline { args } => edge::exec_setup("statusline", &args),
-        Command::Report { args } => edge::exec_setup("report", &args),
+        Command::Resume => edge::exec_setup("resume", &[]),
+        Command::Report { html } => {
+            let args: Vec<String> = html
+                .into_iter()
+                .flat_map(|f| ["--html".into(), f])
+                .collect();
+            edge::exec_setup("report", &args)
+        }
+        Command::Statusline { action, then } => {
+            let args: Vec<String> = match (action.as_deref(), then) {
+                (Some("install"), _) => vec!["--install".into()],
+                (Some(_), _) => vec!["--off".into()],
+                (None, Some(cmd)) => vec!["--then".into(), cmd],
+                // Typed in a terminal (the client pipes its JSON): say what to type.
+                (None, None) if std::io::IsTerminal::is_terminal(&std::io::stdin()) => {
+                    println!("{STATUSLINE_HELP}");
+                    return ExitCode::SUCCESS;
+                }
+                (None, None) => Vec::new(),
+            };
+            edge::exec_setup("statusline", &args)
+        }
         Command::Status { json } => {
-            let paths = LoopPaths::new(project_root_from_env(None));
+            let paths = paths();
             let status = control::status(&paths);
             if json {
                 println!(
@@ -193,7 +163,7 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Command::Cancel => match control::cancel(&LoopPaths::new(project_root_from_env(None))) {
+        Command::Cancel => match control::cancel(&paths()) {
             Ok(msg) => {
                 println!("{msg}");
                 ExitCode::SUCCESS
@@ -206,63 +176,59 @@ fn main() -> ExitCode {
     }
 }
 
+/// `ralph run ARGS`: its help, or the run.
+fn run(argv: &[String]) -> ExitCode {
+    match args::split_run_argv(argv) {
+        Ok(split) if split.args.help => {
+            println!("{}\n{RUN_HELP}", control::terminal_help(true));
+            ExitCode::SUCCESS
+        }
+        Ok(split) => match config(split) {
+            Ok(cfg) => runner::run(&cfg),
+            Err(e) => usage_error(&e),
+        },
+        Err(e) => usage_error(&e.to_string()),
+    }
+}
+
+/// A usage error, on stderr once (`ralph`'s output is read by people and
+/// scripts, not by a skill's `!` line).
 fn usage_error(e: &str) -> ExitCode {
     eprintln!("ralph: {e}");
     ExitCode::from(EXIT_USAGE)
 }
 
-/// The run's settings, checked before anything starts.
-fn config(a: RunArgs) -> Result<config::Config, String> {
-    let option = |name: &str| format!("--{name}: ");
+/// The run's settings, checked before anything starts (the values are
+/// checked by `split_run_argv` already; their defaults are the table's).
+fn config(a: RunArgv) -> Result<config::Config, String> {
+    let value = |name: &str| a.value(name).unwrap_or_default().to_string();
+    let option = |name: &str| format!("{name}: ");
     let thresholds = Thresholds {
-        soft: parse_tokens(&a.rotate_at).map_err(|e| option("rotate-at") + &e)?,
-        hard: parse_tokens(&a.rotate_hard).map_err(|e| option("rotate-hard") + &e)?,
+        soft: parse_tokens(&value("--rotate-at")).map_err(|e| option("--rotate-at") + &e)?,
+        hard: parse_tokens(&value("--rotate-hard")).map_err(|e| option("--rotate-hard") + &e)?,
     };
     thresholds.validate()?;
-    if a.max_failures == 0 {
-        return Err("--max-failures must be at least 1".into());
-    }
-    let mut start = Vec::new();
-    let mut pass = |flag: &str, value: Option<String>| {
-        if let Some(v) = value {
-            start.push(format!("--{flag}"));
-            start.push(v);
-        }
-    };
-    pass("prompt-file", a.prompt_file);
-    pass("prd-file", a.prd_file);
-    pass("completion-promise", a.completion_promise);
-    pass("max-iterations", a.max_iterations);
-    pass("verify", a.verify);
-    pass("verify-timeout", a.verify_timeout);
-    pass("max-stalls", a.max_stalls);
-    pass("max-story-attempts", a.max_story_attempts);
-    pass("parallel", a.parallel);
-    for glob in a.pin {
-        start.push("--pin".into());
-        start.push(glob);
-    }
-    if a.replace {
-        start.push("--replace".into());
-    }
-    start.push("--".into());
-    start.extend(a.prompt);
+    let max_failures = value("--max-failures")
+        .parse()
+        .map_err(|_| "--max-failures takes a whole number".to_string())?;
+    let duration = |name: &str| parse_duration(&value(name)).map_err(|e| option(name) + &e);
     Ok(config::Config {
-        start_args: start,
         claude: a
-            .claude
+            .value("--claude")
+            .map(str::to_string)
             .or_else(|| std::env::var("RALPH_CLAUDE").ok().filter(|c| !c.is_empty()))
             .unwrap_or_else(|| "claude".into()),
-        client_args: a.client_args,
-        max_failures: a.max_failures,
-        max_wait: parse_duration(&a.max_wait).map_err(|e| option("max-wait") + &e)?,
-        notify: a.notify.filter(|c| !c.trim().is_empty()),
+        max_failures,
+        max_wait: duration("--max-wait")?,
+        notify: a
+            .value("--notify")
+            .filter(|c| !c.trim().is_empty())
+            .map(str::to_string),
         thresholds,
-        iteration_timeout: Some(
-            parse_duration(&a.iteration_timeout).map_err(|e| option("iteration-timeout") + &e)?,
-        )
-        .filter(|d| !d.is_zero()),
+        iteration_timeout: Some(duration("--iteration-timeout")?).filter(|d| !d.is_zero()),
         pacing: pacing_from_env(),
+        start_args: a.start,
+        client_args: a.client,
     })
 }
 

@@ -22,8 +22,7 @@ pub(crate) struct Prepared {
 
 /// Everything before the first iteration: binaries, lock, the loop's start.
 pub(crate) fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<Prepared, String> {
-    let setup_bin = edge::find_binary("ralph-setup")
-        .ok_or("ralph-setup not found next to ralph, in $RALPH_BIN_DIR or on PATH")?;
+    let setup_bin = edge::find_binary("ralph-setup").ok_or(edge::SETUP_MISSING)?;
     let hook_bin = edge::find_binary("ralph-stop-hook")
         .ok_or("ralph-stop-hook not found next to ralph, in $RALPH_BIN_DIR or on PATH")?;
     let plugin_root = edge::plugin_root()?;

@@ -516,7 +516,7 @@ impl Run<'_> {
         match edge::log_entry_since(&self.paths, 0, &self.setup.session) {
             Some(e) if e.decision == "cancel" => e.message.unwrap_or_else(|| {
                 format!(
-                    "🛑 The loop was cancelled (ralph cancel or /ralph:cancel-ralph) at iteration {}; the client was stopped.",
+                    "🛑 The loop was cancelled (ralph cancel or /cancel-ralph) at iteration {}; the client was stopped.",
                     e.iteration
                 )
             }),

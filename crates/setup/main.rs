@@ -1,10 +1,13 @@
-//! ralph-setup: start, inspect and cancel Ralph loops.
+//! ralph-setup: the ralph plugin's entry for its hooks, its skills and the
+//! status line. People type `ralph` (crates/ralph): every verb here is
+//! hidden from `--help`, which points there.
 //!
 //! `hook-prompt` is the UserPromptSubmit hook: it sees the raw text of
-//! `/ralph:ralph-loop ...` exactly as typed (no shell in between) and the
+//! `/ralph-loop ...` exactly as typed (no shell in between) and the
 //! session id, so the prompt reaches the state file byte for byte and the loop
-//! belongs to the session that started it. The slash commands' `!` lines only
-//! call `show`, `cancel` and `status`, which take no user text.
+//! belongs to the session that started it. The skills' `!` lines only
+//! call `show`, `cancel` and `status`, which take no user text; `ralph`
+//! runs `start`, `resume`, `report` and `statusline --install/--off` here.
 //!
 //! The commands themselves are `ralph_core::setup::commands`; this binary
 //! parses the command line, routes the typed slash commands, and reads the
@@ -28,55 +31,61 @@ use std::process::ExitCode;
 #[command(
     name = "ralph-setup",
     version,
-    about = "Start, inspect and cancel Ralph loops"
+    about = "The ralph plugin's entry for its hooks, skills and status line. In a terminal, type `ralph` (ralph start, status, cancel, resume, report, statusline, run; ralph --help).",
+    subcommand_required = true
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+/// Every verb is hidden: they are the hooks', the skills' and `ralph`'s.
 #[derive(Subcommand)]
 enum Command {
-    /// Start a loop: ralph-setup start PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH]
+    /// `ralph start`'s work: start a loop from a terminal's words (its
+    /// `--help` is the loop's, from `args::options`)
+    #[command(hide = true, disable_help_flag = true)]
     Start {
         /// The session that owns the loop (default: $CLAUDE_CODE_SESSION_ID; empty = the first session to stop claims it)
         #[arg(long)]
         session: Option<String>,
-        /// Prompt words and loop options, as for /ralph:ralph-loop
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// UserPromptSubmit hook: start a loop from `/ralph:ralph-loop ...` typed by the user
+    /// UserPromptSubmit hook: the typed /ralph-loop, /ralph-status, /cancel-ralph, ...
+    #[command(hide = true)]
     HookPrompt,
-    /// SessionStart, SessionEnd and StopFailure hook: remind after a compaction or resume, hand a loop over across /clear, pause on an API error
+    /// SessionStart, SessionEnd and StopFailure hook
+    #[command(hide = true)]
     HookEvent,
-    /// Print what the current loop will do (used by the /ralph:ralph-loop command)
+    /// What the current loop will do (the /ralph-loop skill's `!` line)
+    #[command(hide = true)]
     Show,
-    /// Cancel the loop of this project
+    /// Cancel the loop of this project (the /cancel-ralph skill; `ralph cancel`)
+    #[command(hide = true)]
     Cancel,
-    /// Resume the loop of this project after it paused for you (a blocker)
+    /// Resume a paused loop (`ralph resume`)
+    #[command(hide = true)]
     Resume,
-    /// Show the loop's state, PRD progress and last decision
+    /// The loop's status (the /ralph-status skill; `ralph status`)
+    #[command(hide = true)]
     Status {
-        /// Print JSON instead of text
         #[arg(long)]
         json: bool,
     },
-    /// The loop's story from its activity log: how it ended, iterations, stories, checks, refusals
+    /// The loop's story from its activity log (`ralph report`)
+    #[command(hide = true)]
     Report {
-        /// Write it as one self-contained HTML page (with a chart) to FILE
         #[arg(long, value_name = "FILE")]
         html: Option<std::path::PathBuf>,
     },
-    /// Claude Code status line: one short line for this project's loop (nothing without a loop)
+    /// Claude Code's status line (the command it runs); `--install`/`--off`: `ralph statusline install|off`
+    #[command(hide = true)]
     Statusline {
-        /// Your own status-line command: run with the same stdin, its output printed after ralph's
         #[arg(long, value_name = "CMD")]
         then: Option<String>,
-        /// Put it into your ~/.claude/settings.json (your own status line kept under --then; a copy kept)
         #[arg(long, conflicts_with = "off")]
         install: bool,
-        /// Take it out again: the settings file exactly as it was
         #[arg(long)]
         off: bool,
     },
@@ -162,27 +171,27 @@ fn refused_to_the_agent(command: &Command) -> Option<ExitCode> {
         Command::Resume => fail(&control::agent_refused("ralph-setup resume")),
         Command::Start { .. } => fail(&control::agent_refused("ralph-setup start")),
         Command::Statusline { install, off, .. } if *install || *off => fail(
-            &"`ralph-setup statusline --install/--off` was run by the agent: only the user changes their settings.json (`/ralph:statusline` in Claude Code, or this command in their own terminal). Nothing was changed.",
+            &"`ralph statusline install/off` was run by the agent: only the user changes their settings.json (`/ralph-statusline` in Claude Code, or `ralph statusline install` in their own terminal). Nothing was changed.",
         ),
         // A file written wherever the agent points (the loop's state,
         // the command policy, the user's settings): read it on stdout.
         Command::Report { html: Some(_) } => fail(
-            &"`ralph-setup report --html FILE` was run by the agent: only the user writes the report to a file (`ralph-setup report` prints it). Nothing was written.",
+            &"`ralph report --html FILE` was run by the agent: only the user writes the report to a file (`ralph report` prints it). Nothing was written.",
         ),
         Command::HookPrompt | Command::HookEvent => ExitCode::SUCCESS,
         _ => return None,
     })
 }
 
-/// `ralph-setup start [--session ID] ARGS...`: a loop started from the
-/// terminal (or its help).
+/// `ralph start [--session ID] ARGS...` (run here by `ralph`): a loop
+/// started from the terminal (or its help).
 fn start_command(paths: &LoopPaths, session: Option<String>, args: &[String]) -> ExitCode {
     let session = session
         .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok())
         .unwrap_or_default();
     match args::parse_argv(args).map_err(StartError::from) {
         Ok(a) if a.help => {
-            println!("{}", control::help_text());
+            println!("{}", control::terminal_help(false));
             ExitCode::SUCCESS
         }
         Ok(a) => match start(paths, &a, &session, None) {
@@ -239,9 +248,9 @@ fn printed<E: std::fmt::Display>(result: Result<String, E>) -> ExitCode {
     }
 }
 
+/// The error, printed once (see `control::print_error`).
 fn fail(e: &dyn std::fmt::Display) -> ExitCode {
-    eprintln!("ralph: {e}");
-    println!("ralph: {e}");
+    control::print_error(e);
     ExitCode::from(2)
 }
 
@@ -287,13 +296,13 @@ fn hook_prompt() -> HookOutput {
     let Some(prompt) = input.prompt.as_deref() else {
         return HookOutput::Nothing;
     };
-    let asks = prompt_asks(prompt, statusline::COMMANDS);
-    // `/ralph:statusline [off]`: the user's own settings, changed only because they typed it.
+    let asks = prompt_asks(prompt, args::STATUSLINE_COMMANDS);
+    // `/ralph-statusline [off]`: the user's own settings, changed only because they typed it.
     if let PromptAsks::Statusline(off) = asks {
         let text = match off {
             Ok(off) => statusline::install_or_off(off),
             Err(other) => Err(format!(
-                "`/ralph:statusline {other}`: type `/ralph:statusline` to show the loop in the status line, `/ralph:statusline off` to undo it"
+                "`/ralph-statusline {other}`: type `/ralph-statusline` to show the loop in the status line, `/ralph-statusline off` to undo it"
             )),
         };
         return HookOutput::block(text.unwrap_or_else(|e| format!("ralph: {e}")));
@@ -327,7 +336,7 @@ fn hook_prompt() -> HookOutput {
     HookOutput::block(answer.trim_end())
 }
 
-/// `/ralph:ralph-loop ARGS` typed: the loop starts (its summary goes on
+/// `/ralph-loop ARGS` typed: the loop starts (its summary goes on
 /// with the prompt), or the user is told why not.
 fn start_from_prompt(paths: &LoopPaths, input: &HookInput, raw: &str) -> HookOutput {
     match args::parse_command_line(raw).map_err(StartError::from) {

@@ -1,4 +1,4 @@
-//! `ralph-setup statusline [--then CMD]`: Claude Code's status line. Reads
+//! `ralph-setup statusline [--then CMD]` (what `ralph statusline install` puts in the settings): Claude Code's status line. Reads
 //! the client's JSON on stdin, prints the loop's line (`ralph_core::glance`)
 //! or nothing when no loop runs, then the output of the user's own
 //! status-line command (`--then`), which gets the same stdin.
@@ -39,10 +39,7 @@ pub(crate) fn fast_args() -> Option<Option<String>> {
     }
 }
 
-/// The typed commands that install it (`off`: undo).
-pub(crate) const COMMANDS: &[&str] = &["/ralph:statusline", "/ralph-statusline"];
-
-/// `/ralph:statusline` (`off`: undo), for the user's settings file.
+/// `/ralph-statusline` (`off`: undo), for the user's settings file.
 pub(crate) fn install_or_off(off: bool) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("where is ralph-setup? {e}"))?;
     let ours = format!(

@@ -353,7 +353,7 @@ fn denial_tells_the_agent_how_to_end_the_loop() {
         .unwrap_or_default()
         .to_string();
     assert!(reason.contains("promise"), "{reason}");
-    assert!(reason.contains("/ralph:cancel-ralph"), "{reason}");
+    assert!(reason.contains("/cancel-ralph"), "{reason}");
     assert_eq!(
         out.unwrap().pointer("/hookSpecificOutput/hookEventName"),
         Some(&json!("PreToolUse"))

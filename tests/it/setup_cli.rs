@@ -85,9 +85,7 @@ fn another_sessions_live_loop_is_refused_then_replaced_on_request() {
     let out = p.prompt("B", "/ralph:ralph-loop task B");
     let r = out.unwrap()["reason"].as_str().unwrap().to_string();
     assert!(
-        r.contains("another session")
-            && r.contains("/ralph:cancel-ralph")
-            && r.contains("--replace"),
+        r.contains("another session") && r.contains("/cancel-ralph") && r.contains("--replace"),
         "{r}"
     );
     assert!(p.state().unwrap().ends_with("task A"));

@@ -1,4 +1,4 @@
-//! `/ralph:statusline` and `/ralph:statusline off`: put ralph's status line
+//! `/ralph-statusline` and `/ralph-statusline off`: put ralph's status line
 //! into the user's `settings.json` (`statusLine`), keeping the user's own
 //! command under `--then`, and take it out again leaving the file exactly
 //! as it was. Only the user does this (the typed command reaches the
@@ -118,7 +118,7 @@ fn record(data: &Path) -> (PathBuf, PathBuf, PathBuf) {
     )
 }
 
-/// `/ralph:statusline`: ralph's line `ours` into `settings`; what to tell the user.
+/// `/ralph-statusline`: ralph's line `ours` into `settings`; what to tell the user.
 pub fn install(settings: &Path, data: &Path, ours: &str) -> Result<String, String> {
     let err = |e: store::StoreError| e.to_string();
     let text = store::read_optional(settings).map_err(err)?;
@@ -126,7 +126,7 @@ pub fn install(settings: &Path, data: &Path, ours: &str) -> Result<String, Strin
         .map_err(|e| format!("{} was left alone: {e}", settings.display()))?;
     let Some(new) = new else {
         return Ok(format!(
-            "ralph's status line is already in {} (`/ralph:statusline off` takes it out).",
+            "ralph's status line is already in {} (`/ralph-statusline off` takes it out).",
             settings.display()
         ));
     };
@@ -162,12 +162,12 @@ pub fn install(settings: &Path, data: &Path, ours: &str) -> Result<String, Strin
         None => "there was no such file before".to_string(),
     };
     Ok(format!(
-        "ralph's status line is in {} ({copy}).{kept} It shows the loop of the project (nothing when none runs) from the next message. `/ralph:statusline off` undoes it exactly.",
+        "ralph's status line is in {} ({copy}).{kept} It shows the loop of the project (nothing when none runs) from the next message. `/ralph-statusline off` undoes it exactly.",
         settings.display(),
     ))
 }
 
-/// `/ralph:statusline off`: the file as it was before [`install`].
+/// `/ralph-statusline off`: the file as it was before [`install`].
 pub fn uninstall(settings: &Path, data: &Path, ours: &str) -> Result<String, String> {
     let err = |e: store::StoreError| e.to_string();
     let (before, absent, after) = record(data);

@@ -39,7 +39,7 @@ use protect::Hit;
 
 /// Told to the agent whenever it reaches for a loop file.
 pub(crate) const END_LOOP_HINT: &str = "To end the loop, print the completion promise when it is true; \
-the user cancels the loop with /ralph:cancel-ralph.";
+the user cancels the loop with /cancel-ralph.";
 
 /// The tool call as received on stdin.
 #[derive(Debug, Clone, PartialEq)]
@@ -319,7 +319,7 @@ fn loop_file_reason(display: &str, what: &str) -> String {
 fn control_reason(command: &str) -> String {
     format!(
         "ralph-guard: `{command}` is one of ralph's own entry points (it would end, start, take over or feed \
-         the running Ralph loop, or write the user's files), and only the user runs those (/ralph:cancel-ralph, \
+         the running Ralph loop, or write the user's files), and only the user runs those (/cancel-ralph, \
          or ralph-setup in their own terminal). The agent may run `ralph-setup status`, `ralph-setup report` \
          (on stdout) and the status line. {END_LOOP_HINT}"
     )

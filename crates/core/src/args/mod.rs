@@ -1,19 +1,30 @@
 //! `/ralph-loop` arguments, parsed from the raw text the user typed (as a
-//! `UserPromptSubmit` hook receives it) or from a terminal's argv.
+//! `UserPromptSubmit` hook receives it) or from a terminal's argv; the
+//! options themselves are defined once in [`options`].
 //!
 //! No shell ever sees the user's text: the prompt keeps its quotes,
 //! backticks, `$(...)`, `$VAR` and newlines byte for byte. Only known
 //! `--flags` (and their values) are taken out; an unknown `--flag` is an
-//! error rather than silently becoming prompt words, and ` -- ` ends the
-//! options so the rest is prompt text verbatim.
+//! error (with the closest option's name) rather than silently becoming
+//! prompt words, and ` -- ` ends the options so the rest is prompt text
+//! verbatim. `-h` is help only as the one argument; anywhere else it is a
+//! prompt word. An optional value (`--review`) is taken with `=`, or as the
+//! next word only when that word is one of its values and nothing but
+//! options follows it; a value followed by prompt words is an error asking
+//! which was meant, never a word silently eaten.
 //! Pure.
 
 use crate::budget::Usd;
 use crate::run::options::{parse_duration, parse_tokens};
+use options::{Kind, OptSpec, Zero};
 use thiserror::Error;
 use words::{join_pieces, next_token, read_word};
 
+pub mod options;
+mod run;
 mod words;
+
+pub use run::{RunArgv, split_run_argv};
 
 /// The most stories at once `--parallel` takes.
 pub const MAX_PARALLEL: u32 = 16;
@@ -31,7 +42,7 @@ pub struct StartArgs {
     pub verify: Option<String>,
     pub verify_timeout: Option<u64>,
     pub max_stalls: Option<u32>,
-    /// Budgets: tokens, seconds of wall time, dollars.
+    /// Budgets: tokens, seconds of wall time, dollars (`0`, no cap: `None`).
     pub max_tokens: Option<u64>,
     pub max_runtime_secs: Option<u64>,
     pub max_cost: Option<Usd>,
@@ -56,330 +67,209 @@ pub struct StartArgs {
     pub help: bool,
 }
 
-pub const USAGE: &str = "/ralph:ralph-loop PROMPT... [--max-iterations N] [--completion-promise TEXT] [--prd-file PATH] [--prompt-file PATH] [--verify CMD] [--verify-timeout SECS] [--max-stalls N] [--max-story-attempts N] [--max-tokens N] [--max-runtime DURATION] [--max-cost USD] [--review [LIST]] [--review-cmd CMD] [--max-reviews N] [--review-timeout SECS] [--fresh] [--parallel N] [--notify CMD|desktop] [--pin GLOB]... [--replace]";
+/// The in-client command's usage line.
+pub fn usage() -> String {
+    options::usage("/ralph-loop", false)
+}
 
+/// Why the arguments cannot start a loop: one line each, naming the option.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ArgsError {
-    #[error(
-        "unknown option `{0}`. Options: --max-iterations N, --completion-promise TEXT, --prd-file PATH, --prompt-file PATH, --verify CMD, --verify-timeout SECS, --max-stalls N, --max-story-attempts N, --max-tokens N, --max-runtime DURATION, --max-cost USD, --review [LIST], --review-cmd CMD, --max-reviews N, --review-timeout SECS, --fresh, --parallel N, --notify CMD|desktop, --pin GLOB, --replace. To use `{0}` as prompt text, put it after ` -- `"
-    )]
-    UnknownFlag(String),
+    #[error("unknown option `{name}`{}", did_you_mean(*.suggestion))]
+    UnknownFlag {
+        name: String,
+        suggestion: Option<&'static str>,
+    },
     #[error("`{flag}` takes {what}, not `{value}`")]
     BadValue {
         flag: &'static str,
         value: String,
         what: &'static str,
     },
+    #[error("`{flag} 0` is refused: {why}")]
+    ZeroRefused {
+        flag: &'static str,
+        why: &'static str,
+    },
     #[error("`{0}` needs a value, e.g. {0} {1}")]
     MissingValue(&'static str, &'static str),
-    #[error("`{flag}` takes a whole number in base 10{hint}, not `{value}`")]
-    BadNumber {
-        flag: &'static str,
-        value: String,
-        hint: &'static str,
-    },
     #[error("`{0}` was given twice")]
     Repeated(&'static str),
+    #[error(
+        "`{flag} {value}` is followed by prompt words: write `{flag}={value}` to set it, or put `{flag}` after the prompt to keep `{value}` as a prompt word"
+    )]
+    Ambiguous { flag: &'static str, value: String },
 }
 
-#[derive(Clone, Copy)]
-enum Flag {
-    MaxIterations,
-    CompletionPromise,
-    PrdFile,
-    PromptFile,
-    MaxStoryAttempts,
-    Verify,
-    VerifyTimeout,
-    MaxStalls,
-    MaxTokens,
-    MaxRuntime,
-    MaxCost,
-    Review,
-    ReviewCmd,
-    MaxReviews,
-    ReviewTimeout,
-    Notify,
-    Replace,
-    Fresh,
-    Parallel,
-    Pin,
-    Help,
+/// The unknown option's next step: the option meant, else where the list is.
+fn did_you_mean(suggestion: Option<&str>) -> String {
+    let keep = "to keep it as prompt text, put it after ` -- `";
+    match suggestion {
+        Some(s) => format!(": did you mean `{s}`? ({keep})"),
+        None => format!(" (the options: /ralph-help, or ralph start --help; {keep})"),
+    }
 }
 
-impl Flag {
-    fn from_name(name: &str) -> Option<Flag> {
-        Some(match name {
-            "--max-iterations" => Flag::MaxIterations,
-            "--completion-promise" => Flag::CompletionPromise,
-            "--prd-file" | "--prd" => Flag::PrdFile,
-            "--prompt-file" => Flag::PromptFile,
-            "--max-story-attempts" => Flag::MaxStoryAttempts,
-            "--verify" => Flag::Verify,
-            "--verify-timeout" => Flag::VerifyTimeout,
-            "--max-stalls" => Flag::MaxStalls,
-            "--max-tokens" => Flag::MaxTokens,
-            "--max-runtime" => Flag::MaxRuntime,
-            "--max-cost" => Flag::MaxCost,
-            "--review" => Flag::Review,
-            "--review-cmd" => Flag::ReviewCmd,
-            "--max-reviews" => Flag::MaxReviews,
-            "--review-timeout" => Flag::ReviewTimeout,
-            "--notify" => Flag::Notify,
-            "--replace" => Flag::Replace,
-            "--fresh" => Flag::Fresh,
-            "--parallel" => Flag::Parallel,
-            "--pin" => Flag::Pin,
-            "--help" | "-h" => Flag::Help,
-            _ => return None,
-        })
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Flag::MaxIterations => "--max-iterations",
-            Flag::CompletionPromise => "--completion-promise",
-            Flag::PrdFile => "--prd-file",
-            Flag::PromptFile => "--prompt-file",
-            Flag::MaxStoryAttempts => "--max-story-attempts",
-            Flag::Verify => "--verify",
-            Flag::VerifyTimeout => "--verify-timeout",
-            Flag::MaxStalls => "--max-stalls",
-            Flag::MaxTokens => "--max-tokens",
-            Flag::MaxRuntime => "--max-runtime",
-            Flag::MaxCost => "--max-cost",
-            Flag::Review => "--review",
-            Flag::ReviewCmd => "--review-cmd",
-            Flag::MaxReviews => "--max-reviews",
-            Flag::ReviewTimeout => "--review-timeout",
-            Flag::Notify => "--notify",
-            Flag::Replace => "--replace",
-            Flag::Fresh => "--fresh",
-            Flag::Parallel => "--parallel",
-            Flag::Pin => "--pin",
-            Flag::Help => "--help",
+impl ArgsError {
+    fn unknown(name: &str, run: bool) -> ArgsError {
+        ArgsError::UnknownFlag {
+            name: name.to_string(),
+            suggestion: options::closest(name, run),
         }
     }
+}
 
-    fn example(self) -> &'static str {
-        match self {
-            Flag::MaxIterations => "20",
-            Flag::CompletionPromise => "DONE",
-            Flag::PrdFile => "prd.json",
-            Flag::PromptFile => "PROMPT.md",
-            Flag::MaxStoryAttempts => "5",
-            Flag::Verify => "\"cargo test\"",
-            Flag::VerifyTimeout => "300",
-            Flag::MaxStalls => "3",
-            Flag::MaxTokens => "2000000",
-            Flag::MaxRuntime => "4h",
-            Flag::MaxCost => "25",
-            Flag::Review => "acceptance,security,quality",
-            Flag::ReviewCmd => "\"./review.sh\"",
-            Flag::MaxReviews => "2",
-            Flag::ReviewTimeout => "600",
-            Flag::Notify => "desktop",
-            Flag::Parallel => "4",
-            Flag::Pin => "'tests/**'",
-            Flag::Replace | Flag::Fresh | Flag::Help => "",
-        }
+/// A whole number in base 10, with 0 as the option's rule says.
+fn count(spec: &OptSpec, value: &str) -> Result<u64, ArgsError> {
+    let bad = || ArgsError::BadValue {
+        flag: spec.name,
+        value: value.to_string(),
+        what: "a whole number in base 10",
+    };
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
     }
+    nonzero_unless_off(spec, value.parse().map_err(|_| bad())?)
+}
 
-    fn takes_value(self) -> bool {
-        !matches!(
-            self,
-            Flag::Replace | Flag::Fresh | Flag::Help | Flag::Review
-        )
+fn nonzero_unless_off(spec: &OptSpec, n: u64) -> Result<u64, ArgsError> {
+    match spec.zero {
+        Zero::Refused(why) if n == 0 => Err(ArgsError::ZeroRefused {
+            flag: spec.name,
+            why,
+        }),
+        _ => Ok(n),
     }
+}
 
-    /// A value it takes only when the next word is one: `--review` takes a
-    /// list of reviewer names, and is followed by prompt words otherwise.
-    fn optional_value(self, next: &str) -> bool {
-        matches!(self, Flag::Review) && crate::review_settings::parse_list(next).is_some()
+fn small(spec: &OptSpec, value: &str) -> Result<u32, ArgsError> {
+    u32::try_from(count(spec, value)?).map_err(|_| ArgsError::BadValue {
+        flag: spec.name,
+        value: value.to_string(),
+        what: "a smaller number",
+    })
+}
+
+/// Seconds, from `90s`, `10m`, `2h`, `1h30m` or bare seconds.
+fn seconds(spec: &OptSpec, value: &str) -> Result<u64, ArgsError> {
+    let secs = parse_duration(value)
+        .map_err(|_| ArgsError::BadValue {
+            flag: spec.name,
+            value: value.to_string(),
+            what: "a duration, e.g. 90s, 10m, 2h or 1h30m (bare numbers are seconds)",
+        })?
+        .as_secs();
+    nonzero_unless_off(spec, secs)
+}
+
+fn tokens(spec: &OptSpec, value: &str) -> Result<u64, ArgsError> {
+    let n = parse_tokens(value).map_err(|_| ArgsError::BadValue {
+        flag: spec.name,
+        value: value.to_string(),
+        what: "a token count, e.g. 2000000, 500k or 2M",
+    })?;
+    nonzero_unless_off(spec, n)
+}
+
+/// Whether `value` is one `spec` takes (for `ralph run`'s own options,
+/// which the runner reads as text).
+pub(crate) fn check_value(spec: &OptSpec, value: &str) -> Result<(), ArgsError> {
+    match spec.kind {
+        Kind::Count => count(spec, value).map(drop),
+        Kind::Duration => seconds(spec, value).map(drop),
+        Kind::Tokens => tokens(spec, value).map(drop),
+        _ => Ok(()),
     }
+}
+
+/// `0` turns a cap off: no cap is `None`.
+fn cap(n: u64) -> Option<u64> {
+    (n > 0).then_some(n)
 }
 
 impl StartArgs {
-    fn set(&mut self, flag: Flag, value: Option<String>) -> Result<(), ArgsError> {
-        let repeated = |present: bool| once(flag, present);
-        let value = value.unwrap_or_default();
-        match flag {
-            Flag::MaxIterations => {
-                repeated(self.max_iterations.is_some())?;
-                self.max_iterations = Some(number(flag, &value, " (0 = unlimited)")?);
+    /// Set one loop option from its value (`None`: a switch, or an
+    /// optional value not given).
+    fn set(&mut self, spec: &'static OptSpec, value: Option<String>) -> Result<(), ArgsError> {
+        let v = value.unwrap_or_default();
+        let text = || Some(v.clone());
+        match spec.name {
+            "--max-iterations" => self.max_iterations = Some(count(spec, &v)?),
+            "--max-stalls" => self.max_stalls = Some(small(spec, &v)?),
+            "--max-story-attempts" => self.max_story_attempts = Some(small(spec, &v)?),
+            "--max-reviews" => self.max_reviews = Some(small(spec, &v)?),
+            "--verify-timeout" => self.verify_timeout = Some(seconds(spec, &v)?),
+            "--review-timeout" => self.review_timeout = Some(seconds(spec, &v)?),
+            "--max-runtime" => self.max_runtime_secs = cap(seconds(spec, &v)?),
+            "--max-tokens" => self.max_tokens = cap(tokens(spec, &v)?),
+            "--max-cost" => {
+                let usd = Usd::parse(&v).ok_or_else(|| ArgsError::BadValue {
+                    flag: spec.name,
+                    value: v.clone(),
+                    what: "an amount of US dollars, e.g. 25 or 2.50",
+                })?;
+                self.max_cost = (usd.0 > 0).then_some(usd);
             }
-            Flag::MaxStoryAttempts => {
-                repeated(self.max_story_attempts.is_some())?;
-                self.max_story_attempts = Some(positive_u32(flag, &value)?);
-            }
-            Flag::VerifyTimeout => {
-                repeated(self.verify_timeout.is_some())?;
-                self.verify_timeout = Some(positive_secs(flag, &value)?);
-            }
-            Flag::MaxStalls => {
-                repeated(self.max_stalls.is_some())?;
-                let n = number(flag, &value, " (0 = never stop for lack of progress)")?;
-                self.max_stalls = Some(u32::try_from(n).unwrap_or(u32::MAX));
-            }
-            Flag::MaxTokens | Flag::MaxRuntime | Flag::MaxCost => self.set_budget(flag, value)?,
-            Flag::Review | Flag::MaxReviews | Flag::ReviewTimeout => {
-                self.set_review(flag, value)?;
-            }
-            Flag::Replace => self.replace = true,
-            Flag::Fresh => self.fresh = true,
-            Flag::Parallel => {
-                repeated(self.parallel.is_some())?;
-                let n = positive_u32(flag, &value)?;
+            "--parallel" => {
+                let n = small(spec, &v)?;
                 if n > MAX_PARALLEL {
                     return Err(ArgsError::BadValue {
-                        flag: flag.name(),
-                        value,
+                        flag: spec.name,
+                        value: v,
                         what: "a number of stories at once from 1 to 16",
                     });
                 }
                 self.parallel = Some(n);
             }
-            // Repeatable: each adds a glob.
-            Flag::Pin => {
-                if value.trim().is_empty() {
-                    return Err(ArgsError::MissingValue(flag.name(), flag.example()));
-                }
-                self.pin.push(value);
+            "--review" => self.review = Some(review_list(spec, &v)?),
+            "--pin" if v.trim().is_empty() => {
+                return Err(ArgsError::MissingValue(spec.name, spec.example));
             }
-            Flag::Help => self.help = true,
-            // The flags that take text as it is.
-            text => match self.text_slot(text) {
-                Some(slot) if slot.is_none() => *slot = Some(value),
-                _ => return Err(ArgsError::Repeated(flag.name())),
-            },
-        }
-        Ok(())
-    }
-
-    /// The option a flag taking text as it is sets, once.
-    fn text_slot(&mut self, flag: Flag) -> Option<&mut Option<String>> {
-        Some(match flag {
-            Flag::Verify => &mut self.verify,
-            Flag::Notify => &mut self.notify,
-            Flag::CompletionPromise => &mut self.completion_promise,
-            Flag::PrdFile => &mut self.prd_file,
-            Flag::PromptFile => &mut self.prompt_file,
-            Flag::ReviewCmd => &mut self.review_cmd,
-            _ => return None,
-        })
-    }
-
-    /// `--review [LIST]`, `--max-reviews N`, `--review-timeout SECS`: each given once.
-    fn set_review(&mut self, flag: Flag, value: String) -> Result<(), ArgsError> {
-        let given = match flag {
-            Flag::Review => self.review.is_some(),
-            Flag::MaxReviews => self.max_reviews.is_some(),
-            _ => self.review_timeout.is_some(),
-        };
-        once(flag, given)?;
-        match flag {
-            Flag::Review => {
-                let names = match value.as_str() {
-                    "" => vec!["acceptance".to_string()],
-                    list => crate::review_settings::parse_list(list).ok_or_else(|| ArgsError::BadValue {
-                        flag: flag.name(),
-                        value: value.clone(),
-                        what: "reviewer names separated by commas: acceptance, security, quality, or all",
-                    })?,
-                };
-                self.review = Some(names);
-            }
-            Flag::MaxReviews => self.max_reviews = Some(positive_u32(flag, &value)?),
-            _ => self.review_timeout = Some(positive_secs(flag, &value)?),
-        }
-        Ok(())
-    }
-
-    /// `--max-tokens 2000000` (or `2M`, `500k`), `--max-runtime 90m`,
-    /// `--max-cost 25` (dollars): each above zero, each given once.
-    fn set_budget(&mut self, flag: Flag, value: String) -> Result<(), ArgsError> {
-        let bad = |what| ArgsError::BadValue {
-            flag: flag.name(),
-            value: value.clone(),
-            what,
-        };
-        let given = match flag {
-            Flag::MaxTokens => self.max_tokens.is_some(),
-            Flag::MaxRuntime => self.max_runtime_secs.is_some(),
-            _ => self.max_cost.is_some(),
-        };
-        once(flag, given)?;
-        match flag {
-            Flag::MaxTokens => {
-                let n = parse_tokens(&value).ok().filter(|n| *n > 0);
-                self.max_tokens =
-                    Some(n.ok_or_else(|| bad("a token count above 0, e.g. 2000000, 500k or 2M"))?);
-            }
-            Flag::MaxRuntime => {
-                let d = parse_duration(&value)
-                    .ok()
-                    .map(|d| d.as_secs())
-                    .filter(|s| *s > 0);
-                self.max_runtime_secs =
-                    Some(d.ok_or_else(|| bad("a duration, e.g. 90m, 4h or 1h30m"))?);
-            }
-            _ => {
-                let usd = Usd::parse(&value).filter(|u| u.0 > 0);
-                self.max_cost = Some(
-                    usd.ok_or_else(|| bad("an amount of US dollars above 0, e.g. 25 or 2.50"))?,
-                );
-            }
+            "--pin" => self.pin.push(v),
+            "--replace" => self.replace = true,
+            "--fresh" => self.fresh = true,
+            "--verify" => self.verify = text(),
+            "--notify" => self.notify = text(),
+            "--completion-promise" => self.completion_promise = text(),
+            "--prd-file" => self.prd_file = text(),
+            "--prompt-file" => self.prompt_file = text(),
+            "--review-cmd" => self.review_cmd = text(),
+            // A `ralph run` option: the runner reads it (`split_run_argv`).
+            _ => {}
         }
         Ok(())
     }
 }
 
-/// An option given once only.
-fn once(flag: Flag, given: bool) -> Result<(), ArgsError> {
-    if given {
-        Err(ArgsError::Repeated(flag.name()))
-    } else {
-        Ok(())
+/// `--review` alone: `acceptance`; else the names given.
+fn review_list(spec: &OptSpec, value: &str) -> Result<Vec<String>, ArgsError> {
+    if value.is_empty() {
+        return Ok(vec!["acceptance".to_string()]);
     }
-}
-
-/// A count above 0 that fits in 32 bits (`--max-story-attempts`, `--max-reviews`).
-fn positive_u32(flag: Flag, value: &str) -> Result<u32, ArgsError> {
-    let hint = " above 0";
-    let n = number(flag, value, hint)?;
-    u32::try_from(n)
-        .ok()
-        .filter(|n| *n > 0)
-        .ok_or_else(|| ArgsError::BadNumber {
-            flag: flag.name(),
-            value: value.to_string(),
-            hint,
-        })
-}
-
-/// Seconds above 0 (`--verify-timeout`, `--review-timeout`).
-fn positive_secs(flag: Flag, value: &str) -> Result<u64, ArgsError> {
-    let hint = " of seconds above 0";
-    match number(flag, value, hint)? {
-        0 => Err(ArgsError::BadNumber {
-            flag: flag.name(),
-            value: value.to_string(),
-            hint,
-        }),
-        n => Ok(n),
-    }
-}
-
-fn number(flag: Flag, value: &str, hint: &'static str) -> Result<u64, ArgsError> {
-    let bad = || ArgsError::BadNumber {
-        flag: flag.name(),
+    crate::review_settings::parse_list(value).ok_or_else(|| ArgsError::BadValue {
+        flag: spec.name,
         value: value.to_string(),
-        hint,
-    };
-    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
+        what: "reviewer names separated by commas: acceptance, security, quality, all, story",
+    })
+}
+
+/// Whether `value` is one an optional value may be (`--review`'s names).
+fn optional_fits(spec: &OptSpec, value: &str) -> bool {
+    spec.name == "--review" && crate::review_settings::parse_list(value).is_some()
+}
+
+/// The options seen so far: each once, unless it repeats by definition.
+#[derive(Default)]
+struct Seen(Vec<&'static str>);
+
+impl Seen {
+    fn note(&mut self, spec: &OptSpec) -> Result<(), ArgsError> {
+        if !spec.repeatable && self.0.contains(&spec.name) {
+            return Err(ArgsError::Repeated(spec.name));
+        }
+        self.0.push(spec.name);
+        Ok(())
     }
-    value.parse().map_err(|_| bad())
 }
 
 /// If `text` invokes the loop command (`/ralph:ralph-loop` or `/ralph-loop`),
@@ -390,12 +280,20 @@ pub fn loop_command_args(text: &str) -> Option<&str> {
 
 /// Every spelling a user may type for each command: qualified by the plugin
 /// name, and unqualified (the client resolves an unqualified skill name).
+/// Messages spell each the first unqualified way (`tests/it/spelling.rs`).
 pub const LOOP_COMMANDS: &[&str] = &["/ralph:ralph-loop", "/ralph-loop"];
 pub const CANCEL_COMMANDS: &[&str] = &["/ralph:cancel-ralph", "/cancel-ralph"];
 pub const STATUS_COMMANDS: &[&str] = &["/ralph:ralph-status", "/ralph-status"];
 pub const RESUME_COMMANDS: &[&str] = &["/ralph:ralph-resume", "/ralph-resume"];
 /// `/ralph:help` was the name before the commands became skills.
 pub const HELP_COMMANDS: &[&str] = &["/ralph:ralph-help", "/ralph-help", "/ralph:help"];
+/// The status line's skill; `statusline` was its name before (beside the
+/// client's own `/statusline`, hence the rename).
+pub const STATUSLINE_COMMANDS: &[&str] = &[
+    "/ralph:ralph-statusline",
+    "/ralph-statusline",
+    "/ralph:statusline",
+];
 
 /// The text after one of `names` when `text` starts with it (then whitespace or end).
 pub fn command_args<'a>(text: &'a str, names: &[&str]) -> Option<&'a str> {
@@ -406,19 +304,30 @@ pub fn command_args<'a>(text: &'a str, names: &[&str]) -> Option<&'a str> {
     })
 }
 
+/// Help: `--help` given as an option, or `-h` as the only argument.
+fn asks_help(word: &str, only: bool) -> bool {
+    word == options::HELP_FLAG || (only && word == "-h")
+}
+
 /// Parse the raw text typed after the command name.
 pub fn parse_command_line(text: &str) -> Result<StartArgs, ArgsError> {
     let mut args = StartArgs::default();
+    if asks_help(text.trim(), true) {
+        args.help = true;
+        return Ok(args);
+    }
+    let mut seen = Seen::default();
     let mut pieces: Vec<&str> = Vec::new();
     let mut keep_from = 0;
     let mut pos = 0;
     while let Some(start) = next_token(text, pos) {
         let word = read_word(text, start);
-        if !looks_like_flag(&text[start..word.end]) {
-            pos = word.end;
+        let raw = &text[start..word.end];
+        pos = word.end;
+        if !looks_like_flag(raw) {
             continue;
         }
-        if &text[start..word.end] == "--" {
+        if raw == "--" {
             pieces.push(&text[keep_from..start]);
             keep_from = text.len();
             // Everything after ` -- ` is prompt text, verbatim.
@@ -429,51 +338,23 @@ pub fn parse_command_line(text: &str) -> Result<StartArgs, ArgsError> {
             );
             break;
         }
-        let raw = &text[start..word.end];
+        if raw == options::HELP_FLAG {
+            args.help = true;
+            continue;
+        }
         let (name, inline) = match raw.split_once('=') {
             Some((n, _)) => (n, true),
             None => (raw, false),
         };
-        let flag = match Flag::from_name(name) {
-            Some(f) => f,
-            // `-h...` that is not a flag is an ordinary word.
-            None if !raw.starts_with("--") => {
-                pos = word.end;
-                continue;
-            }
-            None => return Err(ArgsError::UnknownFlag(name.to_string())),
-        };
-        let mut end = word.end;
-        let value = if inline && !flag.takes_value() && matches!(flag, Flag::Review) {
-            let eq = start + name.len() + 1;
-            let v = read_word(text, eq);
-            end = v.end;
-            Some(v.value)
-        } else if !flag.takes_value() {
-            match next_token(text, word.end) {
-                Some(vs) if flag.optional_value(&read_word(text, vs).value) => {
-                    let v = read_word(text, vs);
-                    end = v.end;
-                    Some(v.value)
-                }
-                _ => None,
-            }
-        } else if inline {
-            let eq = start + name.len() + 1;
-            let v = read_word(text, eq);
-            end = v.end;
-            Some(v.value)
-        } else {
-            match next_token(text, word.end) {
-                Some(vs) if !text[vs..].starts_with("--") => {
-                    let v = read_word(text, vs);
-                    end = v.end;
-                    Some(v.value)
-                }
-                _ => return Err(ArgsError::MissingValue(flag.name(), flag.example())),
-            }
-        };
-        args.set(flag, value)?;
+        let spec = options::find(name, false).ok_or_else(|| ArgsError::unknown(name, false))?;
+        seen.note(spec)?;
+        let (value, end) = text_value(
+            text,
+            spec,
+            word.end,
+            inline.then_some(start + name.len() + 1),
+        )?;
+        args.set(spec, value)?;
         pieces.push(&text[keep_from..start]);
         keep_from = end;
         pos = end;
@@ -485,15 +366,66 @@ pub fn parse_command_line(text: &str) -> Result<StartArgs, ArgsError> {
     Ok(args)
 }
 
+/// The value of `spec` in typed text after its name (ending at `after`;
+/// `eq`: where an inline `=VALUE` starts), and where the option ends.
+fn text_value(
+    text: &str,
+    spec: &'static OptSpec,
+    after: usize,
+    eq: Option<usize>,
+) -> Result<(Option<String>, usize), ArgsError> {
+    if let Some(eq) = eq.filter(|_| spec.kind != Kind::Switch) {
+        let v = read_word(text, eq);
+        return Ok((Some(v.value), v.end));
+    }
+    let next = next_token(text, after).map(|vs| (vs, read_word(text, vs)));
+    match spec.kind {
+        Kind::Switch => Ok((None, after)),
+        Kind::Optional => match next {
+            Some((_, v)) if optional_fits(spec, &v.value) => {
+                let then = next_token(text, v.end).map(|s| &text[s..read_word(text, s).end]);
+                if then.is_none_or(looks_like_flag) {
+                    Ok((Some(v.value), v.end))
+                } else {
+                    Err(ArgsError::Ambiguous {
+                        flag: spec.name,
+                        value: v.value,
+                    })
+                }
+            }
+            _ => Ok((None, after)),
+        },
+        _ => match next {
+            Some((vs, v)) if !text[vs..].starts_with("--") => Ok((Some(v.value), v.end)),
+            _ => Err(ArgsError::MissingValue(spec.name, spec.example)),
+        },
+    }
+}
+
 /// Parse a terminal's argv (already split by the user's shell).
 pub fn parse_argv(argv: &[String]) -> Result<StartArgs, ArgsError> {
+    parse_argv_of(argv, false)
+}
+
+/// `parse_argv`; `run`: for `ralph run` (its own options are known, and
+/// skipped here: `split_run_argv` takes them).
+pub(crate) fn parse_argv_of(argv: &[String], run: bool) -> Result<StartArgs, ArgsError> {
     let mut args = StartArgs::default();
+    if argv.len() == 1 && asks_help(&argv[0], true) {
+        args.help = true;
+        return Ok(args);
+    }
+    let mut seen = Seen::default();
     let mut words: Vec<&str> = Vec::new();
     let mut it = argv.iter();
     while let Some(a) = it.next() {
         if a == "--" {
             words.extend(it.by_ref().map(String::as_str));
             break;
+        }
+        if a == options::HELP_FLAG {
+            args.help = true;
+            continue;
         }
         if !looks_like_flag(a) {
             words.push(a);
@@ -503,31 +435,40 @@ pub fn parse_argv(argv: &[String]) -> Result<StartArgs, ArgsError> {
             Some((n, v)) => (n, Some(v.to_string())),
             None => (a.as_str(), None),
         };
-        let flag = Flag::from_name(name).ok_or_else(|| ArgsError::UnknownFlag(name.into()))?;
-        let value = if !flag.takes_value() {
-            match it.as_slice().first() {
-                _ if inline.is_some() && matches!(flag, Flag::Review) => inline,
-                Some(next) if flag.optional_value(next) => it.next().cloned(),
-                _ => None,
+        let spec = options::find(name, run).ok_or_else(|| ArgsError::unknown(name, run))?;
+        seen.note(spec)?;
+        let value = match (spec.kind, inline) {
+            (Kind::Switch, _) => None,
+            (_, Some(v)) => Some(v),
+            (Kind::Optional, None) => {
+                let rest = it.as_slice();
+                match rest.first() {
+                    Some(next) if optional_fits(spec, next) => {
+                        if !rest.get(1).is_none_or(|t| looks_like_flag(t)) {
+                            return Err(ArgsError::Ambiguous {
+                                flag: spec.name,
+                                value: next.clone(),
+                            });
+                        }
+                        it.next().cloned()
+                    }
+                    _ => None,
+                }
             }
-        } else if inline.is_some() {
-            inline
-        } else {
-            match it.next() {
+            (_, None) => match it.next() {
                 Some(v) if !v.starts_with("--") => Some(v.clone()),
-                _ => return Err(ArgsError::MissingValue(flag.name(), flag.example())),
-            }
+                _ => return Err(ArgsError::MissingValue(spec.name, spec.example)),
+            },
         };
-        args.set(flag, value)?;
+        args.set(spec, value)?;
     }
     args.prompt = words.join(" ").trim().to_string();
     Ok(args)
 }
 
-/// `--name...`, `--` or `-h`: anything else (`---`, `-1`, `--5`) is a word.
+/// `--name...` or `--`: anything else (`---`, `-1`, `--5`, `-h`) is a word.
 fn looks_like_flag(word: &str) -> bool {
     word == "--"
-        || word == "-h"
         || word
             .strip_prefix("--")
             .and_then(|r| r.chars().next())
@@ -535,121 +476,4 @@ fn looks_like_flag(word: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn budgets() {
-        let a =
-            parse_command_line("go --max-tokens 2M --max-runtime=1h30m --max-cost $2.50").unwrap();
-        assert_eq!(a.prompt, "go");
-        assert_eq!(a.max_tokens, Some(2_000_000));
-        assert_eq!(a.max_runtime_secs, Some(5_400));
-        assert_eq!(a.max_cost, Some(Usd(2_500_000)));
-        for bad in [
-            "--max-tokens 0",
-            "--max-runtime soon",
-            "--max-cost -1",
-            "--max-cost 0",
-        ] {
-            let e = parse_command_line(&format!("go {bad}")).unwrap_err();
-            assert!(matches!(e, ArgsError::BadValue { .. }), "{bad}: {e}");
-        }
-        let e = parse_command_line("go --max-cost 1 --max-cost 2").unwrap_err();
-        assert_eq!(e, ArgsError::Repeated("--max-cost"));
-    }
-
-    #[test]
-    fn prompt_is_kept_byte_for_byte() {
-        let raw = " Build \"x\" with `id` and $(touch pwned) $HOME\n---\niteration: 3\n  indented --max-iterations 5 --completion-promise \"ALL DONE\"";
-        let a = parse_command_line(raw).unwrap();
-        assert_eq!(
-            a.prompt,
-            "Build \"x\" with `id` and $(touch pwned) $HOME\n---\niteration: 3\n  indented"
-        );
-        assert_eq!(a.max_iterations, Some(5));
-        assert_eq!(a.completion_promise.as_deref(), Some("ALL DONE"));
-    }
-
-    #[test]
-    fn flags_anywhere_and_equals_form() {
-        let a =
-            parse_command_line("--max-iterations=0 fix it --prd-file=plan/prd.json now").unwrap();
-        assert_eq!(a.prompt, "fix it now");
-        assert_eq!(a.max_iterations, Some(0));
-        assert_eq!(a.prd_file.as_deref(), Some("plan/prd.json"));
-        let a = parse_command_line("x --completion-promise='it is done'").unwrap();
-        assert_eq!(a.completion_promise.as_deref(), Some("it is done"));
-    }
-
-    #[test]
-    fn errors_are_specific() {
-        assert_eq!(
-            parse_command_line("fix --verbose flag"),
-            Err(ArgsError::UnknownFlag("--verbose".into()))
-        );
-        assert!(matches!(
-            parse_command_line("x --max-iterations 1e3"),
-            Err(ArgsError::BadNumber { .. })
-        ));
-        assert!(matches!(
-            parse_command_line("x --max-iterations -1"),
-            Err(ArgsError::BadNumber { .. })
-        ));
-        assert!(matches!(
-            parse_command_line("x --max-iterations"),
-            Err(ArgsError::MissingValue(..))
-        ));
-        assert!(matches!(
-            parse_command_line("x --max-iterations 0x10"),
-            Err(ArgsError::BadNumber { .. })
-        ));
-        assert_eq!(
-            parse_command_line("x --prd-file a --prd-file b"),
-            Err(ArgsError::Repeated("--prd-file"))
-        );
-    }
-
-    #[test]
-    fn double_dash_ends_options_and_apostrophes_do_not_group() {
-        let a =
-            parse_command_line("don't stop --max-iterations 4 -- then --verbose stays").unwrap();
-        assert_eq!(a.prompt, "don't stop then --verbose stays");
-        assert_eq!(a.max_iterations, Some(4));
-        let a = parse_command_line("\"quoted --max-iterations 9\" and").unwrap();
-        assert_eq!(a.prompt, "\"quoted --max-iterations 9\" and");
-        assert_eq!(a.max_iterations, None);
-    }
-
-    #[test]
-    fn command_detection() {
-        assert_eq!(loop_command_args("/ralph:ralph-loop do it"), Some(" do it"));
-        assert_eq!(loop_command_args("  /ralph-loop"), Some(""));
-        assert_eq!(loop_command_args("/ralph-loops x"), None);
-        assert_eq!(loop_command_args("please /ralph-loop"), None);
-    }
-
-    #[test]
-    fn verify_flags() {
-        let a = parse_command_line(
-            "x --verify \"cargo test --quiet\" --verify-timeout 60 --max-stalls 0",
-        )
-        .unwrap();
-        assert_eq!(a.verify.as_deref(), Some("cargo test --quiet"));
-        assert_eq!(a.verify_timeout, Some(60));
-        assert_eq!(a.max_stalls, Some(0));
-        assert!(parse_command_line("x --verify-timeout 0").is_err());
-    }
-
-    #[test]
-    fn argv_form() {
-        let argv: Vec<String> = ["Fix", "the bug", "--max-iterations", "3", "--", "--x"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let a = parse_argv(&argv).unwrap();
-        assert_eq!(a.prompt, "Fix the bug --x");
-        assert_eq!(a.max_iterations, Some(3));
-        assert!(parse_argv(&["--nope".to_string()]).is_err());
-    }
-}
+mod tests;

@@ -4,10 +4,12 @@
 //! hook (the same commands typed while a loop runs wait in the client's
 //! queue, and the Stop hook carries them out; see `queue`).
 
+mod help;
 pub(crate) mod status;
 
+pub use help::{help_text, terminal_help};
+
 use crate::activity::{self, Action, Code, Entry};
-use crate::args::USAGE;
 use crate::clock;
 use crate::fmt::{self, short_session};
 use crate::paths::{LoopPaths, StateFile};
@@ -146,7 +148,7 @@ pub fn paused(state: &LoopState, pause: &Pause) -> String {
         None => String::new(),
     };
     format!(
-        "⏸ Ralph loop paused at iteration {}: the turn ended on an API error ({}){resets}. Not counted as an iteration; it goes on at your next prompt (or /ralph:cancel-ralph ends it).",
+        "⏸ Ralph loop paused at iteration {}: the turn ended on an API error ({}){resets}. Not counted as an iteration; it goes on at your next prompt (or /cancel-ralph ends it).",
         state.iteration_label(state.iteration),
         pause.reason.as_str()
     )
@@ -241,13 +243,6 @@ pub fn status(paths: &LoopPaths) -> Status {
     }
 }
 
-/// `/ralph-help`: the reference, short enough to read on one screen.
-pub fn help_text() -> String {
-    format!(
-        "Usage: {USAGE}\n\nStarts a Ralph loop: each time Claude tries to end its turn, the Stop hook feeds the task back until the completion promise is printed (only when true), every PRD story passes, or the cap is reached.\n  --max-iterations N         turns in all (0 = unlimited; default 0)\n  --completion-promise TEXT  the loop ends when Claude prints <promise>TEXT</promise> (PRD default: RALPH-COMPLETE)\n  --prd-file PATH            feed the stories of a prd.json one by one, by priority and dependencies\n  --prompt-file PATH         read the prompt from a file (its frontmatter is not part of the prompt)\n  --verify CMD               completion counts only when CMD exits 0 (--verify-timeout SECS, default 300)\n  --max-stalls N             stop after N iterations in a row that change nothing (default 3; 0 = off)\n  --max-story-attempts N     stop when one story is fed N times in a row without passing (default 5)\n  --max-tokens N             stop once the loop's turns used N tokens (input, output and cache; 500k, 2M)\n  --max-runtime DURATION     stop once the loop has run this long (90m, 4h, 1h30m)\n  --max-cost USD             stop once the loop's tokens cost this much (priced by a table in ralph; the model must be in it)\n  --review [LIST]            independent reviewers approve the work before it ends (acceptance, security, quality, all; PRD: story)\n  --review-cmd CMD           a program reviews instead (request JSON on stdin, verdict JSON on stdout)\n  --max-reviews N            review rounds before a rejected loop stops (default 3)\n  --fresh                    each story (or iteration) is worked by a ralph:ralph-worker subagent in a fresh context; the main thread only dispatches\n  --parallel N               PRD: up to N stories at once, each by a worker in its own git worktree, merged into this branch (and its check run there) before it counts; implies --fresh\n  --notify CMD|desktop       run CMD (or a desktop notification) when the loop ends or pauses for you (default: notify in .claude/ralph.toml, read at start)\n  --pin GLOB                 pin more files (repeatable, e.g. 'tests/**'): checks run with them as they were at start, and the agent may not write them (a check's own files are pinned already)\n  --replace                  take over another session's running loop\n  --                         everything after it is prompt text\nA PRD loop pauses when the agent writes .ralph-blocker.md naming a failing story (`story_id:`): /ralph-resume goes on once you have resolved it.\nWhile a loop runs: /ralph-status shows it, /cancel-ralph ends it at the next stop, anything else you type reaches Claude at the next stop and the loop goes on; Esc interrupts at once."
-    )
-}
-
 /// Was this program run by the agent (its Bash tool, or a skill body, which
 /// the client runs the same way) rather than by a hook or the user? Claude
 /// Code marks the agent's commands `AI_AGENT=…_agent`, its hooks `…_harness`,
@@ -274,6 +269,29 @@ pub fn agent_refused(command: &str) -> String {
     format!(
         "`{command}` was run by the agent: only the user starts, replaces or ends a Ralph loop (/ralph-loop, /cancel-ralph in Claude Code, or this command in the user's own terminal). The loop goes on."
     )
+}
+
+/// Print a command's error once: on stderr, and on stdout too only when
+/// stdout is another file (a skill's `!` line or a script reads stdout; a
+/// terminal shows both streams, so the same line twice is noise).
+pub fn print_error(e: &dyn std::fmt::Display) {
+    eprintln!("ralph: {e}");
+    if !stdout_is_stderr() {
+        println!("ralph: {e}");
+    }
+}
+
+/// Whether stdout and stderr are the same file (one terminal, or `2>&1`).
+fn stdout_is_stderr() -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let id = |fd: std::os::fd::BorrowedFd<'_>| {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        let meta = file.metadata().ok()?;
+        Some((meta.dev(), meta.ino(), meta.rdev()))
+    };
+    let out = id(std::io::stdout().as_fd());
+    out.is_some() && out == id(std::io::stderr().as_fd())
 }
 
 #[cfg(test)]

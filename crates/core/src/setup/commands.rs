@@ -8,7 +8,7 @@ use crate::activity::{self, Action, Entry};
 use crate::args::StartArgs;
 use crate::clock;
 use crate::fmt;
-use crate::paths::{LoopPaths, PrdReadError, StateFile};
+use crate::paths::{FileError, LoopPaths, PrdReadError, StateFile};
 use crate::pins;
 use crate::prd::Prd;
 use crate::progress::TurnEffect;
@@ -106,9 +106,12 @@ fn read_start_files(
     let mut prd_globs = Vec::new();
     let prd = match &args.prd_file {
         Some(file) => {
-            let text = paths.read_project_file(file).map_err(|e| StartError::Prd {
-                path: file.clone(),
-                why: PrdReadError::File(e),
+            let text = paths.read_project_file(file).map_err(|e| match e {
+                FileError::Missing(_) => StartError::PrdMissing(file.clone()),
+                e => StartError::Prd {
+                    path: file.clone(),
+                    why: PrdReadError::File(e),
+                },
             })?;
             prd_globs = pins::prd_globs(&text);
             Some(rules::check_prd(file, &text)?)
@@ -215,7 +218,7 @@ fn write_new_loop(
     Ok(())
 }
 
-/// For the /ralph:ralph-loop command body: the running loop, as the model
+/// For the /ralph-loop command body: the running loop, as the model
 /// should start on it (or why there is none).
 pub fn show(paths: &LoopPaths) -> String {
     match paths.read_state() {

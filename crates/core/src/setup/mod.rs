@@ -25,14 +25,14 @@ use thiserror::Error;
 /// decided before anything is read: the hook carries it out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptAsks<'a> {
-    /// `/ralph:statusline [on|off]`: `Ok(true)` removes ralph's status line,
+    /// `/ralph-statusline [on|off]`: `Ok(true)` removes ralph's status line,
     /// `Ok(false)` installs it; `Err` holds what else was typed after it.
     Statusline(Result<bool, &'a str>),
     Status,
     Cancel,
     Help,
     Resume,
-    /// `/ralph:ralph-loop ARGS`: a start, with its arguments as typed.
+    /// `/ralph-loop ARGS`: a start, with its arguments as typed.
     Start(&'a str),
     /// Anything else (the owner's prompt resumes a paused loop).
     Other,
@@ -72,10 +72,10 @@ pub struct Gate {
 /// Why a loop did not start. Each is one line telling the user what to type.
 #[derive(Debug, Error)]
 pub enum StartError {
-    #[error("{0}. Usage: {usage}", usage = crate::args::USAGE)]
+    #[error("{0}")]
     Args(#[from] ArgsError),
     #[error(
-        "no prompt: type the task after the command, e.g. /ralph:ralph-loop \"Make the failing tests pass\" --max-iterations 20 (or give --prompt-file PATH or --prd-file PATH)"
+        "no prompt: type the task after the command, e.g. /ralph-loop \"Make the failing tests pass\" --max-iterations 20 (or give --prompt-file PATH or --prd-file PATH)"
     )]
     EmptyPrompt,
     #[error("give the prompt either as words or with --prompt-file, not both")]
@@ -85,7 +85,11 @@ pub enum StartError {
     #[error("{path}: {why}. Fix the PRD, then start again")]
     Prd { path: String, why: PrdReadError },
     #[error(
-        "a Ralph loop of another session ({session}, iteration {iteration}, last active {age} ago) is running in this project. Cancel it with /ralph:cancel-ralph, or start yours with --replace to take it over"
+        "there is no PRD at {0}: write one with /ralph-prd (it turns a feature description into prd.json), then start again"
+    )]
+    PrdMissing(String),
+    #[error(
+        "a Ralph loop of another session ({session}, iteration {iteration}, last active {age} ago) is running in this project. Cancel it with /cancel-ralph, or start yours with --replace to take it over"
     )]
     OtherSessionLive {
         session: String,
@@ -155,5 +159,23 @@ mod tests {
             PromptAsks::Start(" fix it --max-iterations 3")
         );
         assert_eq!(asks("what now?"), PromptAsks::Other);
+    }
+
+    #[test]
+    fn the_status_line_skill_answers_to_its_new_and_old_names() {
+        fn asks(p: &str) -> PromptAsks<'_> {
+            prompt_asks(p, crate::args::STATUSLINE_COMMANDS)
+        }
+        for typed in [
+            "/ralph-statusline",
+            "/ralph:ralph-statusline",
+            "/ralph:statusline",
+        ] {
+            assert_eq!(asks(typed), PromptAsks::Statusline(Ok(false)), "{typed}");
+            let off = format!("{typed} off");
+            assert_eq!(asks(&off), PromptAsks::Statusline(Ok(true)), "{off}");
+        }
+        // The client's own `/statusline` is not ralph's.
+        assert_eq!(asks("/statusline"), PromptAsks::Other);
     }
 }

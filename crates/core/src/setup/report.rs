@@ -95,8 +95,8 @@ pub fn warnings(state: &LoopState) -> Vec<String> {
         let budget =
             " Or give it a budget: --max-tokens 2000000, --max-runtime 4h or --max-cost 25.";
         out.push(match &state.completion_promise {
-            Some(_) => format!("⚠️ No iteration cap (--max-iterations 0): only the promise or /ralph:cancel-ralph ends this loop. Consider --max-iterations 30.{budget}"),
-            None => format!("⚠️ No iteration cap and no completion promise: this loop runs until you type /ralph:cancel-ralph. Consider --max-iterations 30.{budget}"),
+            Some(_) => format!("⚠️ No iteration cap (--max-iterations 0): only the promise or /cancel-ralph ends this loop. Consider --max-iterations 30.{budget}"),
+            None => format!("⚠️ No iteration cap and no completion promise: this loop runs until you type /cancel-ralph. Consider --max-iterations 30.{budget}"),
         });
     }
     out
@@ -156,7 +156,7 @@ pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
         Some(p) => out.push_str(&format!(
             "Completion promise: print <promise>{p}</promise> only when that statement is completely and unequivocally true; never to escape the loop.\n"
         )),
-        None => out.push_str("Completion promise: none (the loop ends at its cap or on /ralph:cancel-ralph).\n"),
+        None => out.push_str("Completion promise: none (the loop ends at its cap or on /cancel-ralph).\n"),
     }
     if let Some(v) = &state.verify {
         out.push_str(&format!(
@@ -270,7 +270,7 @@ pub fn task(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) -> Str
 /// the rules, and the task or current story.
 pub fn reminder(state: &LoopState, prd: Option<&Prd>, why: &str, root: &std::path::Path) -> String {
     format!(
-        "[Ralph loop reminder: {why}.] You are working in a Ralph loop, at iteration {}. Each time you end your turn, the Stop hook gives you the task again, until it is really done.\n{}Rules: work on the task below; never edit, move or delete the loop's files (.claude/ralph-loop.*) or fake progress; print the completion promise only when it is completely true, never to leave the loop; the user ends the loop with /ralph:cancel-ralph.\n{}",
+        "[Ralph loop reminder: {why}.] You are working in a Ralph loop, at iteration {}. Each time you end your turn, the Stop hook gives you the task again, until it is really done.\n{}Rules: work on the task below; never edit, move or delete the loop's files (.claude/ralph-loop.*) or fake progress; print the completion promise only when it is completely true, never to leave the loop; the user ends the loop with /cancel-ralph.\n{}",
         state.iteration_label(state.iteration),
         settings(state, prd),
         task(state, prd, root).trim_start()
@@ -334,7 +334,7 @@ mod tests {
             "at iteration 4/9",
             "print <promise>DONE</promise> only when",
             "Rules: ",
-            "/ralph:cancel-ralph",
+            "/cancel-ralph",
             "Task:\nFix the parser",
         ] {
             assert!(text.contains(part), "{part}: {text}");

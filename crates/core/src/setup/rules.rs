@@ -311,10 +311,7 @@ pub(crate) mod tests {
     #[test]
     fn another_sessions_live_loop_is_refused_unless_replaced_or_stale() {
         let err = check_existing(&live("other-session", 60), "me", false).unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("Cancel it with /ralph:cancel-ralph")
-        );
+        assert!(err.to_string().contains("Cancel it with /cancel-ralph"));
         assert!(matches!(
             check_existing(&live("other", 60), "me", true),
             Ok(Prior::ReplacedOther { .. })

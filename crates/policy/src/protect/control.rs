@@ -72,7 +72,10 @@ fn read_only(sub: &str, rest: &[String]) -> bool {
     match sub {
         "status" | "help" => true,
         "report" => !has("--html"),
-        "statusline" => !has("--install") && !has("--off"),
+        // `ralph statusline install|off`, `ralph-setup statusline --install/--off`.
+        "statusline" => {
+            !has("--install") && !has("--off") && !rest.iter().any(|a| a == "install" || a == "off")
+        }
         _ => false,
     }
 }
@@ -147,6 +150,9 @@ mod tests {
             "ralph start task",
             "ralph report --html out.html",
             "ralph statusline --install",
+            "ralph statusline install",
+            "ralph statusline off",
+            "ralph resume",
             "ralph-stop-hook",
             "ralph-guard",
             "sh plugin/ralph setup cancel",

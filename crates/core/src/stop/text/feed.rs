@@ -349,7 +349,7 @@ fn footer(state: &LoopState, story: Option<(&str, &str)>) -> String {
                 "to finish, print <promise>{p}</promise>, only when that statement is completely true"
             )),
             (None, 0) => parts.push(
-                "no completion promise and no cap: only the user's /ralph:cancel-ralph ends this loop".into(),
+                "no completion promise and no cap: only the user's /cancel-ralph ends this loop".into(),
             ),
             (None, _) => parts.push("no completion promise: the loop runs until its cap".into()),
         }

@@ -42,7 +42,7 @@ pub fn lock_failed(e: &dyn std::fmt::Display) -> String {
 /// loop's state is left as it was).
 pub fn file_failed(e: &dyn std::fmt::Display) -> String {
     format!(
-        "ralph: {e}. The loop is paused and this stop is allowed; fix the file, or cancel with /ralph:cancel-ralph."
+        "ralph: {e}. The loop is paused and this stop is allowed; fix the file, or cancel with /cancel-ralph."
     )
 }
 
@@ -69,7 +69,7 @@ pub fn corrupt(iteration: u64, why: &str, kept: &str) -> String {
         String::new()
     };
     format!(
-        "⚠️ Ralph loop stopped{at}: the loop's state (in ralph's data folder, copied to {STATE_FILE}) is corrupt: {why}. The file was kept as {kept}; fix it and move it back to {STATE_FILE} to resume, or start a new loop with /ralph:ralph-loop."
+        "⚠️ Ralph loop stopped{at}: the loop's state (in ralph's data folder, copied to {STATE_FILE}) is corrupt: {why}. The file was kept as {kept}; fix it and move it back to {STATE_FILE} to resume, or start a new loop with /ralph-loop."
     )
 }
 
