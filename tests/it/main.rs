@@ -31,6 +31,7 @@ mod notify;
 mod parallel;
 mod parallel_strays;
 mod pins;
+mod readme;
 mod review;
 mod setup_cli;
 mod stop_hook;
