@@ -12,7 +12,10 @@ fn read(rel: &str) -> String {
 #[test]
 fn the_readme_stays_short() {
     let size = read("README.md").len();
-    assert!(size <= 15 * 1024, "README.md is {size} bytes: move detail into docs/");
+    assert!(
+        size <= 15 * 1024,
+        "README.md is {size} bytes: move detail into docs/"
+    );
 }
 
 #[test]
