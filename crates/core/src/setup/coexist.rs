@@ -12,8 +12,8 @@
 //! restores. So the user is told, once, at the start, with the command that
 //! turns the other plugin off.
 //!
-//! [`others_enabled`] is pure (the settings' texts in, the plugin ids out);
-//! [`note`] reads the settings files a session reads.
+//! Does I/O: [`note`] reads the settings files a session reads. Pure:
+//! [`others_enabled`] (the settings' texts in, the plugin ids out) and [`line`].
 
 use crate::glance_install;
 use crate::store;
