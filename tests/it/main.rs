@@ -8,6 +8,7 @@
 
 mod support;
 
+mod coexist;
 mod continuity;
 mod design;
 mod fresh;
