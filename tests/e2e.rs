@@ -761,11 +761,12 @@ fn run_interactive(claude: &Path, sandbox: &Sandbox, index: usize, run: &Run) ->
         return finished;
     }
     let mut args: Vec<String> = run.args.iter().map(|a| sandbox.subst(a)).collect();
-    args.extend([
-        "--plugin-dir".to_string(),
-        CHECKOUT.to_string(),
-        "--dangerously-skip-permissions".to_string(),
-    ]);
+    // A new user's plugin is the installed one (scenario 90: the README's
+    // install, then the interactive client).
+    if sandbox.new_user.is_none() {
+        args.extend(["--plugin-dir".to_string(), CHECKOUT.to_string()]);
+    }
+    args.push("--dangerously-skip-permissions".to_string());
     let mut env = client_env(sandbox, model.port(), tui::API_KEY);
     env.extend(run.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     let name = format!(

@@ -8,6 +8,7 @@
 
 mod support;
 
+mod coexist;
 mod continuity;
 mod design;
 mod fresh;
@@ -33,6 +34,7 @@ mod parallel;
 mod parallel_strays;
 mod pins;
 mod ralph_cli;
+mod readme;
 mod review;
 mod setup_cli;
 mod stop_hook;

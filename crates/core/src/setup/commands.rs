@@ -73,6 +73,8 @@ pub fn start(
         blocker: blocker.as_ref(),
     };
     let mut summary = report.summary();
+    // Two Ralph plugins answer the same Stop: say so once, at the start.
+    summary.push_str(&super::coexist::note(&paths.root));
     if let (true, Some(prd_file)) = (state.parallel > 0, &state.prd_file) {
         summary.push_str(&parallel_note(&paths.root, prd_file));
     }

@@ -6,12 +6,14 @@
 //!   PRD's checks at start, the new loop's state (and the `[gates] full`
 //!   default for `verify`).
 //! - [`report`]: every word a start and `show` say.
+//! - [`coexist`]: the official Ralph plugin enabled too, said at the start.
 //! - [`commands`]: reads, takes the lock, applies the rules, writes. Does I/O.
 //!
 //! The command policy is not read here (ralph-core does not depend on the
 //! policy crate): the binary finds the `[gates] full` row and passes it in
 //! as a [`Gate`].
 
+pub mod coexist;
 pub mod commands;
 pub mod report;
 pub mod rules;
