@@ -6,6 +6,7 @@
 mod child;
 mod config;
 mod edge;
+mod plan;
 mod prepare;
 mod runner;
 
@@ -88,6 +89,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The PRD's stories that can run now, as a GitHub Actions matrix (docs/github-actions.md)
+    #[command(after_help = plan::PLAN_HELP)]
+    Plan(plan::PlanArgs),
 }
 
 #[derive(Args)]
@@ -177,6 +181,7 @@ fn main() -> ExitCode {
         Command::Start { session, args } => edge::exec_setup_start(session, &args),
         Command::Statusline { args } => edge::exec_setup("statusline", &args),
         Command::Report { args } => edge::exec_setup("report", &args),
+        Command::Plan(args) => plan::run(&args),
         Command::Status { json } => {
             let paths = LoopPaths::new(project_root_from_env(None));
             let status = control::status(&paths);
