@@ -9,6 +9,7 @@ mod edge;
 mod plan;
 mod prepare;
 mod runner;
+mod story;
 
 use clap::{Args, Parser, Subcommand};
 use ralph_core::control;
@@ -156,6 +157,8 @@ struct RunArgs {
     /// Flags for the client, after `--` (e.g. -- --model sonnet --permission-mode acceptEdits)
     #[arg(last = true, value_name = "CLIENT FLAGS")]
     client_args: Vec<String>,
+    #[command(flatten)]
+    story: story::StoryArgs,
 }
 
 fn main() -> ExitCode {
@@ -174,6 +177,7 @@ fn main() -> ExitCode {
         }
     }
     match command {
+        Command::Run(args) if args.story.story.is_some() => story::run(*args),
         Command::Run(args) => match config(*args) {
             Ok(cfg) => runner::run(&cfg),
             Err(e) => usage_error(&e),

@@ -6,4 +6,6 @@
 //! `--parallel` queue uses (`parallel::refuse`, `prd_edit::mark_passing`,
 //! checks pinned from the base). Each submodule says whether it is pure.
 
+pub mod branch;
 pub mod plan;
+pub mod story;
