@@ -6,6 +6,7 @@
 mod child;
 mod config;
 mod edge;
+mod merge;
 mod plan;
 mod prepare;
 mod runner;
@@ -93,6 +94,9 @@ enum Command {
     /// The PRD's stories that can run now, as a GitHub Actions matrix (docs/github-actions.md)
     #[command(after_help = plan::PLAN_HELP)]
     Plan(plan::PlanArgs),
+    /// Merge story branches into the loop's branch checked out here, each checked, marked passing or sent back
+    #[command(after_help = merge::MERGE_HELP)]
+    Merge(merge::MergeArgs),
 }
 
 #[derive(Args)]
@@ -168,6 +172,7 @@ fn main() -> ExitCode {
             Command::Run(_) => Some("ralph run"),
             Command::Start { .. } => Some("ralph start"),
             Command::Cancel => Some("ralph cancel"),
+            Command::Merge(_) => Some("ralph merge"),
             _ => None,
         };
         if let Some(what) = refused {
@@ -186,6 +191,7 @@ fn main() -> ExitCode {
         Command::Statusline { args } => edge::exec_setup("statusline", &args),
         Command::Report { args } => edge::exec_setup("report", &args),
         Command::Plan(args) => plan::run(&args),
+        Command::Merge(args) => merge::run(&args),
         Command::Status { json } => {
             let paths = LoopPaths::new(project_root_from_env(None));
             let status = control::status(&paths);

@@ -7,5 +7,7 @@
 //! checks pinned from the base). Each submodule says whether it is pure.
 
 pub mod branch;
+pub mod merge;
 pub mod plan;
+pub mod queue;
 pub mod story;
