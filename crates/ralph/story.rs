@@ -68,69 +68,12 @@ struct Record {
 }
 
 pub(crate) fn run(mut a: RunArgs) -> ExitCode {
-    let story = a.story.story.clone().unwrap_or_default();
     let root = project_root_from_env(None);
-    if a.parallel.is_some() || !a.prompt.is_empty() || a.prompt_file.is_some() {
-        return usage(
-            "--story runs one story of --prd-file: no prompt, --prompt-file or --parallel",
-        );
-    }
     let prd_file = a.prd_file.clone().unwrap_or_else(|| "prd.json".into());
-    let text = match std::fs::read_to_string(root.join(&prd_file)) {
-        Ok(t) => t,
-        Err(e) => return usage(&format!("cannot read {prd_file}: {e}")),
+    let record = match begin(&a, &root, &prd_file) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
-    let prd = match Prd::parse(&text).and_then(|p| p.validate().map(|()| p)) {
-        Ok(p) => p,
-        Err(e) => return usage(&format!("{prd_file}: {e}")),
-    };
-    let mut record = Record {
-        title: prd
-            .story(&story)
-            .map(|s| s.title.clone())
-            .unwrap_or_default(),
-        branch: ralph_core::parallel::story_branch(&story),
-        base: ralph_core::worktree::head(&root).unwrap_or_default(),
-        result_file: a.story.result.clone(),
-        started: Instant::now(),
-        story,
-    };
-    match may_run(&prd, &record.story) {
-        Err(why) => return usage(&why),
-        Ok(true) => {
-            let message = format!(
-                "story {} passes on this base already: nothing to do",
-                record.story
-            );
-            println!("ralph: {message}");
-            return record.finish(Ended::AlreadyPassing, None, message);
-        }
-        Ok(false) => {}
-    }
-    let entered = match branch::exclude_ralph_files(&root)
-        .and_then(|()| branch::enter(&root, &record.story))
-    {
-        Ok(e) => e,
-        Err(why) => return record.finish(Ended::Error, None, why),
-    };
-    record.base = entered.base.clone();
-    if entered.continued {
-        println!(
-            "ralph: continuing {} (the loop's branch merged in)",
-            entered.branch
-        );
-    }
-    let one = one_story_prd(&text, &record.story).and_then(|t| {
-        let path = root.join(STORY_PRD);
-        let write = |p: &Path| {
-            std::fs::create_dir_all(p.parent().unwrap_or(&root))?;
-            std::fs::write(p, t)
-        };
-        write(&path).map_err(|e| format!("cannot write {}: {e}", path.display()))
-    });
-    if let Err(why) = one {
-        return record.finish(Ended::Error, None, why);
-    }
     let budgets = a.story.budget_flags();
     a.prd_file = Some(STORY_PRD.into());
     let model = model_in(&a.client_args).or_else(|| std::env::var("ANTHROPIC_MODEL").ok());
@@ -163,6 +106,80 @@ pub(crate) fn run(mut a: RunArgs) -> ExitCode {
     result.cost_usd = cost_usd(model.as_deref(), result.tokens);
     result.check = check_tail(&root, &record.story);
     record.write(&result)
+}
+
+/// Before the loop: the story read from the base's PRD, the branch entered,
+/// the one-story PRD written. `Err`: the exit (usage, nothing to do, an error).
+fn begin(a: &RunArgs, root: &Path, prd_file: &str) -> Result<Record, ExitCode> {
+    let story = a.story.story.clone().unwrap_or_default();
+    if a.parallel.is_some() || !a.prompt.is_empty() || a.prompt_file.is_some() {
+        return Err(usage(
+            "--story runs one story of --prd-file: no prompt, --prompt-file or --parallel",
+        ));
+    }
+    let text = std::fs::read_to_string(root.join(prd_file))
+        .map_err(|e| usage(&format!("cannot read {prd_file}: {e}")))?;
+    let prd = Prd::parse(&text)
+        .and_then(|p| p.validate().map(|()| p))
+        .map_err(|e| usage(&format!("{prd_file}: {e}")))?;
+    let mut record = Record {
+        title: prd
+            .story(&story)
+            .map(|s| s.title.clone())
+            .unwrap_or_default(),
+        branch: ralph_core::parallel::story_branch(&story),
+        base: ralph_core::worktree::head(root).unwrap_or_default(),
+        result_file: a.story.result.clone(),
+        started: Instant::now(),
+        story,
+    };
+    match may_run(&prd, &record.story) {
+        Err(why) => return Err(usage(&why)),
+        Ok(true) => {
+            let message = format!(
+                "story {} passes on this base already: nothing to do",
+                record.story
+            );
+            println!("ralph: {message}");
+            return Err(record.finish(Ended::AlreadyPassing, None, message));
+        }
+        Ok(false) => {}
+    }
+    let entered = branch::exclude_ralph_files(root)
+        .and_then(|()| branch::enter(root, &record.story))
+        .map_err(|why| record.finish(Ended::Error, None, why))?;
+    record.base = entered.base.clone();
+    if entered.continued {
+        println!(
+            "ralph: continuing {} (the loop's branch merged in{})",
+            entered.branch,
+            if entered.conflicts.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; conflicts left to resolve in {}",
+                    entered.conflicts.join(", ")
+                )
+            }
+        );
+    }
+    let note = (!entered.conflicts.is_empty()).then(|| {
+        format!(
+            "Your earlier work on this story conflicts with the loop's branch, merged into yours: resolve the conflict markers in {} (keep what both sides meant), then finish the story.",
+            entered.conflicts.join(", ")
+        )
+    });
+    let path = root.join(STORY_PRD);
+    one_story_prd(&text, &record.story, note.as_deref())
+        .and_then(|t| {
+            let write = |p: &Path| {
+                std::fs::create_dir_all(p.parent().unwrap_or(root))?;
+                std::fs::write(p, t)
+            };
+            write(&path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        })
+        .map_err(|why| record.finish(Ended::Error, None, why))?;
+    Ok(record)
 }
 
 /// What the run left in its folder and the log.

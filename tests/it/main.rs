@@ -35,3 +35,4 @@ mod review;
 mod setup_cli;
 mod stop_hook;
 mod verify;
+mod waves;

@@ -4,7 +4,8 @@
 //! now (a wave); `story` is what one runner's `ralph run --story` records;
 //! `merge` is the merge queue over story branches, on the rules the
 //! `--parallel` queue uses (`parallel::refuse`, `prd_edit::mark_passing`,
-//! checks pinned from the base). Each submodule says whether it is pure.
+//! checks pinned from the base). Pure (this file); each submodule says
+//! whether it is pure.
 
 pub mod branch;
 pub mod merge;

@@ -141,11 +141,17 @@ impl Base {
     }
 }
 
-/// Changes in `root` not committed, but ralph's own files: a merge over
-/// them could lose them.
+/// Tracked files changed in `root` and not committed, but ralph's own: a
+/// merge over them could lose them (an untracked file a branch brings
+/// stops that branch's merge alone).
 pub fn dirty(root: &Path) -> Vec<String> {
-    git::uncommitted(root, &[".claude/ralph-"])
-        .into_iter()
-        .filter(|p| !crate::worktree::is_ralph_file(p))
-        .collect()
+    git::git(root, &["status", "--porcelain", "--untracked-files=no"])
+        .map(|out| {
+            out.lines()
+                .filter_map(|l| l.get(3..))
+                .map(|p| p.trim_matches('"').to_string())
+                .filter(|p| !crate::worktree::is_ralph_file(p))
+                .collect()
+        })
+        .unwrap_or_default()
 }

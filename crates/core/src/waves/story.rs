@@ -183,8 +183,9 @@ pub fn may_run(prd: &Prd, id: &str) -> Result<bool, String> {
 /// The PRD cut down to story `id`: the file's other top-level fields kept,
 /// the story itself with `passes: false` and no `dependsOn` (they pass on
 /// the base: `may_run`), every other story left out, so the loop works on
-/// this one and ends when its check passes.
-pub fn one_story_prd(text: &str, id: &str) -> Result<String, String> {
+/// this one and ends when its check passes. `note`: added to the story's
+/// `notes` (what the worker must know first: conflicts left to resolve).
+pub fn one_story_prd(text: &str, id: &str, note: Option<&str>) -> Result<String, String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut top: serde_json::Map<String, Value> =
         serde_json::from_str(text).map_err(|e| format!("the PRD is not a JSON object: {e}"))?;
@@ -206,6 +207,15 @@ pub fn one_story_prd(text: &str, id: &str) -> Result<String, String> {
         story.remove(dep);
     }
     story.insert("passes".into(), Value::Bool(false));
+    if let Some(note) = note {
+        let notes = story.get("notes").and_then(Value::as_str).unwrap_or("");
+        let joined = if notes.is_empty() {
+            note.to_string()
+        } else {
+            format!("{notes}\n{note}")
+        };
+        story.insert("notes".into(), Value::String(joined));
+    }
     top.remove("stories");
     top.insert(
         "userStories".into(),
@@ -225,7 +235,7 @@ mod tests {
 
     #[test]
     fn the_story_alone_with_its_check_and_no_dependencies() {
-        let one = one_story_prd(PRD, "A2").unwrap();
+        let one = one_story_prd(PRD, "A2", Some("resolve x")).unwrap();
         let prd = Prd::parse(&one).unwrap();
         assert_eq!(prd.project.as_deref(), Some("demo"));
         assert_eq!(prd.stories.len(), 1);
