@@ -244,7 +244,7 @@ mod tests {
         assert!(s.depends_on.is_empty());
         assert_eq!(s.verify.as_deref(), Some("sh a2.sh"));
         assert!(
-            one_story_prd(PRD, "Z")
+            one_story_prd(PRD, "Z", None)
                 .unwrap_err()
                 .contains("no story `Z`")
         );
