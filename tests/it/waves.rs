@@ -4,7 +4,7 @@
 //! by what the branch says.
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
