@@ -36,3 +36,4 @@ mod setup_cli;
 mod stop_hook;
 mod verify;
 mod waves;
+mod workflow;
