@@ -20,7 +20,7 @@ use ralph_core::waves::story::{
 use serde_json::Value;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 /// `ralph run`'s options for one story (flattened into its own).
 #[derive(Args)]
@@ -87,8 +87,9 @@ pub(crate) fn run(mut a: RunArgs) -> ExitCode {
         .position(|s| s == "--")
         .unwrap_or(cfg.start_args.len());
     cfg.start_args.splice(at..at, budgets);
+    let since = SystemTime::now();
     crate::runner::run(&cfg);
-    let ran = Ran::read(&root);
+    let ran = Ran::read(&root, since);
     let commit = branch::commit(
         &root,
         &record.base,
@@ -191,15 +192,21 @@ struct Ran {
 }
 
 impl Ran {
-    /// The newest run's `outcome.json` and the activity log's last entry.
-    fn read(root: &Path) -> Ran {
+    /// This run's `outcome.json` (the newest, written since `since`: an
+    /// earlier run's in the same checkout is not this one's) and the
+    /// activity log's last entry.
+    fn read(root: &Path, since: SystemTime) -> Ran {
         let runs = root.join(crate::edge::RUNS_DIR);
         let newest = std::fs::read_dir(&runs)
             .into_iter()
             .flatten()
             .filter_map(Result::ok)
             .map(|d| d.path())
-            .filter(|p| p.join("outcome.json").is_file())
+            .filter(|p| {
+                std::fs::metadata(p.join("outcome.json"))
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t >= since)
+            })
             .max();
         let outcome: Value = newest
             .and_then(|d| std::fs::read_to_string(d.join("outcome.json")).ok())

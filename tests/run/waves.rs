@@ -224,7 +224,10 @@ impl Engine {
             let started: Vec<Runner> = chunk.iter().map(|s| self.start(wave, s, script)).collect();
             for r in started {
                 let story = r.story.clone();
-                assert!(self.finish(r).is_some(), "{story} left no result");
+                let result = self.finish(r);
+                let secs = result.as_ref().map(|r| r["elapsed_secs"].clone());
+                println!("wave {wave}, {runners} runners: {story} {secs:?} s");
+                assert!(result.is_some(), "{story} left no result");
             }
         }
         self.merge(wave)
@@ -313,13 +316,16 @@ fn chains() -> Vec<(&'static str, String)> {
     vec![("prd.json", prd(&s)), ("progress.txt", "notes\n".into())]
 }
 
-const STORY_MS: u64 = 6_000;
+const STORY_MS: u64 = 8_000;
 
 fn chain_work(story: &str, dir: &Path) -> Vec<Reply> {
     story_work(story, dir, &format!("{story}.txt"), "ok\n", STORY_MS)
 }
 
+/// A timing: run alone, on a machine doing nothing else (scripts/test runs
+/// it after the suite: `cargo test --test run waves -- --ignored`).
 #[test]
+#[ignore = "a timing: scripts/test runs it alone, after the suite"]
 fn three_runners_take_at_most_045_of_the_time_of_one() {
     let Some(claude) = claude() else { return };
     let mut secs = Vec::new();
