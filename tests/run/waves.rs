@@ -28,6 +28,23 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+fn ralph(dir: &Path, home: &Path) -> Command {
+    let mut cmd = Command::new(RALPH);
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("LANG", "C.UTF-8")
+        .env("IS_SANDBOX", "1")
+        .env("ANTHROPIC_API_KEY", "x")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("RALPH_PLUGIN_ROOT", CHECKOUT)
+        .env("RALPH_RUN_WAIT_UNIT_MS", "10")
+        .current_dir(dir)
+        .stdin(Stdio::null());
+    cmd
+}
+
 /// What a story's model does: the replies of its one `ralph run --story`.
 type StoryScript = dyn Fn(&str, &Path) -> Vec<Reply>;
 
@@ -71,29 +88,11 @@ impl Engine {
         Engine { root, main, claude }
     }
 
-    fn ralph(&self, dir: &Path, home: &Path) -> Command {
-        let mut cmd = Command::new(RALPH);
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", home)
-            .env("LANG", "C.UTF-8")
-            .env("IS_SANDBOX", "1")
-            .env("ANTHROPIC_API_KEY", "x")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("RALPH_PLUGIN_ROOT", CHECKOUT)
-            .env("RALPH_RUN_WAIT_UNIT_MS", "10")
-            .current_dir(dir)
-            .stdin(Stdio::null());
-        cmd
-    }
-
     /// `ralph plan` on the loop branch as pushed: its exit code and matrix.
     fn plan(&self) -> (i32, Vec<String>) {
         git(&self.main, &["fetch", "-q", "origin"]);
         git(&self.main, &["reset", "-q", "--hard", "origin/loop"]);
-        let out = self
-            .ralph(&self.main, &self.root)
+        let out = ralph(&self.main, &self.root)
             .args(["plan", "--prd-file", "prd.json", "--json"])
             .output()
             .unwrap();
@@ -133,8 +132,7 @@ impl Engine {
         std::fs::create_dir_all(&results).unwrap();
         let result = results.join(format!("{story}.json"));
         let log = std::fs::File::create(self.root.join(format!("{name}.log"))).unwrap();
-        let child = self
-            .ralph(&dir, &home)
+        let child = ralph(&dir, &home)
             .env("ANTHROPIC_BASE_URL", model.base_url())
             .args(["run", "--claude"])
             .arg(&self.claude)
@@ -162,28 +160,6 @@ impl Engine {
         }
     }
 
-    /// Wait for a runner (at most 120 s) and push its branch when it left a result.
-    fn finish(&self, mut r: Runner) -> Option<Value> {
-        let start = Instant::now();
-        while r.child.try_wait().unwrap().is_none() {
-            assert!(
-                start.elapsed() < Duration::from_secs(120),
-                "runner {} hangs",
-                r.story
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let result: Value = serde_json::from_str(&std::fs::read_to_string(&r.result).ok()?).ok()?;
-        if result["outcome"] != "already_passing" {
-            let branch = result["branch"].as_str().unwrap();
-            git(
-                &r.dir,
-                &["push", "-q", "-f", "origin", &format!("{branch}:{branch}")],
-            );
-        }
-        Some(result)
-    }
-
     /// `ralph merge --from-results` in the merge job's clone, `loop` pushed.
     fn merge(&self, wave: u32) -> Value {
         git(
@@ -197,8 +173,7 @@ impl Engine {
         );
         let results = self.root.join(format!("results-w{wave}"));
         std::fs::create_dir_all(&results).unwrap();
-        let out = self
-            .ralph(&self.main, &self.root)
+        let out = ralph(&self.main, &self.root)
             .args([
                 "merge",
                 "--prd-file",
@@ -224,7 +199,7 @@ impl Engine {
             let started: Vec<Runner> = chunk.iter().map(|s| self.start(wave, s, script)).collect();
             for r in started {
                 let story = r.story.clone();
-                let result = self.finish(r);
+                let result = r.finish();
                 let secs = result.as_ref().map(|r| r["elapsed_secs"].clone());
                 println!("wave {wave}, {runners} runners: {story} {secs:?} s");
                 assert!(result.is_some(), "{story} left no result");
@@ -257,6 +232,31 @@ impl Engine {
         out.status
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+impl Runner {
+    /// Wait for a runner (at most 120 s) and push its branch when it left a result.
+    fn finish(mut self) -> Option<Value> {
+        let start = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "runner {} hangs",
+                self.story
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let result: Value =
+            serde_json::from_str(&std::fs::read_to_string(&self.result).ok()?).ok()?;
+        if result["outcome"] != "already_passing" {
+            let branch = result["branch"].as_str().unwrap();
+            git(
+                &self.dir,
+                &["push", "-q", "-f", "origin", &format!("{branch}:{branch}")],
+            );
+        }
+        Some(result)
     }
 }
 
@@ -414,8 +414,8 @@ fn a_conflict_goes_back_to_a_later_wave_and_a_killed_runner_merges_nothing() {
     let x = engine.start(1, "X1", &first);
     let y = engine.start(1, "Y1", &first);
     let k = engine.start(1, "K1", &first);
-    assert_eq!(engine.finish(x).unwrap()["outcome"], "done");
-    assert_eq!(engine.finish(y).unwrap()["outcome"], "done");
+    assert_eq!(x.finish().unwrap()["outcome"], "done");
+    assert_eq!(y.finish().unwrap()["outcome"], "done");
     kill_runner(k);
     let report = engine.merge(1);
     assert_eq!(report["merged"], json!(["X1"]), "{report:#}");
