@@ -182,10 +182,12 @@ fn merge_judges_each_branch_by_the_base_and_never_takes_what_fences_the_loop() {
         story("E", 6, "grep -q e shared.txt", &[]),
         story("G", 7, "test -f g.txt", &[]),
         story("H", 8, "true", &["B"]),
+        story("M", 9, "sh run-m.sh", &[]),
     ]});
     r.write("prd.json", &serde_json::to_string_pretty(&prd).unwrap());
     r.write("check-a.sh", "grep -q a a.txt\n");
     r.write("shared.txt", "start\n");
+    r.write("run-m.sh", "sh m-impl.sh\n");
     r.commit_all("base");
     let weakened = prd.to_string().replace("grep -q b b.txt", "true");
     r.branch("ralph/A", &[("a.txt", "a\n"), ("check-a.sh", "exit 0\n")]);
@@ -202,8 +204,14 @@ fn merge_judges_each_branch_by_the_base_and_never_takes_what_fences_the_loop() {
         &[("g.txt", "g\n"), (".claude/ralph.toml", "notify = \"x\"\n")],
     );
     r.branch("ralph/H", &[("h.txt", "h\n")]);
+    // The story's code, run by its check, commits on the loop's branch and
+    // edits a tracked file: none of it stays.
+    let evil =
+        "echo evil > shared.txt; git -c user.name=x -c user.email=x commit -qam evil; exit 0\n";
+    r.branch("ralph/M", &[("m-impl.sh", evil)]);
     let branches = [
         "ralph/A", "ralph/B", "ralph/C", "ralph/D", "ralph/E", "ralph/F", "ralph/G", "ralph/H",
+        "ralph/M",
     ];
     let mut args = vec!["merge", "--prd-file", "prd.json", "--json"];
     args.extend(branches);
@@ -233,7 +241,8 @@ fn merge_judges_each_branch_by_the_base_and_never_takes_what_fences_the_loop() {
     assert_eq!(kind("G"), "refused", "ralph's configuration");
     assert_eq!(kind("H"), "not_runnable", "B does not pass on the base");
     assert_eq!(verdict(&report, "F")["verdict"], "merged");
-    assert_eq!(report["merged"], serde_json::json!(["F"]));
+    assert_eq!(report["merged"], serde_json::json!(["F", "M"]));
+    assert!(!r.git(&["log", "--format=%s"]).contains("evil"));
     let refused_files = verdict(&report, "A")["reason"]["files"].to_string();
     assert!(refused_files.contains("check-a.sh"), "{refused_files}");
     // The loop's branch: F merged and marked passing by ralph, nothing else.
@@ -258,7 +267,7 @@ fn merge_judges_each_branch_by_the_base_and_never_takes_what_fences_the_loop() {
         .filter(|s| s["passes"] == true)
         .map(|s| s["id"].as_str().unwrap())
         .collect();
-    assert_eq!(passing, ["F"]);
+    assert_eq!(passing, ["F", "M"]);
     assert!(
         r.read("prd.json").contains("grep -q b b.txt"),
         "the check is the base's"

@@ -82,10 +82,10 @@ impl Base {
             .map(|s| s.title.clone())
             .unwrap_or_default();
         let message = format!("ralph: merge story {story} {title}");
-        let before = match git::merge(&self.root, branch, message.trim_end()) {
+        let (before, after) = match git::merge(&self.root, branch, message.trim_end()) {
             Err(why) => return back(SendBack::Failed { why }),
             Ok(Merged::Conflict(files)) => return back(SendBack::Conflict { files }),
-            Ok(Merged::Done { before, .. }) => before,
+            Ok(Merged::Done { before, after }) => (before, after),
         };
         // The check as the base has it (not the branch's PRD).
         let check = self.prd.story(story).and_then(|s| s.verify.clone());
@@ -102,6 +102,11 @@ impl Base {
                         why: format!("its check failed and the merge could not be undone: {why}"),
                     },
                 });
+            }
+            // The check ran the story's code: whatever it did to the branch
+            // or the tracked files, the merge as ralph made it is what counts.
+            if let Err(why) = git::git(&self.root, &["reset", "-q", "--hard", &after]) {
+                return back(SendBack::Failed { why });
             }
         }
         match self.mark_passing(story) {
