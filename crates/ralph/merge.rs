@@ -39,7 +39,8 @@ pub(crate) struct MergeArgs {
 }
 
 pub(crate) const MERGE_HELP: &str = "\
-Exit codes: 0 every branch merged (or its story passes already), 1 a story was sent back
+Exit codes: 0 every branch merged (or its story passes already; with --from-results, also when
+no result says done), 1 a story was sent back
 (conflict, failing check, refused, not runnable yet: see the report), 2 usage error.";
 
 pub(crate) fn run(args: &MergeArgs) -> ExitCode {
@@ -62,7 +63,7 @@ pub(crate) fn run(args: &MergeArgs) -> ExitCode {
     if let Some(dir) = &args.from_results {
         offered.extend(done_branches(dir, &root));
     }
-    if offered.is_empty() {
+    if offered.is_empty() && args.from_results.is_none() {
         return usage("no branch to merge: name them, or give --from-results DIR");
     }
     for branch in offered {

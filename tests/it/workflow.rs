@@ -1,8 +1,8 @@
 //! `.github/workflows/ralph-prd.yml` (issue 27), read as YAML: the inputs,
-//! secrets and outputs a caller relies on, the plan → story → merge shape,
-//! the fences (the secret in one step, no token kept in a checkout while
-//! the agent or a check runs), the release asset names, and the flags it
-//! passes to ralph, which must exist. Then actionlint over every workflow
+//! secrets and outputs a caller relies on, the plan → story → merge → push
+//! shape, the fences (the secret in one step, no write token in a job that
+//! runs the agent or a story's code, no token kept in a checkout), the
+//! release asset names, and the flags it passes to ralph, which must exist. Then actionlint over every workflow
 //! (`$ACTIONLINT`, installed by scripts/install-actionlint; required under
 //! CI, skipped elsewhere when missing).
 
@@ -82,7 +82,17 @@ fn the_reusable_workflow_takes_what_the_doc_promises() {
 fn plan_then_a_story_matrix_then_the_merge_with_the_secret_in_one_step() {
     let (w, text) = workflow();
     let jobs = &w["jobs"];
-    assert_eq!(keys(jobs), ["plan", "story", "merge"]);
+    assert_eq!(keys(jobs), ["plan", "story", "merge", "push"]);
+    // Only the push job, which runs nothing of the stories', may write.
+    for job in ["story", "merge"] {
+        assert_eq!(jobs[job]["permissions"]["contents"], "read", "{job}");
+    }
+    assert_eq!(jobs["push"]["permissions"]["contents"], "write");
+    assert_eq!(w["permissions"]["contents"], "read");
+    assert!(
+        !text.contains("push --force origin \"refs/ralph/loop"),
+        "the loop branch is never forced"
+    );
     assert_eq!(jobs["story"]["needs"], "plan");
     let story = &jobs["story"]["strategy"];
     assert_eq!(story["max-parallel"], "${{ inputs.parallelism }}");
