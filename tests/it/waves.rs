@@ -311,3 +311,50 @@ fn merge_judges_each_branch_by_the_base_and_never_takes_what_fences_the_loop() {
     assert_eq!(report["merged"], serde_json::json!(["B"]));
     assert_eq!(report["results"].as_array().unwrap().len(), 1, "{report:#}");
 }
+
+#[test]
+fn run_story_on_a_story_that_passes_is_a_no_op_and_one_not_runnable_is_refused() {
+    let r = Repo::new("story");
+    let mut a = story("A", 1, "true", &[]);
+    a["passes"] = true.into();
+    let prd = serde_json::json!({"userStories": [a, story("B", 2, "true", &["C"]), story("C", 3, "true", &[])]});
+    r.write("prd.json", &prd.to_string());
+    r.commit_all("base");
+    let result =
+        std::env::temp_dir().join(format!("ralph-it-waves-result-{}.json", std::process::id()));
+    let out = r.ralph(&[
+        "run",
+        "--story",
+        "A",
+        "--prd-file",
+        "prd.json",
+        "--result",
+        result.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    assert_eq!(record["outcome"], "already_passing");
+    assert_eq!(record["branch"], "ralph/A");
+    assert_eq!(record["commit"], Value::Null);
+    let _ = std::fs::remove_file(&result);
+    assert_eq!(
+        r.git(&["branch", "--list", "ralph/*"]),
+        "",
+        "no branch made"
+    );
+    let out = r.ralph(&["run", "--story", "B", "--prd-file", "prd.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("depends on C"));
+    let out = r.ralph(&["run", "--story", "Z", "--prd-file", "prd.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        r.git(&["status", "--porcelain"]),
+        "",
+        "nothing written in the project"
+    );
+}
