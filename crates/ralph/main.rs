@@ -9,8 +9,11 @@
 mod child;
 mod config;
 mod edge;
+mod merge;
+mod plan;
 mod prepare;
 mod runner;
+mod story;
 
 use clap::{Parser, Subcommand};
 use ralph_core::args::{self, RunArgv};
@@ -104,6 +107,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The PRD's stories that can run now, as a GitHub Actions matrix (docs/github-actions.md)
+    #[command(after_help = plan::PLAN_HELP)]
+    Plan(plan::PlanArgs),
+    /// Merge story branches into the loop's branch checked out here, each checked, marked passing or sent back
+    #[command(after_help = merge::MERGE_HELP)]
+    Merge(merge::MergeArgs),
 }
 
 fn main() -> ExitCode {
@@ -114,6 +123,7 @@ fn main() -> ExitCode {
             Command::Start { .. } => Some("ralph start"),
             Command::Cancel => Some("ralph cancel"),
             Command::Resume => Some("ralph resume"),
+            Command::Merge(_) => Some("ralph merge"),
             _ => None,
         };
         if let Some(what) = refused {
@@ -147,6 +157,8 @@ fn main() -> ExitCode {
             };
             edge::exec_setup("statusline", &args)
         }
+        Command::Plan(args) => plan::run(&args),
+        Command::Merge(args) => merge::run(&args),
         Command::Status { json } => {
             let paths = paths();
             let status = control::status(&paths);
@@ -183,6 +195,7 @@ fn run(argv: &[String]) -> ExitCode {
             println!("{}\n{RUN_HELP}", control::terminal_help(true));
             ExitCode::SUCCESS
         }
+        Ok(split) if split.given("--story") => story::run(split),
         Ok(split) => match config(split) {
             Ok(cfg) => runner::run(&cfg),
             Err(e) => usage_error(&e),

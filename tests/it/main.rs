@@ -39,3 +39,5 @@ mod review;
 mod setup_cli;
 mod stop_hook;
 mod verify;
+mod waves;
+mod workflow;

@@ -10,6 +10,7 @@
 //! under `CI`).
 
 mod support;
+mod waves;
 
 use ralph_fake_model::{ApiError, Block, Reply, Usage};
 use std::process::{Command, Stdio};

@@ -53,4 +53,5 @@ pub(crate) mod tamper;
 pub mod transcript;
 pub mod turn_tools;
 pub mod verify;
+pub mod waves;
 pub mod worktree;

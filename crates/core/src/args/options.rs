@@ -228,6 +228,12 @@ pub const OPTIONS: &[OptSpec] = &[
         .zero(Zero::Off("no cap"))
         .run_only()
         .eg("30m"),
+    opt("--story", "ID", Kind::Text, "work on story ID of --prd-file (default prd.json) only, on branch ralph/ID; exit 0 done, 1 not done, 3 usage limit, 4 error (docs/github-actions.md)")
+        .run_only()
+        .eg("US-1"),
+    opt("--result", "FILE", Kind::Text, "with --story: write what the run did as JSON to FILE (read by `ralph merge --from-results`)")
+        .run_only()
+        .eg("result.json"),
 ];
 
 /// `--help`, and `-h` when it is the only argument (in a prompt, `-h` is a word).
