@@ -643,6 +643,7 @@ fn an_edit_the_guard_recorded_drops_the_baseline_instead_of_asking_git() {
 /// counting.
 #[test]
 fn the_feed_form_follows_the_client() {
+    use std::io::Write;
     let clients = [
         ("328", Some("claude-code_2-1-328_harness"), true),
         ("332", Some("claude-code_2-1-332_harness"), true),
@@ -662,7 +663,6 @@ fn the_feed_form_follows_the_client() {
             None => cmd.env_remove("AI_AGENT"),
         };
         let mut child = cmd.spawn().unwrap();
-        use std::io::Write;
         child
             .stdin
             .take()
