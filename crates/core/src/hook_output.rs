@@ -99,10 +99,10 @@ impl FeedForm {
     }
 }
 
-/// `claude-code_2-1-328_harness` → (2, 1, 328).
+/// `claude-code_2-1-328_harness` → (2, 1, 328) (dots read as dashes).
 fn client_version(ai_agent: &str) -> Option<(u32, u32, u32)> {
     let version = ai_agent.strip_prefix("claude-code_")?.split('_').next()?;
-    let mut parts = version.split('-').map(|p| p.parse::<u32>().ok());
+    let mut parts = version.split(['-', '.']).map(|p| p.parse::<u32>().ok());
     let v = (parts.next()??, parts.next()??, parts.next()??);
     parts.next().is_none().then_some(v)
 }
@@ -374,6 +374,7 @@ mod tests {
         assert_eq!(form("claude-code_2-1-332_harness"), FeedForm::Context);
         assert_eq!(form("claude-code_2-2-0_agent"), FeedForm::Context);
         assert_eq!(form("claude-code_3-0-1_harness"), FeedForm::Context);
+        assert_eq!(form("claude-code_2.1.330_harness"), FeedForm::Context);
         assert_eq!(form("claude-code_2-1-327_harness"), FeedForm::Block);
         assert_eq!(form("claude-code_2-0-99_harness"), FeedForm::Block);
         for unknown in [
