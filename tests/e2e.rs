@@ -40,6 +40,8 @@ use std::time::{Duration, Instant};
 const CHECKOUT: &str = env!("CARGO_MANIFEST_DIR");
 const STOP_HOOK_BIN: &str = env!("CARGO_BIN_EXE_ralph-stop-hook");
 const FEEDBACK_PREFIX: &str = "Stop hook feedback:\n";
+/// A Stop's `additionalContext`, as the model reads it (in a system reminder).
+const CONTEXT_PREFIX: &str = "Stop hook additional context: ";
 const STATE_FILE: &str = ".claude/ralph-loop.local.md";
 const LOG_FILE: &str = ".claude/ralph-loop.log.jsonl";
 
@@ -1020,29 +1022,41 @@ fn told_text(r: &Recorded) -> String {
 }
 
 /// The Stop hook feedback messages of a run, in order: each one is the last
-/// user message of the request that followed the block. The pinned client
-/// sends it as it is (`Stop hook feedback:\nREASON`); 2.1.332 wraps it in a
-/// `<system-reminder>` after a preamble on hook output (measured
-/// 2026-12-01, docs/client-measurements.md): both are read.
+/// user message of the request that followed a feed. A feed by block: the
+/// pinned client sends it as it is (`Stop hook feedback:\nREASON`); 2.1.332
+/// wraps it in a `<system-reminder>` after a preamble on hook output
+/// (measured 2026-12-01, docs/client-measurements.md). A feed by
+/// `additionalContext` (what ralph prints for 2.1.328 on): both send
+/// `<system-reminder>\nStop hook additional context: REASON\n</system-reminder>`.
+/// All three are read.
 fn feedbacks(f: &Finished) -> Vec<String> {
     f.requests
         .iter()
-        .filter_map(|r| {
-            let text = r.last_user_text();
-            let at = text.find(FEEDBACK_PREFIX)?;
-            let body = &text[at + FEEDBACK_PREFIX.len()..];
-            let wrapped = at > 0 && text.starts_with("<system-reminder>");
-            Some(if wrapped {
-                body.strip_suffix("\n</system-reminder>")
-                    .unwrap_or(body)
-                    .to_string()
-            } else if at == 0 {
-                body.to_string()
-            } else {
-                return None;
-            })
-        })
+        .filter_map(|r| feedback(&r.last_user_text()))
         .collect()
+}
+
+/// The feed in one last user message, either form (see [`feedbacks`]).
+fn feedback(text: &str) -> Option<String> {
+    const REMINDER: &str = "<system-reminder>\n";
+    const END: &str = "\n</system-reminder>";
+    // The reminder may follow other blocks of the same user message (the
+    // client gathers what it adds between two model turns).
+    let context = format!("{REMINDER}{CONTEXT_PREFIX}");
+    if let Some(at) = text.find(&context) {
+        let body = &text[at + context.len()..];
+        let end = body.rfind(END).unwrap_or(body.len());
+        return Some(body[..end].to_string());
+    }
+    let at = text.find(FEEDBACK_PREFIX)?;
+    let body = &text[at + FEEDBACK_PREFIX.len()..];
+    if at == 0 {
+        Some(body.to_string())
+    } else if text.starts_with(REMINDER) {
+        Some(body.strip_suffix(END).unwrap_or(body).to_string())
+    } else {
+        None
+    }
 }
 
 fn tool_results(f: &Finished) -> Vec<String> {

@@ -479,10 +479,25 @@ pub(crate) fn status(sb: &Sandbox) -> Result<Value, String> {
         .map_err(|e| format!("status --json ({e}): {}", out.stdout))
 }
 
+/// A feed, either form: the hooks run as under 2.1.328 here, which is fed
+/// by `additionalContext` (`ralph_core::hook_output::FeedForm`); an older
+/// client gets a block.
 pub(crate) fn is_block(out: Option<&Value>) -> bool {
-    out.is_some_and(|v| v["decision"] == "block")
+    out.is_some_and(|v| v["decision"] == "block" || fed_context(v).is_some())
 }
 
 pub(crate) fn reason_of(out: Option<&Value>) -> &str {
-    out.and_then(|v| v["reason"].as_str()).unwrap_or_default()
+    out.and_then(|v| v["reason"].as_str().or_else(|| fed_context(v)))
+        .unwrap_or_default()
+}
+
+/// A Stop's or SubagentStop's `additionalContext`.
+fn fed_context(v: &Value) -> Option<&str> {
+    let specific = &v["hookSpecificOutput"];
+    matches!(
+        specific["hookEventName"].as_str(),
+        Some("Stop" | "SubagentStop")
+    )
+    .then(|| specific["additionalContext"].as_str())
+    .flatten()
 }

@@ -634,3 +634,61 @@ fn an_edit_the_guard_recorded_drops_the_baseline_instead_of_asking_git() {
     let state = p.state().unwrap();
     assert!(state.contains("stalls: 1\n"), "{state}");
 }
+
+/// A client that continues a Stop on `additionalContext` (2.1.328 on, named
+/// in the hook's `AI_AGENT`) is fed that way: it shows "Stop hook says: …"
+/// instead of "Stop hook reported a problem". An older or unnamed client
+/// gets the block, the only form it is known to continue on. The text is
+/// the same either way (the prompt's bytes, then the footer), and so is the
+/// counting.
+#[test]
+fn the_feed_form_follows_the_client() {
+    use std::io::Write;
+    let clients = [
+        ("328", Some("claude-code_2-1-328_harness"), true),
+        ("332", Some("claude-code_2-1-332_harness"), true),
+        ("300", Some("claude-code_2-1-300_harness"), false),
+        ("none", None, false),
+    ];
+    for (tag, agent, context) in clients {
+        let p = Project::new(&format!("form-{tag}"));
+        p.loop_state("", 1, 5, Some("DONE"), "", PROMPT);
+        let input = serde_json::json!({
+            "session_id": "s1", "transcript_path": p.path("transcript.jsonl"), "cwd": p.cwd,
+            "hook_event_name": "Stop", "stop_hook_active": false, "last_assistant_message": "working",
+        });
+        let mut cmd = command(STOP, &p, &[]);
+        match agent {
+            Some(a) => cmd.env("AI_AGENT", a),
+            None => cmd.env_remove("AI_AGENT"),
+        };
+        let mut child = cmd.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let fed = if context {
+            assert!(v.get("decision").is_none(), "{tag}: {v}");
+            assert_eq!(v["hookSpecificOutput"]["hookEventName"], "Stop", "{tag}");
+            &v["hookSpecificOutput"]["additionalContext"]
+        } else {
+            assert_eq!(v["decision"], "block", "{tag}: {v}");
+            &v["reason"]
+        };
+        let fed = fed.as_str().unwrap();
+        assert!(fed.starts_with(PROMPT.trim_end()), "{tag}: {fed}");
+        assert!(fed.contains("iteration 2/5"), "{tag}: {fed}");
+        assert!(
+            v["systemMessage"]
+                .as_str()
+                .unwrap()
+                .contains("Ralph iteration 2/5")
+        );
+        assert!(p.state().unwrap().contains("iteration: 2\n"), "{tag}");
+        assert_eq!(p.log().last().unwrap()["decision"], "block", "{tag}");
+    }
+}

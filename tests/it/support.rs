@@ -273,6 +273,9 @@ pub(crate) fn run_raw(bin: &str, args: &[&str], root: &Path, stdin: &[u8]) -> (i
         .current_dir(root)
         .env("CLAUDE_PROJECT_DIR", root)
         .env("RALPH_DATA_DIR", data_dir_of(root))
+        // The feed's form follows the client named here (a test run inside
+        // Claude Code inherits one): unnamed, every feed is a block.
+        .env_remove("AI_AGENT")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -429,6 +432,7 @@ pub(crate) fn command(bin: &str, project: &Project, args: &[&str]) -> Command {
         .env("CLAUDE_PROJECT_DIR", &project.root)
         .env("RALPH_DATA_DIR", project.data_dir())
         .env_remove("CLAUDE_CODE_SESSION_ID")
+        .env_remove("AI_AGENT")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

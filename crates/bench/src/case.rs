@@ -20,7 +20,9 @@ const GNU_TIME: &str = "/usr/bin/time";
 pub(crate) enum Expect {
     /// Prints nothing: the session stops.
     Silent,
-    /// Prints `{"decision":"block",...}`: the loop goes on.
+    /// Feeds the model: the loop goes on (`additionalContext` under the
+    /// client named in `AI_AGENT` below, `{"decision":"block",...}` under
+    /// an older one: `ralph_core::hook_output::FeedForm`).
     Block,
     /// The reference process: whatever it does.
     Any,
@@ -34,12 +36,10 @@ impl Expect {
             Expect::Any => true,
             Expect::Silent => out.iter().all(u8::is_ascii_whitespace),
             Expect::Line(start) => out.starts_with(start.as_bytes()),
-            Expect::Block => {
-                serde_json::from_slice::<Value>(out)
-                    .ok()
-                    .and_then(|v| v.get("decision").cloned())
-                    == Some(json!("block"))
-            }
+            Expect::Block => serde_json::from_slice::<Value>(out).is_ok_and(|v| {
+                v.get("decision") == Some(&json!("block"))
+                    || v.pointer("/hookSpecificOutput/hookEventName") == Some(&json!("Stop"))
+            }),
         }
     }
 }

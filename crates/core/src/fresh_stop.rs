@@ -10,7 +10,7 @@
 use crate::activity::{self, Action, Entry};
 use crate::fresh::{self, WorkerRecord, WorkerVerdict};
 use crate::hook_input::HookInput;
-use crate::hook_output::HookOutput;
+use crate::hook_output::{FeedHook, HookOutput};
 use crate::paths::{LoopPaths, StateFile};
 use crate::state::{LoopState, owns};
 use crate::store::StoreError;
@@ -181,8 +181,9 @@ pub fn apply(
     match &record.story {
         Some(id) if verdict.blocks() => {
             let (blocked, max) = (record.blocked, state.max_story_attempts);
-            HookOutput::Block {
-                reason: fresh::worker_block_reason(verdict, id, blocked, max),
+            HookOutput::Feed {
+                hook: FeedHook::SubagentStop,
+                text: fresh::worker_block_reason(verdict, id, blocked, max),
                 system_message: Some(fresh::worker_kept_working(verdict, id, blocked, max)),
             }
         }

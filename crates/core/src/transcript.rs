@@ -22,7 +22,8 @@ use std::path::Path;
 pub const DEFAULT_MAX_BYTES: u64 = 4 << 20;
 const BLOCK: u64 = 64 << 10;
 
-/// What the last turn (since the last real user prompt or Stop hook feedback) holds.
+/// What the last turn (since the last real user prompt or Stop hook feed,
+/// either form: see [`is_stop_feed`]) holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Turn {
     /// The assistant's text blocks, oldest first, joined with newlines.
@@ -287,6 +288,9 @@ fn classify(line: &[u8]) -> Line {
         if memmem::find(line, br#""type":"queue-operation""#).is_some() {
             return QueueOp::parse(line).map_or(Line::Other, Line::Queue);
         }
+        if memmem::find(line, br#""hook_additional_context""#).is_some() && is_stop_feed(line) {
+            return Line::TurnStart;
+        }
         return Line::Other;
     }
     let Ok(v) = serde_json::from_slice::<Value>(line) else {
@@ -321,6 +325,22 @@ fn classify(line: &[u8]) -> Line {
         Some("user") => Line::ToolResult,
         _ => Line::Other,
     }
+}
+
+/// A Stop hook's `additionalContext` as the client records it: an
+/// `attachment` line of type `hook_additional_context` from the main
+/// thread's `Stop`, not a user line (measured, 2.1.328 and 2.1.332:
+/// docs/client-measurements.md). Ralph feeds its iterations in that form, so
+/// it starts a turn as a `Stop hook feedback:` user line does for a block.
+fn is_stop_feed(line: &[u8]) -> bool {
+    let Ok(v) = serde_json::from_slice::<Value>(line) else {
+        return false;
+    };
+    let text = |p: &str| v.pointer(p).and_then(Value::as_str);
+    text("/type") == Some("attachment")
+        && text("/attachment/type") == Some("hook_additional_context")
+        && text("/attachment/hookEvent") == Some("Stop")
+        && v.get("isSidechain").and_then(Value::as_bool) != Some(true)
 }
 
 /// `message.usage` with `message.id` and `message.model`.
@@ -440,6 +460,36 @@ mod tests {
             writeln!(f, "{l}").unwrap();
         }
         path
+    }
+
+    /// A Stop hook's `additionalContext` as 2.1.328 writes it.
+    fn stop_context(text: &str, event: &str) -> String {
+        serde_json::json!({"parentUuid":"p","isSidechain":false,"type":"attachment",
+            "attachment":{"type":"hook_additional_context","content":[text],
+                "hookName":event,"toolUseID":"u","hookEvent":event}})
+        .to_string()
+    }
+
+    #[test]
+    fn a_stop_context_starts_a_turn_as_a_feedback_line_does() {
+        let lines = [
+            prompt("task"),
+            assistant("<promise>DONE</promise> refused by the check"),
+            stop_context("the prompt again", "Stop"),
+            assistant("working"),
+            tool_use(),
+            tool_result(),
+            // Another hook's context, or a subagent's, starts nothing.
+            stop_context("a worker's", "SubagentStop"),
+            stop_context("\"type\":\"user\"", "PostToolUse"),
+            assistant("final words"),
+        ];
+        let path = write(&lines, 20);
+        let turn = last_turn(&path, DEFAULT_MAX_BYTES).unwrap();
+        assert_eq!(turn.text.as_deref(), Some("working\nfinal words"));
+        assert_eq!(turn.tools, ["Bash"]);
+        assert!(turn.complete);
+        std::fs::remove_file(path).unwrap();
     }
 
     #[test]

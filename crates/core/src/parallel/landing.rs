@@ -11,7 +11,7 @@ use super::queue::Claim;
 use super::{Board, Lane, LaneStatus, MergeOutcome};
 use crate::activity::{self, Action, Entry};
 use crate::hook_input::HookInput;
-use crate::hook_output::HookOutput;
+use crate::hook_output::{FeedHook, HookOutput};
 use crate::paths::LoopPaths;
 use crate::prd_edit;
 use crate::store::{self, LOCK_WAIT, LoopLock};
@@ -203,8 +203,9 @@ pub(super) fn sent_back(
             "{message} It was sent back {max} times already: the worker stops, its worktree is removed, and the story goes out again."
         ));
     }
-    HookOutput::Block {
-        reason: super::send_back_reason(
+    HookOutput::Feed {
+        hook: FeedHook::SubagentStop,
+        text: super::send_back_reason(
             &claim.story,
             &outcome,
             claim.state.verify_timeout,

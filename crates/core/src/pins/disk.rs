@@ -458,16 +458,11 @@ fn log_pin(paths: &LoopPaths, reason: &str, message: &str) {
 /// Stop's checks, when a feed does not say it already (a check that failed
 /// says it in its report; one that passed does not).
 pub fn told(out: HookOutput, back: &[PutBack]) -> HookOutput {
-    match out {
-        HookOutput::Block {
-            reason,
-            system_message,
-        } if !back.is_empty() && !reason.contains("ralph put back") => HookOutput::Block {
-            reason: format!("{}\n\n{reason}", put_back_text(back)),
-            system_message,
-        },
-        out => out,
+    let says = |fed: &str| fed.contains("ralph put back");
+    if back.is_empty() || out.fed_text().is_none_or(says) {
+        return out;
     }
+    out.map_fed(|fed| format!("{}\n\n{fed}", put_back_text(back)))
 }
 
 /// "tests/check.sh (changed)" for each file, for the log and the model.

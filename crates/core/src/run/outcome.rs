@@ -1,8 +1,10 @@
 //! The Stop hook's answer after an iteration, how a run ended, and its exit
-//! code. The hook is the real `ralph-stop-hook`: `{"decision":"block",
-//! "reason":R}` means the loop goes on with R as the next prompt; anything
-//! else means the loop stopped, and the entry the hook appended to the
-//! activity log says why.
+//! code. The hook is the real `ralph-stop-hook`: a feed, `{"decision":"block",
+//! "reason":R}` or `{"hookSpecificOutput":{"hookEventName":"Stop",
+//! "additionalContext":R}}` (the form depends on the client named in
+//! `AI_AGENT`: `hook_output::FeedForm`), means the loop goes on with R as the
+//! next prompt, as it is; anything else means the loop stopped, and the entry
+//! the hook appended to the activity log says why.
 //! Pure.
 
 use crate::activity::Entry;
@@ -38,8 +40,20 @@ pub fn parse_hook_output(stdout: &str) -> HookAnswer {
             .map(str::to_string)
     };
     let message = text("systemMessage");
-    match (text("decision").as_deref(), text("reason")) {
-        (Some("block"), Some(reason)) => HookAnswer::Block { reason, message },
+    let specific = |k: &str| {
+        value
+            .as_ref()
+            .and_then(|v| v.get("hookSpecificOutput")?.get(k)?.as_str())
+            .map(str::to_string)
+    };
+    let context = match specific("hookEventName").as_deref() {
+        Some("Stop") => specific("additionalContext"),
+        _ => None,
+    };
+    match (text("decision").as_deref(), text("reason"), context) {
+        (Some("block"), Some(reason), _) | (_, _, Some(reason)) => {
+            HookAnswer::Block { reason, message }
+        }
         _ => HookAnswer::Stop { message },
     }
 }
@@ -180,6 +194,21 @@ mod tests {
             }
         );
         assert_eq!(parse_hook_output(""), HookAnswer::Stop { message: None });
+        assert_eq!(
+            parse_hook_output(
+                r#"{"hookSpecificOutput":{"hookEventName":"Stop","additionalContext":"Next."},"systemMessage":"m"}"#
+            ),
+            HookAnswer::Block {
+                reason: "Next.".into(),
+                message: Some("m".into())
+            }
+        );
+        assert_eq!(
+            parse_hook_output(
+                r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"x"}}"#
+            ),
+            HookAnswer::Stop { message: None }
+        );
     }
 
     #[test]

@@ -90,10 +90,7 @@ pub fn apply(
         message.push_str(&format!(" (activity log not written: {e})"));
     }
     Ok(match reason {
-        Some(reason) => HookOutput::Block {
-            reason,
-            system_message: Some(message),
-        },
+        Some(reason) => super::next::feed(reason, message),
         None => HookOutput::allow(message),
     })
 }
@@ -241,10 +238,9 @@ pub fn repeat(
     let entry = Entry::now(&inputs.session, state.iteration, Action::Repeat, code);
     let _ = log(paths, entry);
     Ok(match again.next {
-        Next::Feed { reason, .. } if !state.yielded => HookOutput::Block {
-            reason,
-            system_message: Some(text::repeated(&again.system_message)),
-        },
+        Next::Feed { reason, .. } if !state.yielded => {
+            super::next::feed(reason, text::repeated(&again.system_message))
+        }
         _ => HookOutput::Nothing,
     })
 }

@@ -3,6 +3,7 @@
 
 use super::decide::{Judgement, Outcome};
 use crate::activity::Code;
+use crate::hook_output::HookOutput;
 use crate::reinject::Injected;
 use crate::state::LoopState;
 
@@ -18,7 +19,7 @@ pub struct Decision {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
-    /// Block the stop and feed `reason` as the next user turn, `iteration`.
+    /// Keep the turn going and feed `reason` for `iteration` ([`feed`]).
     Feed {
         iteration: u64,
         reason: String,
@@ -82,4 +83,13 @@ impl Judgement<'_> {
             },
         }
     }
+}
+
+/// The Stop's answer that feeds `reason` to the main thread and shows the
+/// user `message`: in the form the client does not label as a problem
+/// (`additionalContext`, from 2.1.328), else a block (`FeedForm`). Either
+/// way the turn goes on, and the client's cap of 8 continuations without a
+/// tool call is the same (docs/client-measurements.md).
+pub fn feed(reason: String, message: String) -> HookOutput {
+    HookOutput::stop_feed(reason, message)
 }

@@ -1,6 +1,6 @@
-//! Every word a Stop says: to the model (the `reason` that becomes its next
-//! turn) and to the user (`systemMessage`). Pure. The judgement is made in
-//! `decide`; this module only words it.
+//! Every word a Stop says: to the model (the `reason` it is fed next, in
+//! whichever form `next::feed` prints) and to the user (`systemMessage`).
+//! Pure. The judgement is made in `decide`; this module only words it.
 
 use super::completion::Refusal;
 use super::decide::{
