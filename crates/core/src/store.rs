@@ -266,7 +266,13 @@ pub const MAX_READ_BYTES: u64 = 64 << 20;
 /// (a FIFO opens at once) and judged by one `fstat` of what was opened, so
 /// a read costs one open, one stat and the reads.
 pub fn read_optional(path: &Path) -> Result<Option<String>, StoreError> {
-    read_checked(path, false)
+    read_checked(path, false, None)
+}
+
+/// [`read_optional`] of a file that may be at most `limit` bytes: a larger
+/// one is an error ("larger than LIMIT bytes"), judged by the same `fstat`.
+pub fn read_limited(path: &Path, limit: u64) -> Result<Option<String>, StoreError> {
+    read_checked(path, false, Some(limit))
 }
 
 /// [`read_optional`] of a file ralph writes in place: a symbolic link (not
@@ -274,10 +280,14 @@ pub fn read_optional(path: &Path) -> Result<Option<String>, StoreError> {
 /// ([`StoreError::Unsafe`]), judged on the file opened, not by a second
 /// look at its name.
 pub fn read_plain(path: &Path) -> Result<Option<String>, StoreError> {
-    read_checked(path, true)
+    read_checked(path, true, None)
 }
 
-fn read_checked(path: &Path, plain: bool) -> Result<Option<String>, StoreError> {
+fn read_checked(
+    path: &Path,
+    plain: bool,
+    limit: Option<u64>,
+) -> Result<Option<String>, StoreError> {
     let file = match open_quietly(OpenOptions::new().read(true), path, plain) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -290,6 +300,9 @@ fn read_checked(path: &Path, plain: bool) -> Result<Option<String>, StoreError> 
     }
     if !meta.is_file() {
         return Err(invalid(path, "not a regular file".into()));
+    }
+    if let Some(limit) = limit.filter(|l| meta.len() > *l) {
+        return Err(invalid(path, format!("larger than {limit} bytes")));
     }
     if meta.len() > MAX_READ_BYTES {
         return Err(invalid(
