@@ -326,7 +326,9 @@ fn the_guard_reads_a_socket_as_it_reads_a_pipe() {
     for (close, send) in [(true, true), (false, true), (false, false)] {
         let (mut ours, theirs) = UnixStream::pair().unwrap();
         let mut cmd = command(GUARD, &p, &[]);
-        cmd.stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(theirs)));
+        cmd.stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+            theirs,
+        )));
         let started = std::time::Instant::now();
         let child = cmd.spawn().expect("spawn guard");
         if send {
@@ -366,5 +368,8 @@ fn the_guard_waits_for_the_rest_of_an_input_written_in_parts() {
     pipe.write_all(tail).unwrap();
     drop(pipe);
     let out = child.wait_with_output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("deny"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("deny"),
+        "{out:?}"
+    );
 }
