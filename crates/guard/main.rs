@@ -64,11 +64,16 @@ fn run() -> Option<Value> {
     }
     let hook_cwd = input.cwd.as_deref().filter(|c| !c.is_empty());
     let root = project_root_from_env(hook_cwd);
-    // The loop's paths cost a walk of the root's links: once per call.
-    let paths = env_paths
-        .filter(|p| p.root == root)
-        .map_or_else(|| LoopPaths::new(&root), |p| *p);
-    let loop_active = paths.has_loop();
+    // The loop's paths cost a walk of the root's links, and whether a loop
+    // runs two stats: once per call.
+    let (paths, loop_active) = match env_paths.filter(|(p, _)| p.root == root) {
+        Some((paths, has_loop)) => (*paths, has_loop),
+        None => {
+            let paths = LoopPaths::new(&root);
+            let has_loop = paths.has_loop();
+            (paths, has_loop)
+        }
+    };
     if loop_active && stands_aside(&paths) {
         return None;
     }
@@ -101,8 +106,9 @@ fn run() -> Option<Value> {
 /// Whether the guard has anything to do before it reads its input.
 enum Early {
     Leave,
-    /// Go on, with the loop's paths when `CLAUDE_PROJECT_DIR` named them.
-    Go(Option<Box<LoopPaths>>),
+    /// Go on, with the loop's paths when `CLAUDE_PROJECT_DIR` named them,
+    /// and whether a loop runs there.
+    Go(Option<(Box<LoopPaths>, bool)>),
 }
 
 /// The path of every tool call of every session without a loop or a
@@ -113,13 +119,14 @@ fn leave_early() -> Early {
         return Early::Go(None);
     };
     let paths = LoopPaths::new(PathBuf::from(dir));
-    if !paths.has_loop()
+    let has_loop = paths.has_loop();
+    if !has_loop
         && !paths.root.join(POLICY_FILE).exists()
         && !paths.root.join(POLICY_FILE_ALT).exists()
     {
         return Early::Leave;
     }
-    Early::Go(Some(Box::new(paths)))
+    Early::Go(Some((Box::new(paths), has_loop)))
 }
 
 /// A loop runs: a reviewer's session (`--review`: read-only tools of its

@@ -109,9 +109,10 @@ fn run() -> HookOutput {
     // The path every turn of every session takes: no state file, nothing to
     // do. Claude Code sets CLAUDE_PROJECT_DIR, so this costs two stats and
     // never waits on stdin.
-    if let Some(dir) = std::env::var_os("CLAUDE_PROJECT_DIR").filter(|d| !d.is_empty())
-        && !LoopPaths::new(dir).has_loop()
-    {
+    let early = std::env::var_os("CLAUDE_PROJECT_DIR")
+        .filter(|d| !d.is_empty())
+        .map(LoopPaths::new);
+    if early.as_ref().is_some_and(|p| !p.has_loop()) {
         return HookOutput::Nothing;
     }
     watchdog::start(STDIN_DEADLINE);
@@ -125,8 +126,13 @@ fn run() -> HookOutput {
         Err(e) => return without_input(&e),
     };
     let root = project_root_from_env(input.cwd.as_deref());
-    let paths = LoopPaths::new(root);
-    if let Some(out) = not_for_this_hook(&paths) {
+    // The paths cost a walk of the root's links: made once when the input
+    // names the same project (then the loop is known to be there).
+    let (paths, known) = match early.filter(|p| p.root == root) {
+        Some(paths) => (paths, true),
+        None => (LoopPaths::new(root), false),
+    };
+    if let Some(out) = not_for_this_hook(&paths, known) {
         return out;
     }
     // --parallel: a worker's start (its worktree recorded) and its stop
@@ -178,13 +184,14 @@ fn run() -> HookOutput {
 /// act on, the stop is allowed with a message saying why.
 fn without_input(e: &InputError) -> HookOutput {
     let paths = LoopPaths::new(project_root_from_env(None));
-    not_for_this_hook(&paths).unwrap_or_else(|| HookOutput::allow(text::bad_input(e)))
+    not_for_this_hook(&paths, false).unwrap_or_else(|| HookOutput::allow(text::bad_input(e)))
 }
 
-/// `Some(Nothing)` when this Stop is not the loop's to judge: no loop, the
-/// agent running the hook itself, or a reviewer's session.
-fn not_for_this_hook(paths: &LoopPaths) -> Option<HookOutput> {
-    if !paths.has_loop() {
+/// `Some(Nothing)` when this Stop is not the loop's to judge: no loop (not
+/// looked at again when `has_loop` is known), the agent running the hook
+/// itself, or a reviewer's session.
+fn not_for_this_hook(paths: &LoopPaths, has_loop: bool) -> Option<HookOutput> {
+    if !has_loop && !paths.has_loop() {
         return Some(HookOutput::Nothing);
     }
     // Git's configuration read is kept in the loop's folder across hooks.

@@ -436,7 +436,10 @@ fn an_api_error_pauses_the_loop_and_the_next_prompt_resumes_it() {
         "{msg}"
     );
     let state = p.state().unwrap();
-    assert!(state.contains("\npaused: \"rate_limit\"\n"), "{state}");
+    assert!(
+        state.contains("\napi_error_pause: \"rate_limit\"\n"),
+        "{state}"
+    );
     assert!(
         state.contains("iteration: 2\n"),
         "not an iteration: {state}"
@@ -449,7 +452,7 @@ fn an_api_error_pauses_the_loop_and_the_next_prompt_resumes_it() {
     // The next prompt of the owner resumes it.
     let resumed = p.prompt("s1", "go on");
     assert!(message(resumed.as_ref()).contains("resumed (it was paused on rate_limit"));
-    assert!(p.state().unwrap().contains("\npaused: null\n"));
+    assert!(p.state().unwrap().contains("\napi_error_pause: null\n"));
     let log = p.log();
     let decisions: Vec<_> = log
         .iter()
@@ -536,7 +539,11 @@ fn a_pause_is_written_whole_though_the_exiting_client_sends_sigterm() {
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
-    assert!(p.state().unwrap().contains("\npaused: \"rate_limit\"\n"));
+    assert!(
+        p.state()
+            .unwrap()
+            .contains("\napi_error_pause: \"rate_limit\"\n")
+    );
     let log = p.log();
     assert_eq!(log.last().unwrap()["decision"], "pause", "{log:?}");
 }

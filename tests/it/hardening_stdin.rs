@@ -311,3 +311,65 @@ fn silent_pipe_guard_and_prompt_hook() {
         o.assert_fail_open(bin);
     }
 }
+
+/// A runner may connect a hook's stdin by a socket (a socketpair) rather
+/// than a pipe: the guard reads it on its own thread with the deadline as
+/// the socket's timeout, whether the runner closes it, keeps it open after
+/// the value, or sends nothing (then it fails open at the deadline).
+#[test]
+fn the_guard_reads_a_socket_as_it_reads_a_pipe() {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    let p = Project::with_claude_dir("stdin-socket");
+    p.write(STATE_FILE, state_text(3, 0));
+    let guard_in = bash_input(&p.root, "rm -rf .claude");
+    for (close, send) in [(true, true), (false, true), (false, false)] {
+        let (mut ours, theirs) = UnixStream::pair().unwrap();
+        let mut cmd = command(GUARD, &p, &[]);
+        cmd.stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+            theirs,
+        )));
+        let started = std::time::Instant::now();
+        let child = cmd.spawn().expect("spawn guard");
+        if send {
+            ours.write_all(&guard_in).unwrap();
+        }
+        if close {
+            drop(ours);
+            ours = UnixStream::pair().unwrap().0;
+        }
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{out:?}");
+        if send {
+            assert!(stdout.contains("deny"), "close {close}: {stdout}");
+            assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        } else {
+            assert!(!stdout.contains("deny"), "nothing sent: allowed: {stdout}");
+            assert!(started.elapsed() >= std::time::Duration::from_secs(9));
+        }
+        drop(ours);
+    }
+}
+
+/// Input written in two parts with a pause between: what the guard read
+/// without blocking is kept, and the rest is waited for.
+#[test]
+fn the_guard_waits_for_the_rest_of_an_input_written_in_parts() {
+    use std::io::Write;
+    let p = Project::with_claude_dir("stdin-parts");
+    p.write(STATE_FILE, state_text(3, 0));
+    let guard_in = bash_input(&p.root, "rm -rf .claude");
+    let (head, tail) = guard_in.split_at(guard_in.len() / 2);
+    let mut child = command(GUARD, &p, &[]).spawn().expect("spawn guard");
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(head).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    pipe.write_all(tail).unwrap();
+    drop(pipe);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("deny"),
+        "{out:?}"
+    );
+}

@@ -126,3 +126,80 @@ fn status_names_the_state_and_cancel_removes_both() {
     assert_eq!(code, 0, "{out}");
     assert!(p.state().is_none() && p.mirror().is_none());
 }
+
+/// A steady turn replaces one file: the state, its seal inside; the copy is
+/// overwritten in place (the same file), still the state's text exactly.
+#[test]
+fn a_turn_renames_the_state_alone_and_rewrites_the_copy_in_place() {
+    use std::os::unix::fs::MetadataExt;
+    let p = Project::with_claude_dir("one-rename");
+    p.prompt(
+        "s1",
+        "/ralph:ralph-loop Tidy the parser. --max-iterations 30 --max-stalls 0",
+    );
+    assert!(is_block(p.stop("s1", Some("working")).as_ref()));
+    let inode = |f: &std::path::Path| std::fs::metadata(f).unwrap().ino();
+    let (state, copy) = (inode(&p.loop_paths().state), inode(&p.path(STATE_FILE)));
+    for turn in 0..11 {
+        assert!(is_block(
+            p.stop("s1", Some(&format!("turn {turn}"))).as_ref()
+        ));
+        assert_eq!(p.mirror(), p.state(), "turn {turn}");
+    }
+    assert_eq!(iteration(&p), 13, "iterations 9 and 10 change the length");
+    assert_ne!(inode(&p.loop_paths().state), state, "the state by rename");
+    assert_eq!(inode(&p.path(STATE_FILE)), copy, "the copy in place");
+    let raw = std::fs::read_to_string(p.loop_paths().state).unwrap();
+    assert!(
+        raw.ends_with(" -->\n") && raw.contains("\n<!-- ralph-seal "),
+        "{raw}"
+    );
+    assert_eq!(tamper_entries(&p), 0);
+}
+
+/// A loop started before the seal moved inside the state (a separate
+/// `state.md.seal` of digests) goes on, and is written in the new form; a
+/// change outside ralph to such a loop still pauses it.
+#[test]
+fn a_loop_with_its_seal_beside_the_state_goes_on() {
+    let p = started("old-seal");
+    let paths = p.loop_paths();
+    let body = p.state().unwrap();
+    // The older form: the text alone, its digest beside it.
+    ralph_core::seal::write(&paths.state, body.as_bytes()).unwrap();
+    assert_eq!(std::fs::read_to_string(&paths.state).unwrap(), body);
+    assert!(is_block(p.stop("s1", Some("working")).as_ref()));
+    assert_eq!(iteration(&p), 2);
+    assert_eq!(tamper_entries(&p), 0);
+    let raw = std::fs::read_to_string(&paths.state).unwrap();
+    assert!(
+        raw.contains("\n<!-- ralph-seal "),
+        "now sealed inside: {raw}"
+    );
+    assert_eq!(p.mirror(), p.state());
+    assert!(is_block(p.stop("s1", Some("working")).as_ref()));
+    assert_eq!(iteration(&p), 3);
+    // Back to the older form, then changed outside ralph.
+    let body = p.state().unwrap();
+    ralph_core::seal::write(&paths.state, body.as_bytes()).unwrap();
+    std::fs::write(&paths.state, body.replace("iteration: 3", "iteration: 1")).unwrap();
+    let out = p.stop("s1", Some("working")).expect("told");
+    assert!(!is_block(Some(&out)), "{out}");
+    assert!(
+        out["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("iteration: 3 -> 1")
+    );
+    // A state rewritten whole without its seal line: paused too.
+    let q = started("seal-line-dropped");
+    assert!(is_block(q.stop("s1", Some("working")).as_ref()));
+    let body = q.state().unwrap();
+    std::fs::write(
+        q.loop_paths().state,
+        body.replace("iteration: 2", "iteration: 1"),
+    )
+    .unwrap();
+    let out = q.stop("s1", Some("working")).expect("told");
+    assert!(!is_block(Some(&out)), "{out}");
+}

@@ -91,9 +91,11 @@ impl Project {
 
     /// The loop's state: the authoritative copy in ralph's data folder, else
     /// the project's file (not adopted yet).
+    /// The loop's state (without the seal line ralph keeps inside it).
     pub(crate) fn state(&self) -> Option<String> {
         std::fs::read_to_string(self.loop_paths().state)
             .ok()
+            .map(|t| ralph_core::seal::split_inline(&t).0.to_string())
             .or_else(|| self.read(STATE_FILE))
     }
 

@@ -63,12 +63,14 @@ fn run(args: &Args) -> Result<(), String> {
         "ralph-bench: preparing projects and transcripts in {} ...",
         root.0.display()
     );
-    let mut setup =
-        Setup::prepare(&root.0, &hook, &args.repos).map_err(|e| format!("preparing: {e}"))?;
+    let mut setup = Setup::prepare(&root.0, &hook, &args.repos, args.versus.as_deref())
+        .map_err(|e| format!("preparing: {e}"))?;
     if !args.only.is_empty() {
-        setup
-            .cases
-            .retain(|c| args.only.iter().any(|p| c.label.starts_with(p.as_str())));
+        setup.cases.retain(|c| {
+            // A twin (`--versus`) goes with its case.
+            let label = c.label.strip_prefix(steady::BEFORE).unwrap_or(&c.label);
+            args.only.iter().any(|p| label.starts_with(p.as_str()))
+        });
     }
     if let Some(before) = &args.versus {
         steady::pair_with(&mut setup.cases, before);

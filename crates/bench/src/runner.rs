@@ -99,6 +99,7 @@ impl Setup {
         root: &Path,
         hook: &Path,
         repos: &crate::steady::Repos,
+        before: Option<&Path>,
     ) -> std::io::Result<Setup> {
         let t = Transcripts::write(&root.join("transcripts"))?;
         let make = Maker { root, hook, t: &t };
@@ -122,7 +123,7 @@ impl Setup {
         cases.push(prd_case);
         cases.extend(make.loops_without_breaker()?);
         cases.extend(make.status_lines(&prd_json_of(&cases))?);
-        cases.extend(crate::steady::cases(root, hook, &t.small, repos)?);
+        cases.extend(crate::steady::cases(root, hook, &t.small, repos, before)?);
 
         let size = |p: &Path| fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         Ok(Setup {

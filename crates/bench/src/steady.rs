@@ -25,36 +25,59 @@ pub(crate) struct Repos {
 }
 
 /// Cases 6 and 7, each run once already (the loop adopted, its folder made).
+/// With `before` (`--versus`), each is followed by its twin run by the
+/// binary of the same name there, in a project and loop folder of its own:
+/// the two builds may write the state differently (the seal inside it or
+/// beside it), and one would take the other's state for tampering.
 pub(crate) fn cases(
     root: &Path,
     hook: &Path,
     transcript: &Path,
     repos: &Repos,
+    before: Option<&Path>,
 ) -> io::Result<Vec<Case>> {
     let mut cases = Vec::new();
-    let talk = project(root, "steady-talk")?;
-    let state = plain_state_with("max_stalls: 0\n");
-    cases.push(steady(
-        "6. steady state: the loop keeps its folder, a new turn each run, talk only, no breaker",
-        hook,
-        talk,
-        transcript,
-        &state,
-        None,
-    )?);
-    for &n in &repos.files {
-        let repo = repository(&repos.dir, n)?;
-        let line = format!("{SESSION}\tWrite\n").into_bytes();
+    let builds = builds(hook, before);
+    for (prefix, hook) in &builds {
+        let talk = project(root, &format!("steady-talk{}", suffix(prefix)))?;
+        let state = plain_state_with("max_stalls: 0\n");
         cases.push(steady(
-            &format!("7. edited turn (the guard recorded a Write), breaker on, {n} tracked files"),
+            &format!("{prefix}6. steady state: the loop keeps its folder, a new turn each run, talk only, no breaker"),
             hook,
-            repo,
+            talk,
             transcript,
-            &plain_state_with(""),
-            Some(line),
+            &state,
+            None,
         )?);
     }
+    for &n in &repos.files {
+        for (prefix, hook) in &builds {
+            let repo = repository(&repos.dir, n, suffix(prefix))?;
+            let line = format!("{SESSION}\tWrite\n").into_bytes();
+            cases.push(steady(
+                &format!("{prefix}7. edited turn (the guard recorded a Write), breaker on, {n} tracked files"),
+                hook,
+                repo,
+                transcript,
+                &plain_state_with(""),
+                Some(line),
+            )?);
+        }
+    }
     Ok(cases)
+}
+
+/// This build, then (with `--versus`) the one before: label prefix, hook.
+fn builds(hook: &Path, before: Option<&Path>) -> Vec<(&'static str, PathBuf)> {
+    let mut builds = vec![("", hook.to_path_buf())];
+    let old = before.zip(hook.file_name()).map(|(d, n)| d.join(n));
+    builds.extend(old.filter(|p| p.is_file()).map(|p| (BEFORE, p)));
+    builds
+}
+
+/// The folder-name suffix of the build before's projects.
+fn suffix(prefix: &str) -> &'static str {
+    if prefix.is_empty() { "" } else { "-before" }
 }
 
 /// A loop case whose folder is kept: set up once from `state`, then each
@@ -103,9 +126,10 @@ fn steady(
     Ok(case)
 }
 
-/// A git repository of `n` small committed files under `dir`, made once.
-fn repository(dir: &Path, n: usize) -> io::Result<PathBuf> {
-    let repo = dir.join(format!("files-{n}"));
+/// A git repository of `n` small committed files under `dir`, made once
+/// (`tag`: another one of the same size, for the build before).
+fn repository(dir: &Path, n: usize, tag: &str) -> io::Result<PathBuf> {
+    let repo = dir.join(format!("files-{n}{tag}"));
     let done = repo.join(".git").join("ralph-bench-done");
     if done.is_file() {
         fs::create_dir_all(repo.join(".claude"))?;
@@ -156,13 +180,22 @@ fn repository(dir: &Path, n: usize) -> io::Result<PathBuf> {
 }
 
 /// The label of a case run with the build before (`--versus`).
-const BEFORE: &str = "before: ";
+pub(crate) const BEFORE: &str = "before: ";
 
 /// Each case again with the binary of the same name in `before`, right
 /// after it: run by run, both builds meet the same load.
 pub(crate) fn pair_with(cases: &mut Vec<Case>, before: &Path) {
     let mut paired = Vec::with_capacity(cases.len() * 2);
+    let twinned: Vec<String> = cases
+        .iter()
+        .filter_map(|c| c.label.strip_prefix(BEFORE).map(str::to_string))
+        .collect();
     for case in cases.drain(..) {
+        // The steady cases have their twins already, in folders of their own.
+        if case.label.starts_with(BEFORE) || twinned.contains(&case.label) {
+            paired.push(case);
+            continue;
+        }
         let name = case.program.file_name().map(|n| n.to_os_string());
         let old = name
             .map(|n| before.join(n))

@@ -159,7 +159,7 @@ impl Glance {
     ) -> Glance {
         let waiting = if state.blocked.is_some() {
             Some("blocked")
-        } else if state.paused.is_some() {
+        } else if state.api_error_pause.is_some() {
             Some("paused")
         } else {
             None

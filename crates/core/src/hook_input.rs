@@ -151,15 +151,157 @@ pub fn first_value(reader: impl Read) -> Result<Value, InputError> {
 
 /// The first JSON value on stdin, giving up after `secs` seconds: Claude Code
 /// writes the input and closes the pipe at once, so a pipe that stays silent
-/// that long is not going to deliver. The reader thread is left blocked; the
-/// hook answers and exits soon after. Every hook reads its input this way.
+/// that long is not going to deliver. Every hook reads its input this way.
+///
+/// Read on this thread when it can be: a socket (how some runners connect
+/// a child's stdin) with the deadline as its receive timeout; on Linux, a
+/// pipe or file whose input is all there already, read without blocking.
+/// Only otherwise (the input not written yet, a terminal) a reader thread
+/// waits with the deadline, and is left blocked if it passes; the hook
+/// answers and exits soon after. A thread costs its start and a hand-over
+/// between threads, which a guard on every tool call pays in full.
 pub fn stdin_first_value(secs: u64) -> Result<Value, InputError> {
+    #[cfg(unix)]
+    let prefix = match here::read(secs) {
+        here::Read::Done(result) => return result,
+        here::Read::Partly(bytes) => bytes,
+    };
+    #[cfg(not(unix))]
+    let prefix = Vec::new();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let _ = tx.send(first_value(std::io::stdin().lock()));
+        let stdin = std::io::Cursor::new(prefix).chain(std::io::stdin().lock());
+        let _ = tx.send(first_value(stdin));
     });
     rx.recv_timeout(std::time::Duration::from_secs(secs))
         .unwrap_or(Err(InputError::Timeout(secs)))
+}
+
+/// Reading stdin on the calling thread, when that cannot block past the
+/// deadline. Safe code only: a socket's receive timeout, and (Linux) the
+/// pipe opened again through `/proc/self/fd/0` without blocking, so fd 0's
+/// own flags are left as they are.
+#[cfg(unix)]
+mod here {
+    use super::{InputError, Value, first_value as parse_first};
+    use std::io::{self, Read as _};
+    use std::os::fd::AsFd;
+    use std::time::{Duration, Instant};
+
+    pub(super) enum Read {
+        Done(Result<Value, InputError>),
+        /// Not all there yet: what was read, for the waiting reader.
+        Partly(Vec<u8>),
+    }
+
+    pub(super) fn read(secs: u64) -> Read {
+        let Ok(fd) = io::stdin().as_fd().try_clone_to_owned() else {
+            return Read::Partly(Vec::new());
+        };
+        let socket = std::os::unix::net::UnixStream::from(fd);
+        let limit = Duration::from_secs(secs.max(1));
+        if socket.set_read_timeout(Some(limit)).is_ok() {
+            return Read::Done(from_socket(socket, limit, secs));
+        }
+        drop(socket);
+        ready_now()
+    }
+
+    /// A socket, read with its receive timeout set to what is left of the
+    /// deadline before each read.
+    fn from_socket(
+        socket: std::os::unix::net::UnixStream,
+        limit: Duration,
+        secs: u64,
+    ) -> Result<Value, InputError> {
+        struct Timed {
+            socket: std::os::unix::net::UnixStream,
+            end: Instant,
+            /// The receive timeout set now.
+            set: Duration,
+            late: bool,
+        }
+        impl io::Read for Timed {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                loop {
+                    let left = self.end.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        self.late = true;
+                        return Err(io::ErrorKind::TimedOut.into());
+                    }
+                    // Set again only once a second of it is gone (a syscall).
+                    if left + Duration::from_secs(1) < self.set {
+                        self.socket.set_read_timeout(Some(left))?;
+                        self.set = left;
+                    }
+                    match self.socket.read(buf) {
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                            ) =>
+                        {
+                            // Its timeout passed; or whoever made the socket
+                            // left it non-blocking: waited for in small steps.
+                            if Instant::now() >= self.end {
+                                self.late = true;
+                                return Err(e);
+                            }
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        other => return other,
+                    }
+                }
+            }
+        }
+        let mut timed = Timed {
+            socket,
+            end: Instant::now() + limit,
+            set: limit,
+            late: false,
+        };
+        let result = parse_first(io::BufReader::new(&mut timed));
+        if timed.late {
+            return Err(InputError::Timeout(secs));
+        }
+        result
+    }
+
+    /// Linux: stdin opened again without blocking, read to its end; `Done`
+    /// when the end came, or a whole value before the writer stopped.
+    #[cfg(target_os = "linux")]
+    fn ready_now() -> Read {
+        use std::os::unix::fs::OpenOptionsExt;
+        let Ok(mut file) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open("/proc/self/fd/0")
+        else {
+            return Read::Partly(Vec::new());
+        };
+        let mut bytes = Vec::new();
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) => return Read::Done(parse_first(bytes.as_slice())),
+                Ok(n) => bytes.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        // The writer has not closed it: a whole value may be there already.
+        let mut values = serde_json::Deserializer::from_slice(&bytes).into_iter::<Value>();
+        match values.next() {
+            Some(Ok(v)) => Read::Done(Ok(v)),
+            _ => Read::Partly(bytes),
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn ready_now() -> Read {
+        Read::Partly(Vec::new())
+    }
 }
 
 #[cfg(test)]

@@ -242,9 +242,32 @@ pub enum StateFile {
 #[derive(Debug)]
 pub struct OwnState {
     /// `Ok(None)`: no state file (the project's file may be there to adopt).
+    /// The text before its inline seal (see `seal`): what the state is.
     pub text: Result<Option<String>, StoreError>,
     /// Its seal against that text (`Unsealed` when there is no text).
     pub seal: Seal,
+    /// How the seal was judged (`None` when there is no text).
+    pub judged: Option<crate::seal::Judged>,
+}
+
+impl OwnState {
+    /// Where its seal is: inside and intact, its next write is one rename
+    /// (no marker beside it).
+    pub fn form(&self) -> crate::seal::Form {
+        self.judged
+            .as_ref()
+            .map(crate::seal::Judged::form)
+            .unwrap_or_default()
+    }
+}
+
+/// The state file a save replaces, as read under the same lock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Saved<'a> {
+    /// Its text (`None`: there was no state file, the loop is adopted).
+    pub text: Option<&'a str>,
+    /// Where its seal was ([`OwnState::form`]).
+    pub form: crate::seal::Form,
 }
 
 /// A file the user named (a PRD, a prompt file) could not be read.
@@ -281,12 +304,16 @@ impl LoopPaths {
     /// once: a Stop checks the seal, reads the state and later seals the
     /// next one from this one read.
     pub fn read_own_state(&self) -> OwnState {
-        let text = store::read_optional(&self.state);
-        let seal = match &text {
-            Ok(Some(t)) => crate::seal::check(&self.state, t),
-            _ => Seal::Unsealed,
+        let mut text = store::read_optional(&self.state);
+        let judged = match &text {
+            Ok(Some(t)) => Some(crate::seal::judge_inline(&self.state, t)),
+            _ => None,
         };
-        OwnState { text, seal }
+        if let (Ok(Some(t)), Some(j)) = (&mut text, &judged) {
+            t.truncate(j.body_len);
+        }
+        let seal = judged.as_ref().map_or(Seal::Unsealed, |j| j.seal);
+        OwnState { text, seal, judged }
     }
 
     /// [`LoopPaths::read_state`] from a read of the state file already made
@@ -321,35 +348,53 @@ impl LoopPaths {
         !self.state.exists() && self.mirror.exists()
     }
 
-    /// The project's mirror against the state's text `state_text`.
+    /// The project's mirror against the state's text `state_text` (one
+    /// open, not following a link, and one `fstat`).
     pub fn mirror_check(&self, state_text: &str) -> Mirror {
-        if store::refuse_unsafe(&self.mirror).is_err() {
-            return Mirror::Unsafe;
-        }
-        match store::read_optional(&self.mirror) {
+        match store::read_plain(&self.mirror) {
             Ok(None) => Mirror::Missing,
             Ok(Some(text)) if text == state_text => Mirror::Same,
+            Err(StoreError::Unsafe { .. }) => Mirror::Unsafe,
             _ => Mirror::Differs,
         }
     }
 
-    /// Write the state, then its mirror in the project. The state is what
-    /// counts: a mirror that cannot be written (a link ralph will not write
-    /// through) is returned as a note, not an error.
+    /// Write the state (sealed inside, see `seal`), then its mirror in the
+    /// project. The state is what counts: a mirror that cannot be written
+    /// (a link ralph will not write through) is returned as a note, not an
+    /// error.
     pub fn write_state(&self, text: &str) -> Result<Option<StoreError>, StoreError> {
-        crate::seal::write(&self.state, text.as_bytes())?;
+        crate::seal::write_inline(&self.state, text)?;
         Ok(store::atomic_write(&self.mirror, text.as_bytes()).err())
     }
 
-    /// [`LoopPaths::write_state`] over the state as read under the same lock
-    /// (`before`: its text; `None`, there was no state file).
+    /// [`LoopPaths::write_state`] over the state as read under the same
+    /// lock (`before`: what [`LoopPaths::read_own_state`] found), the
+    /// mirror compared then (`mirror`). A steady turn renames one file: the
+    /// state with its seal inside; a mirror found as ralph wrote it is
+    /// overwritten in place (`store::overwrite_plain`: no rename), any other
+    /// (missing, edited, a link) is replaced by rename as before. So the
+    /// mirror still holds exactly the state's text after every save.
     pub fn write_state_over(
         &self,
         text: &str,
-        before: Option<&str>,
+        before: Saved<'_>,
+        mirror: Mirror,
     ) -> Result<Option<StoreError>, StoreError> {
-        crate::seal::write_over(&self.state, text.as_bytes(), before)?;
+        crate::seal::write_inline_over(&self.state, text, before.text, before.form)?;
+        if mirror == Mirror::Same && store::overwrite_plain(&self.mirror, text.as_bytes()).is_ok() {
+            return Ok(None);
+        }
         Ok(store::atomic_replace(&self.mirror, text.as_bytes()).err())
+    }
+
+    /// The user accepted the state as it is (`/ralph-resume` after a
+    /// change outside ralph): sealed again, the mirror written from it.
+    pub fn accept_state(&self) -> Result<(), StoreError> {
+        if let Some(body) = crate::seal::accept_inline(&self.state)? {
+            let _ = store::atomic_write(&self.mirror, body.as_bytes());
+        }
+        Ok(())
     }
 
     /// Remove the temp files that killed writes of the state, its seal or

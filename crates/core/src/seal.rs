@@ -1,13 +1,29 @@
 //! Seals: did ralph write this file of the loop's folder? I/O.
 //!
-//! Beside each file it alone writes there (`state.md`, `verify.json`,
-//! `review.json`), ralph keeps `<file>.seal`: the digest of what it wrote
-//! (and of what was there before, so that a write cut short between the
-//! seal and the file is not taken for tampering). A Stop reads the file and
-//! its seal together; a file that matches neither digest was written by
-//! someone else (an interpreter run by the agent: the guard keeps the folder
-//! from its tools), and the loop pauses, naming the file and what changed,
-//! instead of trusting it or rewriting the project's copy from it.
+//! The state (`state.md`) carries its seal inside, as its last line
+//! (`<!-- ralph-seal DIGEST -->`, the digest of everything before it), so
+//! the one rename that writes the state writes its seal: a Stop replaces one
+//! file, not two, and a write cut short can no longer leave a file and a
+//! seal from two different writes (the old and the new text each carry
+//! their own). Beside it, `state.md.seal` then holds no digest of the new
+//! text ([`INLINE_MARKER`], and the digest of the text it replaced while
+//! that write is under way): a state that lost its last line (a program
+//! rewrote the whole file) matches nothing there and is tampering, as it
+//! was when the seal lived beside the file. A loop started before this
+//! form has a `state.md.seal` of digests (below): it is judged by it, and
+//! its next write is in the new form.
+//!
+//! Beside each other file it alone writes there (`verify.json`,
+//! `review.json`, the pins' manifest, git's configuration cache), ralph
+//! keeps `<file>.seal`: the digest of what it wrote (and of what was there
+//! before, so that a write cut short between the seal and the file is not
+//! taken for tampering); those are not written on a steady turn.
+//!
+//! A Stop reads the file and its seal together; a file that matches neither
+//! digest was written by someone else (an interpreter run by the agent: the
+//! guard keeps the folder from its tools), and the loop pauses, naming the
+//! file and what changed, instead of trusting it or rewriting the project's
+//! copy from it.
 //!
 //! The limit: the digest is not keyed (a key would have to be kept where a
 //! program with the user's rights could read it too), so a program that
@@ -105,6 +121,169 @@ fn judge(seal: &str, text: &str) -> Seal {
     }
 }
 
+/// The last line of a state sealed inside: this, the digest, [`INLINE_END`].
+const INLINE_START: &str = "\n<!-- ralph-seal ";
+const INLINE_END: &str = " -->\n";
+
+/// What `<file>.seal` holds beside a file sealed inside: no digest, so a
+/// text that lost its inline seal matches nothing.
+pub const INLINE_MARKER: &str = "inline";
+
+/// `body` with its seal as the last line: what ralph writes as the state.
+pub fn sealed(body: &str) -> String {
+    let d = digest(body.as_bytes());
+    let mut out = String::with_capacity(body.len() + INLINE_START.len() + d.len() + 5);
+    out.push_str(body);
+    out.push_str(INLINE_START);
+    out.push_str(&d);
+    out.push_str(INLINE_END);
+    out
+}
+
+/// A state file's text split at its inline seal: the text before it and
+/// the digest it names (`None`: no seal line, a file of the older form).
+pub fn split_inline(text: &str) -> (&str, Option<&str>) {
+    let Some(head) = text.strip_suffix(INLINE_END) else {
+        return (text, None);
+    };
+    match head.rfind(INLINE_START) {
+        Some(at) if !head[at + INLINE_START.len()..].contains('\n') => {
+            (&text[..at], Some(&head[at + INLINE_START.len()..]))
+        }
+        _ => (text, None),
+    }
+}
+
+/// Where a state file's seal is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Form {
+    /// Its last line, intact: the next write is one rename.
+    Inside,
+    /// Beside it (`<file>.seal`, a loop from before), or none, or broken:
+    /// the next write puts the marker beside it first.
+    #[default]
+    Beside,
+}
+
+/// A state file as read, judged: what counts is `body`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    pub seal: Seal,
+    /// Where the text before the inline seal ends (the whole text when
+    /// there is none).
+    pub body_len: usize,
+    /// The digest its inline seal names, whether or not the text matches.
+    pub inline: Option<String>,
+}
+
+impl Judged {
+    /// The text is in the inline form and intact: the next write needs no
+    /// marker beside it.
+    pub fn inline_intact(&self) -> bool {
+        self.inline.is_some() && self.seal == Seal::Intact
+    }
+
+    /// [`Judged::inline_intact`] as the [`Form`] the next write starts from.
+    pub fn form(&self) -> Form {
+        if self.inline_intact() {
+            Form::Inside
+        } else {
+            Form::Beside
+        }
+    }
+
+    /// Was `text` the body ralph sealed last (the project's copy, say)?
+    pub fn sealed_as(&self, file: &Path, text: &str) -> bool {
+        match &self.inline {
+            Some(d) => *d == digest(text.as_bytes()),
+            None => check(file, text) == Seal::Intact,
+        }
+    }
+}
+
+/// The state `text` read from `file`, against its inline seal, else (the
+/// older form, or a seal line that does not match) `<file>.seal`. The
+/// steady case (an intact inline seal) reads nothing more.
+pub fn judge_inline(file: &Path, text: &str) -> Judged {
+    let (body, inline) = split_inline(text);
+    let body_len = body.len();
+    let inline = inline.map(str::to_string);
+    if inline.as_deref() == Some(digest(body.as_bytes()).as_str()) {
+        return Judged {
+            seal: Seal::Intact,
+            body_len,
+            inline,
+        };
+    }
+    let seal = match (check(file, text), &inline) {
+        // An older loop's text whose prompt happens to end in such a line.
+        (Seal::Intact, Some(_)) => {
+            return Judged {
+                seal: Seal::Intact,
+                body_len: text.len(),
+                inline: None,
+            };
+        }
+        (Seal::Unsealed, Some(_)) => Seal::Broken,
+        (seal, _) => seal,
+    };
+    Judged {
+        seal,
+        body_len,
+        inline,
+    }
+}
+
+/// Write the state `body` to `file`, sealed inside, with one rename.
+/// `before`: the body there now as read under the same lock (`None`: no
+/// state file), and whether it was already in the inline form; when it was
+/// not, the marker beside it is written first, naming the text it replaces,
+/// so a write cut short between the two leaves an intact older text.
+pub fn write_inline_over(
+    file: &Path,
+    body: &str,
+    before: Option<&str>,
+    form: Form,
+) -> Result<(), StoreError> {
+    if form == Form::Beside {
+        let before = before.map(|t| digest(t.as_bytes())).unwrap_or_default();
+        let marker = format!("{INLINE_MARKER} {before}\n");
+        store::atomic_replace(&seal_path(file), marker.as_bytes())?;
+    }
+    store::atomic_replace(file, sealed(body).as_bytes())
+}
+
+/// [`write_inline_over`] when nothing was read under the lock: the file is
+/// read for its form, and leftover temp files are swept.
+pub fn write_inline(file: &Path, body: &str) -> Result<(), StoreError> {
+    store::sweep_leftovers(file);
+    store::sweep_leftovers(&seal_path(file));
+    let text = store::read_optional(file).ok().flatten();
+    let judged = text.as_deref().map(|t| judge_inline(file, t));
+    let before = text
+        .as_deref()
+        .zip(judged.as_ref())
+        .map(|(t, j)| &t[..j.body_len]);
+    let form = judged.as_ref().map(Judged::form).unwrap_or_default();
+    write_inline_over(file, body, before, form)
+}
+
+/// The user accepted the state as it is now (`/ralph-resume`): sealed
+/// again, in the inline form; its body returned (`None`: no state).
+pub fn accept_inline(file: &Path) -> Result<Option<String>, StoreError> {
+    let Some(text) = store::read_optional(file)? else {
+        remove(file)?;
+        return Ok(None);
+    };
+    let body = split_inline(&text).0.to_string();
+    store::atomic_write(
+        &seal_path(file),
+        format!("{INLINE_MARKER} {}\n", digest(text.as_bytes())).as_bytes(),
+    )?;
+    store::atomic_write(file, sealed(&body).as_bytes())?;
+    Ok(Some(body))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +315,93 @@ mod tests {
         assert_eq!(check_file(&f), Seal::Intact);
         remove(&f).unwrap();
         assert_eq!(check_file(&f), Seal::Unsealed);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    fn folder(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ralph-seal-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    const BODY: &str = "---\niteration: 2\n---\n\nBuild it.\n";
+
+    #[test]
+    fn a_state_sealed_inside_is_intact_and_one_changed_is_broken() {
+        let d = folder("inline");
+        let f = d.join("state.md");
+        write_inline(&f, BODY).unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(text.starts_with(BODY) && text.ends_with(" -->\n"), "{text}");
+        let j = judge_inline(&f, &text);
+        assert_eq!((j.seal, &text[..j.body_len]), (Seal::Intact, BODY));
+        assert!(j.inline_intact() && j.sealed_as(&f, BODY));
+        // The body edited, the seal line kept.
+        let edited = text.replace("iteration: 2", "iteration: 1");
+        assert_eq!(judge_inline(&f, &edited).seal, Seal::Broken);
+        // The whole file rewritten without its seal line: the marker beside
+        // it names no digest of it.
+        assert_eq!(judge_inline(&f, BODY).seal, Seal::Broken);
+        // A seal line of someone else's making, with no marker: broken too.
+        remove(&f).unwrap();
+        assert_eq!(judge_inline(&f, &edited).seal, Seal::Broken);
+        // Nothing at all beside a file without a seal line: a loop from
+        // before seals.
+        assert_eq!(judge_inline(&f, BODY).seal, Seal::Unsealed);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_write_cut_short_leaves_an_intact_state() {
+        let d = folder("cut");
+        let f = d.join("state.md");
+        // An older loop: the text and a separate seal of digests.
+        write(&f, BODY.as_bytes()).unwrap();
+        assert_eq!(
+            judge_inline(&f, BODY).seal,
+            Seal::Intact,
+            "the old seal is read"
+        );
+        // Its first write in the new form, cut short after the marker: the
+        // text before is still intact by the marker's second digest.
+        let marker = format!("{INLINE_MARKER} {}\n", digest(BODY.as_bytes()));
+        std::fs::write(seal_path(&f), marker).unwrap();
+        let j = judge_inline(&f, BODY);
+        assert_eq!(j.seal, Seal::Intact);
+        assert!(!j.inline_intact(), "the next write writes the marker again");
+        // The write done: the new form, one file.
+        let next = BODY.replace("iteration: 2", "iteration: 3");
+        write_inline_over(&f, &next, Some(BODY), Form::Beside).unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        let j = judge_inline(&f, &text);
+        assert_eq!((j.seal, &text[..j.body_len]), (Seal::Intact, next.as_str()));
+        // From now on one rename a write; the old text no longer counts.
+        write_inline_over(&f, BODY, Some(&next), Form::Inside).unwrap();
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(judge_inline(&f, &text).inline_intact());
+        assert_eq!(judge_inline(&f, &next).seal, Seal::Broken);
+        // A file cut anywhere (a torn copy, not ralph's rename) is broken.
+        for cut in [text.len() - 3, BODY.len() + 4, 10] {
+            assert_eq!(judge_inline(&f, &text[..cut]).seal, Seal::Broken, "{cut}");
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn an_older_loop_whose_prompt_ends_like_a_seal_line_keeps_its_seal() {
+        let d = folder("lookalike");
+        let f = d.join("state.md");
+        let text = format!("{BODY}\n<!-- ralph-seal 0:1 -->\n");
+        write(&f, text.as_bytes()).unwrap();
+        let j = judge_inline(&f, &text);
+        assert_eq!((j.seal, j.body_len), (Seal::Intact, text.len()));
+        // Accepted by the user: sealed inside, the body kept whole.
+        std::fs::write(&f, "---\niteration: 9\n---\n\nx\n").unwrap();
+        let body = accept_inline(&f).unwrap().unwrap();
+        let now = std::fs::read_to_string(&f).unwrap();
+        assert_eq!(&now[..judge_inline(&f, &now).body_len], body);
+        assert!(judge_inline(&f, &now).inline_intact());
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -64,8 +64,11 @@ pub struct LoopState {
     /// The turn the last Stop answered (see `stop::inputs::turn_key`): a
     /// second Stop for the same turn is answered again without advancing.
     pub turn_key: Option<String>,
-    /// Paused on an API error until the next prompt or Stop (see `pause`).
-    pub paused: Option<Pause>,
+    /// Paused on an API error until the next prompt or Stop (see `pause`):
+    /// `api_error_pause`, `api_error_pause_at` and `resets_at` in the file
+    /// (`paused` and `paused_at` in loops written before the rename, still
+    /// read).
+    pub api_error_pause: Option<Pause>,
     /// Token, runtime and cost budgets, and what was spent.
     pub budgets: Budgets,
     /// Who reviews the work before the loop completes (`--review`).
@@ -83,6 +86,13 @@ pub struct LoopState {
     /// The prompt body, verbatim.
     pub prompt: String,
 }
+
+/// The API-error pause's keys in the file, and their names before the
+/// field was renamed (still read, and cleared when the pause is).
+const PAUSE_KEY: &str = "api_error_pause";
+const PAUSE_AT_KEY: &str = "api_error_pause_at";
+const OLD_PAUSE_KEY: &str = "paused";
+const OLD_PAUSE_AT_KEY: &str = "paused_at";
 
 /// Default for `max_story_attempts`.
 pub const DEFAULT_MAX_STORY_ATTEMPTS: u32 = 5;
@@ -193,7 +203,7 @@ impl LoopState {
             queue_seen: f.get("queue_seen").and_then(scalar_text),
             yielded: f.flag("yielded")?,
             turn_key: f.get("turn_key").and_then(scalar_text),
-            paused: f.pause(),
+            api_error_pause: f.pause(),
             budgets: f.budgets()?,
             review: f.review()?,
             blocked: f
@@ -300,9 +310,9 @@ impl LoopState {
         if self.parallel > 0 {
             lines.push(("parallel", self.parallel.to_string()));
         }
-        if let Some(p) = &self.paused {
-            lines.push(("paused", quote(p.reason.as_str())));
-            lines.push(("paused_at", quote(&p.at)));
+        if let Some(p) = &self.api_error_pause {
+            lines.push((PAUSE_KEY, quote(p.reason.as_str())));
+            lines.push((PAUSE_AT_KEY, quote(&p.at)));
             if let Some(r) = &p.resets_at {
                 lines.push(("resets_at", quote(r)));
             }
@@ -342,13 +352,6 @@ impl LoopState {
     }
 }
 
-/// The text of a state file updated to `new` (the same loop with a new
-/// iteration, session, stall count or fingerprint).
-///
-/// Single frontmatter lines are edited so unknown keys, comments and the body
-/// survive byte for byte. The edit is then read back: if it does not give
-/// exactly `new` (a `key:` line can sit inside a multi-line quoted scalar,
-/// which a line edit would corrupt), the frontmatter is rendered afresh.
 /// Is a loop owned by `owner` this session's? An unclaimed loop (the
 /// official setup, or `ralph-setup start` from a terminal) belongs to the
 /// first session whose Stop sees it; a corrupt file that names another
@@ -357,7 +360,8 @@ pub fn owns(owner: &str, session: &str) -> bool {
     owner.is_empty() || owner == session
 }
 
-pub fn updated_text(text: &str, new: &LoopState) -> String {
+/// The line edits that take `text` to `new` (see [`updated_text`]).
+fn line_edits(text: &str, new: &LoopState) -> Option<String> {
     let mut edits = vec![
         ("iteration", new.iteration.to_string()),
         ("session_id", quote(&new.session_id)),
@@ -384,21 +388,130 @@ pub fn updated_text(text: &str, new: &LoopState) -> String {
     if new.blocked.is_none() && text.contains("\nblocked:") {
         edits.push(("blocked", "null".into()));
     }
-    if new.paused.is_none() && text.contains("\npaused:") {
-        edits.push(("paused", "null".into()));
-        edits.push(("paused_at", "null".into()));
-        if text.contains("\nresets_at:") {
-            edits.push(("resets_at", "null".into()));
-        }
+    // The pause under its name before the rename goes once it is over, or
+    // once the pause is written under the new name.
+    if text.contains("\npaused:") {
+        edits.push((OLD_PAUSE_KEY, "null".into()));
+        edits.push((OLD_PAUSE_AT_KEY, "null".into()));
+    }
+    if new.api_error_pause.is_none() && text.contains(&format!("\n{PAUSE_KEY}:")) {
+        edits.push((PAUSE_KEY, "null".into()));
+        edits.push((PAUSE_AT_KEY, "null".into()));
+    }
+    if new.api_error_pause.is_none() && text.contains("\nresets_at:") {
+        edits.push(("resets_at", "null".into()));
     }
     edits.extend(new.optional_lines());
-    let edited = edits.iter().try_fold(text.to_string(), |t, (key, value)| {
+    edits.iter().try_fold(text.to_string(), |t, (key, value)| {
         frontmatter::set_field(&t, key, value)
-    });
-    match edited {
+    })
+}
+
+/// The text of a state file updated to `new` (the same loop with a new
+/// iteration, session, stall count or fingerprint).
+///
+/// Single frontmatter lines are edited so unknown keys, comments and the body
+/// survive byte for byte. The edit is then read back: if it does not give
+/// exactly `new` (a `key:` line can sit inside a multi-line quoted scalar,
+/// which a line edit would corrupt), the frontmatter is rendered afresh.
+pub fn updated_text(text: &str, new: &LoopState) -> String {
+    match line_edits(text, new) {
         Some(t) if LoopState::parse(&t).as_ref() == Ok(new) => t,
         _ => new.render(),
     }
+}
+
+/// [`updated_text`] from `old`, what `text` was parsed into. A Stop's
+/// save, so it parses the state once, not twice: when every frontmatter
+/// line of `text` stands alone (`edits_stand_alone`: no line can belong to
+/// a multi-line value) and `new` differs from `old` only in fields the line
+/// edits write (`edits_cover`), the edited text is `new` by construction and
+/// is not read back; any other text or change is read back as before.
+pub fn updated_text_from(text: &str, old: &LoopState, new: &LoopState) -> String {
+    if edits_stand_alone(text)
+        && edits_cover(old, new)
+        && let Some(t) = line_edits(text, new)
+    {
+        return t;
+    }
+    updated_text(text, new)
+}
+
+/// Every line of the frontmatter is one `key: value` of its own: no
+/// indented line, comment or blank line, no quoted value left open, no
+/// block scalar, no flow value left open, no anchor or tag. A line edit then changes one
+/// value and nothing else.
+fn edits_stand_alone(text: &str) -> bool {
+    let Some(split) = frontmatter::split(text) else {
+        return false;
+    };
+    split.yaml.lines().all(|line| {
+        let Some((key, rest)) = line.split_once(':') else {
+            return false;
+        };
+        let value = rest.trim();
+        let key_ok = !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        // An empty value is null: the next line is a key of its own too.
+        key_ok && (value.is_empty() || rest.starts_with(' ') && value_closed(value))
+    })
+}
+
+/// A one-line YAML value that ends on its line.
+fn value_closed(v: &str) -> bool {
+    // `\"` at the end escapes the quote unless the backslash is itself escaped.
+    let ends_quote = |q: char| {
+        v.len() >= 2
+            && v.ends_with(q)
+            && v[1..v.len() - 1]
+                .chars()
+                .rev()
+                .take_while(|c| *c == '\\')
+                .count()
+                % 2
+                == 0
+    };
+    match v.chars().next() {
+        Some('"') => ends_quote('"'),
+        Some('[') => v.ends_with(']'),
+        Some('{') => v.ends_with('}'),
+        // Single quotes escape by doubling: read back instead; so are block
+        // scalars, anchors, aliases, tags and comments.
+        Some('\'' | '|' | '>' | '&' | '*' | '!' | '#' | '%' | '@' | '`') => false,
+        _ => !v.contains(" #"),
+    }
+}
+
+/// `new` is `old` but for what the line edits of [`line_edits`] write
+/// whatever the text: the iteration, the session, the stalls, the
+/// fingerprint, `yielded`, a pause or a block lifted, and the turn's key,
+/// the queue and what was spent when they are set. Anything else (a block
+/// set, a pause set, new checks or pins) is read back.
+fn edits_cover(old: &LoopState, new: &LoopState) -> bool {
+    let mut probe = new.clone();
+    probe.iteration = old.iteration;
+    probe.session_id.clone_from(&old.session_id);
+    probe.stalls = old.stalls;
+    probe.last_fingerprint.clone_from(&old.last_fingerprint);
+    probe.yielded = old.yielded;
+    if new.blocked.is_none() {
+        probe.blocked.clone_from(&old.blocked);
+    }
+    if new.api_error_pause.is_none() {
+        probe.api_error_pause.clone_from(&old.api_error_pause);
+    }
+    let set =
+        |n: &Option<String>, o: &Option<String>| if n.is_some() { o.clone() } else { n.clone() };
+    probe.turn_key = set(&new.turn_key, &old.turn_key);
+    probe.queue_seen = set(&new.queue_seen, &old.queue_seen);
+    let (b, ob) = (&mut probe.budgets, &old.budgets);
+    b.usage_seen = set(&new.budgets.usage_seen, &ob.usage_seen);
+    if new.budgets.counts_tokens() || new.budgets.tokens > 0 {
+        b.tokens = ob.tokens;
+    }
+    if new.budgets.max_cost.is_some() || new.budgets.cost > crate::budget::Usd(0) {
+        b.cost = ob.cost;
+    }
+    probe == *old
 }
 
 /// Set `iteration` in a state file's text (see [`updated_text`]); `None`
@@ -432,7 +545,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         queue_seen: None,
         yielded: false,
         turn_key: None,
-        paused: None,
+        api_error_pause: None,
         budgets: Budgets::default(),
         review: ReviewConfig::default(),
         blocked: None,
@@ -528,13 +641,17 @@ impl Fields {
             .transpose()
     }
 
-    /// `paused` with `paused_at` and `resets_at`; absent when not paused.
+    /// `api_error_pause` (or, written before the rename, `paused`) with its
+    /// time and `resets_at`; absent when not paused.
     fn pause(&self) -> Option<Pause> {
-        let reason = self.get("paused").and_then(scalar_text)?;
         let text = |k: &str| self.get(k).and_then(scalar_text);
+        let (reason, at) = match text(PAUSE_KEY) {
+            Some(reason) => (reason, PAUSE_AT_KEY),
+            None => (text(OLD_PAUSE_KEY)?, OLD_PAUSE_AT_KEY),
+        };
         Some(Pause {
             reason: PauseReason::parse(Some(&reason)),
-            at: text("paused_at").unwrap_or_default(),
+            at: text(at).unwrap_or_default(),
             resets_at: text("resets_at"),
         })
     }

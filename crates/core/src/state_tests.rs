@@ -51,7 +51,7 @@ fn round_trips_awkward_prompt_and_promise() {
         blocked: Some("story US-1 needs a human: \"key\" # x".into()),
         fresh: true,
         parallel: 3,
-        paused: Some(Pause {
+        api_error_pause: Some(Pause {
             reason: PauseReason::RateLimit,
             at: "2026-12-01T00:00:00Z".into(),
             resets_at: None,
@@ -141,17 +141,20 @@ fn null_promise_forms() {
 #[test]
 fn a_pause_is_cleared_and_budgets_are_kept_by_line_edits() {
     let mut state = LoopState::parse(OFFICIAL).unwrap();
-    state.paused = Some(Pause {
+    state.api_error_pause = Some(Pause {
         reason: PauseReason::ServerError,
         at: "2026-12-01T00:00:00Z".into(),
         resets_at: Some("5pm".into()),
     });
     state.budgets.max_tokens = Some(500);
     let paused = updated_text(OFFICIAL, &state);
-    assert!(paused.contains("\npaused: \"server_error\"\n"), "{paused}");
+    assert!(
+        paused.contains("\napi_error_pause: \"server_error\"\n"),
+        "{paused}"
+    );
     assert_eq!(LoopState::parse(&paused).unwrap(), state);
     let resumed = LoopState {
-        paused: None,
+        api_error_pause: None,
         budgets: Budgets {
             tokens: 42,
             ..state.budgets.clone()
@@ -159,10 +162,86 @@ fn a_pause_is_cleared_and_budgets_are_kept_by_line_edits() {
         ..state
     };
     let text = updated_text(&paused, &resumed);
-    assert!(text.contains("\npaused: null\n"), "{text}");
+    assert!(text.contains("\napi_error_pause: null\n"), "{text}");
     assert!(text.contains("\ntokens_used: 42\n"), "{text}");
     assert_eq!(LoopState::parse(&text).unwrap(), resumed);
     // The official plugin's layout stays: its keys first, the body intact.
     assert!(text.starts_with("---\nactive: true\niteration: 1\n"));
     assert!(text.ends_with("---\n\nBuild it\n"));
+}
+
+#[test]
+fn a_pause_written_under_its_old_key_is_read_and_cleared() {
+    let old = OFFICIAL.replace(
+        "---\n\nBuild it",
+        "paused: \"rate_limit\"\npaused_at: \"2026-12-01T00:00:00Z\"\n---\n\nBuild it",
+    );
+    let state = LoopState::parse(&old).unwrap();
+    let pause = state.api_error_pause.clone().expect("the old key is read");
+    assert_eq!(pause.reason, PauseReason::RateLimit);
+    assert_eq!(pause.at, "2026-12-01T00:00:00Z");
+    // Saved while still paused: under the new key, the old one cleared.
+    let kept = updated_text(&old, &state);
+    assert!(
+        kept.contains("\napi_error_pause: \"rate_limit\"\n"),
+        "{kept}"
+    );
+    assert!(kept.contains("\npaused: null\n"), "{kept}");
+    assert_eq!(LoopState::parse(&kept).unwrap(), state);
+    // Resumed: no pause under either key.
+    let resumed = LoopState {
+        api_error_pause: None,
+        ..state.clone()
+    };
+    for text in [
+        updated_text(&old, &resumed),
+        updated_text_from(&old, &state, &resumed),
+    ] {
+        assert_eq!(LoopState::parse(&text).unwrap(), resumed, "{text}");
+    }
+}
+
+/// The Stop's save parses once: its line edits, when not read back, give
+/// the text the read-back path gives, for the changes a turn makes.
+#[test]
+fn a_save_without_read_back_gives_what_the_read_back_gives() {
+    let rendered = {
+        let mut s = sample(3, 10, Some("DONE"));
+        s.last_fingerprint = Some("abc".into());
+        s.budgets.max_cost = Some(crate::budget::Usd(5_000_000));
+        s.render()
+    };
+    let quoted_multi = OFFICIAL.replace(
+        "completion_promise: \"DONE\"",
+        "completion_promise: \"two\nlines: 1\"",
+    );
+    for text in [OFFICIAL, rendered.as_str(), quoted_multi.as_str()] {
+        let Ok(old) = LoopState::parse(text) else {
+            continue;
+        };
+        let mut turns = Vec::new();
+        let mut next = old.clone();
+        next.iteration += 1;
+        next.turn_key = Some("p-1".into());
+        turns.push(next.clone());
+        next.stalls = 2;
+        next.last_fingerprint = None;
+        next.yielded = true;
+        next.queue_seen = Some("2026-12-01T00:00:00Z".into());
+        next.budgets.tokens = 7;
+        next.budgets.cost = crate::budget::Usd(12);
+        next.budgets.usage_seen = Some("msg_1".into());
+        turns.push(next.clone());
+        next.blocked = Some("US-1 fails".into());
+        next.active = false;
+        next.pins.insert("a.sh".into(), "sh a.sh".into());
+        turns.push(next);
+        for new in &turns {
+            let fast = updated_text_from(text, &old, new);
+            assert_eq!(fast, updated_text(text, new), "{text}\n{new:?}");
+            assert_eq!(LoopState::parse(&fast).as_ref(), Ok(new));
+        }
+    }
+    assert!(!edits_stand_alone(&quoted_multi));
+    assert!(edits_stand_alone(OFFICIAL) && edits_stand_alone(&rendered));
 }

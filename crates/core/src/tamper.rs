@@ -49,7 +49,11 @@ pub(crate) fn found_in(paths: &LoopPaths, own: &OwnState) -> Option<Tamper> {
         let last = store::read_optional(&paths.mirror)
             .ok()
             .flatten()
-            .filter(|m| seal::check(&paths.state, m) == Seal::Intact);
+            .filter(|m| {
+                own.judged
+                    .as_ref()
+                    .is_some_and(|j| j.sealed_as(&paths.state, m))
+            });
         let record = last.as_deref().unwrap_or(now);
         owner = frontmatter::scan(record, "session_id")
             .unwrap_or("")

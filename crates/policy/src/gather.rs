@@ -185,13 +185,8 @@ fn file_tool(c: &Call, facts: &StateFacts, ctx: &mut LoopContext) {
 /// ends), with a tighter cap per file, since the guard answers before every
 /// tool call. Any error is worded for the user.
 pub fn read_capped(path: &Path, limit: u64) -> Result<Option<String>, String> {
-    if let Ok(meta) = fs::metadata(path)
-        && meta.is_file()
-        && meta.len() > limit
-    {
-        return Err(format!("larger than {limit} bytes"));
-    }
-    store::read_optional(path).map_err(|e| match e {
+    // One open and one fstat: the size is judged on the file read.
+    store::read_limited(path, limit).map_err(|e| match e {
         StoreError::Io { source, .. } => source.to_string(),
         other => other.to_string(),
     })

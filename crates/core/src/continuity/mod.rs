@@ -159,7 +159,7 @@ fn stop_failure(paths: &LoopPaths, input: &HookInput) -> Result<HookOutput, Stor
         resets_at: pause::reset_time(input.error_details.as_ref()),
     };
     let next = LoopState {
-        paused: Some(pause.clone()),
+        api_error_pause: Some(pause.clone()),
         ..*state
     };
     paths.write_state(&state::updated_text(&text, &next))?;
@@ -180,14 +180,14 @@ pub fn resume_on_prompt(paths: &LoopPaths, session: &str) -> Result<Option<Strin
     let StateFile::Loop { text, state } = paths.read_state() else {
         return Ok(None);
     };
-    let Some(pause) = state.paused.clone() else {
+    let Some(pause) = state.api_error_pause.clone() else {
         return Ok(None);
     };
     if !owns(&state.session_id, session) {
         return Ok(None);
     }
     let next = LoopState {
-        paused: None,
+        api_error_pause: None,
         ..*state
     };
     paths.write_state(&state::updated_text(&text, &next))?;

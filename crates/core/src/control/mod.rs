@@ -92,12 +92,10 @@ pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
 /// user resumes it: the files are accepted as they are now (sealed again,
 /// the project's copy written from the state).
 fn accept_tampered(paths: &LoopPaths, t: &crate::tamper::Tamper) -> Result<Resumed, StoreError> {
-    for file in [&paths.state, &paths.verify, &paths.review] {
+    for file in [&paths.verify, &paths.review] {
         crate::seal::accept(file)?;
     }
-    if let Some(text) = store::read_optional(&paths.state)? {
-        let _ = store::atomic_write(&paths.mirror, text.as_bytes());
-    }
+    paths.accept_state()?;
     let why = t.changes.join("; ");
     let entry = Entry::now(&t.owner, t.iteration, Action::Resume, "user_accepted");
     let _ = activity::append(&paths.log, &entry.with_message(Some(&why)));

@@ -214,11 +214,13 @@ impl Status {
             verify: state.and_then(|s| s.verify.clone()),
             checks,
             verify_timeout: state.map_or(DEFAULT_TIMEOUT_SECS, |s| s.verify_timeout),
-            paused: state.and_then(|s| s.paused.as_ref()).map(|p| PauseStatus {
-                reason: p.reason.as_str().to_string(),
-                since: p.at.clone(),
-                resets_at: p.resets_at.clone(),
-            }),
+            paused: state
+                .and_then(|s| s.api_error_pause.as_ref())
+                .map(|p| PauseStatus {
+                    reason: p.reason.as_str().to_string(),
+                    since: p.at.clone(),
+                    resets_at: p.resets_at.clone(),
+                }),
             budgets: state.map(|s| budgets(s, now)).unwrap_or_default(),
             fresh: state.is_some_and(|s| s.fresh),
             pins: state
@@ -475,7 +477,7 @@ mod tests {
     fn a_paused_loop_with_budgets() {
         let mut s = crate::state::sample(3, 10, None);
         s.started_at = Some("2026-12-01T00:00:00Z".into());
-        s.paused = Some(Pause {
+        s.api_error_pause = Some(Pause {
             reason: PauseReason::RateLimit,
             at: "2026-12-01T01:00:00Z".into(),
             resets_at: None,

@@ -273,7 +273,7 @@ pub fn new_state(
         queue_seen: None,
         yielded: false,
         turn_key: None,
-        paused: None,
+        api_error_pause: None,
         budgets: Budgets::default(),
         review: review_config(args),
         blocked: None,

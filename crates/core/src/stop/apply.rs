@@ -12,7 +12,7 @@ use crate::clock;
 use crate::control;
 use crate::fmt;
 use crate::hook_output::HookOutput;
-use crate::paths::LoopPaths;
+use crate::paths::{LoopPaths, Saved};
 use crate::queue::QueueAction;
 use crate::state::{self, LoopState};
 use crate::store::{self, StoreError};
@@ -46,7 +46,7 @@ pub fn apply(
     }
     let mut message = decision.system_message;
     // A loop paused on an API error goes on (the state saved below has no pause).
-    if let Some(pause) = &state.paused {
+    if let Some(pause) = &state.api_error_pause {
         let reason = pause.reason.as_str();
         let _ = log(
             paths,
@@ -273,11 +273,15 @@ fn save(paths: &LoopPaths, inputs: &StopInputs, next: &LoopState) -> Result<(), 
         }
         None => next,
     };
-    let updated = state::updated_text(&inputs.text, next);
+    let updated = state::updated_text_from(&inputs.text, &inputs.state, next);
     // A mirror that could not be written is seen (and reported) at the next Stop.
-    // The state as gathered under this lock: not read again for its seal.
-    let before = (!inputs.adopting).then_some(inputs.text.as_str());
-    paths.write_state_over(&updated, before)?;
+    // The state as gathered under this lock: not read again for its seal,
+    // and the mirror as compared then (one rename a turn: see `seal`).
+    let before = Saved {
+        text: (!inputs.adopting).then_some(inputs.text.as_str()),
+        form: inputs.seal_form,
+    };
+    paths.write_state_over(&updated, before, inputs.mirror)?;
     // A hook killed between its temp file and the rename leaves the temp
     // file; listing the folders every turn costs more than it finds, so the
     // leftovers of killed turns go every few iterations.

@@ -97,13 +97,16 @@ pub struct StopInputs {
     pub root: std::path::PathBuf,
     /// There is no state file yet: `text` is the project's file, adopted.
     pub adopting: bool,
+    /// Where the state file's seal was (see `seal`): inside and intact,
+    /// its next save is one rename.
+    pub seal_form: crate::seal::Form,
 }
 
 impl StopInputs {
     /// Read what this Stop needs, under the loop lock.
     pub fn gather(paths: &LoopPaths, input: &HookInput) -> Result<Gathered, StoreError> {
         let session = input.session();
-        let (text, state, adopting) = match loop_state(paths, session)? {
+        let (text, state, adopting, seal_form) = match loop_state(paths, session)? {
             Ok(found) => found,
             Err(gathered) => return Ok(gathered),
         };
@@ -147,6 +150,7 @@ impl StopInputs {
         };
         Ok(Gathered::Loop(Box::new(StopInputs {
             adopting,
+            seal_form,
             in_flight: in_flight(paths, input, &state),
             fresh_worker: crate::fresh::worker_in_flight(&input.background_tasks).is_some(),
             cleanup: cleanup(paths, input, &state),
@@ -191,6 +195,7 @@ fn loop_state(paths: &LoopPaths, session: &str) -> Result<Result<Found, Gathered
         return Ok(Err(Gathered::Tampered(t)));
     }
     let adopting = matches!(own.text, Ok(None));
+    let seal_form = own.form();
     let (text, state) = match paths.state_of(own) {
         StateFile::Missing => return Ok(Err(Gathered::NotOurs)),
         StateFile::Unreadable(e) if e.is_not_text() => {
@@ -217,12 +222,12 @@ fn loop_state(paths: &LoopPaths, session: &str) -> Result<Result<Found, Gathered
     if !owns(&state.session_id, session) {
         return Ok(Err(Gathered::NotOurs));
     }
-    Ok(Ok((text, state, adopting)))
+    Ok(Ok((text, state, adopting, seal_form)))
 }
 
-/// This session's loop: the state file's text, the state, and whether it
-/// is adopted from the project's copy.
-type Found = (String, Box<LoopState>, bool);
+/// This session's loop: the state file's text, the state, whether it is
+/// adopted from the project's copy, and where its seal was.
+type Found = (String, Box<LoopState>, bool, crate::seal::Form);
 
 /// `--parallel`, a running loop: what the Stop's apply removes of workers
 /// gone (their lanes on the board) and of the client's failed worktrees

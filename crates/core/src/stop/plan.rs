@@ -445,7 +445,7 @@ impl Plan<'_> {
             queue_seen: self.queue_seen.clone(),
             yielded: true,
             turn_key: inputs.turn_key.clone().or_else(|| state.turn_key.clone()),
-            paused: None,
+            api_error_pause: None,
             budgets: self.budgets.clone(),
             story_checks: match &inputs.prd {
                 Some(Ok(prd)) => prd.checks_to_record(&state.story_checks),
