@@ -40,21 +40,22 @@ fn answer(output: HookOutput) {
     output.print();
 }
 
-/// Whole-process watchdog, the hook's one thread. Whatever blocks (a
-/// silent stdin, a file that is not what it seems, a stuck disk), the hook
-/// answers "this stop is allowed" and exits, which also releases the loop
-/// lock: the user is never left waiting on a hook. It starts with the stdin
-/// deadline (the input is read on the main thread, no reader thread) and is
-/// pushed out once the input is in, and while verify checks run.
+/// Whole-process watchdog for the long work (checks, reviews, the merge
+/// queue): whatever blocks there, the hook answers "this stop is allowed"
+/// and exits, which also releases the loop lock, so the user is never left
+/// waiting on a hook. Its thread starts at the first [`extend`], so the
+/// turn that runs no long work (the steady path) starts no thread: every
+/// step there is bounded by itself (the input's deadline, the lock's wait,
+/// reads that refuse FIFOs and links, git run with a timeout).
 mod watchdog {
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Once;
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
     /// Time for everything but checks (reading, deciding, writing).
     pub(crate) const WORK: Duration = Duration::from_secs(30);
     static DEADLINE_MS: AtomicU64 = AtomicU64::new(u64::MAX);
-    /// Still waiting for the hook's input: a deadline then is a silent stdin.
-    static READING: AtomicBool = AtomicBool::new(true);
+    static STARTED: Once = Once::new();
 
     fn now_ms() -> u64 {
         SystemTime::now()
@@ -63,35 +64,22 @@ mod watchdog {
             .unwrap_or(0)
     }
 
-    /// Allow `budget` more from now.
+    /// Allow `budget` more from now (the watchdog starts with the first).
     pub(crate) fn extend(budget: Duration) {
         DEADLINE_MS.store(
             now_ms().saturating_add(budget.as_millis() as u64),
             Ordering::SeqCst,
         );
+        STARTED.call_once(start);
     }
 
-    /// The input is in: from now on the deadline is the work's.
-    pub(crate) fn input_read() {
-        extend(WORK);
-        READING.store(false, Ordering::SeqCst);
-    }
-
-    /// Start with `stdin` to deliver the input in.
-    pub(crate) fn start(stdin: Duration) {
-        extend(stdin);
+    fn start() {
         std::thread::spawn(move || {
             loop {
                 let deadline = DEADLINE_MS.load(Ordering::SeqCst);
                 let now = now_ms();
                 if now >= deadline {
-                    let out = if READING.load(Ordering::SeqCst) {
-                        let timeout = super::InputError::Timeout(stdin.as_secs());
-                        super::without_input(&timeout)
-                    } else {
-                        super::HookOutput::allow(super::text::TOO_SLOW)
-                    };
-                    super::answer(out);
+                    super::answer(super::HookOutput::allow(super::text::TOO_SLOW));
                     std::process::exit(0);
                 }
                 std::thread::sleep(Duration::from_millis((deadline - now).min(1000)));
@@ -115,13 +103,9 @@ fn run() -> HookOutput {
     if early.as_ref().is_some_and(|p| !p.has_loop()) {
         return HookOutput::Nothing;
     }
-    watchdog::start(STDIN_DEADLINE);
-    // Read here, not in a reader thread: the watchdog answers for a silent
-    // stdin (only the first JSON value is read, so a pipe kept open after it
-    // never makes the hook wait).
-    let input = HookInput::read(std::io::stdin().lock());
-    watchdog::input_read();
-    let input = match input {
+    // Only the first JSON value is read, within the deadline (a silent
+    // stdin, or a pipe kept open after the value, never makes it wait).
+    let input = match HookInput::read_stdin_with_deadline(STDIN_DEADLINE.as_secs()) {
         Ok(input) => input,
         Err(e) => return without_input(&e),
     };
