@@ -43,6 +43,12 @@ pub(crate) enum Actor {
     /// starts), with what an agent could forge but not ralph's one-time
     /// pass (`run::reviewer`).
     Reviewer,
+    /// The agent of one story under `ralph run --story` on a CI runner: its
+    /// commands run with `sh` in the runner's checkout on `ralph/<story>`,
+    /// then ralph's commit, the bundle and `ralph merge` in a fresh clone
+    /// (`ci::runner`); `story` is its story (default US-1), `prepare` runs
+    /// in the base before its commit, `absent` is read in the merge clone.
+    Runner,
 }
 
 /// How the loop is started before the case runs.
@@ -181,6 +187,10 @@ pub(crate) struct Case {
     /// session's forged marker: `RALPH_REVIEWER: "1"`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// A CI runner: milliseconds to wait after `ralph merge` before judging
+    /// (for what a process the check left behind does later).
+    #[serde(default)]
+    pub settle_ms: u64,
 }
 
 fn bash() -> Tool {
@@ -197,6 +207,7 @@ impl Case {
     pub(crate) fn surface(&self) -> &'static str {
         match (self.actor, self.mode) {
             (Actor::Reviewer, _) => "reviewer session",
+            (Actor::Runner, _) => "CI story runner",
             (Actor::Worker, Mode::Parallel) => "--parallel worker",
             (Actor::Worker, _) => "--fresh worker",
             (Actor::Main, m) if m.fresh() => "--fresh main thread",
@@ -279,6 +290,12 @@ fn check(cases: &[Case]) -> Result<(), String> {
         if c.actor == Actor::Worker && !c.mode.fresh() {
             return Err(format!(
                 "case `{}`: a worker plays in mode `fresh` or `parallel`",
+                c.id
+            ));
+        }
+        if c.actor == Actor::Runner && c.calls().iter().any(|s| s.tool != Tool::Bash) {
+            return Err(format!(
+                "case `{}`: a CI runner's steps are shell commands",
                 c.id
             ));
         }

@@ -23,6 +23,7 @@
 
 mod actors;
 mod cases;
+mod ci;
 mod judge;
 mod report;
 mod run;

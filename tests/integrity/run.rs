@@ -115,6 +115,22 @@ pub(crate) fn run_case(fixture: &Fixture, case: &Case, dispose: &dyn Fn(PathBuf)
     } else {
         CASE_DEADLINE
     };
+    if case.actor == Actor::Runner {
+        let outcome = match fixture.scratch() {
+            Err(e) => Outcome::Error(e),
+            Ok(dir) => {
+                let o = crate::ci::runner(fixture.root(), &dir, case, &mut notes)
+                    .unwrap_or_else(Outcome::Error);
+                dispose(dir);
+                o
+            }
+        };
+        return Record {
+            outcome,
+            notes,
+            elapsed: t0.elapsed(),
+        };
+    }
     let outcome = match fixture.sandbox(deadline) {
         Err(e) => Outcome::Error(e),
         Ok(sb) => {
@@ -136,6 +152,7 @@ fn steps(sb: &Sandbox, case: &Case, notes: &mut Vec<String>) -> Result<Outcome, 
         Actor::Main => main_thread(sb, case, started.iteration, notes),
         Actor::Worker => actors::worker(sb, case, &started, notes),
         Actor::Reviewer => actors::reviewer(sb, case, started.iteration, notes),
+        Actor::Runner => Err("a CI runner's case plays without a sandbox".into()),
     }
 }
 

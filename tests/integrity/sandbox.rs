@@ -17,7 +17,7 @@ pub(crate) const SETUP: &str = env!("CARGO_BIN_EXE_ralph-setup");
 pub(crate) const GUARD: &str = env!("CARGO_BIN_EXE_ralph-guard");
 pub(crate) const STOP: &str = env!("CARGO_BIN_EXE_ralph-stop-hook");
 /// `ralph` (run, start, status, cancel): on PATH for the cases that call it.
-const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
+pub(crate) const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
 
 /// The Claude Code session that owns every case's loop.
 pub(crate) const SESSION: &str = "5f0c2a9e-integrity-session";
@@ -169,6 +169,20 @@ impl Fixture {
         let dir = self.root.join(format!("c{n}"));
         copy_tree(&self.template, &dir).map_err(|e| format!("copy template: {e}"))?;
         Ok(Fixture::sandbox_at(dir, deadline))
+    }
+
+    /// A new empty scratch dir (a CI story runner's case: `ci.rs` builds
+    /// its own repositories there).
+    pub(crate) fn scratch(&self) -> Result<PathBuf, String> {
+        let n = self.next.fetch_add(1, Ordering::SeqCst);
+        let dir = self.root.join(format!("c{n}"));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(dir)
+    }
+
+    /// The run's scratch root.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
     }
 
     fn sandbox_at(dir: PathBuf, deadline: Duration) -> Sandbox {
@@ -377,7 +391,7 @@ fn chmod_x(path: &Path) -> Result<(), String> {
 }
 
 /// Copy a tree: folders, files (with their permissions) and symlinks as links.
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
