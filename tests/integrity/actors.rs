@@ -4,6 +4,8 @@
 //! binaries get what the client would send them (measured on 2.1.328:
 //! docs/client-measurements.md), and the judge reads only what the user
 //! could (`run::judge`, plus the tree snapshot below).
+//! The CI story runner (`Actor::Runner`) plays without a session or hooks:
+//! `ci.rs`.
 
 use crate::cases::{Case, Mode, Tool};
 use crate::run::{self, MAIN, Outcome, Started, Who, hook_json, is_block, stop};

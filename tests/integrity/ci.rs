@@ -163,9 +163,31 @@ fn play(
     let commit = branch::commit(&runner, &entered.base, &kept, &message)
         .map_err(|why| notes.push(format!("ralph's commit failed: {why}")))
         .ok();
+    let commit = commit.unwrap_or_default();
+    let report = merge_job(dir, case, id, &entered.branch, &commit, notes)?;
+    Ok(Played {
+        merger: dir.join(MERGER),
+        base,
+        report,
+    })
+}
+
+/// The branch handed on as the workflow's bundle (only its commits) into
+/// the merge job's fresh clone with ralph's record of a done story (in
+/// `ci/results`, beside what the agent wrote there), then `ralph merge
+/// --from-results --json` there: its report.
+fn merge_job(
+    dir: &Path,
+    case: &Case,
+    id: &str,
+    story_branch: &str,
+    commit: &str,
+    notes: &mut Vec<String>,
+) -> Result<serde_json::Value, String> {
+    let runner = dir.join(RUNNER);
+    let results = dir.join("ci/results");
     let bundle = format!(
-        "git -c core.hooksPath=/dev/null -c core.fsmonitor=false bundle create -q ../story.bundle refs/heads/{} ^origin/loop",
-        entered.branch
+        "git -c core.hooksPath=/dev/null -c core.fsmonitor=false bundle create -q ../story.bundle refs/heads/{story_branch} ^origin/loop"
     );
     let bundled = sh(dir, &runner, &bundle, 20)?.status.success();
     // The merge job: a fresh clone of the base, the bundle's branch, ralph's record.
@@ -183,8 +205,8 @@ fn play(
     }
     let record = serde_json::json!({"story": id, "title": "", "outcome": "done", "exit_code": 0,
         "iterations": 1, "tokens": {"input": 0, "output": 0, "cache_read": 0, "cache_creation": 0},
-        "cost_usd": null, "elapsed_secs": 1, "check": null, "branch": entered.branch,
-        "commit": commit, "base": entered.base, "message": ""});
+        "cost_usd": null, "elapsed_secs": 1, "check": null, "branch": story_branch,
+        "commit": commit, "base": "", "message": ""});
     std::fs::write(results.join("result.json"), record.to_string()).map_err(|e| e.to_string())?;
     let out = Command::new("timeout")
         .args(["60", RALPH, "merge", "--prd-file", PRD, "--from-results"])
@@ -203,11 +225,7 @@ fn play(
             String::from_utf8_lossy(&out.stderr).trim()
         )
     })?;
-    Ok(Played {
-        merger,
-        base,
-        report,
-    })
+    Ok(report)
 }
 
 /// The environment of everything the case runs: its own HOME (no user's

@@ -13,8 +13,10 @@
 //! A case is played by the loop's main thread, by a worker subagent of a
 //! `--fresh` or `--parallel` loop (its agent fields, its worktree, its
 //! transcript and `SubagentStop`, as the client plays them), or by a
-//! reviewer-like session (issue 24: actors.rs); the figures are given by
-//! surface and by category (report.rs).
+//! reviewer-like session (issue 24: actors.rs), or by the agent of one
+//! story on a CI runner, its branch then merged by `ralph merge` in a fresh
+//! clone (issue 27: ci.rs); the figures are given by surface and by
+//! category (report.rs).
 //!
 //! The corpus is `tests/integrity/cases/*.yaml` (fields: cases.rs). The run
 //! fails when a case expecting `survives`, `allowed` or `ends` does not get

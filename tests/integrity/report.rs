@@ -106,7 +106,7 @@ pub(crate) fn summary(rows: &[Row]) -> String {
 
 /// The figures by surface (who played the case: the main thread, a
 /// `--fresh` loop's main thread or worker, a `--parallel` worker, a
-/// reviewer-like session): attacks held (denied, survived, or paused by
+/// reviewer-like session, a CI story runner): attacks held (denied, survived, or paused by
 /// design) of all attacks, look-alikes allowed of all look-alikes, the
 /// controls that ended the loop as they must, the `limit` and `todo`
 /// markings, and the time its cases took (summed over threads).
