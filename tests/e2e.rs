@@ -1406,7 +1406,9 @@ fn check_project(e: &Expect, sandbox: &Sandbox, failures: &mut Vec<String>) {
     if let Some(se) = &e.state {
         // The loop's own state; the project's copy must say the same.
         let path = sandbox.loop_paths().state;
-        let state = fs::read_to_string(&path);
+        // The state ends with its seal line; the copy is the text before it.
+        let state =
+            fs::read_to_string(&path).map(|t| ralph_core::seal::split_inline(&t).0.to_string());
         let mirror = fs::read_to_string(root.join(STATE_FILE)).ok();
         if state.as_ref().ok() != mirror.as_ref() {
             failures.push(format!(
