@@ -33,6 +33,16 @@ pub(crate) struct MergeArgs {
     /// Also append the table to FILE (e.g. "$GITHUB_STEP_SUMMARY")
     #[arg(long, value_name = "FILE")]
     summary: Option<PathBuf>,
+    /// Merge nothing: check that BASE..TIP (on the first-parent chain) is ralph's merges of
+    /// story branches and its passes flips only, with BASE checked out here
+    #[arg(long, requires_all = ["base", "tip"], conflicts_with_all = ["from_results", "branches", "summary"])]
+    audit: bool,
+    /// With --audit: the loop branch as it was before the merges (checked out here)
+    #[arg(long, value_name = "REV", requires = "audit")]
+    base: Option<String>,
+    /// With --audit: the loop branch after the merges
+    #[arg(long, value_name = "REV", requires = "audit")]
+    tip: Option<String>,
     /// Story branches (ralph/US-1, origin/ralph/US-1), each named after its story
     #[arg(value_name = "BRANCH")]
     branches: Vec<String>,
@@ -41,10 +51,15 @@ pub(crate) struct MergeArgs {
 pub(crate) const MERGE_HELP: &str = "\
 Exit codes: 0 every branch merged (or its story passes already; with --from-results, also when
 no result says done), 1 a story was sent back
-(conflict, failing check, refused, not runnable yet: see the report), 2 usage error.";
+(conflict, failing check, refused, not runnable yet: see the report), 2 usage error.
+With --audit: 0 the history is ralph's merges only, 1 a commit is not (named in the report),
+2 usage error.";
 
 pub(crate) fn run(args: &MergeArgs) -> ExitCode {
     let root = project_root_from_env(None);
+    if args.audit {
+        return audit(args, &root);
+    }
     let in_the_way = dirty(&root);
     if !in_the_way.is_empty() {
         return usage(&format!(
@@ -114,6 +129,27 @@ pub(crate) fn run(args: &MergeArgs) -> ExitCode {
         }
     }
     ExitCode::from(report.exit_code())
+}
+
+/// `--audit`: BASE..TIP judged commit by commit (`waves::audit`).
+fn audit(args: &MergeArgs, root: &Path) -> ExitCode {
+    let (Some(base), Some(tip)) = (&args.base, &args.tip) else {
+        return usage("--audit needs --base REV and --tip REV");
+    };
+    match ralph_core::waves::audit::audit(root, &args.prd_file, base, tip) {
+        Err(e) => usage(&e),
+        Ok(report) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report).unwrap_or_default()
+                );
+            } else {
+                print!("{}", report.text());
+            }
+            ExitCode::from(report.exit_code())
+        }
+    }
 }
 
 /// The branches of the stories `dir`'s result files say are done: the

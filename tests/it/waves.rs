@@ -358,3 +358,101 @@ fn run_story_on_a_story_that_passes_is_a_no_op_and_one_not_runnable_is_refused()
         "nothing written in the project"
     );
 }
+
+/// `ralph merge --audit` of `base..tip`, `base` checked out as the push job
+/// has it: the exit code and the commit refused (empty when none).
+fn audit(r: &Repo, base: &str, tip: &str) -> (Option<i32>, String, Value) {
+    r.git(&["checkout", "-q", "--detach", base]);
+    let out = r.ralph(&[
+        "merge",
+        "--audit",
+        "--base",
+        base,
+        "--tip",
+        tip,
+        "--prd-file",
+        "prd.json",
+        "--json",
+    ]);
+    let report = json(&out);
+    let refused = report["refused"]["commit"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    (out.status.code(), refused, report)
+}
+
+#[test]
+fn audit_accepts_ralphs_merges_only_and_names_the_commit_slipped_in() {
+    let r = Repo::new("audit");
+    let prd = serde_json::json!({"userStories": [
+        story("A", 1, "test -f a.txt", &[]),
+        story("B", 2, "true", &[]),
+        story("C", 3, "true", &[]),
+    ]});
+    r.write("prd.json", &serde_json::to_string_pretty(&prd).unwrap());
+    r.commit_all("base");
+    r.branch("ralph/A", &[("a.txt", "a\n")]);
+    r.branch("ralph/B", &[("b.txt", "b\n")]);
+    let base = r.git(&["rev-parse", "loop"]);
+    let out = r.ralph(&[
+        "merge",
+        "--prd-file",
+        "prd.json",
+        "--json",
+        "ralph/A",
+        "ralph/B",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let tip = r.git(&["rev-parse", "loop"]);
+    let (code, refused, report) = audit(&r, &base, &tip);
+    assert_eq!((code, refused.as_str()), (Some(0), ""), "{report:#}");
+    assert_eq!(report["stories"], serde_json::json!(["A", "B"]));
+
+    // A commit made after `ralph merge` ended (a check's daemon).
+    r.git(&["checkout", "-q", "--detach", &tip]);
+    r.write("evil.txt", "x\n");
+    r.commit_all("ralph: story C passes (merged, its check passed)");
+    let extra = r.git(&["rev-parse", "HEAD"]);
+    let (code, refused, _) = audit(&r, &base, &extra);
+    assert_eq!((code, refused), (Some(1), extra));
+
+    // The last merge amended with a file, then the flip made again.
+    r.git(&["checkout", "-q", "--detach", &format!("{tip}~1")]);
+    r.write("evil.txt", "x\n");
+    r.git(&["add", "evil.txt"]);
+    r.git(&["commit", "-q", "--amend", "--no-edit"]);
+    let amended = r.git(&["rev-parse", "HEAD"]);
+    r.git(&["checkout", &tip, "--", "prd.json"]);
+    r.commit_all("ralph: story B passes (merged, its check passed)");
+    let top = r.git(&["rev-parse", "HEAD"]);
+    let (code, refused, _) = audit(&r, &base, &top);
+    assert_eq!((code, refused), (Some(1), amended));
+
+    // After B's merge, C marked passing instead.
+    r.git(&["checkout", "-q", "--detach", &format!("{tip}~1")]);
+    let text = r.read("prd.json");
+    let flipped = text.replacen(
+        "\"id\": \"C\",\n      \"passes\": false",
+        "\"id\": \"C\",\n      \"passes\": true",
+        1,
+    );
+    assert_ne!(flipped, text);
+    r.write("prd.json", &flipped);
+    r.commit_all("ralph: story B passes (merged, its check passed)");
+    let other = r.git(&["rev-parse", "HEAD"]);
+    let (code, refused, report) = audit(&r, &base, &other);
+    assert_eq!((code, refused), (Some(1), other), "{report:#}");
+
+    // Not the base checked out, or no such revision: usage.
+    r.git(&["checkout", "-q", "loop"]);
+    let out = r.ralph(&["merge", "--audit", "--base", &base, "--tip", &tip]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = r.ralph(&["merge", "--audit", "--base", "nope", "--tip", &tip]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -7,6 +7,7 @@
 //! checks pinned from the base). Pure (this file); each submodule says
 //! whether it is pure.
 
+pub mod audit;
 pub mod branch;
 pub mod merge;
 pub mod plan;

@@ -54,6 +54,11 @@ impl Base {
         })
     }
 
+    /// The pinned files (path, why), read before the first merge.
+    pub fn pins(&self) -> &BTreeMap<String, String> {
+        &self.pins
+    }
+
     /// Merge `branch` for `story`, check it, mark it passing: what became of it.
     pub fn merge(&mut self, story: &str, branch: &str) -> Verdict {
         let back = |reason| Verdict::SendBack { reason };
