@@ -93,6 +93,12 @@ fn plan_then_a_story_matrix_then_the_merge_with_the_secret_in_one_step() {
         !text.contains("push --force origin \"refs/ralph/loop"),
         "the loop branch is never forced"
     );
+    // The push job audits what the merge job hands it before pushing it.
+    let audit = text
+        .find("ralph merge --audit")
+        .expect("the push job audits");
+    let push = text.find("push origin \"refs/ralph/loop").unwrap();
+    assert!(audit > text.find("\n  push:").unwrap() && audit < push);
     assert_eq!(jobs["story"]["needs"], "plan");
     let story = &jobs["story"]["strategy"];
     assert_eq!(story["max-parallel"], "${{ inputs.parallelism }}");
