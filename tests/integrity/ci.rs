@@ -228,6 +228,39 @@ fn merge_job(
     Ok(report)
 }
 
+/// The workflow's push job, on a fresh clone of the base: the merge
+/// clone's loop branch handed on as a bundle (only what is new), audited by
+/// `ralph merge --audit` before any push. `Some(why)` when the audit
+/// refuses it (nothing is pushed); `None` when it would be pushed, or there
+/// is nothing new.
+pub(crate) fn push_job(dir: &Path, played: &Played) -> Result<Option<String>, String> {
+    let bundle = "git -c core.hooksPath=/dev/null -c core.fsmonitor=false bundle create -q ../merged.bundle refs/heads/loop ^origin/loop";
+    if !sh(dir, &played.merger, bundle, 20)?.status.success() {
+        return Ok(None);
+    }
+    let pusher = dir.join("ci/push");
+    let _ = std::fs::remove_dir_all(&pusher);
+    let clone = "git clone -q --template= -b loop ci/origin ci/push && git -C ci/push fetch -q ../merged.bundle '+refs/heads/loop:refs/ralph/loop'";
+    must(sh(dir, dir, clone, 20)?, "the push job's clone")?;
+    let out = Command::new("timeout")
+        .args(["60", RALPH, "merge", "--audit", "--prd-file", PRD])
+        .args(["--base", &played.base, "--tip", "refs/ralph/loop"])
+        .current_dir(&pusher)
+        .envs(env(dir))
+        .env("CLAUDE_PROJECT_DIR", &pusher)
+        .output()
+        .map_err(|e| format!("ralph merge --audit: {e}"))?;
+    let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    match out.status.code() {
+        Some(0) => Ok(None),
+        Some(1) => Ok(Some(said)),
+        code => Err(format!(
+            "ralph merge --audit exited {code:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    }
+}
+
 /// The environment of everything the case runs: its own HOME (no user's
 /// git configuration), its own temp folder, a fixed author.
 fn env(dir: &Path) -> Vec<(&'static str, String)> {
