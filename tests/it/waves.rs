@@ -414,6 +414,25 @@ fn audit_accepts_ralphs_merges_only_and_names_the_commit_slipped_in() {
     assert_eq!((code, refused.as_str()), (Some(0), ""), "{report:#}");
     assert_eq!(report["stories"], serde_json::json!(["A", "B"]));
 
+    // A merge whose check failed, undone by a revert (`git::undo_merge`'s
+    // fallback): ralph's too.
+    r.git(&["checkout", "-q", "loop"]);
+    r.branch("ralph/C", &[("c.txt", "c\n")]);
+    r.git(&["checkout", "-q", "--detach", &tip]);
+    r.git(&[
+        "merge",
+        "-q",
+        "--no-ff",
+        "-m",
+        "ralph: merge story C story C",
+        "ralph/C",
+    ]);
+    r.git(&["revert", "--no-edit", "-m", "1", "HEAD"]);
+    let undone = r.git(&["rev-parse", "HEAD"]);
+    let (code, refused, report) = audit(&r, &base, &undone);
+    assert_eq!((code, refused.as_str()), (Some(0), ""), "{report:#}");
+    assert_eq!(report["stories"], serde_json::json!(["A", "B"]));
+
     // A commit made after `ralph merge` ended (a check's daemon).
     r.git(&["checkout", "-q", "--detach", &tip]);
     r.write("evil.txt", "x\n");

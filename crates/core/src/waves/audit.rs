@@ -9,7 +9,9 @@
 //! merging the previous commit and X (nothing slipped in); X changes none
 //! of the paths `merge::refusals` fences; the next commit changes the PRD
 //! only, by `prd_edit::mark_passing` of the story the merge names, which
-//! could run then (`story::may_run`). Does I/O (git through
+//! could run then (`story::may_run`); or, for a merge whose check failed
+//! and could not be reset away, git's revert of it back to the previous
+//! tree (`git::undo_merge`). Does I/O (git through
 //! `crate::parallel::git`: bounded, nothing of the repository's
 //! configuration runs).
 
@@ -115,17 +117,21 @@ pub fn audit(root: &Path, prd_file: &str, base: &str, tip: &str) -> Result<Audit
     let mut commits = chain.into_iter();
     while let Some(merge) = commits.next() {
         let step = judge_merge(root, prd_file, &pins, &prev, &merge).and_then(|()| {
-            let flip = commits.next().ok_or_else(|| Finding {
+            let after = commits.next().ok_or_else(|| Finding {
                 commit: merge.id.clone(),
                 why: "a merge with no commit marking its story passing after it".into(),
             })?;
-            judge_flip(root, prd_file, &prd, &merge, &flip).map(|(id, next)| (id, next, flip))
+            if is_undo(root, &prev, &merge, &after) {
+                return Ok((None, prd.clone(), after));
+            }
+            judge_flip(root, prd_file, &prd, &merge, &after)
+                .map(|(id, next)| (Some(id), next, after))
         });
         match step {
-            Ok((id, next, flip)) => {
-                audit.stories.push(id);
+            Ok((id, next, after)) => {
+                audit.stories.extend(id);
                 prd = next;
-                prev = flip.id;
+                prev = after.id;
             }
             Err(f) => {
                 audit.refused = Some(f);
@@ -241,6 +247,15 @@ fn judge_merge(
         )));
     }
     Ok(())
+}
+
+/// The commit after a merge whose check failed, when `git::undo_merge`
+/// could not reset: git's revert of the merge, back to `prev`'s tree.
+fn is_undo(root: &Path, prev: &str, m: &Commit, after: &Commit) -> bool {
+    let tree = |c: &str| git::git(root, &["rev-parse", &format!("{c}^{{tree}}")]).ok();
+    after.parents == [m.id.clone()]
+        && after.message.starts_with("Revert \"ralph: merge story ")
+        && tree(&after.id).is_some_and(|t| Some(t) == tree(prev))
 }
 
 /// The commit after a merge: the PRD only, one story's `passes` set by
