@@ -34,8 +34,9 @@ pub(crate) struct MergeArgs {
     #[arg(long, value_name = "FILE")]
     summary: Option<PathBuf>,
     /// Merge nothing: check that BASE..TIP (on the first-parent chain) is ralph's merges of
-    /// story branches and its passes flips only, with BASE checked out here
-    #[arg(long, requires_all = ["base", "tip"], conflicts_with_all = ["from_results", "branches", "summary"])]
+    /// story branches and its passes flips only, with BASE checked out here; with
+    /// --from-results or BRANCH, each merge must merge the tip of its story's branch
+    #[arg(long, requires_all = ["base", "tip"], conflicts_with_all = ["summary"])]
     audit: bool,
     /// With --audit: the loop branch as it was before the merges (checked out here)
     #[arg(long, value_name = "REV", requires = "audit")]
@@ -136,7 +137,12 @@ fn audit(args: &MergeArgs, root: &Path) -> ExitCode {
     let (Some(base), Some(tip)) = (&args.base, &args.tip) else {
         return usage("--audit needs --base REV and --tip REV");
     };
-    match ralph_core::waves::audit::audit(root, &args.prd_file, base, tip) {
+    let mut offered = args.branches.clone();
+    if let Some(dir) = &args.from_results {
+        offered.extend(done_branches(dir, root));
+    }
+    let given = (args.from_results.is_some() || !offered.is_empty()).then_some(&offered[..]);
+    match ralph_core::waves::audit::audit(root, &args.prd_file, base, tip, given) {
         Err(e) => usage(&e),
         Ok(report) => {
             if args.json {

@@ -230,7 +230,8 @@ fn merge_job(
 
 /// The workflow's push job, on a fresh clone of the base: the merge
 /// clone's loop branch handed on as a bundle (only what is new), audited by
-/// `ralph merge --audit` before any push. `Some(why)` when the audit
+/// `ralph merge --audit` before any push, against the story job's bundle
+/// and the results. `Some(why)` when the audit
 /// refuses it (nothing is pushed); `None` when it would be pushed, or there
 /// is nothing new.
 pub(crate) fn push_job(dir: &Path, played: &Played) -> Result<Option<String>, String> {
@@ -240,11 +241,18 @@ pub(crate) fn push_job(dir: &Path, played: &Played) -> Result<Option<String>, St
     }
     let pusher = dir.join("ci/push");
     let _ = std::fs::remove_dir_all(&pusher);
-    let clone = "git clone -q --template= -b loop ci/origin ci/push && git -C ci/push fetch -q ../merged.bundle '+refs/heads/loop:refs/ralph/loop'";
+    let clone = "git clone -q --template= -b loop ci/origin ci/push && git -C ci/push fetch -q ../merged.bundle '+refs/heads/loop:refs/ralph/loop' && if [ -f ci/story.bundle ]; then git -C ci/push fetch -q ../story.bundle '+refs/heads/ralph/*:refs/remotes/origin/ralph/*' || true; fi";
     must(sh(dir, dir, clone, 20)?, "the push job's clone")?;
     let out = Command::new("timeout")
         .args(["60", RALPH, "merge", "--audit", "--prd-file", PRD])
-        .args(["--base", &played.base, "--tip", "refs/ralph/loop"])
+        .args([
+            "--base",
+            &played.base,
+            "--tip",
+            "refs/ralph/loop",
+            "--from-results",
+        ])
+        .arg(dir.join("ci/results"))
         .current_dir(&pusher)
         .envs(env(dir))
         .env("CLAUDE_PROJECT_DIR", &pusher)

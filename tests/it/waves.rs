@@ -362,8 +362,13 @@ fn run_story_on_a_story_that_passes_is_a_no_op_and_one_not_runnable_is_refused()
 /// `ralph merge --audit` of `base..tip`, `base` checked out as the push job
 /// has it: the exit code and the commit refused (empty when none).
 fn audit(r: &Repo, base: &str, tip: &str) -> (Option<i32>, String, Value) {
+    audit_with(r, base, tip, &[])
+}
+
+/// The same, the story branches offered to `ralph merge` named.
+fn audit_with(r: &Repo, base: &str, tip: &str, branches: &[&str]) -> (Option<i32>, String, Value) {
     r.git(&["checkout", "-q", "--detach", base]);
-    let out = r.ralph(&[
+    let mut args = vec![
         "merge",
         "--audit",
         "--base",
@@ -373,7 +378,9 @@ fn audit(r: &Repo, base: &str, tip: &str) -> (Option<i32>, String, Value) {
         "--prd-file",
         "prd.json",
         "--json",
-    ]);
+    ];
+    args.extend(branches);
+    let out = r.ralph(&args);
     let report = json(&out);
     let refused = report["refused"]["commit"]
         .as_str()
@@ -413,6 +420,16 @@ fn audit_accepts_ralphs_merges_only_and_names_the_commit_slipped_in() {
     let (code, refused, report) = audit(&r, &base, &tip);
     assert_eq!((code, refused.as_str()), (Some(0), ""), "{report:#}");
     assert_eq!(report["stories"], serde_json::json!(["A", "B"]));
+
+    // Each merge is of its story branch's tip, as offered.
+    let (code, _, report) = audit_with(&r, &base, &tip, &["ralph/A", "ralph/B"]);
+    assert_eq!(code, Some(0), "{report:#}");
+    r.git(&["branch", "-f", "ralph/B", "ralph/A"]);
+    let (code, refused, _) = audit_with(&r, &base, &tip, &["ralph/A", "ralph/B"]);
+    assert_eq!(
+        (code, refused),
+        (Some(1), r.git(&["rev-parse", &format!("{tip}~1")]))
+    );
 
     // A merge whose check failed, undone by a revert (`git::undo_merge`'s
     // fallback): ralph's too.

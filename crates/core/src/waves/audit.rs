@@ -15,7 +15,7 @@
 //! `crate::parallel::git`: bounded, nothing of the repository's
 //! configuration runs).
 
-use super::merge::refusals;
+use super::merge::{refusals, story_of_branch};
 use super::queue::Base;
 use super::story::may_run;
 use crate::git::Git;
@@ -89,7 +89,16 @@ struct Commit {
 /// Audit `base..tip` in `root`, which has `base` checked out (the pinned
 /// files are read from its tree, as `ralph merge` read them). `Err`: a
 /// usage error (no such revision, no PRD at `base`, another checkout).
-pub fn audit(root: &Path, prd_file: &str, base: &str, tip: &str) -> Result<Audit, String> {
+/// `branches`: when given, the story branches offered to `ralph merge`
+/// (as the story jobs handed them on): each merge must merge the tip of
+/// the one named after its story (`merge::story_of_branch`).
+pub fn audit(
+    root: &Path,
+    prd_file: &str,
+    base: &str,
+    tip: &str,
+    branches: Option<&[String]>,
+) -> Result<Audit, String> {
     let base = rev(root, base)?;
     let tip = rev(root, tip)?;
     if git::head(root)? != base {
@@ -111,6 +120,11 @@ pub fn audit(root: &Path, prd_file: &str, base: &str, tip: &str) -> Result<Audit
             return Ok(audit);
         }
     };
+    let tips: Option<BTreeMap<String, String>> = branches.map(|list| {
+        list.iter()
+            .filter_map(|b| Some((story_of_branch(&start.prd, b)?, rev(root, b).ok()?)))
+            .collect()
+    });
     let mut prev = base;
     let mut prd = start.prd.clone();
     let pins = start.pins().clone();
@@ -124,8 +138,9 @@ pub fn audit(root: &Path, prd_file: &str, base: &str, tip: &str) -> Result<Audit
             if is_undo(root, &prev, &merge, &after) {
                 return Ok((None, prd.clone(), after));
             }
-            judge_flip(root, prd_file, &prd, &merge, &after)
-                .map(|(id, next)| (Some(id), next, after))
+            let (id, next) = judge_flip(root, prd_file, &prd, &merge, &after)?;
+            offered(tips.as_ref(), &id, &merge)?;
+            Ok((Some(id), next, after))
         });
         match step {
             Ok((id, next, after)) => {
@@ -247,6 +262,21 @@ fn judge_merge(
         )));
     }
     Ok(())
+}
+
+/// With the offered branches known: `m` merges the tip of story `id`'s.
+fn offered(tips: Option<&BTreeMap<String, String>>, id: &str, m: &Commit) -> Result<(), Finding> {
+    let Some(tips) = tips else { return Ok(()) };
+    if tips.get(id) == m.parents.get(1) {
+        return Ok(());
+    }
+    Err(Finding {
+        commit: m.id.clone(),
+        why: format!(
+            "it merges {}, not the tip of story {id}'s branch as its story job handed it on",
+            short(m.parents.get(1).map_or("", String::as_str))
+        ),
+    })
 }
 
 /// The commit after a merge whose check failed, when `git::undo_merge`
