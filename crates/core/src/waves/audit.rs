@@ -16,7 +16,7 @@
 //! configuration runs).
 
 use super::merge::{refusals, story_of_branch};
-use super::queue::Base;
+use super::queue::{Base, changed_paths};
 use super::story::may_run;
 use crate::git::Git;
 use crate::parallel::git;
@@ -253,7 +253,7 @@ fn judge_merge(
             short(x)
         )));
     }
-    let changed = names(root, &format!("{prev}...{x}")).map_err(no)?;
+    let changed = changed_paths(root, &format!("{prev}...{x}")).map_err(no)?;
     let refused = refusals(&changed, prd_file, pins);
     if !refused.is_empty() {
         return Err(no(format!(
@@ -307,7 +307,7 @@ fn judge_flip(
             "not ralph's commit marking a story passing (a merge)".into()
         ));
     }
-    let changed = names(root, &format!("{}..{}", m.id, f.id)).map_err(no)?;
+    let changed = changed_paths(root, &format!("{}..{}", m.id, f.id)).map_err(no)?;
     if changed != [prd_file.to_string()] {
         return Err(no(format!(
             "it changes {} (ralph's commit after a merge changes {prd_file} only)",
@@ -347,16 +347,4 @@ fn judge_flip(
     }
     let next = Prd::parse(&after).map_err(|e| no(e.to_string()))?;
     Ok((story, next))
-}
-
-/// The paths `range` changes (a diff, renames as delete and add).
-fn names(root: &Path, range: &str) -> Result<Vec<String>, String> {
-    let out = Git::read(root)
-        .run(&["diff", "--no-renames", "--name-only", "-z", range])
-        .map_err(|e| e.to_string())?;
-    Ok(String::from_utf8_lossy(&out)
-        .split('\0')
-        .filter(|f| !f.is_empty())
-        .map(str::to_string)
-        .collect())
 }

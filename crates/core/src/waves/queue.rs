@@ -125,15 +125,7 @@ impl Base {
 
     /// The branch's changes since its merge base with `HEAD`, read whole.
     fn changed(&self, branch: &str) -> Result<Vec<String>, String> {
-        let range = format!("HEAD...{branch}");
-        let out = Git::read(&self.root)
-            .run(&["diff", "--no-renames", "--name-only", "-z", &range])
-            .map_err(|e| e.to_string())?;
-        Ok(String::from_utf8_lossy(&out)
-            .split('\0')
-            .filter(|f| !f.is_empty())
-            .map(str::to_string)
-            .collect())
+        changed_paths(&self.root, &format!("HEAD...{branch}"))
     }
 
     /// ralph's one-value edit of the PRD, committed: the new head.
@@ -164,4 +156,17 @@ pub fn dirty(root: &Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The paths `range` changes (a diff, renames as delete and add), read
+/// whole: what the merge and the audit judge a branch by.
+pub(super) fn changed_paths(root: &Path, range: &str) -> Result<Vec<String>, String> {
+    let out = Git::read(root)
+        .run(&["diff", "--no-renames", "--name-only", "-z", range])
+        .map_err(|e| e.to_string())?;
+    Ok(String::from_utf8_lossy(&out)
+        .split('\0')
+        .filter(|f| !f.is_empty())
+        .map(str::to_string)
+        .collect())
 }
