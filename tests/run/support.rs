@@ -86,20 +86,7 @@ impl Project {
 
     /// `ralph ARGS` in the project, with nothing of this machine's setup.
     pub(crate) fn ralph(&self, model: Option<&FakeModel>) -> Command {
-        let mut cmd = Command::new(RALPH);
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
-            .env("LANG", "C.UTF-8")
-            .env("IS_SANDBOX", "1")
-            .env("ANTHROPIC_API_KEY", "x")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("RALPH_PLUGIN_ROOT", CHECKOUT)
-            // Waits in milliseconds where a user waits seconds.
-            .env("RALPH_RUN_WAIT_UNIT_MS", "10")
-            .current_dir(&self.dir)
-            .stdin(Stdio::null());
+        let mut cmd = ralph_in(&self.dir, &self.home);
         if let Some(m) = model {
             cmd.env("ANTHROPIC_BASE_URL", m.base_url());
         }
@@ -287,4 +274,25 @@ pub(crate) fn is_alive(pid: u32) -> bool {
     fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"))
         .unwrap_or(false)
+}
+
+/// `ralph` in `dir` with `home` and nothing else of the caller's
+/// environment but `PATH`: a fake API key, no traffic beyond the model,
+/// this checkout as the plugin.
+pub(crate) fn ralph_in(dir: &Path, home: &Path) -> Command {
+    let mut cmd = Command::new(RALPH);
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("LANG", "C.UTF-8")
+        .env("IS_SANDBOX", "1")
+        .env("ANTHROPIC_API_KEY", "x")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("RALPH_PLUGIN_ROOT", CHECKOUT)
+        // Waits in milliseconds where a user waits seconds.
+        .env("RALPH_RUN_WAIT_UNIT_MS", "10")
+        .current_dir(dir)
+        .stdin(Stdio::null());
+    cmd
 }

@@ -5,11 +5,11 @@
 //! its branch pushed when it leaves a result), then `ralph merge
 //! --from-results` and pushes `loop`; waves until the plan says done.
 
-use crate::support::{CHECKOUT, RALPH, claude};
+use crate::support::{claude, ralph_in};
 use ralph_fake_model::{Block, FakeModel, Reply, Script};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -26,23 +26,6 @@ fn git(dir: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn ralph(dir: &Path, home: &Path) -> Command {
-    let mut cmd = Command::new(RALPH);
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("LANG", "C.UTF-8")
-        .env("IS_SANDBOX", "1")
-        .env("ANTHROPIC_API_KEY", "x")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("RALPH_PLUGIN_ROOT", CHECKOUT)
-        .env("RALPH_RUN_WAIT_UNIT_MS", "10")
-        .current_dir(dir)
-        .stdin(Stdio::null());
-    cmd
 }
 
 /// What a story's model does: the replies of its one `ralph run --story`.
@@ -92,7 +75,7 @@ impl Engine {
     fn plan(&self) -> (i32, Vec<String>) {
         git(&self.main, &["fetch", "-q", "origin"]);
         git(&self.main, &["reset", "-q", "--hard", "origin/loop"]);
-        let out = ralph(&self.main, &self.root)
+        let out = ralph_in(&self.main, &self.root)
             .args(["plan", "--prd-file", "prd.json", "--json"])
             .output()
             .unwrap();
@@ -132,7 +115,7 @@ impl Engine {
         std::fs::create_dir_all(&results).unwrap();
         let result = results.join(format!("{story}.json"));
         let log = std::fs::File::create(self.root.join(format!("{name}.log"))).unwrap();
-        let child = ralph(&dir, &home)
+        let child = ralph_in(&dir, &home)
             .env("ANTHROPIC_BASE_URL", model.base_url())
             .args(["run", "--claude"])
             .arg(&self.claude)
@@ -173,7 +156,7 @@ impl Engine {
         );
         let results = self.root.join(format!("results-w{wave}"));
         std::fs::create_dir_all(&results).unwrap();
-        let out = ralph(&self.main, &self.root)
+        let out = ralph_in(&self.main, &self.root)
             .args([
                 "merge",
                 "--prd-file",
