@@ -415,6 +415,8 @@ impl LoopPaths {
         // What a killed write of the last turns may have left.
         self.sweep_state_leftovers();
         store::remove_if_present(&self.state)?;
+        // The text before the last, kept only to be written over next turn.
+        store::remove_if_present(&store::spare_path(&self.state))?;
         crate::seal::remove(&self.state)?;
         // Removing a link removes the link, never its target.
         store::remove_if_present(&self.mirror)?;

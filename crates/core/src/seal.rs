@@ -250,7 +250,9 @@ pub fn write_inline_over(
         let marker = format!("{INLINE_MARKER} {before}\n");
         store::atomic_replace(&seal_path(file), marker.as_bytes())?;
     }
-    store::atomic_replace(file, sealed(body).as_bytes())
+    // Every Stop writes this: an exchange with a spare, not a rename over
+    // the old file (ext4 flushes on that: see `store::exchange_replace`).
+    store::exchange_replace(file, sealed(body).as_bytes())
 }
 
 /// [`write_inline_over`] when nothing was read under the lock: the file is

@@ -160,6 +160,94 @@ pub fn atomic_replace(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
     result
 }
 
+/// Replace `path` with `contents` as a reader sees it atomically, for a file
+/// rewritten every turn (the loop's state): the text is written into a spare
+/// file beside it (`.NAME.spare`), which is then swapped in with
+/// `renameat2(RENAME_EXCHANGE)`; the old text becomes the next spare. Why not
+/// [`atomic_replace`]: a rename over a file with data makes ext4 flush the
+/// new file's blocks and free the old one's (`auto_da_alloc`), ~0.5 ms of
+/// every Stop on ext4 (measured: 575 µs against 97 µs a write); an exchange
+/// allocates, frees and flushes nothing.
+///
+/// The same guarantees as a rename: a reader (or a writer killed at any
+/// point) meets the old text or the new one, never a torn one, since only
+/// the spare, which nobody reads, is written in place. The spare is written
+/// only when it is a plain file (regular, one name, not a link: opened with
+/// `O_NOFOLLOW` and judged by `fstat` of what was opened); anything else
+/// there is removed and the write goes by [`atomic_replace`], as it does
+/// off Linux, on a file system without exchange, and for the first write.
+pub fn exchange_replace(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
+    #[cfg(target_os = "linux")]
+    if exchange::replace(path, contents) {
+        return Ok(());
+    }
+    atomic_replace(path, contents)
+}
+
+/// The spare beside `path` that [`exchange_replace`] swaps in.
+pub fn spare_path(path: &Path) -> PathBuf {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    path.with_file_name(format!(".{name}.spare"))
+}
+
+#[cfg(target_os = "linux")]
+mod exchange {
+    use std::fs::{self, OpenOptions};
+    use std::io::Write;
+    use std::path::Path;
+
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+
+    /// Whether `contents` is now at `path` by an exchange with its spare;
+    /// `false`: nothing was swapped in, the caller writes by rename (no
+    /// spare yet, the target missing, a spare that is not plain, an error,
+    /// a file system without `RENAME_EXCHANGE`).
+    pub(super) fn replace(path: &Path, contents: &[u8]) -> bool {
+        let spare = super::spare_path(path);
+        if !write_spare(&spare, contents) {
+            // A spare that is not ralph's plain file, or half written: gone,
+            // so the next turn's exchange starts from a clean one.
+            let _ = fs::remove_file(&spare);
+            return false;
+        }
+        match renameat_with(CWD, &spare, CWD, path, RenameFlags::EXCHANGE) {
+            Ok(()) => true,
+            // The target is missing (the first write) or the file system
+            // cannot exchange: a plain rename of the spare, written whole
+            // already, is the atomic write.
+            Err(_) => fs::rename(&spare, path).is_ok(),
+        }
+    }
+
+    /// Write `contents` over the spare in place: at offset 0, then cut to
+    /// length (never truncated to zero first: ext4 flushes a file truncated
+    /// to zero and rewritten). A missing spare is made (`O_EXCL`: a link
+    /// planted under its name fails the create instead of being followed).
+    fn write_spare(spare: &Path, contents: &[u8]) -> bool {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let opened = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(spare)
+            .or_else(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    OpenOptions::new().write(true).create_new(true).open(spare)
+                } else {
+                    Err(e)
+                }
+            });
+        let Ok(mut file) = opened else { return false };
+        let Ok(meta) = file.metadata() else {
+            return false;
+        };
+        if !meta.is_file() || meta.nlink() != 1 {
+            return false;
+        }
+        file.write_all(contents).is_ok()
+            && (meta.len() <= contents.len() as u64 || file.set_len(contents.len() as u64).is_ok())
+    }
+}
+
 /// Remove the temp files of writes to `path` that were cut short
 /// (`.NAME.*.tmp` beside it).
 pub fn sweep_leftovers(path: &Path) {
@@ -530,6 +618,72 @@ mod tests {
         atomic_write(&p, b"two").unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), "two");
         assert_eq!(fs::read_dir(&d).unwrap().count(), 1);
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn exchange_replace_swaps_a_spare_in_and_never_leaves_a_torn_text() {
+        let d = tmpdir("xchg");
+        let p = d.join("state.md");
+        // The first write (no target yet), then turns that grow and shrink.
+        for text in ["one", "a longer second text", "3", "fourth"] {
+            exchange_replace(&p, text.as_bytes()).unwrap();
+            assert_eq!(fs::read_to_string(&p).unwrap(), text);
+        }
+        let spare = spare_path(&p);
+        assert_eq!(spare.file_name().unwrap(), ".state.md.spare");
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::fs::MetadataExt;
+            // The text before is the spare now, and the target is one of
+            // the two inodes that take turns (nothing made per turn).
+            assert_eq!(fs::read_to_string(&spare).unwrap(), "3");
+            let inodes = [
+                fs::metadata(&p).unwrap().ino(),
+                fs::metadata(&spare).unwrap().ino(),
+            ];
+            exchange_replace(&p, b"fifth").unwrap();
+            assert_eq!(fs::metadata(&p).unwrap().ino(), inodes[1]);
+            assert_eq!(fs::metadata(&spare).unwrap().ino(), inodes[0]);
+        }
+        // No temp file: the folder holds the target and its spare only.
+        let mut names: Vec<_> = fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        names.sort();
+        let expected: Vec<std::ffi::OsString> = if cfg!(target_os = "linux") {
+            vec![".state.md.spare".into(), "state.md".into()]
+        } else {
+            vec!["state.md".into()]
+        };
+        assert_eq!(names, expected);
+        fs::remove_dir_all(d).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_spare_is_never_written_through() {
+        let d = tmpdir("xchg-planted");
+        let p = d.join("state.md");
+        let victim = d.join("victim.txt");
+        exchange_replace(&p, b"state one").unwrap();
+        let spare = spare_path(&p);
+        // A symbolic link, then a second name of another file, where the
+        // spare goes: the text lands in the target, the victim is untouched.
+        for plant in [
+            |v: &Path, s: &Path| std::os::unix::fs::symlink(v, s).unwrap(),
+            |v: &Path, s: &Path| fs::hard_link(v, s).unwrap(),
+        ] {
+            fs::write(&victim, "mine").unwrap();
+            let _ = fs::remove_file(&spare);
+            plant(&victim, &spare);
+            exchange_replace(&p, b"state two").unwrap();
+            assert_eq!(fs::read_to_string(&p).unwrap(), "state two");
+            assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+            assert!(fs::symlink_metadata(&p).unwrap().is_file());
+        }
         fs::remove_dir_all(d).unwrap();
     }
 
