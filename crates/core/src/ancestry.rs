@@ -161,24 +161,28 @@ pub fn this_chain() -> Vec<Proc> {
 /// A `/proc` file in one read: each read of another process's `environ`
 /// walks its memory, and the standard readers start with 32 bytes.
 fn read_all(path: &Path, cap: usize) -> Vec<u8> {
-    use std::io::Read;
-    // Plain reads into a buffer of `cap`, grown when full (`read_to_end`
-    // first asks the file's size and position: two more calls per file,
-    // and a `/proc` file's size is 0 anyway).
-    let mut buf = vec![0; cap];
-    let mut len = 0;
-    if let Ok(mut f) = std::fs::File::open(path) {
+    // Plain reads into the spare room of a buffer of `cap`, grown when
+    // full (`read_to_end` first asks the file's size and position: two more
+    // calls per file, and a `/proc` file's size is 0 anyway). Not zeroed
+    // first: the 8 KiB for an `environ` was a tenth of a Stop's
+    // instructions and two page faults.
+    let mut buf = Vec::with_capacity(cap);
+    if let Ok(f) = std::fs::File::open(path) {
         loop {
-            if len == buf.len() {
-                buf.resize(buf.len() * 2, 0);
+            if buf.len() == buf.capacity() {
+                buf.reserve(buf.len());
             }
-            match f.read(&mut buf[len..]) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => len += n,
+            let room = buf.capacity() - buf.len();
+            match rustix::io::read(&f, rustix::buffer::spare_capacity(&mut buf)) {
+                // A `/proc` read stops short only at the end (`stat` is one
+                // record, `environ` is copied page by page until the count
+                // or its end): no read more to hear the end.
+                Ok(n) if n < room => break,
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(_) => break,
             }
         }
     }
-    buf.truncate(len);
     buf
 }
 
@@ -194,12 +198,7 @@ fn read_proc(pid: u32) -> Option<Proc> {
     let ppid = fields.get(1)?.parse().ok()?;
     let start = fields.get(19).and_then(|s| s.parse().ok()).unwrap_or(0);
     let environ = read_all(&dir.join("environ"), 8 * 1024);
-    let var = |key: &[u8]| -> Option<String> {
-        environ
-            .split(|b| *b == 0)
-            .find_map(|kv| kv.strip_prefix(key))
-            .map(|v| String::from_utf8_lossy(v).into_owned())
-    };
+    let var = |key: &[u8]| env_var(&environ, key);
     Some(Proc {
         pid,
         ppid,
@@ -208,6 +207,23 @@ fn read_proc(pid: u32) -> Option<Proc> {
         claude_pid: var(b"CLAUDE_PID=").and_then(|v| v.parse().ok()),
         start,
     })
+}
+
+/// The value of the first `KEY=` (`key` ends with `=`) in an `environ`
+/// (`K=V` entries, each ended by a NUL), found with one substring search
+/// rather than a split of every entry.
+fn env_var(environ: &[u8], key: &[u8]) -> Option<String> {
+    let start = if environ.starts_with(key) {
+        key.len()
+    } else {
+        let mut nul_key = Vec::with_capacity(key.len() + 1);
+        nul_key.push(0);
+        nul_key.extend_from_slice(key);
+        memchr::memmem::find(environ, &nul_key)? + nul_key.len()
+    };
+    let rest = &environ[start..];
+    let end = memchr::memchr(0, rest).unwrap_or(rest.len());
+    Some(String::from_utf8_lossy(&rest[..end]).into_owned())
 }
 
 /// This process's pid and start time, as a pass names its issuer.
@@ -239,6 +255,20 @@ mod tests {
     use super::*;
 
     const HARNESS: &str = "claude-code_2-1-328_harness";
+
+    #[test]
+    fn env_var_takes_the_first_whole_key() {
+        let environ = b"AI_AGENT=first\0XAI_AGENT=no\0CLAUDE_PID=42\0AI_AGENT=second\0";
+        assert_eq!(env_var(environ, b"AI_AGENT=").as_deref(), Some("first"));
+        assert_eq!(env_var(environ, b"CLAUDE_PID=").as_deref(), Some("42"));
+        assert_eq!(env_var(b"X_AI_AGENT=no\0", b"AI_AGENT="), None);
+        assert_eq!(
+            env_var(b"A=1\0AI_AGENT=last", b"AI_AGENT=").as_deref(),
+            Some("last")
+        );
+        assert_eq!(env_var(b"", b"AI_AGENT="), None);
+    }
+
     const AGENT: &str = "claude-code_2-1-328_agent";
 
     fn p(pid: u32, ppid: u32, name: &str, ai: Option<&str>, claude: Option<u32>) -> Proc {
