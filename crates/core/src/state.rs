@@ -575,6 +575,9 @@ impl Fields {
         if yaml.trim().is_empty() {
             return Ok(Fields(Default::default()));
         }
+        if let Some(fields) = plain_lines(yaml) {
+            return Ok(Fields(fields));
+        }
         match serde_yaml_ng::from_str(yaml).map_err(|e| StateError::BadYaml(one_line(&e)))? {
             Value::Mapping(m) => Ok(Fields(m)),
             _ => Err(StateError::NotAMapping),
@@ -742,6 +745,65 @@ impl Fields {
                 .map(|v| scalar_text(v).ok_or_else(|| bad("story_ids", "must list story ids", v)))
                 .collect(),
             Some(v) => Err(bad("story_ids", "must be a list like [\"US-001\"]", v)),
+        }
+    }
+}
+
+/// The frontmatter as ralph writes it on every turn, read without the YAML
+/// parser: each line `key: value` with a lower-case key and a value that
+/// means one thing in any YAML (`true`, `false`, `null`, a whole number
+/// without a leading zero, or a double-quoted ASCII string with no escape).
+/// `None` for anything else (a list, a map, a comment, a plain string, a
+/// repeated key, …): the YAML parser reads it, as it always did. Why: the
+/// parser was a sixth of a steady Stop's instructions and its code and
+/// buffers a dozen page faults (measured); a test holds the two readings
+/// equal wherever this one answers.
+fn plain_lines(yaml: &str) -> Option<serde_yaml_ng::Mapping> {
+    let mut fields = serde_yaml_ng::Mapping::new();
+    for line in yaml.lines() {
+        let (key, value) = line.split_once(": ")?;
+        let word = key.starts_with(|c: char| c.is_ascii_lowercase())
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        // Words some YAML reads as booleans or null, not as text.
+        let special = matches!(
+            key,
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n"
+        );
+        if !word || special {
+            return None;
+        }
+        if fields
+            .insert(Value::String(key.to_string()), plain_value(value)?)
+            .is_some()
+        {
+            return None;
+        }
+    }
+    Some(fields)
+}
+
+/// A value [`plain_lines`] reads; `None`: let the YAML parser judge it.
+fn plain_value(value: &str) -> Option<Value> {
+    match value {
+        "true" => Some(Value::Bool(true)),
+        "false" => Some(Value::Bool(false)),
+        "null" => Some(Value::Null),
+        _ if value.bytes().all(|b| b.is_ascii_digit()) => {
+            let plain =
+                !value.is_empty() && value.len() <= 19 && (value == "0" || !value.starts_with('0'));
+            plain
+                .then(|| value.parse::<u64>().ok())
+                .flatten()
+                .map(|n| Value::Number(n.into()))
+        }
+        _ => {
+            let inner = value.strip_prefix('"')?.strip_suffix('"')?;
+            let plain = inner
+                .bytes()
+                .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
+            plain.then(|| Value::String(inner.to_string()))
         }
     }
 }

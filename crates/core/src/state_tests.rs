@@ -245,3 +245,81 @@ fn a_save_without_read_back_gives_what_the_read_back_gives() {
     assert!(!edits_stand_alone(&quoted_multi));
     assert!(edits_stand_alone(OFFICIAL) && edits_stand_alone(&rendered));
 }
+
+/// `plain_lines` (the reading without the YAML parser) answers only where
+/// it reads what the YAML parser reads, and answers for the states ralph
+/// writes turn after turn.
+#[test]
+fn plain_lines_read_what_yaml_reads_or_leave_it_to_yaml() {
+    let keys = [
+        "iteration",
+        "session_id",
+        "a1_b",
+        "true",
+        "Iteration",
+        "1st",
+        "yes",
+        "x y",
+        "k",
+    ];
+    let values = [
+        "true",
+        "false",
+        "null",
+        "0",
+        "7",
+        "007",
+        "-3",
+        "12345678901234567890",
+        "1e3",
+        "0x1f",
+        "\"\"",
+        "\"text\"",
+        "\"a: b # c\"",
+        "\"quote \\\" inside\"",
+        "\"tab\there\"",
+        "\"é\"",
+        "\"x\" ",
+        "plain",
+        "~",
+        "Null",
+        "True",
+        "[1, 2]",
+        "{a: 1}",
+        "\"2026-11-29T23:00:00Z\"",
+        "",
+        ".inf",
+        "+1",
+        "1_000",
+        "'single'",
+    ];
+    let yaml_of = |y: &str| serde_yaml_ng::from_str::<Value>(y).ok();
+    let mut answered = 0;
+    let mut n: u64 = 0x9e37_79b9_7f4a_7c15;
+    for round in 0..10_000 {
+        // A few lines from the lists above, picked by a fixed sequence.
+        let mut yaml = String::new();
+        for _ in 0..=(round % 4) {
+            n ^= n << 13;
+            n ^= n >> 7;
+            n ^= n << 17;
+            let key = keys[(n % keys.len() as u64) as usize];
+            let value = values[((n >> 20) % values.len() as u64) as usize];
+            yaml.push_str(&format!("{key}: {value}\n"));
+        }
+        if let Some(fields) = plain_lines(&yaml) {
+            answered += 1;
+            assert_eq!(yaml_of(&yaml), Some(Value::Mapping(fields)), "{yaml}");
+        }
+    }
+    assert!(answered > 200, "only {answered} answered");
+    // What a steady loop's Stop reads: every line plain.
+    let state = LoopState::parse(OFFICIAL).unwrap();
+    let text = state.render();
+    let split = frontmatter::split(&text).unwrap();
+    assert!(plain_lines(split.yaml).is_some(), "{}", split.yaml);
+    assert_eq!(
+        yaml_of(split.yaml),
+        plain_lines(split.yaml).map(Value::Mapping)
+    );
+}
