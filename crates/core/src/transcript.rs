@@ -94,15 +94,7 @@ pub fn last_turn_after(
     max_bytes: u64,
     counted: Option<CountedThrough>,
 ) -> io::Result<Turn> {
-    // stat before open: opening a FIFO for reading blocks until a writer comes.
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    let mut file = File::open(path)?;
-    let len = file.metadata()?.len();
+    let (mut file, len) = open_regular(path)?;
     let floor = len.saturating_sub(max_bytes);
     let mut end = len;
     // The later pieces of a line cut by a block boundary, latest first.
@@ -263,6 +255,7 @@ fn turn(mut texts: Vec<String>, mut tools: Vec<String>, complete: bool) -> Turn 
     }
 }
 
+#[derive(Debug, PartialEq)]
 enum Line {
     Assistant {
         text: Option<String>,
@@ -293,6 +286,18 @@ fn classify(line: &[u8]) -> Line {
         }
         return Line::Other;
     }
+    if let Some(line) = serde_json::from_slice::<typed::Line>(line)
+        .ok()
+        .and_then(typed::Line::classify)
+    {
+        return line;
+    }
+    classify_value(line)
+}
+
+/// A user or assistant line read through `serde_json::Value`, each field
+/// taken only when it has the expected type.
+fn classify_value(line: &[u8]) -> Line {
     let Ok(v) = serde_json::from_slice::<Value>(line) else {
         return Line::Other;
     };
@@ -324,6 +329,164 @@ fn classify(line: &[u8]) -> Line {
         Some("user") if is_prompt(content) => Line::TurnStart,
         Some("user") => Line::ToolResult,
         _ => Line::Other,
+    }
+}
+
+/// Open a transcript for reading, with its length, refusing anything but
+/// a regular file:
+/// opening a FIFO for reading would block until a writer comes. On Unix it
+/// is opened without blocking and judged by `fstat` of what was opened (no
+/// `stat` of the path first, which a swap between the two could fool).
+fn open_regular(path: &Path) -> io::Result<(File, u64)> {
+    #[cfg(unix)]
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?
+    };
+    #[cfg(not(unix))]
+    let file = {
+        if !std::fs::metadata(path)?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
+        }
+        File::open(path)?
+    };
+    let meta = file.metadata()?;
+    if meta.is_file() {
+        Ok((file, meta.len()))
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ))
+    }
+}
+
+/// A user or assistant line read into the few fields the walk needs,
+/// borrowed from the line, as the client writes them: no tree of every
+/// field built and dropped (the `serde_json::Value` reading below was half
+/// the instructions of reading a turn, measured). Any field of another
+/// shape (a string `content`, a `usage` of `null`, a number where text
+/// goes, a repeated key) makes this reading fail or give up, and the
+/// `Value` reading, lenient field by field, judges the line as before.
+mod typed {
+    use super::Line as Walked;
+    use crate::budget::MessageUsage;
+    use crate::run::events::Usage;
+    use serde::Deserialize;
+    use std::borrow::Cow;
+
+    #[derive(Deserialize)]
+    pub(super) struct Line<'a> {
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<Cow<'a, str>>,
+        #[serde(rename = "isSidechain", default)]
+        sidechain: Option<bool>,
+        #[serde(borrow, default)]
+        uuid: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        message: Option<Message<'a>>,
+    }
+
+    #[derive(Deserialize)]
+    struct Message<'a> {
+        #[serde(borrow, default)]
+        content: Option<Vec<Block<'a>>>,
+        #[serde(borrow, default)]
+        id: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        model: Option<Cow<'a, str>>,
+        #[serde(default)]
+        usage: Option<Tokens>,
+    }
+
+    #[derive(Deserialize)]
+    struct Block<'a> {
+        #[serde(rename = "type", borrow, default)]
+        kind: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        text: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        name: Option<Cow<'a, str>>,
+    }
+
+    #[derive(Deserialize)]
+    #[allow(clippy::struct_field_names)]
+    struct Tokens {
+        #[serde(default)]
+        input_tokens: Option<u64>,
+        #[serde(default)]
+        output_tokens: Option<u64>,
+        #[serde(default)]
+        cache_read_input_tokens: Option<u64>,
+        #[serde(default)]
+        cache_creation_input_tokens: Option<u64>,
+    }
+
+    impl Line<'_> {
+        /// The line as the walk takes it; `None`: leave it to the `Value`
+        /// reading (a message id without a usage object: `null` there
+        /// counts as zero tokens, absent as none, and this reading cannot
+        /// tell the two apart).
+        pub(super) fn classify(self) -> Option<Walked> {
+            if self.sidechain == Some(true) {
+                return Some(Walked::Other);
+            }
+            let message = self.message;
+            let blocks = message
+                .as_ref()
+                .and_then(|m| m.content.as_deref())
+                .unwrap_or_default();
+            let of_type =
+                |t: &'static str| blocks.iter().filter(move |b| b.kind.as_deref() == Some(t));
+            match self.kind.as_deref() {
+                Some("assistant") => {
+                    let usage = match message.as_ref() {
+                        Some(Message {
+                            id: Some(id),
+                            usage: Some(u),
+                            model,
+                            ..
+                        }) => Some(MessageUsage {
+                            id: id.to_string(),
+                            model: model.as_deref().map(str::to_string),
+                            usage: Usage {
+                                input: u.input_tokens.unwrap_or(0),
+                                output: u.output_tokens.unwrap_or(0),
+                                cache_read: u.cache_read_input_tokens.unwrap_or(0),
+                                cache_creation: u.cache_creation_input_tokens.unwrap_or(0),
+                            },
+                        }),
+                        Some(Message {
+                            id: Some(_),
+                            usage: None,
+                            ..
+                        }) => return None,
+                        _ => None,
+                    };
+                    let text: Vec<&str> =
+                        of_type("text").filter_map(|b| b.text.as_deref()).collect();
+                    let mut tools: Vec<String> = of_type("tool_use")
+                        .filter_map(|b| b.name.as_deref().map(str::to_string))
+                        .collect();
+                    tools.reverse();
+                    Some(Walked::Assistant {
+                        text: (!text.is_empty()).then(|| text.join("\n")),
+                        tools,
+                        uuid: self.uuid.map(Cow::into_owned),
+                        usage,
+                    })
+                }
+                Some("user") if of_type("text").next().is_some() => Some(Walked::TurnStart),
+                Some("user") => Some(Walked::ToolResult),
+                _ => Some(Walked::Other),
+            }
+        }
     }
 }
 
@@ -662,5 +825,77 @@ mod tests {
         // A bound smaller than the last lines sees nothing whole.
         assert_eq!(last_turn_text(&path, 10).unwrap(), None);
         std::fs::remove_file(path).unwrap();
+    }
+
+    /// The typed reading of a line gives what the `Value` reading gives,
+    /// wherever it answers, over lines of the client's shapes and of odd
+    /// ones; and it answers for the lines a turn is made of.
+    #[test]
+    fn the_typed_reading_agrees_with_the_value_reading() {
+        let usage = r#"{"input_tokens":3,"output_tokens":9,"cache_read_input_tokens":100,"cache_creation_input_tokens":7}"#;
+        let contents = [
+            r#"[{"type":"text","text":"Done. <promise>X</promise>"}]"#.to_string(),
+            r#"[{"type":"text","text":"a"},{"type":"tool_use","id":"t","name":"Edit","input":{"x":[1,{"y":null}]}},{"type":"text","text":"b\n\"q\""}]"#.to_string(),
+            r#"[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"ok"}]}]"#.to_string(),
+            r#"[{"type":"thinking","thinking":"hm"},{"type":"tool_use","name":"Bash"}]"#.to_string(),
+            r#"[{"type":"text"},{"type":"text","text":null},{"type":"tool_use","name":7}]"#.to_string(),
+            r#"["a string block"]"#.to_string(),
+            r#""a prompt""#.to_string(),
+            "null".to_string(),
+            "[]".to_string(),
+        ];
+        let messages = |content: &str| {
+            [
+                format!(
+                    r#"{{"role":"assistant","id":"msg_1","model":"claude-x","content":{content},"usage":{usage}}}"#
+                ),
+                format!(r#"{{"role":"assistant","id":"msg_1","content":{content},"usage":null}}"#),
+                format!(r#"{{"role":"assistant","id":"msg_1","content":{content}}}"#),
+                format!(
+                    r#"{{"role":"assistant","id":7,"content":{content},"usage":{{"input_tokens":1.5}}}}"#
+                ),
+                format!(r#"{{"role":"user","content":{content}}}"#),
+                format!(r#"{{"content":{content},"usage":{{"output_tokens":null}},"id":"m"}}"#),
+            ]
+        };
+        let mut answered = 0;
+        let mut lines = 0;
+        for content in &contents {
+            for message in messages(content) {
+                for kind in [r#""assistant""#, r#""user""#, "null", "3"] {
+                    for extra in [
+                        "",
+                        r#","isSidechain":true"#,
+                        r#","isSidechain":"no""#,
+                        r#","uuid":"u-1""#,
+                        r#","uuid":5"#,
+                        r#","type":"user""#,
+                        r#","parentUuid":null,"cwd":"/p","version":"2.1.328""#,
+                    ] {
+                        let line = format!(r#"{{"type":{kind},"message":{message}{extra}}}"#);
+                        lines += 1;
+                        let value = classify_value(line.as_bytes());
+                        if let Some(typed) = serde_json::from_slice::<typed::Line>(line.as_bytes())
+                            .ok()
+                            .and_then(typed::Line::classify)
+                        {
+                            answered += 1;
+                            assert_eq!(typed, value, "{line}");
+                        }
+                        assert_eq!(classify(line.as_bytes()), value, "{line}");
+                    }
+                }
+            }
+        }
+        assert!(answered * 5 > lines, "{answered} of {lines} answered");
+        for line in [assistant("hi"), tool_use(), tool_result()] {
+            assert!(
+                serde_json::from_slice::<typed::Line>(line.as_bytes())
+                    .ok()
+                    .and_then(typed::Line::classify)
+                    .is_some(),
+                "{line}"
+            );
+        }
     }
 }
