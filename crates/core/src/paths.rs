@@ -34,7 +34,6 @@ use crate::reinject::Injected;
 use crate::seal::Seal;
 use crate::state::{LoopState, StateError};
 use crate::store::{self, StoreError};
-use crate::turn_tools;
 use crate::verify::VerifyLog;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -505,12 +504,6 @@ impl LoopPaths {
     pub fn write_worker(&self, record: &crate::fresh::WorkerRecord) -> Result<(), StoreError> {
         let text = serde_json::to_string(record).unwrap_or_default();
         store::atomic_write(&self.worker, text.as_bytes())
-    }
-
-    /// The tools `session` called this turn, as the guard recorded them;
-    /// `None` when nothing was recorded (see `turn_tools`).
-    pub fn read_turn_tools(&self, session: &str) -> Option<Vec<String>> {
-        turn_tools::read(&self.turn_tools).map(|t| turn_tools::tools_of(&t, session))
     }
 
     /// A file the user named, relative to the project root (or absolute).

@@ -42,12 +42,10 @@ pub fn record(path: &Path, session: &str, tool: &str) -> Result<(), StoreError> 
 }
 
 /// The record's text; `None` when there is none (or it cannot be read).
+/// One open and one `fstat` of what was opened (a FIFO opens without
+/// blocking and is refused, as is a file over `MAX_BYTES`).
 pub fn read(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_BYTES {
-        return None;
-    }
-    std::fs::read_to_string(path).ok()
+    store::read_limited(path, MAX_BYTES).ok().flatten()
 }
 
 /// Empty the record for the next turn (the Stop, under the loop lock),

@@ -4,7 +4,7 @@
 //! loop lock.
 
 use super::decide::{Decision, Next};
-use super::inputs::{Corrupt, StopInputs};
+use super::inputs::{Corrupt, StopInputs, ToolRecord};
 use super::plan::Plan;
 use super::text;
 use crate::activity::{self, Action, CLAIMED, Code, Entry};
@@ -123,7 +123,7 @@ fn write_next(
             // Save before blocking: a block whose increment was not saved could
             // loop past the cap forever.
             save(paths, inputs, &plan.state_after(inputs, iteration))?;
-            next_turn(paths, message);
+            next_turn(paths, inputs, message);
             if let Some(injected) = injected
                 && let Err(e) =
                     store::overwrite_hint(&paths.last_injected, injected.render().as_bytes())
@@ -137,7 +137,7 @@ fn write_next(
         }
         Next::Yield => {
             save(paths, inputs, &plan.state_yielded(inputs))?;
-            next_turn(paths, message);
+            next_turn(paths, inputs, message);
             (
                 Entry::now(session, state.iteration, Action::Yield, code),
                 None,
@@ -149,7 +149,7 @@ fn write_next(
                 ..plan.state_after(inputs, state.iteration)
             };
             save(paths, inputs, &held)?;
-            next_turn(paths, message);
+            next_turn(paths, inputs, message);
             (
                 Entry::now(session, state.iteration, Action::Pause, code),
                 None,
@@ -312,7 +312,12 @@ fn new_story_pins(
 }
 
 /// The next turn's tools are recorded afresh (see `turn_tools`).
-fn next_turn(paths: &LoopPaths, message: &mut String) {
+fn next_turn(paths: &LoopPaths, inputs: &StopInputs, message: &mut String) {
+    // A turn that called no guarded tool left the record empty already
+    // (every talk-only turn): four system calls less.
+    if inputs.tool_record == ToolRecord::Empty {
+        return;
+    }
     if let Err(e) = turn_tools::reset(&paths.turn_tools) {
         message.push_str(&format!(" (the turn's tool record was not reset: {e})"));
     }

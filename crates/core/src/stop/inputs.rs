@@ -80,6 +80,9 @@ pub struct StopInputs {
     pub turn_key: Option<String>,
     /// The guard saw this session call tools since the last Stop.
     pub called_tools: bool,
+    /// What the guard's record of the turn's tools held (an empty one is
+    /// the next turn's as it is: no reset to write).
+    pub tool_record: ToolRecord,
     /// The usage of the turn's assistant messages, as the transcript has them.
     pub usage: Vec<MessageUsage>,
     /// Unix time of the Stop.
@@ -100,6 +103,35 @@ pub struct StopInputs {
     /// Where the state file's seal was (see `seal`): inside and intact,
     /// its next save is one rename.
     pub seal_form: crate::seal::Form,
+}
+
+/// The guard's record of the turn's tools, as gathered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolRecord {
+    /// No record (a loop adopted before the guard's first call), or one
+    /// that could not be read.
+    Absent,
+    /// There and empty: no guarded tool was called this turn.
+    Empty,
+    /// There with lines.
+    Written,
+}
+
+impl ToolRecord {
+    /// The record's kind, and the tools `session` called this turn (`None`
+    /// when nothing was recorded).
+    fn read(paths: &LoopPaths, session: &str) -> (ToolRecord, Option<Vec<String>>) {
+        let record = crate::turn_tools::read(&paths.turn_tools);
+        let kind = match record.as_deref() {
+            None => ToolRecord::Absent,
+            Some("") => ToolRecord::Empty,
+            Some(_) => ToolRecord::Written,
+        };
+        (
+            kind,
+            record.map(|r| crate::turn_tools::tools_of(&r, session)),
+        )
+    }
 }
 
 impl StopInputs {
@@ -123,7 +155,7 @@ impl StopInputs {
                 let counted = counted_through(&state);
                 transcript::last_turn_after(p.as_ref(), transcript::DEFAULT_MAX_BYTES, counted).ok()
             });
-        let recorded = paths.read_turn_tools(&state.session_id);
+        let (tool_record, recorded) = ToolRecord::read(paths, &state.session_id);
         let effect = progress::turn_effect(recorded.as_deref(), turn.as_ref(), last_message);
         let queued = turn.as_ref().map(|t| queue::pending(&t.queue));
         let queued = queued.unwrap_or_default();
@@ -163,6 +195,7 @@ impl StopInputs {
                 last_message,
             ),
             called_tools: recorded.is_some_and(|r| !r.is_empty()),
+            tool_record,
             usage: turn.as_ref().map(|t| t.usage.clone()).unwrap_or_default(),
             now: crate::clock::unix_now(),
             said: completion::said_this_turn(&state, last_message, turn.as_ref()),
