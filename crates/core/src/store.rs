@@ -219,32 +219,25 @@ mod exchange {
         }
     }
 
-    /// Write `contents` over the spare in place: at offset 0, then cut to
-    /// length (never truncated to zero first: ext4 flushes a file truncated
-    /// to zero and rewritten). A missing spare is made (`O_EXCL`: a link
-    /// planted under its name fails the create instead of being followed).
+    /// Write `contents` over the spare in place ([`super::overwrite_plain`]:
+    /// a link, a special file or a second name is refused on the file
+    /// opened). A missing spare is made (`O_EXCL`: a link planted under its
+    /// name fails the create instead of being followed).
     fn write_spare(spare: &Path, contents: &[u8]) -> bool {
-        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        let opened = OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(spare)
-            .or_else(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    OpenOptions::new().write(true).create_new(true).open(spare)
-                } else {
-                    Err(e)
-                }
-            });
-        let Ok(mut file) = opened else { return false };
-        let Ok(meta) = file.metadata() else {
-            return false;
-        };
-        if !meta.is_file() || meta.nlink() != 1 {
-            return false;
+        match super::overwrite_plain(spare, contents) {
+            Ok(()) => true,
+            Err(super::StoreError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(spare)
+                    .and_then(|mut f| f.write_all(contents))
+                    .is_ok()
+            }
+            Err(_) => false,
         }
-        file.write_all(contents).is_ok()
-            && (meta.len() <= contents.len() as u64 || file.set_len(contents.len() as u64).is_ok())
     }
 }
 
@@ -414,7 +407,8 @@ fn read_checked(
 /// Written at offset 0 in one `write`, then cut to length when shorter, so a
 /// reader may meet a half-written file for the instant of the write: only
 /// for a copy whose readers can take that (the project's mirror of the
-/// state, compared and restored at every Stop). A link, a special file or
+/// state, compared and restored at every Stop; the state's spare, which
+/// nobody reads: [`exchange_replace`]). A link, a special file or
 /// one with other hard links is refused, on the file opened; a missing
 /// file too (`NotFound`): the caller then writes it by rename.
 pub fn overwrite_plain(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
