@@ -15,7 +15,6 @@ use ralph_core::run::tokens::{IterationTokens, human};
 use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -112,7 +111,10 @@ pub(crate) fn run(
     }
     if let Ok(Some(status)) = child.try_wait() {
         ran.end.exit_code = status.code();
-        ran.end.signal = status.signal();
+        #[cfg(unix)]
+        {
+            ran.end.signal = std::os::unix::process::ExitStatusExt::signal(&status);
+        }
     }
     ran.end.stderr_tail = stderr.join().unwrap_or_default();
     ran
@@ -131,10 +133,11 @@ fn spawn(setup: &Setup, pass: &str) -> std::io::Result<Child> {
         .env(PASS_ENV, pass)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own group: a Ctrl-C at the terminal reaches the runner only,
-        // and stopping the client stops the tools it runs too.
-        .process_group(0);
+        .stderr(Stdio::piped());
+    // Its own group: a Ctrl-C at the terminal reaches the runner only,
+    // and stopping the client stops the tools it runs too.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     if std::env::var_os("RALPH_BIN_DIR").is_none()
         && let Some(dir) = &setup.bin_dir
     {

@@ -27,8 +27,12 @@ static SIGNAL: AtomicUsize = AtomicUsize::new(0);
 /// SIGINT, SIGTERM and SIGHUP set a flag the runner polls (at least every
 /// 250 ms): the child is stopped and the loop cancelled by the runner itself.
 pub(crate) fn install_signal_flags() -> std::io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM, SIGHUP] {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    #[cfg(unix)]
+    let signals = [SIGINT, SIGTERM, signal_hook::consts::SIGHUP];
+    #[cfg(not(unix))]
+    let signals = [SIGINT, SIGTERM];
+    for sig in signals {
         signal_hook::flag::register_usize(sig, &SIGNAL, sig as usize)?;
     }
     Ok(())
@@ -123,19 +127,38 @@ pub(crate) const SETUP_MISSING: &str = "ralph-setup (installed beside ralph) is 
 
 /// `ralph SUB ARGS...`: `ralph-setup SUB ARGS...`, by running it.
 pub(crate) fn exec_setup(sub: &str, args: &[String]) -> ExitCode {
-    use std::os::unix::process::CommandExt;
     let Some(bin) = find_binary("ralph-setup") else {
         eprintln!("ralph: {SETUP_MISSING}");
         return ExitCode::from(2);
     };
-    let err = Command::new(&bin).arg(sub).args(args).exec();
+    let mut cmd = Command::new(&bin);
+    cmd.arg(sub).args(args);
+    run_in_place(&mut cmd, &bin)
+}
+
+/// Become `cmd` (Unix `exec`: its exit is this process's); elsewhere run
+/// it, wait, and exit with its code.
+fn run_in_place(cmd: &mut Command, bin: &std::path::Path) -> ExitCode {
+    #[cfg(unix)]
+    let err = std::os::unix::process::CommandExt::exec(cmd);
+    #[cfg(not(unix))]
+    let err = match cmd.status() {
+        Ok(status) => {
+            return ExitCode::from(
+                status
+                    .code()
+                    .and_then(|c| u8::try_from(c).ok())
+                    .unwrap_or(1),
+            );
+        }
+        Err(e) => e,
+    };
     eprintln!("ralph: cannot run {}: {err}", bin.display());
     ExitCode::from(2)
 }
 
 /// `ralph start ...`: the same start as `ralph-setup start`, by running it.
 pub(crate) fn exec_setup_start(session: Option<String>, args: &[String]) -> ExitCode {
-    use std::os::unix::process::CommandExt;
     let Some(bin) = find_binary("ralph-setup") else {
         eprintln!("ralph: {SETUP_MISSING}");
         return ExitCode::from(2);
@@ -145,9 +168,8 @@ pub(crate) fn exec_setup_start(session: Option<String>, args: &[String]) -> Exit
     if let Some(s) = session {
         cmd.arg("--session").arg(s);
     }
-    let err = cmd.args(args).exec();
-    eprintln!("ralph: cannot run {}: {err}", bin.display());
-    ExitCode::from(2)
+    cmd.args(args);
+    run_in_place(&mut cmd, &bin)
 }
 
 // ---------------------------------------------------------------------------

@@ -28,7 +28,6 @@ use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
 use ralph_core::state::LoopState;
 use ralph_core::{clock, setup, store};
 use std::io::{IsTerminal, Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -384,7 +383,8 @@ impl Run<'_> {
         };
         let pass = Pass::issue(&self.paths, &run)
             .map_err(|e| Halt::Failed("hook_failed", format!("cannot run the Stop hook: {e}")))?;
-        let mut child = Command::new(&self.hook_bin)
+        let mut command = Command::new(&self.hook_bin);
+        command
             .current_dir(&self.paths.root)
             .env("CLAUDE_PROJECT_DIR", &self.paths.root)
             // `--review`: the hook's reviewers use the run's own client.
@@ -392,15 +392,15 @@ impl Run<'_> {
             .env(PASS_ENV, pass.token())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| {
-                Halt::Failed(
-                    "hook_failed",
-                    format!("cannot run {}: {e}", self.hook_bin.display()),
-                )
-            })?;
+            .stderr(Stdio::null());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command.spawn().map_err(|e| {
+            Halt::Failed(
+                "hook_failed",
+                format!("cannot run {}: {e}", self.hook_bin.display()),
+            )
+        })?;
         if let Some(mut stdin) = child.stdin.take() {
             let _ = stdin.write_all(input.to_string().as_bytes());
         }

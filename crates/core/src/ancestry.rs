@@ -130,7 +130,7 @@ fn this_process() -> Proc {
     let var = |k: &str| std::env::var(k).ok();
     Proc {
         pid: std::process::id(),
-        ppid: std::os::unix::process::parent_id(),
+        ppid: parent_id(),
         name: String::new(),
         ai_agent: var("AI_AGENT"),
         claude_pid: var("CLAUDE_PID").and_then(|v| v.parse().ok()),
@@ -160,6 +160,13 @@ pub fn this_chain() -> Vec<Proc> {
 
 /// A `/proc` file in one read: each read of another process's `environ`
 /// walks its memory, and the standard readers start with 32 bytes.
+#[cfg(not(unix))]
+fn read_all(_path: &Path, _cap: usize) -> Vec<u8> {
+    // No `/proc` here: nothing to read.
+    Vec::new()
+}
+
+#[cfg(unix)]
 fn read_all(path: &Path, cap: usize) -> Vec<u8> {
     // Plain reads into the spare room of a buffer of `cap`, grown when
     // full (`read_to_end` first asks the file's size and position: two more
@@ -224,6 +231,14 @@ fn env_var(environ: &[u8], key: &[u8]) -> Option<String> {
     let rest = &environ[start..];
     let end = memchr::memchr(0, rest).unwrap_or(rest.len());
     Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+/// The parent's pid (0 where it is not known: no Unix).
+fn parent_id() -> u32 {
+    #[cfg(unix)]
+    return std::os::unix::process::parent_id();
+    #[cfg(not(unix))]
+    return 0;
 }
 
 /// This process's pid and start time, as a pass names its issuer.

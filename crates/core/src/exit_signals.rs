@@ -12,8 +12,11 @@ static HELD_OFF: AtomicUsize = AtomicUsize::new(0);
 
 /// From now on SIGTERM and SIGHUP do not end this process.
 pub fn hold_off_termination() {
-    use signal_hook::consts::{SIGHUP, SIGTERM};
-    for sig in [SIGTERM, SIGHUP] {
+    #[cfg(unix)]
+    let signals = [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP];
+    #[cfg(not(unix))]
+    let signals = [signal_hook::consts::SIGTERM];
+    for sig in signals {
         let _ = signal_hook::flag::register_usize(sig, &HELD_OFF, sig as usize);
     }
 }

@@ -17,6 +17,7 @@
 //! git treats a racily clean index entry. Does I/O (stats, git, the file).
 
 use serde::{Deserialize, Serialize};
+#[cfg(unix)]
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -242,10 +243,24 @@ impl FileStat {
         };
         if let Ok(m) = std::fs::metadata(path) {
             s.exists = true;
-            s.size = m.size();
-            s.mtime_ns = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
-            s.ctime_ns = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
-            s.inode = m.ino();
+            #[cfg(unix)]
+            {
+                s.size = m.size();
+                s.mtime_ns = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
+                s.ctime_ns = i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec());
+                s.inode = m.ino();
+            }
+            // Elsewhere: size and modification time only (no inode, no
+            // change time), which still tells a rewritten file.
+            #[cfg(not(unix))]
+            {
+                s.size = m.len();
+                s.mtime_ns = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos() as i128);
+            }
         }
         s
     }

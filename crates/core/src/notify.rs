@@ -157,16 +157,18 @@ pub fn run(
     root: &Path,
     limit: Duration,
 ) -> Result<(), String> {
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new("sh")
+    let mut command = Command::new("sh");
+    command
         .arg("-c")
         .arg(cmd)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .current_dir(root)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
+        .stderr(Stdio::null());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
         .spawn()
         .map_err(|e| format!("cannot run the --notify command: {e}"))?;
     let deadline = Instant::now() + limit;

@@ -249,9 +249,16 @@ fn protected_dirs(
     (dirs, client_projects)
 }
 
+/// Elsewhere than Unix: no device and inode to compare, no aliases found.
+#[cfg(not(unix))]
+fn hard_link_aliases(_target: &Path, _root: &Path, _paths: &LoopPaths, _prd: &str) -> Vec<PathBuf> {
+    Vec::new()
+}
+
 /// The protected files that are `target` under another name: hard links
 /// (same device and inode). Costs one `stat`, and more only when the target
 /// has several links.
+#[cfg(unix)]
 fn hard_link_aliases(target: &Path, root: &Path, paths: &LoopPaths, prd: &str) -> Vec<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let Ok(meta) = fs::metadata(target) else {

@@ -280,6 +280,14 @@ pub fn print_error(e: &dyn std::fmt::Display) {
 }
 
 /// Whether stdout and stderr are the same file (one terminal, or `2>&1`).
+/// Elsewhere than Unix: not known, so both are written.
+#[cfg(not(unix))]
+fn stdout_is_stderr() -> bool {
+    false
+}
+
+/// Whether stdout and stderr are the same file (one terminal, or `2>&1`).
+#[cfg(unix)]
 fn stdout_is_stderr() -> bool {
     use std::os::fd::AsFd;
     use std::os::unix::fs::MetadataExt;

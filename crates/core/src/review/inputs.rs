@@ -162,7 +162,11 @@ fn is_executable(p: &Path) -> bool {
 /// first, at most 16.
 fn ancestor_exes() -> Vec<PathBuf> {
     let mut out = Vec::new();
+    // No `/proc` elsewhere than Linux: no ancestor found (pid 0 ends the walk).
+    #[cfg(unix)]
     let mut pid = std::os::unix::process::parent_id();
+    #[cfg(not(unix))]
+    let mut pid = 0;
     for _ in 0..16 {
         if pid <= 1 {
             break;
