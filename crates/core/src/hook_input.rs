@@ -200,31 +200,28 @@ mod here {
         let fd = stdin.as_fd();
         let end = Instant::now() + Duration::from_secs(secs.max(1));
         let mut bytes: Vec<u8> = Vec::with_capacity(8 * 1024);
+        let left = || end.saturating_duration_since(Instant::now());
         loop {
-            let wait = if bytes.is_empty() {
-                end.saturating_duration_since(Instant::now())
-            } else {
-                Duration::ZERO
-            };
-            match ready(fd, wait) {
+            // Before the first byte, wait up to the deadline; after it, look
+            // first: a writer that pauses after a whole value is not waited for.
+            let mut ready_now = ready(
+                fd,
+                if bytes.is_empty() {
+                    left()
+                } else {
+                    Duration::ZERO
+                },
+            );
+            if ready_now == Some(false) && !bytes.is_empty() {
+                if let Some(value) = whole_value(&bytes) {
+                    return Read::Done(Ok(value));
+                }
+                ready_now = ready(fd, left());
+            }
+            match ready_now {
                 None => return Read::Partly(bytes),
+                Some(false) => return Read::Done(Err(InputError::Timeout(secs))),
                 Some(true) => {}
-                // Nothing more now: the writer paused after a whole value,
-                // or it will send the rest before the deadline.
-                Some(false) if bytes.is_empty() => {
-                    return Read::Done(Err(InputError::Timeout(secs)));
-                }
-                Some(false) => {
-                    if let Some(value) = whole_value(&bytes) {
-                        return Read::Done(Ok(value));
-                    }
-                    let left = end.saturating_duration_since(Instant::now());
-                    match ready(fd, left) {
-                        None => return Read::Partly(bytes),
-                        Some(true) => {}
-                        Some(false) => return Read::Done(Err(InputError::Timeout(secs))),
-                    }
-                }
             }
             if bytes.len() == bytes.capacity() {
                 bytes.reserve(bytes.len());

@@ -416,7 +416,6 @@ mod typed {
     }
 
     #[derive(Deserialize)]
-    #[allow(clippy::struct_field_names)]
     struct Tokens {
         #[serde(default)]
         input_tokens: Option<u64>,
