@@ -71,10 +71,27 @@ pub fn bind_at_first_call(paths: &LoopPaths, session_transcript: Option<&str>, a
     if f.exists() || seal::seal_path(&f).exists() {
         return;
     }
-    let story = session_transcript
-        .and_then(|s| crate::transcript::subagent_transcript(Path::new(s), agent))
-        .and_then(|own| crate::transcript::subagent_task(&own))
-        .and_then(|task| super::story_in_task(&task));
+    let own = session_transcript
+        .and_then(|s| crate::transcript::subagent_transcript(Path::new(s), agent));
+    let story_now = || {
+        own.as_deref()
+            .and_then(crate::transcript::subagent_task)
+            .and_then(|task| super::story_in_task(&task))
+    };
+    // The client may not have written the worker's task line yet when its
+    // first call comes (seen once in 5 fresh-clone runs of
+    // `parallel_stories_run_at_once_in_worktrees_and_are_merged`, once the
+    // guard started faster): look again for up to 0.5 s before binding the
+    // worker to no story, which would abandon its work. Still before the
+    // call runs, so the agent has had no turn to write its transcript.
+    let mut story = story_now();
+    for _ in 0..25 {
+        if story.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        story = story_now();
+    }
     let _ = seal::write(&f, story.unwrap_or_default().as_bytes());
 }
 
