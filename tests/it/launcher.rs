@@ -31,7 +31,7 @@ fn target() -> String {
     let os = if cfg!(target_os = "macos") {
         "apple-darwin"
     } else {
-        "unknown-linux-gnu"
+        "unknown-linux-musl"
     };
     format!("{arch}-{os}")
 }
