@@ -260,6 +260,25 @@ impl OwnState {
     }
 }
 
+/// One read of the loop's sealed records beside the state: the checks'
+/// results and the reviewers' verdicts ([`LoopPaths::read_own_records`]).
+#[derive(Debug, Clone)]
+pub struct OwnRecords {
+    pub verify: crate::seal::SealedText,
+    pub review: crate::seal::SealedText,
+}
+
+impl OwnRecords {
+    /// The checks' results as read (none: an empty log).
+    pub fn verify_log(&self) -> VerifyLog {
+        self.verify
+            .text
+            .as_deref()
+            .map(VerifyLog::parse)
+            .unwrap_or_default()
+    }
+}
+
 /// The state file a save replaces, as read under the same lock.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Saved<'a> {
@@ -313,6 +332,15 @@ impl LoopPaths {
         }
         let seal = judged.as_ref().map_or(Seal::Unsealed, |j| j.seal);
         OwnState { text, seal, judged }
+    }
+
+    /// `verify.json` and `review.json`, each read once with its seal: the
+    /// tamper check judges the texts a Stop then uses.
+    pub fn read_own_records(&self) -> OwnRecords {
+        OwnRecords {
+            verify: crate::seal::read_sealed(&self.verify),
+            review: crate::seal::read_sealed(&self.review),
+        }
     }
 
     /// [`LoopPaths::read_state`] from a read of the state file already made

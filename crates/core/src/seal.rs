@@ -104,10 +104,35 @@ pub fn check(file: &Path, text: &str) -> Seal {
 
 /// Is `file` (absent: nothing to check) as ralph wrote it?
 pub fn check_file(file: &Path) -> Seal {
+    read_sealed(file).seal
+}
+
+/// A sealed record read once: its text and its seal's verdict on that very
+/// text. What is judged is what is used: a second read could see a file
+/// swapped in between.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedText {
+    /// `None`: not there, or unreadable (then `seal` is `Broken`).
+    pub text: Option<String>,
+    /// `Intact` when there is nothing to check.
+    pub seal: Seal,
+}
+
+/// Read `file` and judge it by its seal ([`check_file`], keeping the text).
+pub fn read_sealed(file: &Path) -> SealedText {
     match store::read_optional(file) {
-        Ok(Some(text)) => check(file, &text),
-        Ok(None) => Seal::Intact,
-        Err(_) => Seal::Broken,
+        Ok(Some(text)) => SealedText {
+            seal: check(file, &text),
+            text: Some(text),
+        },
+        Ok(None) => SealedText {
+            text: None,
+            seal: Seal::Intact,
+        },
+        Err(_) => SealedText {
+            text: None,
+            seal: Seal::Broken,
+        },
     }
 }
 

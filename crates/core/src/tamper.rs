@@ -14,8 +14,8 @@
 use crate::activity::{self, Action, Entry};
 use crate::frontmatter;
 use crate::hook_output::HookOutput;
-use crate::paths::{LoopPaths, OwnState};
-use crate::seal::{self, Seal};
+use crate::paths::{LoopPaths, OwnRecords, OwnState};
+use crate::seal::Seal;
 use crate::store;
 
 /// The loop's files that failed their seal, told for the user.
@@ -30,11 +30,12 @@ pub struct Tamper {
 
 /// The changes to the loop's folder ralph did not make, if any.
 pub(crate) fn found(paths: &LoopPaths) -> Option<Tamper> {
-    found_in(paths, &paths.read_own_state())
+    found_in(paths, &paths.read_own_state(), &paths.read_own_records())
 }
 
-/// [`found`], with the state file and its seal as read already.
-pub(crate) fn found_in(paths: &LoopPaths, own: &OwnState) -> Option<Tamper> {
+/// [`found`], with the state file, the records and their seals as read
+/// already.
+pub(crate) fn found_in(paths: &LoopPaths, own: &OwnState, records: &OwnRecords) -> Option<Tamper> {
     let mut changes = Vec::new();
     let mut owner = String::new();
     let mut iteration = 0;
@@ -63,11 +64,11 @@ pub(crate) fn found_in(paths: &LoopPaths, own: &OwnState) -> Option<Tamper> {
             .unwrap_or(0);
         changes.push(describe(last.as_deref(), now));
     }
-    for (file, what) in [
-        (&paths.verify, "verify.json (the checks' results)"),
-        (&paths.review, "review.json (the reviewers' verdicts)"),
+    for (record, what) in [
+        (&records.verify, "verify.json (the checks' results)"),
+        (&records.review, "review.json (the reviewers' verdicts)"),
     ] {
-        if seal::check_file(file) == Seal::Broken {
+        if record.seal == Seal::Broken {
             changes.push(format!("{what} was written by something other than ralph"));
         }
     }

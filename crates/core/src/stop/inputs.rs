@@ -138,10 +138,11 @@ impl StopInputs {
     /// Read what this Stop needs, under the loop lock.
     pub fn gather(paths: &LoopPaths, input: &HookInput) -> Result<Gathered, StoreError> {
         let session = input.session();
-        let (text, state, adopting, seal_form) = match loop_state(paths, session)? {
+        let found = match loop_state(paths, session)? {
             Ok(found) => found,
             Err(gathered) => return Ok(gathered),
         };
+        let (text, state, adopting) = (found.text, found.state, found.adopting);
         let last_message = input.last_assistant_message.as_deref();
         let has_transcript = input
             .transcript_path
@@ -182,7 +183,7 @@ impl StopInputs {
         };
         Ok(Gathered::Loop(Box::new(StopInputs {
             adopting,
-            seal_form,
+            seal_form: found.seal_form,
             in_flight: in_flight(paths, input, &state),
             fresh_worker: crate::fresh::worker_in_flight(&input.background_tasks).is_some(),
             cleanup: cleanup(paths, input, &state),
@@ -205,8 +206,8 @@ impl StopInputs {
             prd,
             blocker: paths.read_blocker(),
             last_injected: paths.read_last_injected(),
-            verify_log: paths.read_verify_log().unwrap_or_default(),
-            review_log: paths.read_review_log().unwrap_or_default(),
+            verify_log: found.records.verify_log(),
+            review_log: found.records.review_log(),
             fingerprint,
             queued,
             mirror,
@@ -218,10 +219,12 @@ impl StopInputs {
 /// adopted from the project's copy), or why the Stop ends here. Before
 /// anything is read as the loop's: a state, a result or a verdict ralph did
 /// not write is told to the user, never used. The state file and its seal
-/// are read once, here.
+/// are read once, here, and so are the checks' results and the reviewers'
+/// verdicts: what their seals judged is what the Stop uses.
 fn loop_state(paths: &LoopPaths, session: &str) -> Result<Result<Found, Gathered>, StoreError> {
     let own = paths.read_own_state();
-    if let Some(t) = crate::tamper::found_in(paths, &own) {
+    let records = paths.read_own_records();
+    if let Some(t) = crate::tamper::found_in(paths, &own, &records) {
         if !owns(&t.owner, session) {
             return Ok(Err(Gathered::NotOurs));
         }
@@ -255,12 +258,27 @@ fn loop_state(paths: &LoopPaths, session: &str) -> Result<Result<Found, Gathered
     if !owns(&state.session_id, session) {
         return Ok(Err(Gathered::NotOurs));
     }
-    Ok(Ok((text, state, adopting, seal_form)))
+    Ok(Ok(Found {
+        text,
+        state,
+        adopting,
+        seal_form,
+        records,
+    }))
 }
 
-/// This session's loop: the state file's text, the state, whether it is
-/// adopted from the project's copy, and where its seal was.
-type Found = (String, Box<LoopState>, bool, crate::seal::Form);
+/// This session's loop, as read once under the lock.
+struct Found {
+    /// The state file's text.
+    text: String,
+    state: Box<LoopState>,
+    /// There is no state file: `text` is the project's copy, adopted.
+    adopting: bool,
+    /// Where the state's seal was.
+    seal_form: crate::seal::Form,
+    /// The checks' results and the reviewers' verdicts, judged by their seals.
+    records: crate::paths::OwnRecords,
+}
 
 /// `--parallel`, a running loop: what the Stop's apply removes of workers
 /// gone (their lanes on the board) and of the client's failed worktrees
