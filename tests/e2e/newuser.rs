@@ -35,8 +35,8 @@ fn version() -> String {
         .to_string()
 }
 
-/// `scripts/release-local` once per test run (it reuses target/release),
-/// into target/e2e-release.
+/// `scripts/release-local` once per test run (cargo reuses its last build
+/// when nothing changed), into target/e2e-release.
 fn release_dir() -> Result<PathBuf, String> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     DIR.get_or_init(|| {
