@@ -375,3 +375,57 @@ fn a_lock_left_by_a_killed_download_is_taken_over_at_once() {
     assert_eq!(s.archive_fetches(), 1);
     assert!(s.leftovers().is_empty(), "{:?}", s.leftovers());
 }
+
+/// The targets the launcher asks for are the ones the release builds, and
+/// the PRD workflow's runners download one of those: a name out of step
+/// (as when Linux moved from glibc to musl) would leave every user of that
+/// platform with no binaries.
+#[test]
+fn the_launcher_asks_for_what_the_release_builds() {
+    let read = |p: &str| fs::read_to_string(Path::new(CHECKOUT).join(p)).unwrap();
+    let launcher = read("plugin/ralph");
+    let mapping = launcher
+        .split("release_target() {")
+        .nth(1)
+        .and_then(|rest| rest.split("\n}").next())
+        .expect("plugin/ralph has release_target()");
+    let mut asked: Vec<String> = mapping
+        .lines()
+        .filter_map(|l| l.split("target=\"").nth(1)?.split('"').next())
+        .flat_map(|t| ["x86_64", "aarch64"].map(|arch| t.replace("$arch", arch)))
+        .collect();
+    asked.sort();
+    asked.dedup();
+
+    let release: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&read(".github/workflows/release.yml")).unwrap();
+    let mut built: Vec<String> = release["jobs"]["build"]["strategy"]["matrix"]["include"]
+        .as_sequence()
+        .expect("release.yml builds a matrix of targets")
+        .iter()
+        .map(|row| row["target"].as_str().unwrap().to_string())
+        .collect();
+    built.sort();
+    assert_eq!(
+        asked, built,
+        "plugin/ralph's targets against release.yml's matrix"
+    );
+    assert!(
+        built.contains(&target()),
+        "this machine's target {} is released",
+        target()
+    );
+
+    let prd = read(".github/workflows/ralph-prd.yml");
+    let runners: Vec<&str> = prd
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("target="))
+        .collect();
+    assert!(!runners.is_empty(), "ralph-prd.yml downloads a release");
+    for t in runners {
+        assert!(
+            built.iter().any(|b| b == t),
+            "ralph-prd.yml downloads {t}, which the release does not build"
+        );
+    }
+}
