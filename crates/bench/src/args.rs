@@ -27,6 +27,10 @@ Options:
                   before), interleaved run by run, and print paired figures
   --cases P,P     only the cases whose label starts with one of these
                   (e.g. reference,1.,6.,7.,S1)
+  --copies K      run each case's binary from K fresh copies in turn
+                  (default 1): where a file's pages sit in memory moves a
+                  short process's time (up to 0.2 ms here, the same binary
+                  in two files), so compare builds over several copies
   -h, --help      this text
 ";
 
@@ -41,6 +45,8 @@ pub(crate) struct Args {
     pub versus: Option<PathBuf>,
     /// Label prefixes of the cases to run (empty: all).
     pub only: Vec<String>,
+    /// Fresh copies of each case's binary, run in turn.
+    pub copies: usize,
 }
 
 impl Args {
@@ -57,6 +63,7 @@ impl Args {
             },
             only: Vec::new(),
             versus: None,
+            copies: 1,
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -87,6 +94,7 @@ impl Args {
                     let list = value()?;
                     args.only = list.split(',').map(str::to_string).collect();
                 }
+                "--copies" => args.copies = count(&key, &value()?)?,
                 "-h" | "--help" => {
                     print!("{USAGE}");
                     std::process::exit(0);
@@ -96,6 +104,9 @@ impl Args {
         }
         if args.runs == 0 {
             return Err("--runs must be at least 1".into());
+        }
+        if args.copies == 0 {
+            return Err("--copies must be at least 1".into());
         }
         Ok(args)
     }

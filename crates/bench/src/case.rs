@@ -54,6 +54,9 @@ pub(crate) enum Target {
 pub(crate) struct Case {
     pub label: String,
     pub(crate) program: PathBuf,
+    /// Fresh copies of `program`, run in turn (`--copies`; empty: the
+    /// program itself).
+    pub(crate) copies: Vec<PathBuf>,
     /// The program's arguments (`statusline` for ralph-setup).
     pub(crate) args: Vec<String>,
     pub(crate) project: PathBuf,
@@ -122,6 +125,22 @@ impl Case {
         Ok(())
     }
 
+    /// Make `k` copies of the program under `dir`, to be run in turn. The
+    /// reference (`/bin/true`) stays as it is: it is the floor.
+    pub(crate) fn spread_over_copies(&mut self, dir: &Path, k: usize) -> std::io::Result<()> {
+        if k < 2 || matches!(self.expect, Expect::Any) {
+            return Ok(());
+        }
+        let name = self.program.file_name().unwrap_or_default().to_owned();
+        for i in 0..k {
+            let copy = dir.join(i.to_string()).join(&name);
+            fs::create_dir_all(dir.join(i.to_string()))?;
+            fs::copy(&self.program, &copy)?;
+            self.copies.push(copy);
+        }
+        Ok(())
+    }
+
     /// The input of run number `run`.
     fn stdin_of(&self, run: usize) -> Vec<u8> {
         let text = String::from_utf8_lossy(&self.stdin);
@@ -136,8 +155,12 @@ impl Case {
     pub(crate) fn run_once(&self, run: usize) -> std::io::Result<(Duration, Vec<u8>)> {
         self.reset()?;
         let stdin = self.stdin_of(run);
+        let program = match self.copies.len() {
+            0 => &self.program,
+            n => &self.copies[run % n],
+        };
         let start = Instant::now();
-        let out = feed(self.command(&self.program), &stdin)?;
+        let out = feed(self.command(program), &stdin)?;
         Ok((start.elapsed(), out))
     }
 

@@ -75,6 +75,10 @@ fn run(args: &Args) -> Result<(), String> {
     if let Some(before) = &args.versus {
         steady::pair_with(&mut setup.cases, before);
     }
+    for (i, case) in setup.cases.iter_mut().enumerate() {
+        case.spread_over_copies(&root.0.join("copies").join(i.to_string()), args.copies)
+            .map_err(|e| format!("copying {}: {e}", case.program.display()))?;
+    }
     let cases = &setup.cases;
     let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
 

@@ -73,6 +73,13 @@ pub(crate) fn header(
             .join(" ")
     );
     let _ = writeln!(out, "- hook: {}", hook.display());
+    if args.copies > 1 {
+        let _ = writeln!(
+            out,
+            "- each case's binary run from {} fresh copies in turn (`--copies`)",
+            args.copies
+        );
+    }
     let _ = writeln!(out, "- temp projects: {} ({})", tmp.display(), fs_type(tmp));
     let _ = writeln!(
         out,

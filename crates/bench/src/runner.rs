@@ -122,6 +122,7 @@ impl Setup {
         cases.push(Case {
             label: "1. no loop (no state file)".into(),
             program: hook.to_path_buf(),
+            copies: Vec::new(),
             args: Vec::new(),
             stdin: stop_input(&project_dir, &t.small, Some(PROMISELESS), false),
             project: project_dir,
@@ -170,6 +171,7 @@ impl Maker<'_> {
         Ok(Some(Case {
             label: "reference: /bin/true (spawn + exec floor)".into(),
             program: t,
+            copies: Vec::new(),
             args: Vec::new(),
             stdin: stop_input(&project, &self.t.small, Some(PROMISELESS), false),
             project,
@@ -194,6 +196,7 @@ impl Maker<'_> {
         Ok(Case {
             label: label.into(),
             program: self.hook.to_path_buf(),
+            copies: Vec::new(),
             args: Vec::new(),
             stdin: stop_input(&project, transcript, last, true),
             reset: vec![(project.join(STATE_FILE), state.to_vec())],
@@ -264,6 +267,7 @@ impl Maker<'_> {
         let case = Case {
             label: "4. PRD loop, 200 stories (dependency chain, 100 passing), blocks".into(),
             program: self.hook.to_path_buf(),
+            copies: Vec::new(),
             args: Vec::new(),
             stdin: stop_input(&prd_project, &self.t.small, Some(PROMISELESS), true),
             reset: vec![
@@ -290,6 +294,7 @@ impl Maker<'_> {
         let case = |label: &str, project: PathBuf, reset, expect| Case {
             label: label.into(),
             program: setup.clone(),
+            copies: Vec::new(),
             args: vec!["statusline".into()],
             stdin: statusline_input(&project),
             project,

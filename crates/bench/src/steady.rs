@@ -94,6 +94,7 @@ fn steady(
     let mut case = Case {
         label: label.into(),
         program: hook.to_path_buf(),
+        copies: Vec::new(),
         args: Vec::new(),
         stdin: stop_input(&project, transcript, Some(&words), true),
         reset: Vec::new(),
