@@ -429,3 +429,55 @@ fn the_launcher_asks_for_what_the_release_builds() {
         );
     }
 }
+
+/// The client sends an exiting session's hooks SIGTERM ~60 ms after they
+/// start; under load that came before `ralph-setup hook-event` could hold it
+/// off, and a StopFailure's pause was lost (scenario 53, once in CI). The
+/// launcher ignores TERM and HUP first thing for `event`, and the binary
+/// starts with them ignored; the other verbs leave them alone.
+#[test]
+fn events_start_with_term_and_hup_ignored() {
+    let p = Project::new("launcher-event-signals");
+    let root = p.path("plugin-root");
+    fs::create_dir_all(root.join("plugin")).unwrap();
+    fs::copy(
+        Path::new(CHECKOUT).join("plugin/ralph"),
+        root.join("plugin/ralph"),
+    )
+    .unwrap();
+    fs::copy(
+        Path::new(CHECKOUT).join("Cargo.toml"),
+        root.join("Cargo.toml"),
+    )
+    .unwrap();
+    let bins = p.path("bins");
+    for b in ["ralph-setup", "ralph-stop-hook"] {
+        write_exe(
+            &bins.join(b),
+            "#!/bin/sh\nwhile IFS= read -r l; do case $l in SigIgn:*) echo \"${l#SigIgn:}\" ;; esac; done < /proc/$$/status\n",
+        );
+    }
+    let ignored = |verb: &str| -> u64 {
+        let out = Command::new("sh")
+            .arg(root.join("plugin/ralph"))
+            .arg(verb)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("RALPH_BIN_DIR", &bins)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        u64::from_str_radix(text.trim(), 16).unwrap_or_else(|_| panic!("{verb}: {text:?}"))
+    };
+    let (term, hup) = (1 << (15 - 1), 1 << (1 - 1));
+    let event = ignored("event");
+    assert_eq!(event & term, term, "event: TERM ignored ({event:x})");
+    assert_eq!(event & hup, hup, "event: HUP ignored ({event:x})");
+    let stop = ignored("stop-hook");
+    assert_eq!(
+        stop & (term | hup),
+        0,
+        "stop-hook: TERM and HUP as they came ({stop:x})"
+    );
+}
