@@ -42,6 +42,17 @@ fn write_exe(path: &Path, text: &str) {
     fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// A plugin root in `p`: the checkout's launcher and Cargo.toml (where it
+/// reads the version).
+fn plugin_root(p: &Project) -> PathBuf {
+    let root = p.path("plugin-root");
+    fs::create_dir_all(root.join("plugin")).unwrap();
+    for file in ["plugin/ralph", "Cargo.toml"] {
+        fs::copy(Path::new(CHECKOUT).join(file), root.join(file)).unwrap();
+    }
+    root
+}
+
 /// A plugin root, a release (stand-in binaries that say who they are) and a
 /// PATH of the system tools plus a counting `curl`.
 struct Setup {
@@ -55,18 +66,7 @@ struct Setup {
 impl Setup {
     fn new(tag: &str, corrupt: bool) -> Setup {
         let p = Project::new(tag);
-        let root = p.path("plugin-root");
-        fs::create_dir_all(root.join("plugin")).unwrap();
-        fs::copy(
-            Path::new(CHECKOUT).join("plugin/ralph"),
-            root.join("plugin/ralph"),
-        )
-        .unwrap();
-        fs::copy(
-            Path::new(CHECKOUT).join("Cargo.toml"),
-            root.join("Cargo.toml"),
-        )
-        .unwrap();
+        let root = plugin_root(&p);
         let name = format!("ralph-{}-{}", cargo_version(), target());
         let stage = p.path("stage").join(&name);
         for b in ["ralph-stop-hook", "ralph-guard", "ralph-setup", "ralph"] {
@@ -438,18 +438,7 @@ fn the_launcher_asks_for_what_the_release_builds() {
 #[test]
 fn events_start_with_term_and_hup_ignored() {
     let p = Project::new("launcher-event-signals");
-    let root = p.path("plugin-root");
-    fs::create_dir_all(root.join("plugin")).unwrap();
-    fs::copy(
-        Path::new(CHECKOUT).join("plugin/ralph"),
-        root.join("plugin/ralph"),
-    )
-    .unwrap();
-    fs::copy(
-        Path::new(CHECKOUT).join("Cargo.toml"),
-        root.join("Cargo.toml"),
-    )
-    .unwrap();
+    let root = plugin_root(&p);
     let bins = p.path("bins");
     for b in ["ralph-setup", "ralph-stop-hook"] {
         write_exe(
