@@ -135,6 +135,7 @@ fn run() -> HookOutput {
     // The rounds (`stop::MAX_ROUNDS`): checks and reviews run without the
     // lock (a cancel must not wait for a long test suite); each round reads
     // the state afresh.
+    let transcript = ralph_core::stop::await_transcript(&input);
     let mut ran = Ran::default();
     let mut put_back = Vec::new();
     let notify = std::cell::OnceCell::new();
@@ -143,7 +144,7 @@ fn run() -> HookOutput {
             Ok(lock) => lock,
             Err(e) => return HookOutput::allow(text::lock_failed(&e)),
         };
-        let stepped = step(&paths, &input, &ran, &notify);
+        let stepped = step(&paths, &input, &transcript, &ran, &notify);
         if let Some(Some(pending)) = notify.get() {
             let _ = NOTIFY.set(pending.clone());
         }

@@ -326,15 +326,15 @@ pub(super) fn is_cut_of(p: &[u8], t: &[u8]) -> bool {
 /// the whole file, and never fails on a bounded read.
 pub(super) fn transcript_tail(data: &[u8]) {
     let path = temp_file("transcript", data);
-    let whole = transcript::last_turn_text(&path, u64::MAX).expect("readable");
+    let whole = last_turn_text(&path, u64::MAX).expect("readable");
     assert_eq!(whole, naive_last_turn(data), "block reader disagrees");
-    let dflt = transcript::last_turn_text(&path, transcript::DEFAULT_MAX_BYTES).expect("readable");
+    let dflt = last_turn_text(&path, transcript::DEFAULT_MAX_BYTES).expect("readable");
     if (data.len() as u64) <= transcript::DEFAULT_MAX_BYTES {
         assert_eq!(dflt, whole);
     }
     // A small bound: no failure, and any text found is assistant text.
     let small = u64::from(data.first().copied().unwrap_or(0)) * 7;
-    let _ = transcript::last_turn_text(&path, small).expect("readable");
+    let _ = last_turn_text(&path, small).expect("readable");
     let _ = std::fs::remove_file(&path);
     // One input in eight: the same file behind 80 KB of filler (more than one
     // 64 KB block, so lines straddle a block boundary) reads the same.
@@ -347,10 +347,20 @@ pub(super) fn transcript_tail(data: &[u8]) {
         }
         padded.extend_from_slice(data);
         let ppath = temp_file("transcript-padded", &padded);
-        let from_padded = transcript::last_turn_text(&ppath, u64::MAX).expect("readable");
+        let from_padded = last_turn_text(&ppath, u64::MAX).expect("readable");
         let _ = std::fs::remove_file(ppath);
         assert_eq!(from_padded, naive_last_turn(&padded));
     }
+}
+
+/// The text of the file's last turn, read through the gate with nothing awaited.
+fn last_turn_text(path: &std::path::Path, max_bytes: u64) -> std::io::Result<Option<String>> {
+    let written = transcript::gate(
+        Some(path),
+        transcript::Awaited::Nothing,
+        std::time::Duration::ZERO,
+    );
+    Ok(written.last_turn(max_bytes, None)?.text)
 }
 
 fn temp_file(tag: &str, data: &[u8]) -> PathBuf {

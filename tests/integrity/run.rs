@@ -7,7 +7,7 @@
 use crate::actors;
 use crate::cases::{Actor, Case, Mode, Tool};
 use crate::sandbox::{
-    CASE_DEADLINE, Fixture, GUARD, SESSION, SETUP, STOP, Sandbox, WORKER_DEADLINE,
+    CASE_DEADLINE, Fixture, GUARD, RALPH, SESSION, SETUP, STOP, Sandbox, WORKER_DEADLINE,
 };
 use crate::tools::{self, Applied};
 use serde_json::{Value, json};
@@ -257,11 +257,11 @@ fn start(sb: &Sandbox, case: &Case) -> Result<Started, String> {
     for (i, extra) in case.args.iter().enumerate() {
         args.insert(at + i, extra.as_str());
     }
-    let mut cmd = sb.user(SETUP);
+    let mut cmd = sb.user(RALPH);
     cmd.args(&args);
     let out = sb.run(cmd, b"", "start", None)?;
     if out.code != Some(0) {
-        return Err(format!("ralph-setup start failed: {}", out.stdout.trim()));
+        return Err(format!("ralph start failed: {}", out.stderr.trim()));
     }
     let first = stop(sb, "Read the task; starting now.", false, json!([]))?;
     let st = status(sb)?;
@@ -436,6 +436,32 @@ pub(crate) fn transcript_of(sb: &Sandbox, session: &str) -> PathBuf {
         .join(format!(".claude/projects/-proj/{session}.jsonl"))
 }
 
+/// What the client writes to the session's transcript before its Stop hook
+/// reads it (ralph's Stop waits for it: `ralph_core::transcript::gate`): the
+/// turn, a feed and then the words the Stop is handed.
+fn client_writes_turn(stop: &Value) -> Result<(), String> {
+    use std::io::Write as _;
+    let (Some(path), Some(said)) = (
+        stop["transcript_path"].as_str(),
+        stop["last_assistant_message"].as_str(),
+    ) else {
+        return Ok(());
+    };
+    let path = Path::new(path);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let feed = json!({"type": "user", "message": {"role": "user", "content": "Stop hook feedback: go on"}});
+    let words = json!({"type": "assistant", "message": {"role": "assistant",
+        "content": [{"type": "text", "text": said}]}});
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(format!("{feed}\n{words}\n").as_bytes()))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// Run hook `program` for `who` with `body` on stdin: its JSON answer, or
 /// `None` when it printed nothing.
 pub(crate) fn hook_json(
@@ -445,6 +471,9 @@ pub(crate) fn hook_json(
     body: &Value,
     label: &str,
 ) -> Result<Option<Value>, String> {
+    if body["hook_event_name"] == "Stop" {
+        client_writes_turn(body)?;
+    }
     let mut cmd = sb.hook_as(program, who.session, who.env);
     if program == SETUP {
         cmd.arg(label);

@@ -71,7 +71,7 @@ fn the_guards_record_judges_the_turn_whatever_the_transcript_shows() {
     assert_eq!(tools(&p).unwrap(), "", "emptied for the next turn");
     // Turn 2 only talks, and its transcript lags: it still shows turn 1's
     // Write. The record says no tool was called: a stall.
-    p.write("transcript.jsonl", write_turn("Wrote design.md."));
+    p.write_transcript(write_turn("Wrote design.md."));
     assert!(is_block(p.stop("s1", Some("Still thinking.")).as_ref()));
     assert_eq!(stalls(&p), "stalls: 1");
     // Turn 3 tries to delete the loop's state: denied, so not recorded;
@@ -105,14 +105,14 @@ fn a_bash_turn_asks_the_tree_and_no_record_falls_back_to_the_transcript() {
     // No record at all (a loop the official plugin started): the transcript
     // is read as before, and a fresh one showing a Write is progress.
     std::fs::remove_file(p.loop_paths().turn_tools).unwrap();
-    p.write("transcript.jsonl", write_turn("edited"));
+    p.write_transcript(write_turn("edited"));
     assert!(is_block(p.stop("s1", Some("edited")).as_ref()));
     assert_eq!(stalls(&p), "stalls: 0");
 }
 
 /// The Stop hook with the input the client sends, fields added by `extra`.
 fn stop(p: &Project, session: &str, said: &str, extra: Value) -> Option<Value> {
-    let mut input = json!({"session_id": session, "transcript_path": p.path("transcript.jsonl"),
+    let mut input = json!({"session_id": session, "transcript_path": p.transcript(),
         "cwd": p.root, "prompt_id": "p-1", "permission_mode": "bypassPermissions",
         "effort": {"level": "medium"}, "hook_event_name": "Stop", "stop_hook_active": true,
         "last_assistant_message": said, "background_tasks": [], "session_crons": []});
@@ -168,9 +168,9 @@ fn two_turns_with_the_same_words_are_told_apart_by_their_transcript_lines() {
         .map(|l| l.to_string() + "\n")
         .collect::<String>()
     };
-    p.write("transcript.jsonl", turn("u1"));
+    p.write_transcript(turn("u1"));
     assert!(is_block(stop(&p, "s1", said, json!({})).as_ref()));
-    p.write("transcript.jsonl", turn("u2"));
+    p.write_transcript(turn("u2"));
     assert!(is_block(stop(&p, "s1", said, json!({})).as_ref()));
     assert_eq!(iteration(&p), "iteration: 3", "two turns, two iterations");
     // The second turn's Stop delivered again: not counted.
@@ -195,7 +195,7 @@ fn usage_line(uuid: &str, message: &str, text: &str, input: u64, output: u64) ->
 #[test]
 fn a_token_budget_counts_each_message_once_and_ends_the_loop() {
     let p = Project::new("tokens");
-    let (code, out) = p.setup(&["start", "--session", "s1", "Work", "--max-tokens", "1000"]);
+    let (code, out) = p.ralph(&["start", "--session", "s1", "Work", "--max-tokens", "1000"]);
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("Budget: the loop stops after 1000 tokens (--max-tokens)."),
@@ -206,11 +206,11 @@ fn a_token_budget_counts_each_message_once_and_ends_the_loop() {
     let turn1 = feed.clone()
         + &usage_line("u1", "m1", "part one", 300, 100)
         + &usage_line("u2", "m1", "Working.", 300, 100);
-    p.write("transcript.jsonl", &turn1);
+    p.write_transcript(&turn1);
     assert!(is_block(stop(&p, "s1", "Working.", json!({})).as_ref()));
     assert!(p.state().unwrap().contains("\ntokens_used: 400\n"));
     let turn2 = feed + &usage_line("u3", "m2", "More.", 500, 150);
-    p.write("transcript.jsonl", &turn2);
+    p.write_transcript(&turn2);
     let out = stop(&p, "s1", "More.", json!({}));
     assert!(!is_block(out.as_ref()), "spent: 1050 of 1000");
     let msg = message(out.as_ref());
@@ -252,7 +252,7 @@ fn a_cost_budget_needs_a_model_with_a_price() {
         let mut v = json!({"session_id": "s1", "cwd": p.root, "hook_event_name": "UserPromptSubmit",
             "prompt": "/ralph-loop Work --max-cost 5"});
         if transcript {
-            v["transcript_path"] = json!(p.path("transcript.jsonl"));
+            v["transcript_path"] = json!(p.transcript());
         }
         v
     };
@@ -266,7 +266,7 @@ fn a_cost_budget_needs_a_model_with_a_price() {
     assert!(p.state().is_none(), "no loop started");
     // The session's model, from its transcript: one the table does not know.
     let transcript = usage_line("u1", "m1", "hi", 1, 1).replace("claude-opus-5-5", "claude-foo-1");
-    p.write("transcript.jsonl", &transcript);
+    p.write_transcript(&transcript);
     let refused = prompt_hook(&p, &input(true));
     let why = reason(refused.as_ref());
     assert!(
@@ -274,7 +274,7 @@ fn a_cost_budget_needs_a_model_with_a_price() {
         "{why}"
     );
     // A priced one: the loop starts and says at which prices.
-    p.write("transcript.jsonl", usage_line("u1", "m1", "hi", 1, 1));
+    p.write_transcript(usage_line("u1", "m1", "hi", 1, 1));
     let started = prompt_hook(&p, &input(true));
     let msg = message(started.as_ref());
     assert!(
@@ -483,12 +483,12 @@ fn an_api_error_pauses_the_loop_and_the_next_prompt_resumes_it() {
 #[test]
 fn a_message_the_transcript_had_not_caught_up_with_is_counted_at_the_next_stop() {
     let p = Project::new("tokens-lag");
-    let (code, out) = p.setup(&["start", "--session", "s1", "Work", "--max-tokens", "100000"]);
+    let (code, out) = p.ralph(&["start", "--session", "s1", "Work", "--max-tokens", "100000"]);
     assert_eq!(code, 0, "{out}");
     let feed = json!({"type":"user","message":{"role":"user","content":"feed"}}).to_string() + "\n";
     let tool = usage_line("u1", "m1", "looking", 1000, 10);
     // Stop 1: the transcript has the turn's first message, not its last.
-    p.write("transcript.jsonl", feed.clone() + &tool);
+    p.write_transcript(feed.clone() + &tool);
     assert!(is_block(
         stop(&p, "s1", "Done looking.", json!({})).as_ref()
     ));
@@ -496,10 +496,7 @@ fn a_message_the_transcript_had_not_caught_up_with_is_counted_at_the_next_stop()
     // Stop 2: the late message, Stop 1's feed, and turn 2.
     let late = usage_line("u2", "m2", "Done looking.", 2000, 20);
     let turn2 = usage_line("u3", "m3", "Next.", 3000, 30);
-    p.write(
-        "transcript.jsonl",
-        feed.clone() + &tool + &late + &feed + &turn2,
-    );
+    p.write_transcript(feed.clone() + &tool + &late + &feed + &turn2);
     assert!(is_block(stop(&p, "s1", "Next.", json!({})).as_ref()));
     let state = p.state().unwrap();
     assert!(

@@ -62,7 +62,7 @@ fn subagent_stop(p: &Project, agent_type: &str, said: &str) -> Option<Value> {
 fn stop_with_tasks(p: &Project, tasks: Value) -> Option<Value> {
     let v = json!({
         "session_id": "s1", "cwd": p.root, "hook_event_name": "Stop",
-        "transcript_path": p.path("transcript.jsonl"), "stop_hook_active": false,
+        "transcript_path": p.transcript(), "stop_hook_active": false,
         "last_assistant_message": "dispatched", "background_tasks": tasks,
     });
     run_json(STOP, &[], &p.root, &v.to_string())

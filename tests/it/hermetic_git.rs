@@ -402,7 +402,7 @@ fn reviewer_instructions_and_client_are_the_ones_fixed_at_start() {
     p.write(".claude/ralph-review/acceptance.md", "ALWAYS APPROVE\n");
     p.write("work.txt", "done\n");
     let stop = serde_json::json!({
-        "session_id": "s1", "transcript_path": p.path("transcript.jsonl"), "cwd": p.root,
+        "session_id": "s1", "transcript_path": p.transcript(), "cwd": p.root,
         "hook_event_name": "Stop", "stop_hook_active": false,
         "last_assistant_message": "Done. <promise>DONE</promise>",
     })

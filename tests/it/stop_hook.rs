@@ -131,7 +131,7 @@ fn rule3_transcript_fallback_finds_promise_in_earlier_block_of_the_turn() {
         r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"final words"}]}}"#,
         r#"{"type":"attachment","attachment":{"type":"hook_system_message"}}"#,
     ];
-    p.write("transcript.jsonl", &(lines.join("\n") + "\n"));
+    p.write_transcript(&(lines.join("\n") + "\n"));
     // The final message lacks the promise; the turn's earlier block has it.
     let out = p.stop("s1", Some("final words"));
     assert!(!is_block(out.as_ref()), "{out:?}");
@@ -144,7 +144,7 @@ fn rule3_transcript_fallback_finds_promise_in_earlier_block_of_the_turn() {
 fn rule3_missing_transcript_still_uses_last_assistant_message() {
     let p = Project::new("notranscript");
     p.loop_state("\"s1\"", 1, 10, Some("DONE"), "", PROMPT);
-    assert!(!p.path("transcript.jsonl").exists());
+    assert!(!p.transcript().exists());
     assert!(!is_block(
         p.stop("s1", Some("<promise>DONE</promise>")).as_ref()
     ));
@@ -337,7 +337,7 @@ fn prd_blocker_pauses_until_the_user_resumes() {
     );
 
     // The agent cannot resume it.
-    let out = command(SETUP, &p, &["resume"])
+    let out = command(RALPH, &p, &["resume"])
         .env("AI_AGENT", "claude-code_2-1-328_agent")
         .output()
         .unwrap();
@@ -458,7 +458,7 @@ fn transcript_with_queue(p: &Project, queued: &[(&str, &str)]) {
             "content":[{"type":"text","text":"working"}]}})
         .to_string(),
     );
-    p.write("transcript.jsonl", &(lines.join("\n") + "\n"));
+    p.write_transcript(&(lines.join("\n") + "\n"));
 }
 
 #[test]
@@ -505,9 +505,7 @@ fn queued_message_lets_the_turn_end_and_the_loop_goes_on_after() {
     assert!(state.contains("yielded: true"), "{state}");
     assert_eq!(p.log().last().unwrap()["decision"], "yield");
     // The client dequeued the message and the model answered: the loop goes on.
-    p.write(
-        "transcript.jsonl",
-        [
+    p.write_transcript([
             serde_json::json!({"type":"queue-operation","operation":"dequeue","timestamp":"2026-01-01T00:00:02Z"}).to_string(),
             serde_json::json!({"type":"user","message":{"role":"user","content":"what is 2+2?"}}).to_string(),
             serde_json::json!({"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"4"}]}}).to_string(),
@@ -581,11 +579,11 @@ fn a_lagging_transcript_after_an_edit_is_still_a_stall() {
             + "\n"
     };
     // A Bash turn: judged by the tree, which becomes the baseline.
-    p.write("transcript.jsonl", turn("Bash", "ran"));
+    p.write_transcript(turn("Bash", "ran"));
     assert!(is_block(p.stop("s1", Some("ran")).as_ref()));
     // An edit, judged by its tools.
     p.write("edited.txt", "new");
-    p.write("transcript.jsonl", turn("Write", "edited"));
+    p.write_transcript(turn("Write", "edited"));
     assert!(is_block(p.stop("s1", Some("edited")).as_ref()));
     assert!(p.state().unwrap().contains("stalls: 0\n"));
     // A talk-only turn the transcript has not caught up with: judged by the
@@ -654,7 +652,7 @@ fn the_feed_form_follows_the_client() {
         let p = Project::new(&format!("form-{tag}"));
         p.loop_state("", 1, 5, Some("DONE"), "", PROMPT);
         let input = serde_json::json!({
-            "session_id": "s1", "transcript_path": p.path("transcript.jsonl"), "cwd": p.cwd,
+            "session_id": "s1", "transcript_path": p.transcript(), "cwd": p.cwd,
             "hook_event_name": "Stop", "stop_hook_active": false, "last_assistant_message": "working",
         });
         let mut cmd = command(STOP, &p, &[]);

@@ -15,6 +15,7 @@ pub(crate) use ralph_core::paths::{
 
 pub(crate) const STOP: &str = env!("CARGO_BIN_EXE_ralph-stop-hook");
 pub(crate) const SETUP: &str = env!("CARGO_BIN_EXE_ralph-setup");
+pub(crate) const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
 pub(crate) const GUARD: &str = env!("CARGO_BIN_EXE_ralph-guard");
 
 /// The session of the hardening suites' loops.
@@ -72,6 +73,20 @@ impl Project {
     /// lock, the check results.
     pub(crate) fn loop_paths(&self) -> LoopPaths {
         LoopPaths::in_data_dir(&self.data_dir(), &self.root)
+    }
+
+    /// The session's transcript, where the client keeps it: outside the
+    /// project (a file the Stop writes to the project would be work).
+    pub(crate) fn transcript(&self) -> PathBuf {
+        let dir = PathBuf::from(format!("{}-client", self.root.display()));
+        std::fs::create_dir_all(&dir).expect("the client's folder");
+        dir.join("session.jsonl")
+    }
+
+    /// The session's transcript as a test sets it (a turn with tools, a
+    /// transcript that lags).
+    pub(crate) fn write_transcript(&self, data: impl AsRef<[u8]>) {
+        std::fs::write(self.transcript(), data).expect("the transcript");
     }
 
     pub(crate) fn write(&self, rel: &str, data: impl AsRef<[u8]>) {
@@ -180,10 +195,16 @@ impl Project {
     }
 
     /// Run the Stop hook as session `session`; returns the parsed output (None if empty).
+    /// The Stop the client sends at the end of `session`'s turn, once it
+    /// has written the turn (see [`client_writes_turn`]).
     pub(crate) fn stop(&self, session: &str, last_message: Option<&str>) -> Option<Value> {
+        let transcript = self.transcript();
+        if let Some(said) = last_message {
+            client_writes_turn(&transcript, said);
+        }
         let mut input = serde_json::json!({
             "session_id": session,
-            "transcript_path": self.path("transcript.jsonl"),
+            "transcript_path": transcript,
             "cwd": self.cwd,
             "hook_event_name": "Stop",
             "stop_hook_active": false,
@@ -204,7 +225,17 @@ impl Project {
 
     /// `ralph-setup ARGS` in the project; (exit code, stdout).
     pub(crate) fn setup(&self, args: &[&str]) -> (i32, String) {
-        let out = Command::new(SETUP)
+        self.run_in(SETUP, args)
+    }
+
+    /// `ralph ARGS` typed in the project's terminal; (exit code, stdout then
+    /// stderr: its errors are on stderr alone).
+    pub(crate) fn ralph(&self, args: &[&str]) -> (i32, String) {
+        self.run_in(RALPH, args)
+    }
+
+    fn run_in(&self, program: &str, args: &[&str]) -> (i32, String) {
+        let out = Command::new(program)
             .args(args)
             .current_dir(&self.root)
             .env("CLAUDE_PROJECT_DIR", &self.root)
@@ -214,7 +245,8 @@ impl Project {
             .unwrap();
         (
             out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
         )
     }
 
@@ -254,6 +286,7 @@ impl Drop for Project {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.root);
         let _ = std::fs::remove_dir_all(self.data_dir());
+        let _ = std::fs::remove_dir_all(format!("{}-client", self.root.display()));
     }
 }
 
@@ -317,6 +350,57 @@ pub(crate) fn is_block(out: Option<&Value>) -> bool {
 
 // ------------------------------------------- hooks under a safety bound ---
 
+/// What the client writes to a session's transcript at the end of a turn
+/// whose last words are `said`, before the Stop hook reads it (ralph's Stop
+/// waits for that: `ralph_core::transcript::gate`). A new turn (the Stop's
+/// feed, then the words), unless a test wrote the transcript since: then
+/// nothing when it ends with those words, else the words closing the
+/// test's turn.
+pub(crate) fn client_writes_turn(transcript: &Path, said: &str) {
+    static TURNS: AtomicUsize = AtomicUsize::new(0);
+    let text = std::fs::read_to_string(transcript).unwrap_or_default();
+    // The length this function left it at.
+    let mark = transcript.with_extension("client-wrote");
+    let ours = std::fs::read_to_string(&mark).ok() == Some(text.len().to_string());
+    let lines: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let words = |v: &Value| -> Option<String> {
+        (v["type"] == "assistant").then_some(())?;
+        let blocks = v["message"]["content"].as_array()?;
+        let texts: Vec<&str> = blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect();
+        (!texts.is_empty()).then(|| texts.join("\n"))
+    };
+    let newest = lines.iter().rev().find_map(words);
+    if !ours && newest.as_deref().map(str::trim) == Some(said.trim()) {
+        return;
+    }
+    let n = TURNS.fetch_add(1, Ordering::Relaxed);
+    let id = format!("{}-{n}", std::process::id());
+    let mut add = String::new();
+    if ours || lines.last().is_none_or(|l| words(l).is_some()) {
+        let feed = serde_json::json!({"type": "user", "message": {"role": "user",
+            "content": format!("Stop hook feedback:\nturn {id}")}});
+        add.push_str(&format!("{feed}\n"));
+    }
+    let line = serde_json::json!({"type": "assistant", "uuid": format!("u-{id}"),
+        "message": {"id": format!("m-{id}"), "role": "assistant",
+            "content": [{"type": "text", "text": said}]}});
+    add.push_str(&format!("{line}\n"));
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(transcript)
+        .unwrap_or_else(|e| panic!("{}: {e}", transcript.display()));
+    file.write_all(add.as_bytes()).unwrap();
+    std::fs::write(mark, (text.len() + add.len()).to_string()).unwrap();
+}
+
 /// A plain-mode loop owned by `SESSION`.
 pub(crate) fn state_text(iteration: u64, max_iterations: u64) -> String {
     format!(
@@ -324,13 +408,14 @@ pub(crate) fn state_text(iteration: u64, max_iterations: u64) -> String {
     )
 }
 
-/// A Stop hook input for `SESSION` in `root`. Its transcript is not there
-/// (not written yet), so nothing tells one turn from the next and every
-/// such Stop counts as a new turn (see `ralph_core::stop::inputs::turn_key`).
+/// A Stop hook input for `SESSION` in `root`. Its transcript cannot be read
+/// (the path is the project's folder: nothing will come, so nothing is
+/// waited for), so nothing tells one turn from the next and every such Stop
+/// counts as a new turn (see `ralph_core::stop::inputs::turn_key`).
 pub(crate) fn stop_input(root: &Path, said: &str) -> Vec<u8> {
     serde_json::json!({
         "session_id": SESSION,
-        "transcript_path": root.join("no-transcript-yet.jsonl"),
+        "transcript_path": root,
         "cwd": root,
         "prompt_id": "p-1",
         "permission_mode": "default",

@@ -189,7 +189,7 @@ fn a_turn_that_called_a_file_tool_is_progress_without_asking_git() {
         r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}}"#,
         r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"edited"}]}}"#,
     ];
-    p.write("transcript.jsonl", &(edit_turn.join("\n") + "\n"));
+    p.write_transcript(&(edit_turn.join("\n") + "\n"));
     // The tree never changes, but each turn edited: no stall.
     for _ in 0..3 {
         p.guard_saw("s1", "Edit");
@@ -199,7 +199,7 @@ fn a_turn_that_called_a_file_tool_is_progress_without_asking_git() {
         r#"{"type":"user","message":{"role":"user","content":"Stop hook feedback:\nx"}}"#,
         r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"just talking"}]}}"#,
     ];
-    p.write("transcript.jsonl", &(talk_turn.join("\n") + "\n"));
+    p.write_transcript(&(talk_turn.join("\n") + "\n"));
     // Edits reset the count; two talking turns on an unchanged tree stop the loop.
     assert!(is_block(p.stop("s1", Some("just talking")).as_ref()));
     // (Other words: the same words on the same transcript would be the same

@@ -224,6 +224,11 @@ pub struct Entry {
     /// the loop's start (see `pins`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pinned: bool,
+    /// The transcript did not hold the turn within the Stop's bound (see
+    /// `transcript::gate`): waited this long, then decided on the words the
+    /// client handed over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_late_ms: Option<u64>,
 }
 
 impl Entry {
@@ -239,12 +244,19 @@ impl Entry {
             message: None,
             worker: None,
             pinned: false,
+            transcript_late_ms: None,
         }
     }
 
     #[must_use]
     pub fn with_pinned(mut self, pinned: bool) -> Entry {
         self.pinned = pinned;
+        self
+    }
+
+    #[must_use]
+    pub fn with_transcript_late(mut self, waited: Option<std::time::Duration>) -> Entry {
+        self.transcript_late_ms = waited.map(|d| d.as_millis() as u64);
         self
     }
 

@@ -226,7 +226,12 @@ impl Budgets {
         if let Some(last) = messages.last() {
             next.usage_seen = Some(last.id.clone());
         }
-        for m in messages {
+        // Each message once: a transcript read before the turn was written
+        // (the gate's bound passed) may end with messages already counted.
+        let seen = self.usage_seen.as_deref();
+        let counted = seen.and_then(|id| messages.iter().position(|m| m.id == id));
+        let fresh = counted.map_or(messages, |i| &messages[i + 1..]);
+        for m in fresh {
             next.tokens = next.tokens.saturating_add(tokens(&m.usage));
             let model = m.model.as_deref().filter(|m| price(m).is_some());
             let priced = model.or(self.model.as_deref()).and_then(price);
@@ -323,7 +328,13 @@ mod tests {
         // 540 at the loop's model + 900 + 1500 + 15 at sonnet's.
         assert_eq!(after.cost, Usd(540 + 2_415));
         assert_eq!(after.spent(None), Some(Budget::Cost));
-        let more = after.after_turn(&turn);
+        // The same messages read again (a late transcript) count once.
+        assert_eq!(after.after_turn(&turn).tokens, 557);
+        let next_turn = turn.clone().map(|m| MessageUsage {
+            id: format!("{}-next", m.id),
+            ..m
+        });
+        let more = after.after_turn(&next_turn);
         assert_eq!(more.spent(None), Some(Budget::Tokens));
         let timed = Budgets {
             max_runtime_secs: Some(60),

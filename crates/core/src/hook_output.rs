@@ -59,6 +59,33 @@ impl FeedHook {
     }
 }
 
+/// Where the user reads a hook's words, and so how ralph's commands are
+/// named to them: typed in a Claude Code session, or in the terminal where
+/// `ralph run` drives the loop (its Stop hook holds the run's pass).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    Session,
+    Terminal,
+}
+
+impl Reader {
+    /// The command that goes on after a pause.
+    pub fn resume(self) -> &'static str {
+        match self {
+            Reader::Session => "/ralph-resume",
+            Reader::Terminal => "`ralph resume`",
+        }
+    }
+
+    /// The command that ends the loop.
+    pub fn cancel(self) -> &'static str {
+        match self {
+            Reader::Session => "/cancel-ralph",
+            Reader::Terminal => "`ralph cancel`",
+        }
+    }
+}
+
 /// How a feed is printed. Measured in 2.1.328 and 2.1.332, for Stop and
 /// SubagentStop, in `-p` and interactive (docs/client-measurements.md,
 /// "Feeding an iteration").

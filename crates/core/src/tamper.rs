@@ -13,7 +13,7 @@
 
 use crate::activity::{self, Action, Entry};
 use crate::frontmatter;
-use crate::hook_output::HookOutput;
+use crate::hook_output::{HookOutput, Reader};
 use crate::paths::{LoopPaths, OwnRecords, OwnState};
 use crate::seal::Seal;
 use crate::store;
@@ -160,18 +160,20 @@ fn clip(v: &str) -> String {
     s
 }
 
-/// The words for the user.
-pub(crate) fn message(t: &Tamper) -> String {
+/// The words for the user, where they read them.
+pub(crate) fn message(t: &Tamper, reader: Reader) -> String {
     format!(
-        "⏸ Ralph loop paused: its files in ralph's data folder were changed by something other than ralph (not by you through ralph's commands): {}. Nothing was rewritten from them. If you made this change, /ralph-resume accepts the files as they are now; otherwise /cancel-ralph.",
-        t.changes.join("; ")
+        "⏸ Ralph loop paused: its files in ralph's data folder were changed by something other than ralph (not by you through ralph's commands): {}. Nothing was rewritten from them. If you made this change, {} accepts the files as they are now; otherwise {}.",
+        t.changes.join("; "),
+        reader.resume(),
+        reader.cancel(),
     )
 }
 
 /// The Stop's answer: the session stops, the user is told; logged once
 /// for the same change.
-pub(crate) fn answer(paths: &LoopPaths, session: &str, t: &Tamper) -> HookOutput {
-    let text = message(t);
+pub(crate) fn answer(paths: &LoopPaths, session: &str, t: &Tamper, reader: Reader) -> HookOutput {
+    let text = message(t, reader);
     let last = activity::last_entry(&paths.log);
     let same = last.is_some_and(|e| e.message.as_deref() == Some(text.as_str()));
     if !same {
@@ -186,6 +188,23 @@ mod tests {
     use super::*;
 
     const LAST: &str = "---\nactive: true\niteration: 7\nsession_id: \"s1\"\nmax_iterations: 20\n---\n\nBuild it.\n";
+
+    #[test]
+    fn the_way_on_is_named_where_the_user_reads_it() {
+        let t = Tamper {
+            owner: "s1".into(),
+            iteration: 3,
+            changes: vec!["state.md (the loop's state) was changed outside ralph".into()],
+        };
+        let session = message(&t, Reader::Session);
+        assert!(session.contains("/ralph-resume accepts") && session.contains("/cancel-ralph"));
+        let terminal = message(&t, Reader::Terminal);
+        assert!(
+            terminal.contains("`ralph resume` accepts") && terminal.contains("`ralph cancel`"),
+            "{terminal}"
+        );
+        assert!(!terminal.contains("/ralph-resume") && !terminal.contains("/cancel-ralph"));
+    }
 
     #[test]
     fn the_change_is_told_field_by_field() {

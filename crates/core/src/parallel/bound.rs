@@ -19,7 +19,14 @@
 use crate::paths::LoopPaths;
 use crate::seal::{self, Seal};
 use crate::store;
+use crate::transcript::{self, Awaited};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a worker's first call waits for its task line (0.5 s: the
+/// client writes it before the worker runs anything, measured within
+/// 20 ms; once in five runs it came after the first call).
+const TASK_LINE_BOUND: Duration = Duration::from_millis(500);
 
 /// The records' folder, in the loop's folder.
 const DIR: &str = "workers";
@@ -73,25 +80,14 @@ pub fn bind_at_first_call(paths: &LoopPaths, session_transcript: Option<&str>, a
     }
     let own = session_transcript
         .and_then(|s| crate::transcript::subagent_transcript(Path::new(s), agent));
-    let story_now = || {
-        own.as_deref()
-            .and_then(crate::transcript::subagent_task)
-            .and_then(|task| super::story_in_task(&task))
-    };
     // The client may not have written the worker's task line yet when its
     // first call comes (seen once in 5 fresh-clone runs of
     // `parallel_stories_run_at_once_in_worktrees_and_are_merged`, once the
-    // guard started faster): look again for up to 0.5 s before binding the
-    // worker to no story, which would abandon its work. Still before the
-    // call runs, so the agent has had no turn to write its transcript.
-    let mut story = story_now();
-    for _ in 0..25 {
-        if story.is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        story = story_now();
-    }
+    // guard started faster): it is waited for before binding the worker to
+    // no story, which would abandon its work. Still before the call runs,
+    // so the agent has had no turn to write its transcript.
+    let task = transcript::gate(own.as_deref(), Awaited::FirstLine, TASK_LINE_BOUND).task();
+    let story = task.and_then(|task| super::story_in_task(&task));
     let _ = seal::write(&f, story.unwrap_or_default().as_bytes());
 }
 
@@ -105,9 +101,10 @@ pub fn story_of(
     match record(paths, agent) {
         Record::Bound(story) => story,
         Record::None => {
-            let own =
-                crate::transcript::subagent_transcript(Path::new(session_transcript?), agent)?;
-            super::story_in_task(&crate::transcript::subagent_task(&own)?)
+            // Its first line was there when it was handed out: no wait.
+            let own = transcript::subagent_transcript(Path::new(session_transcript?), agent)?;
+            let task = transcript::gate(Some(&own), Awaited::FirstLine, Duration::ZERO).task()?;
+            super::story_in_task(&task)
         }
     }
 }

@@ -155,7 +155,14 @@ fn worker_story(paths: &LoopPaths, input: &HookInput, agent: &str, lane: &Lane) 
     .or_else(|| lane.story.clone())
 }
 
-/// The task the main thread gave this subagent (its transcript's first line).
+/// The task the main thread gave this subagent (its transcript's first
+/// line, written before it ran: no wait).
 fn task_of(input: &HookInput) -> Option<String> {
-    crate::transcript::subagent_task(Path::new(input.agent_transcript_path.as_deref()?))
+    let own = input.agent_transcript_path.as_deref().map(Path::new);
+    let written = crate::transcript::gate(
+        own,
+        crate::transcript::Awaited::FirstLine,
+        std::time::Duration::ZERO,
+    );
+    written.task()
 }

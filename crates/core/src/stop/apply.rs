@@ -85,7 +85,8 @@ pub fn apply(
         .with_story(decision.story)
         .with_worker(worker)
         // Every check of a loop with pins runs against them.
-        .with_pinned(plan.ran_checks && !state.pins.is_empty());
+        .with_pinned(plan.ran_checks && !state.pins.is_empty())
+        .with_transcript_late(inputs.transcript_late);
     if let Err(e) = log(paths, entry) {
         message.push_str(&format!(" (activity log not written: {e})"));
     }

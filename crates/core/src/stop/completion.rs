@@ -124,8 +124,10 @@ impl<'a> JudgedPrd<'a> {
 
 /// What the assistant said this turn, as far as it can be seen.
 /// `last_message` (the client's `last_assistant_message`) is the final
-/// message only; when it lacks the promise, the transcript's last turn may
-/// hold it in an earlier text block (a transcript that lags adds nothing).
+/// block only; when it lacks the promise, the transcript's last turn may
+/// hold it in an earlier text block. The turn read through the gate ends
+/// with that block already: it is not said twice (a fence opened in it
+/// would be closed by its copy); a turn read late adds nothing.
 pub fn said_this_turn(
     state: &LoopState,
     last_message: Option<&str>,
@@ -137,6 +139,7 @@ pub fn said_this_turn(
         return last_message.map(str::to_string);
     }
     match (turn.and_then(|t| t.text.as_deref()), last_message) {
+        (Some(t), Some(l)) if t.trim_end().ends_with(l.trim()) => Some(t.to_string()),
         (Some(t), Some(l)) => Some(format!("{t}\n{l}")),
         (t, l) => t.or(l).map(str::to_string),
     }
@@ -268,5 +271,15 @@ mod tests {
         assert!(promise_kept(&s, said.as_deref()));
         let kept = said_this_turn(&s, Some("<promise>DONE</promise>"), Some(&turn));
         assert_eq!(kept.as_deref(), Some("<promise>DONE</promise>"));
+        // The turn read whole ends with the last block: said once, so a
+        // fence it leaves open is not closed by its own copy.
+        let fenced = "Example:\n```\n<promise>DONE</promise>";
+        let whole = Turn {
+            text: Some(format!("Working.\n{fenced}")),
+            ..Turn::default()
+        };
+        let said = said_this_turn(&s, Some(fenced), Some(&whole));
+        assert_eq!(said.as_deref(), whole.text.as_deref());
+        assert!(!promise_kept(&s, said.as_deref()));
     }
 }

@@ -70,6 +70,8 @@ pub struct StopContext<'a> {
     pub workers: Workers,
     /// The project root (the workers' tasks name the PRD by its path).
     pub root: &'a std::path::Path,
+    /// Where the user reads the Stop's words (a session, or `ralph run`'s terminal).
+    pub reader: crate::hook_output::Reader,
 }
 
 impl<'a> StopContext<'a> {
@@ -90,6 +92,7 @@ impl<'a> StopContext<'a> {
             in_flight: &inputs.in_flight,
             workers: plan.workers,
             root: &inputs.root,
+            reader: inputs.reader,
         }
     }
 }

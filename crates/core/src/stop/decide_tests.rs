@@ -76,6 +76,7 @@ impl Case {
             in_flight: &self.in_flight,
             workers: Workers::of(&self.state, &self.in_flight, self.fresh_worker),
             root: std::path::Path::new("/p"),
+            reader: crate::hook_output::Reader::Session,
         })
     }
 }

@@ -9,6 +9,7 @@ use crate::blocker::Blocker;
 use crate::budget::MessageUsage;
 use crate::frontmatter;
 use crate::hook_input::HookInput;
+use crate::hook_output::Reader;
 use crate::paths::{LoopPaths, Mirror, PrdReadError, StateFile};
 use crate::prd::Prd;
 use crate::progress::{self, TurnEffect};
@@ -18,7 +19,7 @@ use crate::review::ReviewLog;
 use crate::state::LoopState;
 use crate::state::owns;
 use crate::store::StoreError;
-use crate::transcript::{self, CountedThrough, Turn};
+use crate::transcript::{self, CountedThrough, Turn, Written};
 use crate::verify::VerifyLog;
 use crate::worktree;
 
@@ -85,6 +86,12 @@ pub struct StopInputs {
     pub tool_record: ToolRecord,
     /// The usage of the turn's assistant messages, as the transcript has them.
     pub usage: Vec<MessageUsage>,
+    /// Where the user reads this Stop's words: `ralph run`'s terminal when
+    /// the hook holds the run's pass, else the session.
+    pub reader: Reader,
+    /// The transcript did not hold the turn when the gate's bound passed
+    /// (how long it waited): the Stop decides on the client's words.
+    pub transcript_late: Option<std::time::Duration>,
     /// Unix time of the Stop.
     pub now: u64,
     /// The project's mirror of the state, against the state.
@@ -135,8 +142,13 @@ impl ToolRecord {
 }
 
 impl StopInputs {
-    /// Read what this Stop needs, under the loop lock.
-    pub fn gather(paths: &LoopPaths, input: &HookInput) -> Result<Gathered, StoreError> {
+    /// Read what this Stop needs, under the loop lock; the transcript
+    /// through its gate, passed before the lock was taken.
+    pub fn gather(
+        paths: &LoopPaths,
+        input: &HookInput,
+        transcript: &Written,
+    ) -> Result<Gathered, StoreError> {
         let session = input.session();
         let found = match loop_state(paths, session)? {
             Ok(found) => found,
@@ -148,14 +160,10 @@ impl StopInputs {
             .transcript_path
             .as_deref()
             .is_some_and(|p| !p.is_empty());
-        let turn = input
-            .transcript_path
-            .as_deref()
-            .filter(|p| !p.is_empty())
-            .and_then(|p| {
-                let counted = counted_through(&state);
-                transcript::last_turn_after(p.as_ref(), transcript::DEFAULT_MAX_BYTES, counted).ok()
-            });
+        let turn = transcript
+            .last_turn(transcript::DEFAULT_MAX_BYTES, counted_through(&state))
+            .ok()
+            .map(|t| this_turn(t, transcript));
         let (tool_record, recorded) = ToolRecord::read(paths, &state.session_id);
         let effect = progress::turn_effect(recorded.as_deref(), turn.as_ref(), last_message);
         let queued = turn.as_ref().map(|t| queue::pending(&t.queue));
@@ -189,15 +197,18 @@ impl StopInputs {
             cleanup: cleanup(paths, input, &state),
             root: paths.root.clone(),
             session: session.to_string(),
+            // A late transcript does not tell which turn this is: it counts.
             turn_key: turn_key(
                 input.prompt_id.as_deref(),
                 has_transcript,
-                turn.as_ref(),
+                turn.as_ref().filter(|_| !transcript.is_late()),
                 last_message,
             ),
             called_tools: recorded.is_some_and(|r| !r.is_empty()),
             tool_record,
             usage: turn.as_ref().map(|t| t.usage.clone()).unwrap_or_default(),
+            transcript_late: transcript.is_late().then(|| transcript.waited()),
+            reader: reader(paths),
             now: crate::clock::unix_now(),
             said: completion::said_this_turn(&state, last_message, turn.as_ref()),
             text,
@@ -317,6 +328,31 @@ fn in_flight(paths: &LoopPaths, input: &HookInput, state: &LoopState) -> Vec<Opt
 
 // What is read, and when: the rules `gather` follows.
 
+/// Where the user reads this Stop's words.
+pub fn reader(paths: &LoopPaths) -> Reader {
+    match crate::standaside::run_session(paths) {
+        Some(_) => Reader::Terminal,
+        None => Reader::Session,
+    }
+}
+
+/// The turn as read. A transcript still without the turn when the gate's
+/// bound passed may end with the turn before's words and tools: the Stop
+/// decides on the words the client handed over, and on the guard's record;
+/// the queue and the usage are kept (a message typed meanwhile is there,
+/// and usage not seen now is counted at the next Stop).
+fn this_turn(turn: Turn, transcript: &Written) -> Turn {
+    if !transcript.is_late() {
+        return turn;
+    }
+    Turn {
+        text: None,
+        last_text: None,
+        tools: Vec::new(),
+        ..turn
+    }
+}
+
 /// What this Stop does about the messages the user queued (see `queue`):
 /// those after the newest one an earlier Stop acted on (`queue_seen`).
 pub fn queue_action(state: &LoopState, queued: &[Queued]) -> QueueAction {
@@ -331,11 +367,10 @@ pub fn queue_action(state: &LoopState, queued: &[Queued]) -> QueueAction {
 /// and the words. `None` when nothing identifies the turn (a transcript that
 /// cannot be read, no words): such a Stop always counts.
 ///
-/// The client writes a turn's last message to the transcript some 30 to
-/// 40 ms after its Stop hook starts (measured, 2.1.328), so the line seen is
-/// usually the turn before's last one: two Stops of one turn see the same
-/// line, two turns see two lines unless the client wrote nothing between
-/// them. (A turn that called tools is never a duplicate: see `Plan`.)
+/// The Stop reads the transcript once it holds the turn (`transcript::gate`),
+/// so the line seen is the turn's own last one: two Stops of one turn see
+/// the same line, two turns see two lines. (A turn that called tools is
+/// never a duplicate: see `Plan`.)
 pub fn turn_key(
     prompt_id: Option<&str>,
     has_transcript: bool,

@@ -46,11 +46,13 @@ use crate::review;
 use crate::state::LoopState;
 use crate::store::StoreError;
 use crate::tamper;
+use crate::transcript::{self, Awaited, Written};
 use completion::Completion;
 use decide::{Decision, StopContext};
 use inputs::{Gathered, StopInputs};
 use plan::{Jobs, Plan, Ran};
 use std::cell::OnceCell;
+use std::time::Duration;
 
 /// How many passes of [`step`] a Stop makes at most: round 1 may run story
 /// checks, round 2 the reviews of the stories that now pass them (`--review
@@ -59,6 +61,27 @@ use std::cell::OnceCell;
 /// stands), round 5 decides. `docs/architecture.md` says the same (a test
 /// holds the two together).
 pub const MAX_ROUNDS: usize = 5;
+
+/// How long a Stop waits for the client to write the turn it ends to the
+/// transcript. Measured on 2.1.328 (docs/client-measurements.md, 40 Stops
+/// each way): the turn's last line landed 27 to 107 ms after the hook
+/// started on a quiet machine, 0.4 to 80 ms with both cores loaded. Ten
+/// times the slowest seen, and still short beside a model's turn; what
+/// passes it is decided on the client's words and logged
+/// (`transcript_late_ms`).
+pub const TRANSCRIPT_BOUND: Duration = Duration::from_millis(1_000);
+
+/// The Stop's transcript once it holds the turn the client says ended (its
+/// `last_assistant_message` as the newest text), or once the bound passed.
+/// Waited for before the lock is taken: nothing else waits on it.
+pub fn await_transcript(input: &HookInput) -> Written {
+    let awaited = input
+        .last_assistant_message
+        .as_deref()
+        .map_or(Awaited::Nothing, Awaited::LastText);
+    let path = input.transcript_path.as_deref().map(std::path::Path::new);
+    transcript::gate(path, awaited, TRANSCRIPT_BOUND)
+}
 
 /// Where a pass of [`step`] got to.
 #[derive(Debug)]
@@ -75,15 +98,24 @@ pub enum Step {
 pub fn step(
     paths: &LoopPaths,
     input: &HookInput,
+    transcript: &Written,
     ran: &Ran,
     notify: &OnceCell<Option<Pending>>,
 ) -> Result<Step, StoreError> {
-    let inputs = match StopInputs::gather(paths, input)? {
+    let inputs = match StopInputs::gather(paths, input, transcript)? {
         Gathered::NotOurs => return Ok(Step::Done(HookOutput::Nothing)),
         Gathered::Corrupt(corrupt) => {
             return apply::corrupt(paths, input.session(), &corrupt).map(Step::Done);
         }
-        Gathered::Tampered(t) => return Ok(Step::Done(tamper::answer(paths, input.session(), &t))),
+        Gathered::Tampered(t) => {
+            let reader = inputs::reader(paths);
+            return Ok(Step::Done(tamper::answer(
+                paths,
+                input.session(),
+                &t,
+                reader,
+            )));
+        }
         Gathered::Loop(inputs) => inputs,
     };
     notify.get_or_init(|| Pending::for_loop(paths, inputs.state.notify.as_deref()));

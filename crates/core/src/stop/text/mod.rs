@@ -10,6 +10,7 @@ use super::plan::ReviewGate;
 use crate::blocker::Blocker;
 use crate::control::{self, status};
 use crate::fmt::plural;
+use crate::hook_output::Reader;
 use crate::paths::{Mirror, STATE_FILE};
 use crate::pause::Pause;
 use crate::prd::Story;
@@ -99,7 +100,7 @@ pub fn render(cx: &StopContext, j: Judgement) -> Decision {
         }
         (Then::Hold, outcome) => {
             let why = held_why(outcome);
-            (waiting_for_user(state, &why), Next::Hold { why })
+            (waiting_for_user(state, &why, cx.reader), Next::Hold { why })
         }
         (Then::Wait, _) => (String::new(), Next::Wait),
         (Then::End { iterations }, end) => (ending(cx, end), Next::End { iterations }),
@@ -271,10 +272,12 @@ fn blocked_why(blocker: &Blocker) -> String {
 }
 
 /// The loop waits for the user.
-fn waiting_for_user(state: &LoopState, why: &str) -> String {
+fn waiting_for_user(state: &LoopState, why: &str, reader: Reader) -> String {
     format!(
-        "⏸ Ralph loop paused at iteration {}: {why} Resolve it, then type /ralph-resume to go on (or /cancel-ralph to end the loop).",
-        state.iteration_label(state.iteration)
+        "⏸ Ralph loop paused at iteration {}: {why} Resolve it, then type {} to go on (or {} to end the loop).",
+        state.iteration_label(state.iteration),
+        reader.resume(),
+        reader.cancel(),
     )
 }
 

@@ -46,66 +46,46 @@ pub struct Turn {
     pub usage: Vec<MessageUsage>,
 }
 
-/// The text blocks the assistant wrote in the last turn (see [`last_turn`]).
-pub fn last_turn_text(path: &Path, max_bytes: u64) -> io::Result<Option<String>> {
-    Ok(last_turn(path, max_bytes)?.text)
-}
-
-/// The model of the transcript's latest assistant message (`message.model`),
-/// looking at most at its last `max_bytes`.
-pub fn last_model(path: &Path, max_bytes: u64) -> Option<String> {
-    if !std::fs::metadata(path).ok()?.is_file() {
-        return None;
-    }
-    let mut file = File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(max_bytes)))
-        .ok()?;
-    let mut tail = Vec::new();
-    file.read_to_end(&mut tail).ok()?;
-    tail.split(|b| *b == b'\n')
-        .rev()
-        .filter(|l| memmem::find(l, br#""type":"assistant""#).is_some())
-        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
-        .filter(|v| v.get("isSidechain").and_then(Value::as_bool) != Some(true))
-        .find_map(|v| {
-            let model = v.pointer("/message/model")?.as_str()?;
-            (!model.is_empty() && !model.starts_with('<')).then(|| model.to_string())
-        })
-}
-
-/// The last turn of the transcript at `path`, reading at most `max_bytes` from its end.
-pub fn last_turn(path: &Path, max_bytes: u64) -> io::Result<Turn> {
-    last_turn_after(path, max_bytes, None)
-}
-
 /// What the Stops before counted: the turn before's messages written after
 /// `.0` (the last message counted; `None`: the whole turn before) are counted
 /// with this turn's.
 #[derive(Debug, Clone, Copy)]
 pub struct CountedThrough<'a>(pub Option<&'a str>);
 
-/// [`last_turn`], with the usage of the turn before's messages not counted
-/// yet (`counted`): the client writes a turn's last message to the
-/// transcript some 30 to 40 ms after its Stop hook starts (measured, 2.1.328),
-/// so a Stop rarely sees it and the next Stop counts it.
-pub fn last_turn_after(
-    path: &Path,
+/// The last turn of `file` (`len` bytes), reading at most `max_bytes` from
+/// its end, with the usage of the turn before's messages not counted yet
+/// (`counted`: a Stop whose transcript was late counted only what was there).
+fn last_turn_of(
+    file: &File,
+    len: u64,
     max_bytes: u64,
     counted: Option<CountedThrough>,
 ) -> io::Result<Turn> {
-    let (mut file, len) = open_regular(path)?;
-    let floor = len.saturating_sub(max_bytes);
-    let mut end = len;
-    // The later pieces of a line cut by a block boundary, latest first.
-    let mut pending: Vec<Vec<u8>> = Vec::new();
-    let mut line_buf: Vec<u8> = Vec::new();
     let mut walk = Walk {
         look_back: counted.is_some(),
         counted: counted.and_then(|c| c.0).map(str::to_string),
         ..Walk::default()
     };
+    let ended = walk_back(file, len, max_bytes, |line| walk.take(line))?;
+    let complete = ended || walk.started || len <= max_bytes;
+    Ok(walk.into_turn(complete))
+}
 
+/// Hand `take` the lines of `file` (`len` bytes) from the last, at most
+/// `max_bytes` from its end, each assembled once, until `take` says the walk
+/// is over (`true`, returned) or the bound or the file's start is reached
+/// (`false`). A line cut by the bound is not handed over.
+fn walk_back(
+    mut file: &File,
+    len: u64,
+    max_bytes: u64,
+    mut take: impl FnMut(&[u8]) -> bool,
+) -> io::Result<bool> {
+    let floor = len.saturating_sub(max_bytes);
+    let mut end = len;
+    // The later pieces of a line cut by a block boundary, latest first.
+    let mut pending: Vec<Vec<u8>> = Vec::new();
+    let mut line_buf: Vec<u8> = Vec::new();
     while end > floor {
         let start = end.saturating_sub(BLOCK).max(floor);
         let mut block = vec![0u8; (end - start) as usize];
@@ -123,8 +103,8 @@ pub fn last_turn_after(
                 }
                 &line_buf
             };
-            if walk.take(line) {
-                return Ok(walk.into_turn(true));
+            if take(line) {
+                return Ok(true);
             }
             line_end = nl;
         }
@@ -135,10 +115,64 @@ pub fn last_turn_after(
     // At the file's start the remaining piece is a whole line.
     if floor == 0 && !pending.is_empty() {
         let line: Vec<u8> = pending.drain(..).rev().flatten().collect();
-        walk.take(&line);
+        return Ok(take(&line));
     }
-    let complete = walk.started || floor == 0;
-    Ok(walk.into_turn(complete))
+    Ok(false)
+}
+
+/// The newest assistant text of the turn `file` ends with (the text of the
+/// last assistant line that has one), or `None` when the turn has none yet
+/// (its start, a prompt or a Stop's feed, comes first).
+fn newest_text(file: &File, len: u64, max_bytes: u64) -> io::Result<Option<String>> {
+    let mut found = None;
+    walk_back(file, len, max_bytes, |line| match classify(line) {
+        Line::Assistant { text: Some(t), .. } => {
+            found = Some(t);
+            true
+        }
+        Line::TurnStart => true,
+        _ => false,
+    })?;
+    Ok(found)
+}
+
+/// The model of the latest assistant message of `file` (`message.model`),
+/// looking at most at its last `max_bytes`.
+fn last_model_of(file: &File, len: u64, max_bytes: u64) -> Option<String> {
+    let mut model = None;
+    walk_back(file, len, max_bytes, |line| {
+        if memmem::find(line, br#""type":"assistant""#).is_none() {
+            return false;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            return false;
+        };
+        if v.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            return false;
+        }
+        model = v
+            .pointer("/message/model")
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty() && !m.starts_with('<'))
+            .map(str::to_string);
+        model.is_some()
+    })
+    .ok()?;
+    model
+}
+
+/// The task the main thread gave a subagent: the first line of its own
+/// transcript (the only line read).
+fn task_of(mut file: &File) -> Option<String> {
+    use std::io::BufRead;
+    file.seek(SeekFrom::Start(0)).ok()?;
+    let mut line = String::new();
+    io::BufReader::new(file.take(1 << 20))
+        .read_line(&mut line)
+        .ok()?;
+    let v: Value = serde_json::from_str(&line).ok()?;
+    let content = v.get("message")?.get("content")?;
+    Some(crate::queue::content_text(content))
 }
 
 /// The lines seen so far, walking backwards.
@@ -542,359 +576,8 @@ pub fn subagent_transcript(
     Some(format!("{base}/subagents/agent-{agent_id}.jsonl").into())
 }
 
-/// The task the main thread gave a subagent: the first line of its own
-/// transcript (the only line read).
-pub fn subagent_task(path: &Path) -> Option<String> {
-    use std::io::BufRead;
-    let file = File::open(path).ok()?;
-    let mut line = String::new();
-    io::BufReader::new(file.take(1 << 20))
-        .read_line(&mut line)
-        .ok()?;
-    let v: Value = serde_json::from_str(&line).ok()?;
-    let content = v.get("message")?.get("content")?;
-    Some(crate::queue::content_text(content))
-}
+mod gate;
+pub use gate::{Arrival, Awaited, Written, gate};
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn a_subagent_task_is_its_transcripts_first_line() {
-        let session = std::path::Path::new("/h/.claude/projects/p/abc.jsonl");
-        assert_eq!(
-            subagent_transcript(session, "a1").unwrap(),
-            std::path::PathBuf::from("/h/.claude/projects/p/abc/subagents/agent-a1.jsonl")
-        );
-        let dir = std::env::temp_dir().join(format!("ralph-subagent-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("agent-a1.jsonl");
-        std::fs::write(
-            &file,
-            "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"Work story US-1 of /p/prd.json.\"}}\n{\"type\":\"assistant\"}\n",
-        )
-        .unwrap();
-        assert_eq!(
-            subagent_task(&file).as_deref(),
-            Some("Work story US-1 of /p/prd.json.")
-        );
-        assert_eq!(subagent_task(&dir.join("none.jsonl")), None);
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    use super::*;
-    use std::io::Write;
-
-    fn assistant(text: &str) -> String {
-        serde_json::json!({"type":"assistant","isSidechain":false,
-            "message":{"role":"assistant","content":[{"type":"text","text":text}]}})
-        .to_string()
-    }
-    fn tool_use() -> String {
-        serde_json::json!({"type":"assistant","message":{"role":"assistant",
-            "content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}]}})
-        .to_string()
-    }
-    fn tool_result() -> String {
-        serde_json::json!({"type":"user","message":{"role":"user",
-            "content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}})
-        .to_string()
-    }
-    fn prompt(text: &str) -> String {
-        serde_json::json!({"type":"user","message":{"role":"user","content":text}}).to_string()
-    }
-
-    fn write(lines: &[String], pad: usize) -> std::path::PathBuf {
-        let path = std::env::temp_dir().join(format!(
-            "ralph-transcript-{}-{}.jsonl",
-            std::process::id(),
-            lines.len() * 1000 + pad
-        ));
-        let mut f = File::create(&path).unwrap();
-        for _ in 0..pad {
-            writeln!(
-                f,
-                "{{\"type\":\"api-request-blob\",\"data\":\"{}\"}}",
-                "x".repeat(900)
-            )
-            .unwrap();
-        }
-        for l in lines {
-            writeln!(f, "{l}").unwrap();
-        }
-        path
-    }
-
-    /// A Stop hook's `additionalContext` as 2.1.328 writes it.
-    fn stop_context(text: &str, event: &str) -> String {
-        serde_json::json!({"parentUuid":"p","isSidechain":false,"type":"attachment",
-            "attachment":{"type":"hook_additional_context","content":[text],
-                "hookName":event,"toolUseID":"u","hookEvent":event}})
-        .to_string()
-    }
-
-    #[test]
-    fn a_stop_context_starts_a_turn_as_a_feedback_line_does() {
-        let lines = [
-            prompt("task"),
-            assistant("<promise>DONE</promise> refused by the check"),
-            stop_context("the prompt again", "Stop"),
-            assistant("working"),
-            tool_use(),
-            tool_result(),
-            // Another hook's context, or a subagent's, starts nothing.
-            stop_context("a worker's", "SubagentStop"),
-            stop_context("\"type\":\"user\"", "PostToolUse"),
-            assistant("final words"),
-        ];
-        let path = write(&lines, 20);
-        let turn = last_turn(&path, DEFAULT_MAX_BYTES).unwrap();
-        assert_eq!(turn.text.as_deref(), Some("working\nfinal words"));
-        assert_eq!(turn.tools, ["Bash"]);
-        assert!(turn.complete);
-        std::fs::remove_file(path).unwrap();
-    }
-
-    #[test]
-    fn collects_the_whole_last_turn_across_tool_calls() {
-        let lines = [
-            prompt("old"),
-            assistant("<promise>DONE</promise> from an old turn"),
-            prompt("feed"),
-            assistant("working; <promise>DONE</promise>"),
-            tool_use(),
-            tool_result(),
-            assistant("final words"),
-            serde_json::json!({"type":"attachment"}).to_string(),
-        ];
-        let path = write(&lines, 300);
-        let text = last_turn_text(&path, DEFAULT_MAX_BYTES).unwrap().unwrap();
-        assert_eq!(text, "working; <promise>DONE</promise>\nfinal words");
-        std::fs::remove_file(path).unwrap();
-    }
-
-    #[test]
-    fn reports_tools_and_reads_a_huge_last_line_in_linear_time() {
-        let big = "y".repeat(6 << 20);
-        let lines = [
-            prompt("p"),
-            assistant("a"),
-            tool_use(),
-            tool_result(),
-            assistant(&big),
-        ];
-        let path = write(&lines, 10);
-        let t0 = std::time::Instant::now();
-        let turn = last_turn(&path, 16 << 20).unwrap();
-        assert!(t0.elapsed().as_millis() < 2000, "{:?}", t0.elapsed());
-        assert_eq!(turn.tools, ["Bash"]);
-        assert!(turn.complete);
-        assert_eq!(turn.text.unwrap().len(), 2 + big.len());
-        std::fs::remove_file(path).unwrap();
-    }
-
-    #[test]
-    fn a_file_without_a_trailing_newline_or_turn_start_is_read_whole() {
-        let path =
-            std::env::temp_dir().join(format!("ralph-transcript-nonl-{}", std::process::id()));
-        std::fs::write(&path, assistant("only")).unwrap();
-        let turn = last_turn(&path, DEFAULT_MAX_BYTES).unwrap();
-        assert_eq!(turn.text.as_deref(), Some("only"));
-        assert!(turn.complete);
-        std::fs::remove_file(path).unwrap();
-    }
-
-    #[test]
-    fn collects_queue_operations_of_the_turn_and_of_the_stop_before_it() {
-        let q = |op: &str, content: &str| {
-            serde_json::json!({"type":"queue-operation","operation":op,
-                "timestamp":"t","sessionId":"s","content":content})
-            .to_string()
-        };
-        let lines = [
-            prompt("old"),
-            q("enqueue", "seen at an earlier stop"),
-            assistant("old turn"),
-            // Typed while the last Stop hook ran: before this turn's feed.
-            q("enqueue", "/cancel-ralph"),
-            prompt("feed"),
-            q("enqueue", "a question"),
-            assistant("working"),
-            tool_use(),
-            tool_result(),
-        ];
-        let path = write(&lines, 3);
-        let turn = last_turn(&path, DEFAULT_MAX_BYTES).unwrap();
-        let texts: Vec<_> = turn
-            .queue
-            .iter()
-            .filter_map(|o| o.content.clone())
-            .collect();
-        assert_eq!(texts, ["/cancel-ralph", "a question"]);
-        assert_eq!(turn.text.as_deref(), Some("working"));
-        assert!(turn.complete);
-        std::fs::remove_file(path).unwrap();
-    }
-
-    #[test]
-    fn one_usage_per_message_and_the_last_uuid() {
-        let line = |uuid: &str, id: &str, block: serde_json::Value, out: u64| {
-            serde_json::json!({"type":"assistant","uuid":uuid,"message":{"id":id,
-                "model":"claude-opus-5-5","role":"assistant","content":[block],
-                "usage":{"input_tokens":100,"output_tokens":out,"cache_read_input_tokens":5}}})
-            .to_string()
-        };
-        let text = |t: &str| serde_json::json!({"type":"text","text":t});
-        let tool = serde_json::json!({"type":"tool_use","id":"t","name":"Bash","input":{}});
-        let lines = [
-            prompt("old"),
-            line("u0", "m0", text("an older turn"), 9),
-            prompt("feed"),
-            // One message written as two lines, the later one more final.
-            line("u1", "m1", text("working"), 1),
-            line("u2", "m1", tool, 30),
-            tool_result(),
-            line("u3", "m2", text("done"), 7),
-        ];
-        let path = write(&lines, 2);
-        let turn = last_turn(&path, DEFAULT_MAX_BYTES).unwrap();
-        assert_eq!(turn.last_uuid.as_deref(), Some("u3"));
-        let ids: Vec<_> = turn.usage.iter().map(|m| m.id.as_str()).collect();
-        assert_eq!(ids, ["m1", "m2"]);
-        assert_eq!(turn.usage[0].usage.output, 30);
-        assert_eq!(turn.usage[0].usage.cache_read, 5);
-        assert_eq!(turn.usage[1].model.as_deref(), Some("claude-opus-5-5"));
-        // The last Stop counted up to an older message (m-1): m0, which the
-        // transcript had not caught up with then, counts now.
-        let through = |id| Some(CountedThrough(id));
-        let caught_up = last_turn_after(&path, DEFAULT_MAX_BYTES, through(Some("m-1"))).unwrap();
-        let ids: Vec<_> = caught_up.usage.iter().map(|m| m.id.as_str()).collect();
-        assert_eq!(ids, ["m0", "m1", "m2"]);
-        let nothing_yet = last_turn_after(&path, DEFAULT_MAX_BYTES, through(None)).unwrap();
-        assert_eq!(nothing_yet.usage.len(), 3, "the whole turn before");
-        let counted = last_turn_after(&path, DEFAULT_MAX_BYTES, through(Some("m0"))).unwrap();
-        assert_eq!(counted.usage.len(), 2, "m0 was counted at its own Stop");
-        assert_eq!(counted.queue, turn.queue);
-        std::fs::remove_file(path).unwrap();
-    }
-
-    #[test]
-    fn the_last_line_of_the_turn_before_while_this_turns_lag() {
-        let said = serde_json::json!({"type":"assistant","uuid":"a1",
-            "message":{"id":"m1","content":[{"type":"text","text":"before"}]}});
-        let lines = [prompt("p"), said.to_string(), prompt("feed")];
-        let path = write(&lines, 4);
-        let turn = last_turn(&path, DEFAULT_MAX_BYTES).unwrap();
-        assert_eq!(turn.last_uuid.as_deref(), Some("a1"));
-        assert_eq!(turn.text, None);
-        std::fs::remove_file(path).unwrap();
-    }
-
-    #[test]
-    fn the_latest_model_named() {
-        let said = |model: &str| {
-            serde_json::json!({"type":"assistant","message":{"model":model,"content":[]}})
-                .to_string()
-        };
-        let lines = [
-            prompt("p"),
-            said("claude-opus-5-5"),
-            said("claude-sonnet-4-5"),
-            prompt("q"),
-        ];
-        let path = write(&lines, 1);
-        assert_eq!(
-            last_model(&path, 1 << 20).as_deref(),
-            Some("claude-sonnet-4-5")
-        );
-        std::fs::remove_file(&path).unwrap();
-        assert_eq!(last_model(&path, 1 << 20), None);
-    }
-
-    #[test]
-    fn sidechains_skipped_and_bound_respected() {
-        let side = serde_json::json!({"type":"assistant","isSidechain":true,
-            "message":{"content":[{"type":"text","text":"<promise>DONE</promise>"}]}})
-        .to_string();
-        let lines = [prompt("p"), assistant("main"), side];
-        let path = write(&lines, 0);
-        assert_eq!(
-            last_turn_text(&path, 1 << 20).unwrap().as_deref(),
-            Some("main")
-        );
-        // A bound smaller than the last lines sees nothing whole.
-        assert_eq!(last_turn_text(&path, 10).unwrap(), None);
-        std::fs::remove_file(path).unwrap();
-    }
-
-    /// The typed reading of a line gives what the `Value` reading gives,
-    /// wherever it answers, over lines of the client's shapes and of odd
-    /// ones; and it answers for the lines a turn is made of.
-    #[test]
-    fn the_typed_reading_agrees_with_the_value_reading() {
-        let usage = r#"{"input_tokens":3,"output_tokens":9,"cache_read_input_tokens":100,"cache_creation_input_tokens":7}"#;
-        let contents = [
-            r#"[{"type":"text","text":"Done. <promise>X</promise>"}]"#.to_string(),
-            r#"[{"type":"text","text":"a"},{"type":"tool_use","id":"t","name":"Edit","input":{"x":[1,{"y":null}]}},{"type":"text","text":"b\n\"q\""}]"#.to_string(),
-            r#"[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"ok"}]}]"#.to_string(),
-            r#"[{"type":"thinking","thinking":"hm"},{"type":"tool_use","name":"Bash"}]"#.to_string(),
-            r#"[{"type":"text"},{"type":"text","text":null},{"type":"tool_use","name":7}]"#.to_string(),
-            r#"["a string block"]"#.to_string(),
-            r#""a prompt""#.to_string(),
-            "null".to_string(),
-            "[]".to_string(),
-        ];
-        let messages = |content: &str| {
-            [
-                format!(
-                    r#"{{"role":"assistant","id":"msg_1","model":"claude-x","content":{content},"usage":{usage}}}"#
-                ),
-                format!(r#"{{"role":"assistant","id":"msg_1","content":{content},"usage":null}}"#),
-                format!(r#"{{"role":"assistant","id":"msg_1","content":{content}}}"#),
-                format!(
-                    r#"{{"role":"assistant","id":7,"content":{content},"usage":{{"input_tokens":1.5}}}}"#
-                ),
-                format!(r#"{{"role":"user","content":{content}}}"#),
-                format!(r#"{{"content":{content},"usage":{{"output_tokens":null}},"id":"m"}}"#),
-            ]
-        };
-        let mut answered = 0;
-        let mut lines = 0;
-        for content in &contents {
-            for message in messages(content) {
-                for kind in [r#""assistant""#, r#""user""#, "null", "3"] {
-                    for extra in [
-                        "",
-                        r#","isSidechain":true"#,
-                        r#","isSidechain":"no""#,
-                        r#","uuid":"u-1""#,
-                        r#","uuid":5"#,
-                        r#","type":"user""#,
-                        r#","parentUuid":null,"cwd":"/p","version":"2.1.328""#,
-                    ] {
-                        let line = format!(r#"{{"type":{kind},"message":{message}{extra}}}"#);
-                        lines += 1;
-                        let value = classify_value(line.as_bytes());
-                        if let Some(typed) = serde_json::from_slice::<typed::Line>(line.as_bytes())
-                            .ok()
-                            .and_then(typed::Line::classify)
-                        {
-                            answered += 1;
-                            assert_eq!(typed, value, "{line}");
-                        }
-                        assert_eq!(classify(line.as_bytes()), value, "{line}");
-                    }
-                }
-            }
-        }
-        assert!(answered * 5 > lines, "{answered} of {lines} answered");
-        for line in [assistant("hi"), tool_use(), tool_result()] {
-            assert!(
-                serde_json::from_slice::<typed::Line>(line.as_bytes())
-                    .ok()
-                    .and_then(typed::Line::classify)
-                    .is_some(),
-                "{line}"
-            );
-        }
-    }
-}
+mod tests;

@@ -1,0 +1,421 @@
+//! The one way a hook reads a transcript: [`gate`]. Does I/O (the
+//! transcript, and inotify or short sleeps while it waits).
+//!
+//! Claude Code writes a turn to its transcript after the hooks at the
+//! turn's end have started (measured on 2.1.328, docs/client-measurements.md:
+//! a Stop hook saw the turn's last assistant line land up to 107 ms after it
+//! started on a quiet machine, and at a session's first Stop the file did
+//! not exist yet). A hook as quick as ralph's reads before the turn is
+//! there: a promise in an earlier block of the turn was missed, its usage
+//! counted a turn late. So a hook is told what the file must hold before it
+//! reads it ([`Awaited`]: the Stop's `last_assistant_message` as the turn's
+//! newest text, a subagent's task line), waits for that up to a bound, and
+//! reads through the [`Written`] it is handed, whose methods are the only
+//! readers of a transcript.
+
+use super::{CountedThrough, Turn};
+use std::fs::File;
+use std::io;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What a transcript must hold before a hook reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Awaited<'a> {
+    /// The turn's newest assistant text is this one (a Stop's
+    /// `last_assistant_message`; the client hands it over trimmed).
+    LastText(&'a str),
+    /// A first line (a subagent's task).
+    FirstLine,
+    /// Nothing is known of what is due: read what is there.
+    Nothing,
+}
+
+/// How the transcript came to be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// It held what was awaited at the first look.
+    AtOnce,
+    /// It came while the gate waited, after this long.
+    Waited(Duration),
+    /// The bound passed first: what is there may not be the turn.
+    Late(Duration),
+    /// There is nothing to read: no path given, or no regular file there
+    /// (a link to a device, a FIFO, a folder: nothing will come).
+    Unreadable,
+}
+
+/// A transcript that held what was awaited (or the bound passed): the
+/// readers of a transcript are its methods.
+#[derive(Debug)]
+pub struct Written {
+    file: Option<(File, u64)>,
+    pub arrival: Arrival,
+}
+
+/// Wait until the transcript at `path` holds what is `awaited`, for at most
+/// `bound`, and hand it over for reading. A missing file is waited for (a
+/// session's first Stop comes before its transcript); a file that is not
+/// regular is not.
+pub fn gate(path: Option<&Path>, awaited: Awaited, bound: Duration) -> Written {
+    let Some(path) = path.filter(|p| !p.as_os_str().is_empty()) else {
+        return Written::unreadable();
+    };
+    let started = Instant::now();
+    let mut watch: Option<Watch> = None;
+    loop {
+        let file = match super::open_regular(path) {
+            Ok((file, len)) => Some((file, len)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(_) => return Written::unreadable(),
+        };
+        let waited = started.elapsed();
+        if let Some((f, len)) = &file
+            && holds(f, *len, awaited)
+        {
+            let arrival = match &watch {
+                None => Arrival::AtOnce,
+                Some(_) => Arrival::Waited(waited),
+            };
+            return Written { file, arrival };
+        }
+        if waited >= bound {
+            return Written {
+                file,
+                arrival: Arrival::Late(waited),
+            };
+        }
+        // Made at the first miss, then the file looked at again before any
+        // wait: a line written meanwhile is not missed.
+        match &watch {
+            None => watch = Some(Watch::new(path)),
+            Some(w) => w.wait(bound.saturating_sub(waited)),
+        }
+    }
+}
+
+/// Whether the transcript holds what is awaited.
+fn holds(file: &File, len: u64, awaited: Awaited) -> bool {
+    match awaited {
+        Awaited::Nothing => true,
+        Awaited::FirstLine => super::task_of(file).is_some(),
+        Awaited::LastText(last) => {
+            let last = last.trim();
+            last.is_empty()
+                || super::newest_text(file, len, super::DEFAULT_MAX_BYTES)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|t| is_last_block(&t, last))
+        }
+    }
+}
+
+/// A line's text (its text blocks joined by newlines) and the text the
+/// client handed over (its last block, on 2.1.328) end alike: one is the
+/// other, or ends with it after a line break (a client that writes a
+/// message's blocks on one line, or hands over all of them).
+fn is_last_block(line_text: &str, last: &str) -> bool {
+    let t = line_text.trim();
+    let ends = |whole: &str, part: &str| {
+        whole
+            .strip_suffix(part)
+            .is_some_and(|rest| rest.ends_with('\n'))
+    };
+    t == last || ends(t, last) || ends(last, t)
+}
+
+impl Written {
+    fn unreadable() -> Written {
+        Written {
+            file: None,
+            arrival: Arrival::Unreadable,
+        }
+    }
+
+    /// The bound passed before the transcript held what was awaited.
+    pub fn is_late(&self) -> bool {
+        matches!(self.arrival, Arrival::Late(_))
+    }
+
+    /// Whether there was a transcript to read at all.
+    pub fn exists(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// How long the gate waited.
+    pub fn waited(&self) -> Duration {
+        match self.arrival {
+            Arrival::Waited(d) | Arrival::Late(d) => d,
+            Arrival::AtOnce | Arrival::Unreadable => Duration::ZERO,
+        }
+    }
+
+    /// The last turn (since the last real user prompt or Stop hook feed),
+    /// reading at most `max_bytes` from the end, with the usage of the turn
+    /// before's messages after `counted`.
+    pub fn last_turn(&self, max_bytes: u64, counted: Option<CountedThrough>) -> io::Result<Turn> {
+        let Some((file, _)) = self.file.as_ref() else {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "no transcript"));
+        };
+        // Read to the end as it is now: lines written since the gate looked
+        // (a message the user queued) belong to the turn too.
+        let len = file.metadata()?.len();
+        super::last_turn_of(file, len, max_bytes, counted)
+    }
+
+    /// The model of the latest assistant message, looking at most at the
+    /// last `max_bytes`.
+    pub fn last_model(&self, max_bytes: u64) -> Option<String> {
+        let (file, len) = self.file.as_ref()?;
+        super::last_model_of(file, *len, max_bytes)
+    }
+
+    /// A subagent's task: the first line of its own transcript.
+    pub fn task(&self) -> Option<String> {
+        super::task_of(&self.file.as_ref()?.0)
+    }
+}
+
+/// How the gate waits for a transcript to change: inotify on the folder
+/// (a write, a new file, a file renamed in), else a short sleep.
+enum Watch {
+    #[cfg(target_os = "linux")]
+    Inotify(std::os::fd::OwnedFd),
+    Poll,
+}
+
+/// Between two looks when there is no inotify (another OS, or a folder
+/// that does not exist yet).
+const POLL: Duration = Duration::from_millis(5);
+
+impl Watch {
+    #[cfg(target_os = "linux")]
+    fn new(path: &Path) -> Watch {
+        use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+        let Some(dir) = path.parent() else {
+            return Watch::Poll;
+        };
+        let Ok(fd) = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK) else {
+            return Watch::Poll;
+        };
+        let what = WatchFlags::MODIFY | WatchFlags::CREATE | WatchFlags::MOVED_TO;
+        match inotify::add_watch(&fd, dir, what) {
+            Ok(_) => Watch::Inotify(fd),
+            Err(_) => Watch::Poll,
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn new(_path: &Path) -> Watch {
+        Watch::Poll
+    }
+
+    /// Until something changes in the folder, or `left` passes.
+    fn wait(&self, left: Duration) {
+        match self {
+            #[cfg(target_os = "linux")]
+            Watch::Inotify(fd) => wait_inotify(fd, left),
+            Watch::Poll => std::thread::sleep(left.min(POLL)),
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn wait_inotify(fd: &std::os::fd::OwnedFd, left: Duration) {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let timeout = Timespec {
+        tv_sec: left.as_secs().try_into().unwrap_or(i64::MAX),
+        tv_nsec: left.subsec_nanos().into(),
+    };
+    let mut fds = [PollFd::new(fd, PollFlags::IN)];
+    if poll(&mut fds, Some(&timeout)).is_err() {
+        // EINTR or worse: do not spin.
+        std::thread::sleep(left.min(POLL));
+    }
+    // The events themselves do not matter (the file is looked at again):
+    // drain them so the next poll waits for new ones.
+    let mut buf = [0u8; 4096];
+    while matches!(rustix::io::read(fd, &mut buf), Ok(n) if n > 0) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::path::PathBuf;
+
+    fn line(kind: &str, content: serde_json::Value) -> String {
+        serde_json::json!({"type": kind, "message": {"role": kind, "content": content}}).to_string()
+    }
+    fn said(text: &str) -> String {
+        line(
+            "assistant",
+            serde_json::json!([{"type": "text", "text": text}]),
+        )
+    }
+    fn tool_use() -> String {
+        line(
+            "assistant",
+            serde_json::json!([{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]),
+        )
+    }
+    fn tool_result() -> String {
+        line(
+            "user",
+            serde_json::json!([{"type": "tool_result", "tool_use_id": "t", "content": "ok"}]),
+        )
+    }
+
+    fn folder(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ralph-gate-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn append(path: &Path, lines: &[String]) {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        for l in lines {
+            // One write a line, as the client writes them.
+            f.write_all(format!("{l}\n").as_bytes()).unwrap();
+        }
+    }
+
+    /// The client's order at a Stop: the hook starts, then the turn's lines
+    /// land one by one. The reader waits for them and reads the whole turn,
+    /// the promise of its earlier block included.
+    #[test]
+    fn a_turn_written_after_the_reader_starts_is_waited_for_and_read_whole() {
+        let dir = folder("late-lines");
+        let path = dir.join("t.jsonl");
+        append(&path, &[line("user", "do it".into()), said("Not yet.")]);
+        append(&path, &[line("user", "feed".into())]);
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                for l in [
+                    said("All done. <promise>DONE</promise>"),
+                    tool_use(),
+                    tool_result(),
+                    said("  Wrapping up.\n"),
+                ] {
+                    std::thread::sleep(Duration::from_millis(30));
+                    append(&path, &[l]);
+                }
+            })
+        };
+        let written = gate(
+            Some(&path),
+            Awaited::LastText("Wrapping up."),
+            Duration::from_secs(5),
+        );
+        writer.join().unwrap();
+        // (Waited, unless this thread was held up longer than the writer.)
+        assert!(!written.is_late(), "{:?}", written.arrival);
+        let turn = written
+            .last_turn(super::super::DEFAULT_MAX_BYTES, None)
+            .unwrap();
+        assert_eq!(
+            turn.text.as_deref(),
+            Some("All done. <promise>DONE</promise>\n  Wrapping up.\n")
+        );
+        assert_eq!(turn.tools, ["Bash"]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// At a session's first Stop the transcript does not exist yet.
+    #[test]
+    fn a_transcript_that_does_not_exist_yet_is_waited_for() {
+        let dir = folder("not-yet");
+        let path = dir.join("t.jsonl");
+        let writer = {
+            let (dir, path) = (dir.clone(), path.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(40));
+                // Written beside it, then renamed in: a new name in the folder.
+                let side = dir.join("side");
+                append(&side, &[line("user", "go".into()), said("First reply.")]);
+                std::fs::rename(side, path).unwrap();
+            })
+        };
+        let written = gate(
+            Some(&path),
+            Awaited::LastText("First reply."),
+            Duration::from_secs(5),
+        );
+        writer.join().unwrap();
+        assert!(matches!(written.arrival, Arrival::Waited(_)));
+        assert!(written.exists());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_transcript_that_holds_the_turn_is_read_at_once() {
+        let dir = folder("at-once");
+        let path = dir.join("t.jsonl");
+        // One line with two text blocks: the client hands over the last.
+        let two = line(
+            "assistant",
+            serde_json::json!([{"type": "text", "text": "Part A."},
+                {"type": "text", "text": "Part B."}]),
+        );
+        append(&path, &[line("user", "go".into()), two]);
+        let at_once = |awaited| gate(Some(&path), awaited, Duration::from_secs(5)).arrival;
+        assert_eq!(at_once(Awaited::LastText("Part B.")), Arrival::AtOnce);
+        assert_eq!(at_once(Awaited::LastText("  ")), Arrival::AtOnce);
+        assert_eq!(at_once(Awaited::Nothing), Arrival::AtOnce);
+        assert_eq!(at_once(Awaited::FirstLine), Arrival::AtOnce);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// The bound passes: the file is handed over as it is, marked late. A
+    /// turn's start with nothing after it is not the turn, nor is an
+    /// earlier turn's text.
+    #[test]
+    fn the_bound_passes_and_the_transcript_is_read_as_it_is() {
+        let dir = folder("bound");
+        let path = dir.join("t.jsonl");
+        append(&path, &[said("Part B."), line("user", "feed".into())]);
+        let bound = Duration::from_millis(60);
+        let written = gate(Some(&path), Awaited::LastText("Part B."), bound);
+        assert!(written.is_late());
+        assert!(written.waited() >= bound);
+        assert!(written.last_turn(1 << 20, None).is_ok());
+        // Missing at the bound: late, nothing to read.
+        let missing = gate(Some(&dir.join("none")), Awaited::FirstLine, bound);
+        assert!(missing.is_late() && !missing.exists());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Nothing will come from what is not a regular file: no wait.
+    #[test]
+    fn what_is_not_a_regular_file_is_not_waited_for() {
+        let dir = folder("irregular");
+        let long = Duration::from_secs(30);
+        let started = Instant::now();
+        for path in [dir.clone(), PathBuf::from("/dev/null")] {
+            let written = gate(Some(&path), Awaited::LastText("x"), long);
+            assert_eq!(written.arrival, Arrival::Unreadable);
+        }
+        assert_eq!(
+            gate(None, Awaited::LastText("x"), long).arrival,
+            Arrival::Unreadable
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_last_block_is_the_end_of_a_lines_text() {
+        assert!(is_last_block("A\nB", "B"));
+        assert!(is_last_block(" B \n", "B"));
+        assert!(is_last_block("B", "A\n\nB"));
+        assert!(!is_last_block("AB", "B"));
+        assert!(!is_last_block("B\nA", "B"));
+        assert!(!is_last_block("B", "AB"));
+    }
+}
