@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// A `ralph run`'s settings.
 pub(crate) struct Config {
-    /// What `ralph-setup start` gets after `--session`.
+    /// The loop's options and prompt, as `ralph start` takes them.
     pub start_args: Vec<String>,
     pub claude: String,
     pub client_args: Vec<String>,

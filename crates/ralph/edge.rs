@@ -157,21 +157,6 @@ fn run_in_place(cmd: &mut Command, bin: &std::path::Path) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// `ralph start ...`: the same start as `ralph-setup start`, by running it.
-pub(crate) fn exec_setup_start(session: Option<String>, args: &[String]) -> ExitCode {
-    let Some(bin) = find_binary("ralph-setup") else {
-        eprintln!("ralph: {SETUP_MISSING}");
-        return ExitCode::from(2);
-    };
-    let mut cmd = Command::new(&bin);
-    cmd.arg("start");
-    if let Some(s) = session {
-        cmd.arg("--session").arg(s);
-    }
-    cmd.args(args);
-    run_in_place(&mut cmd, &bin)
-}
-
 // ---------------------------------------------------------------------------
 // The run lock
 

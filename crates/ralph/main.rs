@@ -2,8 +2,8 @@
 //! loop headless, one fresh `claude -p` per iteration, on the same core as
 //! the in-session loop (the same start, state file, log, guard and Stop
 //! hook); `start`, `status`, `cancel`, `resume`, `report` and `statusline`
-//! are the in-client commands' terminal forms (`start`, `resume`, `report`
-//! and `statusline` run `ralph-setup`, the hooks' binary, for the work).
+//! are the in-client commands' terminal forms, each a call into ralph-core
+//! (`statusline` runs `ralph-setup`, whose status line it is).
 //! The loop options are defined once (`ralph_core::args::options`).
 
 mod child;
@@ -13,6 +13,7 @@ mod merge;
 mod plan;
 mod prepare;
 mod runner;
+mod start;
 mod story;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,8 @@ use ralph_core::run::failure::Pacing;
 use ralph_core::run::options::{parse_duration, parse_tokens};
 use ralph_core::run::outcome::EXIT_USAGE;
 use ralph_core::run::rotation::Thresholds;
+use ralph_core::store;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -124,6 +127,9 @@ fn main() -> ExitCode {
             Command::Cancel => Some("ralph cancel"),
             Command::Resume => Some("ralph resume"),
             Command::Merge(_) => Some("ralph merge"),
+            // A file written wherever the agent points (the loop's state,
+            // the command policy, the user's settings): it reads stdout.
+            Command::Report { html: Some(_) } => Some("ralph report --html"),
             _ => None,
         };
         if let Some(what) = refused {
@@ -134,15 +140,9 @@ fn main() -> ExitCode {
     let paths = || LoopPaths::new(project_root_from_env(None));
     match command {
         Command::Run { args } => run(&args),
-        Command::Start { session, args } => edge::exec_setup_start(session, &args),
-        Command::Resume => edge::exec_setup("resume", &[]),
-        Command::Report { html } => {
-            let args: Vec<String> = html
-                .into_iter()
-                .flat_map(|f| ["--html".into(), f])
-                .collect();
-            edge::exec_setup("report", &args)
-        }
+        Command::Start { session, args } => start(&paths(), session, &args),
+        Command::Resume => printed(control::resume(&paths()).map(|r| r.message().to_string())),
+        Command::Report { html } => report(&paths(), html.as_deref().map(Path::new)),
         Command::Statusline { action, then } => {
             let args: Vec<String> = match (action.as_deref(), then) {
                 (Some("install"), _) => vec!["--install".into()],
@@ -185,6 +185,68 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+/// `ralph start [--session ID] ARGS...`: a loop started from the terminal
+/// for the first session that stops here (or the one named), or its help.
+/// Without `--verify`, the command policy's `[gates] full` row is its check.
+fn start(paths: &LoopPaths, session: Option<String>, argv: &[String]) -> ExitCode {
+    let session = session
+        .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok())
+        .unwrap_or_default();
+    let a = match args::parse_argv(argv) {
+        Ok(a) if a.help => {
+            println!("{}", control::terminal_help(false));
+            return ExitCode::SUCCESS;
+        }
+        Ok(a) => a,
+        Err(e) => return usage_error(&e.to_string()),
+    };
+    match start::start(paths, &session, &a, None) {
+        Ok(started) => {
+            print!("{}{}", started.summary, started.task);
+            ExitCode::SUCCESS
+        }
+        Err(e) => usage_error(&e.to_string()),
+    }
+}
+
+/// `ralph report [--html FILE]`: the last loop of the activity log, as text
+/// or one HTML page.
+fn report(paths: &LoopPaths, html: Option<&Path>) -> ExitCode {
+    let log = store::read_optional(&paths.log)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let Some(r) = ralph_core::loop_report::Report::of_log(&log, paths.read_verify_log()) else {
+        println!(
+            "No Ralph loop has run here yet ({} is empty).",
+            paths.log.display()
+        );
+        return ExitCode::SUCCESS;
+    };
+    let Some(file) = html else {
+        print!("{}", r.to_text());
+        return ExitCode::SUCCESS;
+    };
+    printed(store::atomic_write(file, r.to_html().as_bytes()).map(|()| {
+        format!(
+            "The loop's report is in {} ({}).",
+            file.display(),
+            r.ending()
+        )
+    }))
+}
+
+/// A command's message on stdout, or its error on stderr.
+fn printed<E: std::fmt::Display>(result: Result<String, E>) -> ExitCode {
+    match result {
+        Ok(msg) => {
+            println!("{msg}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => usage_error(&e.to_string()),
     }
 }
 

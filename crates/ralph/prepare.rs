@@ -9,7 +9,6 @@ use ralph_core::paths::LoopPaths;
 use ralph_core::run::handoff::HANDOFF_FILE;
 use ralph_core::run::progress::Style;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 pub(crate) struct Prepared {
     pub setup: Setup,
@@ -22,6 +21,7 @@ pub(crate) struct Prepared {
 
 /// Everything before the first iteration: binaries, lock, the loop's start.
 pub(crate) fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<Prepared, String> {
+    // The client's hooks run the binaries beside it (`RALPH_BIN_DIR`).
     let setup_bin = edge::find_binary("ralph-setup").ok_or(edge::SETUP_MISSING)?;
     let hook_bin = edge::find_binary("ralph-stop-hook")
         .ok_or("ralph-stop-hook not found next to ralph, in $RALPH_BIN_DIR or on PATH")?;
@@ -46,12 +46,11 @@ pub(crate) fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<P
     let run_dir = root.join(edge::RUNS_DIR).join(&run_id);
     std::fs::create_dir_all(&run_dir)
         .map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
-    let summary = start_loop(&setup_bin, root, &session, &cfg.start_args, &cfg.claude)
-        .inspect_err(|_| {
-            // Nothing was started: leave no trace of this run.
-            let _ = std::fs::remove_dir(&run_dir);
-            let _ = std::fs::remove_dir(root.join(edge::RUNS_DIR));
-        })?;
+    let summary = start_loop(paths, &session, &cfg.start_args, &cfg.claude).inspect_err(|_| {
+        // Nothing was started: leave no trace of this run.
+        let _ = std::fs::remove_dir(&run_dir);
+        let _ = std::fs::remove_dir(root.join(edge::RUNS_DIR));
+    })?;
     // A hand-off left by an earlier run is not this run's: kept aside.
     let old = root.join(HANDOFF_FILE);
     if old.exists() {
@@ -77,43 +76,20 @@ pub(crate) fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<P
     })
 }
 
-/// `ralph-setup start --session S ARGS`: the same start as `/ralph-loop`.
-/// Returns its summary (the lines before the task). `claude`: the client
-/// this run drives, recorded at start as the reviewers' (`RALPH_CLAUDE`).
+/// The same start as `/ralph-loop`, for the run's session. Returns its
+/// summary (the lines before the task). `claude`: the client this run
+/// drives, recorded at start as the reviewers'.
 fn start_loop(
-    bin: &Path,
-    root: &Path,
+    paths: &LoopPaths,
     session: &str,
     args: &[String],
     claude: &str,
 ) -> Result<String, String> {
-    let out = Command::new(bin)
-        .arg("start")
-        .arg("--session")
-        .arg(session)
-        .args(args)
-        .current_dir(root)
-        .env("CLAUDE_PROJECT_DIR", root)
-        .env("RALPH_CLAUDE", claude)
-        .env_remove("CLAUDE_CODE_SESSION_ID")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    if !out.status.success() {
-        let said = text.trim().trim_start_matches("ralph: ").to_string();
-        return Err(if said.is_empty() {
-            format!("the loop could not start ({})", out.status)
-        } else {
-            said
-        });
-    }
-    Ok(text
-        .split("\n\n")
-        .next()
-        .unwrap_or("")
-        .trim_end()
-        .to_string())
+    let a = ralph_core::args::parse_argv(args).map_err(|e| e.to_string())?;
+    let started =
+        crate::start::start(paths, session, &a, Some(claude)).map_err(|e| e.to_string())?;
+    let summary = started.summary.split("\n\n").next().unwrap_or("");
+    Ok(summary.trim_end().to_string())
 }
 
 /// `20261201-001502-4f2a`: sortable, and unique enough for one project.

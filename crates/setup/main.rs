@@ -7,7 +7,8 @@
 //! session id, so the prompt reaches the state file byte for byte and the loop
 //! belongs to the session that started it. The skills' `!` lines only
 //! call `show`, `cancel` and `status`, which take no user text; `ralph`
-//! runs `start`, `resume`, `report` and `statusline --install/--off` here.
+//! runs `statusline --install/--off` here (its start, resume and report
+//! call ralph-core themselves).
 //!
 //! The commands themselves are `ralph_core::setup::commands`; this binary
 //! parses the command line, routes the typed slash commands, and reads the
@@ -21,9 +22,8 @@ use ralph_core::continuity;
 use ralph_core::control;
 use ralph_core::hook_input::HookInput;
 use ralph_core::hook_output::{HookOutput, fail_open};
-use ralph_core::paths::{LoopPaths, POLICY_FILE, POLICY_FILE_ALT, project_root_from_env};
-use ralph_core::setup::{Gate, PromptAsks, StartError, Started, commands, prompt_asks};
-use ralph_core::store;
+use ralph_core::paths::{LoopPaths, project_root_from_env};
+use ralph_core::setup::{PromptAsks, StartError, Started, commands, prompt_asks};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -42,16 +42,6 @@ struct Cli {
 /// Every verb is hidden: they are the hooks', the skills' and `ralph`'s.
 #[derive(Subcommand)]
 enum Command {
-    /// `ralph start`'s work: start a loop from a terminal's words (its
-    /// `--help` is the loop's, from `args::options`)
-    #[command(hide = true, disable_help_flag = true)]
-    Start {
-        /// The session that owns the loop (default: $CLAUDE_CODE_SESSION_ID; empty = the first session to stop claims it)
-        #[arg(long)]
-        session: Option<String>,
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
     /// UserPromptSubmit hook: the typed /ralph-loop, /ralph-status, /cancel-ralph, ...
     #[command(hide = true)]
     HookPrompt,
@@ -64,20 +54,11 @@ enum Command {
     /// Cancel the loop of this project (the /cancel-ralph skill; `ralph cancel`)
     #[command(hide = true)]
     Cancel,
-    /// Resume a paused loop (`ralph resume`)
-    #[command(hide = true)]
-    Resume,
     /// The loop's status (the /ralph-status skill; `ralph status`)
     #[command(hide = true)]
     Status {
         #[arg(long)]
         json: bool,
-    },
-    /// The loop's story from its activity log (`ralph report`)
-    #[command(hide = true)]
-    Report {
-        #[arg(long, value_name = "FILE")]
-        html: Option<std::path::PathBuf>,
     },
     /// Claude Code's status line (the command it runs); `--install`/`--off`: `ralph statusline install|off`
     #[command(hide = true)]
@@ -115,12 +96,10 @@ fn main() -> ExitCode {
         Command::Statusline { install, off, .. } if install || off => {
             printed(statusline::install_or_off(off))
         }
-        Command::Report { html } => report(&paths(), html.as_deref()),
         Command::Statusline { then, .. } => {
             statusline::run(then.as_deref());
             ExitCode::SUCCESS
         }
-        Command::Start { session, args } => start_command(&paths(), session, &args),
         Command::HookPrompt => {
             // A hook before every prompt: a bug here must never stop the
             // user's prompt. Fail open (exit 0, the prompt goes on) and say so.
@@ -148,7 +127,6 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Cancel => printed(control::cancel(&paths())),
-        Command::Resume => printed(control::resume(&paths()).map(|r| r.message().to_string())),
         Command::Status { json } => {
             let status = control::status(&paths());
             if json {
@@ -168,73 +146,12 @@ fn main() -> ExitCode {
 fn refused_to_the_agent(command: &Command) -> Option<ExitCode> {
     Some(match command {
         Command::Cancel => fail(&control::agent_refused("ralph-setup cancel")),
-        Command::Resume => fail(&control::agent_refused("ralph-setup resume")),
-        Command::Start { .. } => fail(&control::agent_refused("ralph-setup start")),
         Command::Statusline { install, off, .. } if *install || *off => fail(
             &"`ralph statusline install/off` was run by the agent: only the user changes their settings.json (`/ralph-statusline` in Claude Code, or `ralph statusline install` in their own terminal). Nothing was changed.",
-        ),
-        // A file written wherever the agent points (the loop's state,
-        // the command policy, the user's settings): read it on stdout.
-        Command::Report { html: Some(_) } => fail(
-            &"`ralph report --html FILE` was run by the agent: only the user writes the report to a file (`ralph report` prints it). Nothing was written.",
         ),
         Command::HookPrompt | Command::HookEvent => ExitCode::SUCCESS,
         _ => return None,
     })
-}
-
-/// `ralph start [--session ID] ARGS...` (run here by `ralph`): a loop
-/// started from the terminal (or its help).
-fn start_command(paths: &LoopPaths, session: Option<String>, args: &[String]) -> ExitCode {
-    let session = session
-        .or_else(|| std::env::var("CLAUDE_CODE_SESSION_ID").ok())
-        .unwrap_or_default();
-    match args::parse_argv(args).map_err(StartError::from) {
-        Ok(a) if a.help => {
-            println!("{}", control::terminal_help(false));
-            ExitCode::SUCCESS
-        }
-        Ok(a) => match start(paths, &a, &session, None) {
-            Ok(started) => {
-                print!("{}{}", started.summary, started.task);
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(&e),
-        },
-        Err(e) => fail(&e),
-    }
-}
-
-/// `ralph-setup report`: the last loop of the activity log, as text or HTML.
-fn report(paths: &LoopPaths, html: Option<&Path>) -> ExitCode {
-    let log = store::read_optional(&paths.log)
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let Some(r) = ralph_core::loop_report::Report::of_log(&log, paths.read_verify_log()) else {
-        println!(
-            "No Ralph loop has run here yet ({} is empty).",
-            paths.log.display()
-        );
-        return ExitCode::SUCCESS;
-    };
-    match html {
-        None => {
-            print!("{}", r.to_text());
-            ExitCode::SUCCESS
-        }
-        Some(file) => match store::atomic_write(file, r.to_html().as_bytes()) {
-            Ok(()) => {
-                println!(
-                    "The loop's report is in {} ({}).",
-                    file.display(),
-                    r.ending()
-                );
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(&e),
-        },
-    }
 }
 
 /// A command's message on stdout, or its error.
@@ -357,24 +274,20 @@ fn start(
     session: &str,
     transcript: Option<&str>,
 ) -> Result<Started, StartError> {
-    let gate = if a.verify.is_none() {
-        policy_full_gate(&paths.root)
-    } else {
-        None
-    };
+    let gate = a
+        .verify
+        .is_none()
+        .then(|| ralph_policy::gather::full_gate(&paths.root))
+        .flatten();
     let model = a.max_cost.and_then(|_| {
         let transcript = transcript.filter(|t| !t.is_empty()).map(Path::new);
         commands::session_model(transcript, &paths.root)
     });
-    commands::start(paths, a, session, gate, model.as_deref())
-}
-
-/// The `full` gate of the project's command policy, if any.
-fn policy_full_gate(root: &Path) -> Option<Gate> {
-    let (file, text) = [POLICY_FILE, POLICY_FILE_ALT]
-        .into_iter()
-        .find_map(|file| Some((file, store::read_optional(&root.join(file)).ok()??)))?;
-    let policy = ralph_policy::Policy::parse(&text).ok()?;
-    let command = policy.gate(ralph_policy::Tier::Full)?.to_string();
-    Some(Gate { file, command })
+    let starter = commands::Starter {
+        session,
+        gate,
+        model,
+        claude: None,
+    };
+    commands::start(paths, a, starter)
 }

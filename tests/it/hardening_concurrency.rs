@@ -39,7 +39,7 @@ fn stop_hooks_at_once(
 /// more: what setup and each hook did.
 fn setup_among_stop_hooks(p: &Project, n: usize, args: &[&str]) -> (Outcome, Vec<Outcome>) {
     let mut hooks = stop_hooks_at_once(p, n);
-    let setup = run(command(SETUP, p, args), Stdin::Bytes(b""));
+    let setup = run(command(RALPH, p, args), Stdin::Bytes(b""));
     hooks.extend(stop_hooks_at_once(p, n));
     let outcomes = hooks.into_iter().map(|(c, f, t)| finish(c, f, t)).collect();
     (setup, outcomes)

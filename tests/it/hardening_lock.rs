@@ -66,7 +66,7 @@ fn stop_hook_gives_up_on_a_held_lock() {
 /// `ralph-setup ARGS` (`what`) against a held lock on the state at
 /// iteration 4: it waits its bound, says why, and changes nothing.
 fn setup_gives_up(p: &Project, args: &[&str], what: &str) {
-    let o = run(command(SETUP, p, args), Stdin::Bytes(b""));
+    let o = run(command(RALPH, p, args), Stdin::Bytes(b""));
     assert!(
         o.elapsed >= LOWER && o.elapsed < UPPER,
         "{what} waited {:?}",

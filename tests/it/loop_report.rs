@@ -35,11 +35,11 @@ fn finished_loop(tag: &str) -> Project {
 #[test]
 fn the_text_report_tells_how_it_went() {
     let p = Project::new("report-none");
-    let (code, out) = p.setup(&["report"]);
+    let (code, out) = p.ralph(&["report"]);
     assert_eq!(code, 0);
     assert!(out.contains("No Ralph loop has run here yet"), "{out}");
     let p = finished_loop("report-text");
-    let (code, out) = p.setup(&["report"]);
+    let (code, out) = p.ralph(&["report"]);
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains("ended (all stories pass) at iteration 3"),
@@ -88,7 +88,7 @@ fn headless(browser: &str, args: &[&str], page: &Path) -> std::process::Output {
 fn the_html_report_opens_in_a_headless_browser() {
     let p = finished_loop("report-html");
     let page = p.path("report.html");
-    let (code, out) = p.setup(&["report", "--html", page.to_str().unwrap()]);
+    let (code, out) = p.ralph(&["report", "--html", page.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("<svg id=\"chart\"") && html.contains("<table id=\"timeline\""));

@@ -88,6 +88,14 @@ fn a_misspelt_option_is_named_once_with_the_option_meant() {
     );
     assert_eq!(said.lines().count(), 1, "{said}");
     assert!(!p.loop_paths().state.exists());
+    // Two files (a terminal that shows both streams, a script): stderr
+    // alone says it (issue 34: it was printed on both).
+    let out = user(RALPH, &p, &["start", "fix", "it", "--max-iteratons", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(text(&out.stdout), "", "nothing on stdout");
+    let said = text(&out.stderr);
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("did you mean `--max-iterations`?"), "{said}");
 }
 
 #[test]

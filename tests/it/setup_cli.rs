@@ -223,7 +223,7 @@ fn status_text_and_json() {
 #[test]
 fn cli_start_without_session_is_claimed_by_first_stop() {
     let p = Project::new("cli");
-    let (code, out) = p.setup(&[
+    let (code, out) = p.ralph(&[
         "start",
         "Refactor",
         "the",
@@ -236,7 +236,7 @@ fn cli_start_without_session_is_claimed_by_first_stop() {
     assert!(p.state().unwrap().contains("session_id: \"\"\n"));
     assert!(is_block(p.stop("Z", Some("x")).as_ref()));
     assert!(p.state().unwrap().contains("session_id: \"Z\"\n"));
-    let (code, out) = p.setup(&["start", "--bogus"]);
+    let (code, out) = p.ralph(&["start", "--bogus"]);
     assert_eq!(code, 2);
     assert!(out.contains("unknown option"));
 }
@@ -301,7 +301,7 @@ fn the_agent_cannot_cancel_replace_or_forge_a_hook() {
     let (code, out) = as_agent(SETUP, &["cancel"], "");
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("only the user"), "{out}");
-    let (code, _) = as_agent(SETUP, &["start", "--replace", "other task"], "");
+    let (code, _) = as_agent(RALPH, &["start", "--replace", "other task"], "");
     assert_eq!(code, Some(2));
     // A forged hook input: a cancel typed "by the user", a promise "said".
     let forged = serde_json::json!({"session_id":"A","cwd":p.root,"hook_event_name":"UserPromptSubmit","prompt":"/cancel-ralph"});

@@ -18,7 +18,11 @@ fn kept(paths: &LoopPaths, name: &str) -> PathBuf {
 
 /// Record, at a loop's start, what its reviews will use. Nothing for a loop
 /// without review.
-pub(crate) fn record(paths: &LoopPaths, config: &ReviewConfig) -> Result<(), StoreError> {
+pub(crate) fn record(
+    paths: &LoopPaths,
+    config: &ReviewConfig,
+    claude: Option<&str>,
+) -> Result<(), StoreError> {
     if !config.is_on() {
         return Ok(());
     }
@@ -30,7 +34,11 @@ pub(crate) fn record(paths: &LoopPaths, config: &ReviewConfig) -> Result<(), Sto
                 project_instructions(&paths.root, name).as_bytes(),
             )?;
         }
-        let bin = resolve_claude(&Env::current());
+        let mut env = Env::current();
+        if let Some(claude) = claude {
+            env.ralph_claude = Some(claude.to_string());
+        }
+        let bin = resolve_claude(&env);
         store::atomic_write(&paths.reviewer_bin, bin.as_os_str().as_encoded_bytes())?;
     }
     let ignored = change::ignored_paths(&paths.root).join("\0");

@@ -15,22 +15,37 @@ use crate::progress::TurnEffect;
 use crate::state::LoopState;
 use crate::stop::inputs::wants_fingerprint;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
-use crate::transcript;
+use crate::transcript::{self, Awaited};
 use crate::turn_tools;
 use crate::worktree;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-/// Start a loop for `session` ("" from a terminal: the first session to
-/// stop claims it). `gate` is the command policy's `[gates] full` row;
-/// `model` the model the session uses, when known (see [`session_model`]).
-pub fn start(
-    paths: &LoopPaths,
-    args: &StartArgs,
-    session: &str,
-    gate: Option<Gate>,
-    model: Option<&str>,
-) -> Result<Started, StartError> {
-    let cost_model = rules::cost_model(args, model)?;
+/// Who starts a loop, and what they know besides its arguments.
+#[derive(Debug, Default)]
+pub struct Starter<'a> {
+    /// The session that owns it (empty: the first session to stop claims it).
+    pub session: &'a str,
+    /// The command policy's `[gates] full` row (the binaries read policies).
+    pub gate: Option<Gate>,
+    /// The session's model, for a cost budget.
+    pub model: Option<String>,
+    /// The client `ralph run` drives: the reviewers' too (else
+    /// `RALPH_CLAUDE`, the session's client, `claude` on `PATH`).
+    pub claude: Option<&'a str>,
+}
+
+/// Start a loop for `starter.session` ("" from a terminal: the first
+/// session to stop claims it). `starter.model` is the model the session
+/// uses, when known (see [`session_model`]).
+pub fn start(paths: &LoopPaths, args: &StartArgs, starter: Starter) -> Result<Started, StartError> {
+    let Starter {
+        session,
+        gate,
+        model,
+        claude,
+    } = starter;
+    let cost_model = rules::cost_model(args, model.as_deref())?;
     let (prompt, prd, prd_globs) = read_start_files(paths, args)?;
     if args.parallel.is_some() && worktree::head(&paths.root).is_none() {
         return Err(StartError::ParallelWithoutGit(
@@ -61,7 +76,7 @@ pub fn start(
     }
     write_new_loop(paths, &state, prd.as_ref())?;
     // The reviewers' instructions, their `claude`, the ignored paths: fixed now.
-    crate::review::inputs::record(paths, &state.review)?;
+    crate::review::inputs::record(paths, &state.review, claude)?;
     let blocker = paths.read_blocker();
     let report = StartReport {
         root: &paths.root,
@@ -152,7 +167,9 @@ fn parallel_note(root: &Path, prd_file: &str) -> String {
 /// `.claude/settings.json`) or the user (`~/.claude/settings.json`).
 /// Hooks are not told the model (measured, Claude Code 2.1.328).
 pub fn session_model(transcript: Option<&Path>, root: &Path) -> Option<String> {
-    if let Some(m) = transcript.and_then(|t| transcript::last_model(t, 1 << 20)) {
+    // A prompt's hook knows of no turn due: the transcript as it is.
+    let written = transcript::gate(transcript, Awaited::Nothing, Duration::ZERO);
+    if let Some(m) = written.last_model(1 << 20) {
         return Some(m);
     }
     if let Some(m) = std::env::var("ANTHROPIC_MODEL")
