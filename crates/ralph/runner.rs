@@ -1,6 +1,6 @@
 //! `ralph run`: the loop from outside the client, on the same core.
 //!
-//! The loop is started by `ralph-setup start --session ralph-run-<id>` (the
+//! The loop is started as `ralph start --session ralph-run-<id>` starts one (the
 //! same state file and log as an in-session loop), each iteration is a fresh
 //! `claude -p` (see `child`), and after each one the real `ralph-stop-hook`
 //! decides, fed a Stop hook input as the client would send it. Its
@@ -34,6 +34,9 @@ use std::time::{Duration, Instant};
 
 /// How long `--notify` may run.
 const NOTIFY_LIMIT: Duration = Duration::from_secs(30);
+
+/// After a run that stopped on a pause: no session drives the loop now.
+const PAUSED_RUN: &str = "The run stopped; the loop stays paused. To go on, resolve it and start `ralph run` again with `--replace` (stories that pass stay passed); `ralph cancel` ends the loop.";
 
 pub(crate) fn run(cfg: &Config) -> ExitCode {
     let root = project_root_from_env(None);
@@ -531,10 +534,15 @@ impl Run<'_> {
         let style = self.setup.style;
         let tone = match outcome {
             Outcome::Complete { .. } => Tone::Good,
-            Outcome::Ended { .. } | Outcome::Cancelled { .. } => Tone::Warn,
+            Outcome::Ended { .. } | Outcome::Cancelled { .. } | Outcome::Paused { .. } => {
+                Tone::Warn
+            }
             Outcome::Failed { .. } | Outcome::Interrupted { .. } => Tone::Bad,
         };
         out.line(&style.paint(tone, outcome.message()));
+        if let Outcome::Paused { .. } = outcome {
+            out.line(&style.paint(tone, PAUSED_RUN));
+        }
         let totals = format!(
             "ralph run {}: {} · {} · tokens {} in ({} cached), {} out · exit {}",
             self.run_id,

@@ -48,7 +48,7 @@ fn a_hook_run_by_the_agent_with_its_markers_unset_does_nothing() {
     let state = p.loop_paths().state;
     let o = as_agent(
         &p,
-        &format!("env -u AI_AGENT {SETUP} report --html {}", state.display()),
+        &format!("env -u AI_AGENT {RALPH} report --html {}", state.display()),
     );
     assert_ne!(o.code, Some(0), "{o:?}");
     assert_eq!(p.state(), before);
@@ -111,10 +111,26 @@ fn a_state_changed_outside_ralph_pauses_the_loop_and_says_what_changed() {
         o.stdout.contains("changed outside ralph") || o.stderr.contains("changed outside ralph"),
         "{o:?}"
     );
+    // Status says it is paused, why, and how to go on (issue 34: it said
+    // only `"active": false`).
+    let o = run(command(RALPH, &p, &["status", "--json"]), Stdin::Bytes(b""));
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).expect("status JSON");
+    assert_eq!(v["active"], true, "{v}");
+    assert_eq!(v["iteration"], 3, "{v}");
+    assert_eq!(v["paused"]["reason"], "tampered", "{v}");
+    let changes = v["paused"]["changes"].to_string();
+    assert!(changes.contains("iteration: 3 -> 1"), "{v}");
+    let resume = v["paused"]["resume"].as_str().unwrap_or_default();
+    assert!(
+        resume.contains("ralph resume") && resume.contains("ralph cancel"),
+        "{v}"
+    );
+    let o = run(command(RALPH, &p, &["status"]), Stdin::Bytes(b""));
+    assert!(o.stdout.starts_with("Ralph loop paused in"), "{o:?}");
     // Another session's Stop: not its loop (by ralph's record).
     assert_eq!(p.stop("thief", Some("x")), None);
     // The user accepts it.
-    let o = run(command(SETUP, &p, &["resume"]), Stdin::Bytes(b""));
+    let o = run(command(RALPH, &p, &["resume"]), Stdin::Bytes(b""));
     assert!(o.stdout.contains("as they are now"), "{o:?}");
     assert_eq!(p.mirror(), Some(body(&forged)));
     assert!(is_block(p.stop("thief", Some("four")).as_ref()));

@@ -44,3 +44,40 @@ fn ci_runs_the_readmes_test_command() {
     );
     assert!(read("CONTRIBUTING.md").contains("scripts/test"));
 }
+
+/// A newcomer sees how to install, start, see and stop a loop on the first
+/// screen (issue 34: `/cancel-ralph` came after 80 lines).
+#[test]
+fn install_start_see_and_stop_are_on_the_first_screen() {
+    let readme = read("README.md");
+    let first_screen: String = readme.lines().take(30).collect::<Vec<_>>().join("\n");
+    for what in [
+        "claude plugin install ralph@ralph",
+        "/ralph-loop ",
+        "/ralph-status",
+        "/cancel-ralph",
+    ] {
+        assert!(
+            first_screen.contains(what),
+            "README.md's first 30 lines do not show {what:?}"
+        );
+    }
+}
+
+/// The demo shows the commands the README gives, not the hooks' binary.
+#[test]
+fn the_demo_shows_the_commands_a_user_types() {
+    let demo = read("scripts/demo");
+    let shown: Vec<&str> = demo
+        .lines()
+        .filter(|l| l.trim_start().starts_with("say \"==>"))
+        .collect();
+    assert!(
+        shown.iter().any(|l| l.contains("ralph status")),
+        "{shown:?}"
+    );
+    for line in &shown {
+        assert!(!line.contains("ralph-setup"), "the demo shows {line}");
+    }
+    assert!(demo.contains("\"$BIN_DIR/ralph\" status"));
+}

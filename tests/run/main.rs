@@ -213,6 +213,35 @@ fn the_cap_ends_the_run_and_a_guard_denial_reaches_the_model() {
     p.done();
 }
 
+/// The agent rewrites the loop's state with an interpreter (run without the
+/// sandbox, so the write lands): the next Stop pauses the loop, and the run
+/// ends saying so in a terminal's words (issue 34: it said "the Stop hook
+/// did not decide" and named the slash commands).
+#[test]
+fn a_state_changed_outside_ralph_ends_the_run_paused_in_a_terminals_words() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("tampered");
+    let rewrite = "python3 -c \"import glob, os; f = glob.glob(os.path.expanduser('~/.claude/ralph/loops/*/state.md'))[0]; open(f, 'a').write('x')\"";
+    let m = model(vec![
+        reply("Working.", vec![bash(rewrite)]),
+        Reply::text("Done for now."),
+    ]);
+    let f = finish(p.run_cmd(Some(&m), &claude, &["Work on it", "--max-iterations", "3"]));
+    f.expect_code(1);
+    f.shows("⏸ Ralph loop paused");
+    f.shows("`ralph resume` accepts the files as they are now; otherwise `ralph cancel`");
+    f.shows("The run stopped; the loop stays paused.");
+    let said = format!("{}{}", f.stdout, f.stderr);
+    assert!(!said.contains("did not decide"), "{said}");
+    assert!(!said.contains("/ralph-resume"), "{said}");
+    assert!(
+        p.run_file("outcome.json")
+            .contains("\"outcome\": \"paused\"")
+    );
+    assert_eq!(p.decisions().last().unwrap(), "tamper/data_tampered");
+    p.done();
+}
+
 #[test]
 fn a_rate_limit_the_client_retries_is_waited_out_and_said() {
     let Some(claude) = claude() else { return };

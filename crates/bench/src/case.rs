@@ -63,8 +63,13 @@ pub(crate) struct Case {
     /// `{RUN}` in it becomes the run's number (a new turn each run).
     pub(crate) stdin: Vec<u8>,
     /// Bytes appended to files before every run, outside the timing (the
-    /// guard's record of the turn's tools, in the steady cases).
+    /// guard's record of the turn's tools, the turn's lines of the
+    /// transcript, in the steady cases); `{RUN}` becomes the run's number.
     pub(crate) append: Vec<(PathBuf, Vec<u8>)>,
+    /// Bytes appended to a file this long after the spawn, while the hook
+    /// runs: the turn's last line, as the client writes it after its Stop
+    /// hook has started (case 8); `{RUN}` becomes the run's number.
+    pub(crate) late: Option<(PathBuf, Vec<u8>, Duration)>,
     /// Files written back before every run, outside the timing: the block path
     /// advances the iteration (and, in PRD mode, the re-injection counter), so
     /// without this each run would take a slightly different path and a PRD
@@ -102,7 +107,7 @@ impl Case {
         PathBuf::from(name)
     }
 
-    fn reset(&self) -> std::io::Result<()> {
+    fn reset(&self, run: usize) -> std::io::Result<()> {
         // The loop is set up again from the project's file each run (ralph
         // adopts a project file with no state of its own: the same reads and
         // writes as a loop it already keeps).
@@ -116,11 +121,7 @@ impl Case {
             fs::write(path, bytes)?;
         }
         for (path, bytes) in &self.append {
-            fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)?
-                .write_all(bytes)?;
+            append(path, &with_run(bytes, run))?;
         }
         Ok(())
     }
@@ -143,25 +144,34 @@ impl Case {
 
     /// The input of run number `run`.
     fn stdin_of(&self, run: usize) -> Vec<u8> {
-        let text = String::from_utf8_lossy(&self.stdin);
-        if text.contains("{RUN}") {
-            text.replace("{RUN}", &run.to_string()).into_bytes()
-        } else {
-            self.stdin.clone()
-        }
+        with_run(&self.stdin, run)
     }
 
     /// One run (number `run`), timed from spawn to exit, as the client would see it.
     pub(crate) fn run_once(&self, run: usize) -> std::io::Result<(Duration, Vec<u8>)> {
-        self.reset()?;
+        self.reset(run)?;
         let stdin = self.stdin_of(run);
         let program = match self.copies.len() {
             0 => &self.program,
             n => &self.copies[run % n],
         };
         let start = Instant::now();
+        let writer = self.write_late(run, start);
         let out = feed(self.command(program), &stdin)?;
-        Ok((start.elapsed(), out))
+        let took = start.elapsed();
+        finish_late(writer)?;
+        Ok((took, out))
+    }
+
+    /// The late line's writer (case 8), started at the spawn.
+    fn write_late(&self, run: usize, start: Instant) -> Option<Writer> {
+        self.late.clone().map(|(path, bytes, after)| {
+            let bytes = with_run(&bytes, run);
+            std::thread::spawn(move || {
+                std::thread::sleep(after.saturating_sub(start.elapsed()));
+                append(&path, &bytes)
+            })
+        })
     }
 
     /// Peak resident memory of the hook in KiB, via GNU time.
@@ -180,17 +190,49 @@ impl Case {
         let out_file = self.project.join(".ralph-bench-rss");
         let mut peak = None;
         for run in 0..RSS_RUNS {
-            self.reset().ok()?;
+            self.reset(usize::MAX - run).ok()?;
             let mut cmd = self.command(Path::new(GNU_TIME));
             cmd.arg("-f").arg("%M").arg("-o").arg(&out_file);
             cmd.arg(&self.program);
+            let writer = self.write_late(usize::MAX - run, Instant::now());
             feed(cmd, &self.stdin_of(usize::MAX - run)).ok()?;
+            finish_late(writer).ok()?;
             let kib: u64 = fs::read_to_string(&out_file).ok()?.trim().parse().ok()?;
             peak = peak.max(Some(kib));
         }
         let _ = fs::remove_file(&out_file);
         peak
     }
+}
+
+type Writer = std::thread::JoinHandle<std::io::Result<()>>;
+
+/// The late line written (before the next run resets the files).
+fn finish_late(writer: Option<Writer>) -> std::io::Result<()> {
+    match writer {
+        Some(w) => w
+            .join()
+            .map_err(|_| std::io::Error::other("the late writer panicked"))?,
+        None => Ok(()),
+    }
+}
+
+/// `bytes` with `{RUN}` made the run's number.
+fn with_run(bytes: &[u8], run: usize) -> Vec<u8> {
+    let text = String::from_utf8_lossy(bytes);
+    if text.contains("{RUN}") {
+        text.replace("{RUN}", &run.to_string()).into_bytes()
+    } else {
+        bytes.to_vec()
+    }
+}
+
+fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?
+        .write_all(bytes)
 }
 
 /// Spawn, write all of stdin and close it, read stdout to the end, wait.

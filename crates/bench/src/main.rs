@@ -97,6 +97,7 @@ fn run(args: &Args) -> Result<(), String> {
     report::header(&mut report, args, &hook, &root.0, &load, &setup);
     report::table(&mut report, cases, &stats, &rss);
     report::differences(&mut report, cases, &stats);
+    report::late_transcript(&mut report, cases, &stats);
     report::warnings(&mut report, cases, &measured.wrong);
     print!("{report}{paired}");
     Ok(())

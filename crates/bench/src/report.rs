@@ -175,6 +175,22 @@ pub(crate) fn differences(out: &mut String, cases: &[Case], stats: &[Stats]) {
     }
 }
 
+/// Case 8 against case 6: what waiting for a late transcript costs beyond
+/// the line's own lateness (the wake-up and the second read).
+pub(crate) fn late_transcript(out: &mut String, cases: &[Case], stats: &[Stats]) {
+    let find = |prefix: &str| cases.iter().position(|c| c.label.starts_with(prefix));
+    let (Some(late), Some(steady)) = (find("8."), find("6.")) else {
+        return;
+    };
+    let lateness = ms(crate::steady::LATE);
+    let beyond = ms(stats[late].median) - lateness - ms(stats[steady].median);
+    let beyond90 = ms(stats[late].p90) - lateness - ms(stats[steady].p90);
+    let _ = writeln!(
+        out,
+        "\n| the transcript's wait | median | p90 |\n|---|---:|---:|\n| case 8 − {lateness:.0} ms − case 6: the wait beyond the line's lateness | {beyond:+.3} ms | {beyond90:+.3} ms |"
+    );
+}
+
 /// The file system the temp projects live on: creating, renaming and
 /// appending to files (every block does all three) cost more on a disk
 /// than on tmpfs.

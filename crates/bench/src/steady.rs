@@ -9,6 +9,13 @@
 //!   repository of N tracked files (`--repo-files`): what a Stop pays in a
 //!   large repository. The repositories are made once under `--repo-dir`
 //!   and reused by later runs.
+//! - 8: case 6 with the turn's last line written 40 ms after the hook
+//!   starts, as the client writes it (docs/client-measurements.md): the
+//!   Stop waits for it (`transcript::gate`); its time less those 40 ms is
+//!   what the wait costs beyond the line's own lateness.
+//!
+//! Each run's turn is in the transcript before the Stop reads it (in case
+//! 8, all but its last line): a feed and the words the Stop is handed.
 
 use std::fs;
 use std::io;
@@ -50,6 +57,26 @@ pub(crate) fn cases(
             None,
         )?);
     }
+    let mut late = steady(
+        &format!(
+            "8. case 6, the turn's last line written {} ms after the Stop starts (the Stop waits for it)",
+            LATE.as_millis()
+        ),
+        hook,
+        project(root, "steady-late")?,
+        transcript,
+        &plain_state_with("max_stalls: 0\n"),
+        None,
+    )?;
+    // The feed before the run, the words while it runs.
+    let (feed, said) = turn_lines();
+    let own = own_transcript(&late.project);
+    late.append.retain(|(path, _)| path != &own);
+    late.append.push((own.clone(), feed));
+    late.late = Some((own, said, LATE));
+    // Its figure is the difference with case 6 (the report's last table).
+    late.target = Target::None;
+    cases.push(late);
     for &n in &repos.files {
         for (prefix, hook) in &builds {
             let repo = repository(&repos.dir, n, suffix(prefix))?;
@@ -65,6 +92,31 @@ pub(crate) fn cases(
         }
     }
     Ok(cases)
+}
+
+/// How late case 8's last line comes.
+pub(crate) const LATE: std::time::Duration = std::time::Duration::from_millis(40);
+
+/// A run's turn as the client writes it: the Stop's feed, then the words
+/// the Stop is handed (`{RUN}`: the run's number).
+fn turn_lines() -> (Vec<u8>, Vec<u8>) {
+    let feed = serde_json::json!({"type": "user", "message": {"role": "user",
+        "content": "Stop hook feedback:\nMake every test in tests/ pass. (iteration {RUN})"}});
+    let said = serde_json::json!({"type": "assistant", "uuid": "bench-{RUN}",
+        "message": {"id": "msg_bench_{RUN}", "role": "assistant",
+            "content": [{"type": "text", "text": format!("{PROMISELESS} (turn {{RUN}})")}],
+            "usage": {"input_tokens": 900, "output_tokens": 60}}});
+    (
+        format!("{feed}\n").into_bytes(),
+        format!("{said}\n").into_bytes(),
+    )
+}
+
+/// A steady case's own transcript (its runs append their turns to it).
+fn own_transcript(project: &Path) -> PathBuf {
+    let mut name = project.as_os_str().to_owned();
+    name.push(".transcript.jsonl");
+    PathBuf::from(name)
 }
 
 /// This build, then (with `--versus`) the one before: label prefix, hook.
@@ -91,14 +143,19 @@ fn steady(
     tools: Option<Vec<u8>>,
 ) -> io::Result<Case> {
     let words = format!("{PROMISELESS} (turn {{RUN}})");
+    // Its own copy of the transcript, to which each run adds its turn.
+    let own = own_transcript(&project);
+    fs::copy(transcript, &own)?;
+    let (feed, said) = turn_lines();
     let mut case = Case {
         label: label.into(),
         program: hook.to_path_buf(),
         copies: Vec::new(),
         args: Vec::new(),
-        stdin: stop_input(&project, transcript, Some(&words), true),
+        stdin: stop_input(&project, &own, Some(&words), true),
         reset: Vec::new(),
         append: Vec::new(),
+        late: None,
         project,
         expect: Expect::Block,
         target: Target::Ms(LOOP_TARGET_MS),
@@ -124,6 +181,7 @@ fn steady(
     if let Some(line) = tools {
         case.append.push((record, line));
     }
+    case.append.push((own, [feed, said].concat()));
     Ok(case)
 }
 
@@ -192,8 +250,9 @@ pub(crate) fn pair_with(cases: &mut Vec<Case>, before: &Path) {
         .filter_map(|c| c.label.strip_prefix(BEFORE).map(str::to_string))
         .collect();
     for case in cases.drain(..) {
-        // The steady cases have their twins already, in folders of their own.
-        if case.label.starts_with(BEFORE) || twinned.contains(&case.label) {
+        // The steady cases have their twins already, in folders of their own;
+        // case 8 measures a wait the build before does not make.
+        if case.label.starts_with(BEFORE) || twinned.contains(&case.label) || case.late.is_some() {
             paired.push(case);
             continue;
         }

@@ -202,6 +202,11 @@ fn nothing_to_cancel(paths: &LoopPaths) -> String {
 pub fn status(paths: &LoopPaths) -> Status {
     let last = activity::last_entry(&paths.log);
     let project = paths.root.display().to_string();
+    // Paused for evidence of tampering: said so, with what changed and how
+    // to go on, rather than read as a corrupt state.
+    if let Some(t) = crate::tamper::found(paths) {
+        return Status::tampered(project, &t, last);
+    }
     match paths.read_state() {
         StateFile::Missing => Status::new(project, None, None, None, None, last),
         StateFile::Unreadable(e) => {

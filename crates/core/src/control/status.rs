@@ -111,12 +111,58 @@ impl ParallelStatus {
     }
 }
 
+/// Why a loop waits, since when, and what makes it go on.
 #[derive(Debug, Clone, Serialize)]
 pub struct PauseStatus {
+    /// The API error's code (`rate_limit`, ...), or `tampered`: the loop's
+    /// files were changed outside ralph.
     pub reason: String,
     pub since: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resets_at: Option<String>,
+    /// `tampered`: each file changed, and how.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<String>,
+    /// What goes on from here.
+    pub resume: String,
+    #[serde(skip)]
+    kind: PauseKind,
+}
+
+/// What a loop waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PauseKind {
+    /// An API error or a usage limit: the next prompt or Stop goes on.
+    ApiError,
+    /// Its files were changed outside ralph: the user resumes or cancels.
+    Tampered,
+}
+
+impl PauseStatus {
+    fn text(&self) -> String {
+        if self.kind == PauseKind::Tampered {
+            let since = match self.since.as_str() {
+                "" => String::new(),
+                t => format!(" since {t}"),
+            };
+            return format!(
+                "  paused:   {since} its files were changed outside ralph: {}\n  go on:     {}\n",
+                self.changes.join("; "),
+                self.resume
+            );
+        }
+        let resets = self
+            .resets_at
+            .as_deref()
+            .map(|r| format!("; the limit resets at {r}"));
+        format!(
+            "  paused:    since {} on {}{} (API error); {}\n",
+            self.since,
+            self.reason,
+            resets.unwrap_or_default(),
+            self.resume
+        )
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -220,6 +266,9 @@ impl Status {
                     reason: p.reason.as_str().to_string(),
                     since: p.at.clone(),
                     resets_at: p.resets_at.clone(),
+                    changes: Vec::new(),
+                    resume: "the next prompt or stop resumes it".into(),
+                    kind: PauseKind::ApiError,
                 }),
             budgets: state.map(|s| budgets(s, now)).unwrap_or_default(),
             fresh: state.is_some_and(|s| s.fresh),
@@ -229,6 +278,30 @@ impl Status {
             worker: None,
             parallel: None,
         }
+    }
+
+    /// A loop paused because its files were changed outside ralph: whose
+    /// it is and its iteration by ralph's last record, what changed, and
+    /// how to go on.
+    pub fn tampered(project: String, t: &crate::tamper::Tamper, last: Option<Entry>) -> Status {
+        let since = last
+            .as_ref()
+            .filter(|e| e.decision == "tamper")
+            .map(|e| e.time.clone())
+            .unwrap_or_default();
+        let mut status = Status::new(project, None, None, None, None, last);
+        status.active = true;
+        status.session_id = Some(t.owner.clone());
+        status.iteration = Some(t.iteration);
+        status.paused = Some(PauseStatus {
+            reason: "tampered".into(),
+            since,
+            resets_at: None,
+            changes: t.changes.clone(),
+            kind: PauseKind::Tampered,
+            resume: "/ralph-resume (ralph resume in a terminal) accepts the files as they are now, if you changed them; /cancel-ralph (ralph cancel) ends the loop".into(),
+        });
+        status
     }
 
     pub fn to_text(&self) -> String {
@@ -292,28 +365,23 @@ impl Status {
         let it = self.iteration.unwrap_or(0);
         match self.max_iterations {
             Some(m) if m > 0 => out.push_str(&format!("  iteration: {it}/{m}\n")),
-            _ => out.push_str(&format!("  iteration: {it} (no cap)\n")),
+            Some(_) => out.push_str(&format!("  iteration: {it} (no cap)\n")),
+            // Not known (its state failed its seal).
+            None => out.push_str(&format!("  iteration: {it}\n")),
         }
         let promise = self.completion_promise.as_deref();
-        out.push_str(&format!(
-            "  promise:   {}\n",
-            promise.map_or_else(|| "none".into(), |p| format!("<promise>{p}</promise>"))
-        ));
+        if self.max_iterations.is_some() {
+            out.push_str(&format!(
+                "  promise:   {}\n",
+                promise.map_or_else(|| "none".into(), |p| format!("<promise>{p}</promise>"))
+            ));
+        }
         if let Some(t) = &self.started_at {
             out.push_str(&format!("  started:   {t}\n"));
         }
         self.worker_lines(out);
         if let Some(p) = &self.paused {
-            let resets = p
-                .resets_at
-                .as_deref()
-                .map(|r| format!("; the limit resets at {r}"));
-            out.push_str(&format!(
-                "  paused:    since {} on {}{} (API error); the next prompt or stop resumes it\n",
-                p.since,
-                p.reason,
-                resets.unwrap_or_default()
-            ));
+            out.push_str(&p.text());
         }
         if !self.budgets.is_empty() {
             let each: Vec<&str> = self.budgets.iter().map(|b| b.text.as_str()).collect();

@@ -68,6 +68,9 @@ pub enum Outcome {
     Ended { reason: String, message: String },
     /// Cancelled from outside (`ralph cancel`, `/cancel-ralph`) or replaced.
     Cancelled { message: String },
+    /// The loop waits for the user (a blocker, its files changed outside
+    /// ralph): its `reason` code; the message says how to go on.
+    Paused { reason: String, message: String },
     /// The client kept failing, a wait went past `--max-wait`, or the Stop
     /// hook could not decide.
     Failed { message: String },
@@ -90,6 +93,7 @@ impl Outcome {
             Outcome::Complete { .. } => "complete",
             Outcome::Ended { .. } => "ended",
             Outcome::Cancelled { .. } => "cancelled",
+            Outcome::Paused { .. } => "paused",
             Outcome::Failed { .. } => "failed",
             Outcome::Interrupted { .. } => "interrupted",
         }
@@ -100,6 +104,7 @@ impl Outcome {
             Outcome::Complete { message }
             | Outcome::Ended { message, .. }
             | Outcome::Cancelled { message }
+            | Outcome::Paused { message, .. }
             | Outcome::Failed { message }
             | Outcome::Interrupted { message } => message,
         }
@@ -134,6 +139,11 @@ pub fn after_stop(entry: Option<&Entry>, hook_message: Option<&str>) -> AfterSto
             message: said(e),
         },
         Some(e) if e.decision == "cancel" => Outcome::Cancelled { message: said(e) },
+        // Worded for the terminal by the hook (it held the run's pass).
+        Some(e) if e.decision == "pause" || e.decision == "tamper" => Outcome::Paused {
+            reason: e.reason.clone(),
+            message: said(e),
+        },
         Some(e) if e.decision == "yield" => return AfterStop::Again,
         _ => Outcome::Failed {
             message: format!(
@@ -161,7 +171,7 @@ pub fn notify_env(outcome: &Outcome, iterations: u64, run_id: &str) -> Vec<(Stri
             outcome.exit_code().to_string(),
         ),
     ];
-    if let Outcome::Ended { reason, .. } = outcome {
+    if let Outcome::Ended { reason, .. } | Outcome::Paused { reason, .. } = outcome {
         env.push(("RALPH_REASON".to_string(), reason.clone()));
     }
     env
@@ -248,6 +258,24 @@ mod tests {
             after_stop(Some(&entry(Action::Yield, "user_message", None)), None),
             AfterStop::Again
         );
+        // A pause is said as the hook logged it, not as a failure to decide
+        // (issue 34).
+        for (action, reason) in [
+            (Action::Tamper, "data_tampered"),
+            (Action::Pause, "blocked"),
+        ] {
+            let AfterStop::Done(paused) = after_stop(
+                Some(&entry(action, reason, Some("⏸ paused: `ralph resume`"))),
+                None,
+            ) else {
+                panic!()
+            };
+            assert_eq!(paused.name(), "paused");
+            assert_eq!(paused.exit_code(), 1);
+            assert_eq!(paused.message(), "⏸ paused: `ralph resume`");
+            let env = notify_env(&paused, 2, "r");
+            assert!(env.contains(&("RALPH_REASON".into(), reason.into())));
+        }
         let AfterStop::Done(f) = after_stop(None, Some("ralph: lock busy")) else {
             panic!()
         };
