@@ -480,3 +480,86 @@ fn every_library_module_says_whether_it_is_pure() {
         silent.join("\n")
     );
 }
+
+/// Every read of a transcript goes through one gate (issue 34): the client
+/// writes a turn after its hooks start, so a reader must be told what the
+/// file must hold and wait for it. `transcript::gate` is the one function
+/// that opens a transcript, its `Written` the only reader; these are its
+/// calls (a new one is read and added here), and these the files that
+/// hand a hook's transcript path on (to the gate, or to a Stop input).
+#[test]
+fn every_transcript_read_goes_through_the_gate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["crates/core/src", "crates/policy/src"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    for bin in ["stop-hook", "guard", "setup", "ralph"] {
+        rust_files(&root.join("crates").join(bin), &mut files);
+    }
+    let code_of = |f: &Path| {
+        let text = std::fs::read_to_string(f).unwrap();
+        text.split("#[cfg(test)]")
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let rel = |f: &Path| f.strip_prefix(root).unwrap().display().to_string();
+    let mut gates = Vec::new();
+    let mut hands_on = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("tests.rs")) {
+        let code = code_of(f);
+        let name = rel(f);
+        let calls = code.matches("transcript::gate(").count();
+        if calls > 0 {
+            gates.push(format!("{name} ×{calls}"));
+        }
+        if code.contains("transcript_path") && !name.ends_with("hook_input.rs") {
+            hands_on.push(name.clone());
+        }
+        // Only the gate opens one.
+        if !name.ends_with("transcript/gate.rs") {
+            assert!(
+                !code.contains("open_regular("),
+                "{name} opens a transcript itself"
+            );
+        }
+    }
+    gates.sort();
+    hands_on.sort();
+    assert_eq!(
+        gates,
+        [
+            "crates/core/src/parallel/bound.rs ×2",
+            "crates/core/src/parallel/claim.rs ×1",
+            "crates/core/src/setup/commands.rs ×1",
+            "crates/core/src/stop/mod.rs ×1",
+        ],
+        "the gate's callers changed: read the new one, then list it here"
+    );
+    assert_eq!(
+        hands_on,
+        [
+            "crates/core/src/parallel/bound.rs",
+            "crates/core/src/parallel/claim.rs",
+            "crates/core/src/parallel/hooks.rs",
+            "crates/core/src/stop/inputs.rs",
+            "crates/core/src/stop/mod.rs",
+            "crates/guard/main.rs",
+            "crates/ralph/runner.rs",
+            "crates/setup/main.rs",
+        ],
+        "a file reads a hook's transcript path: it must hand it to transcript::gate"
+    );
+    // The readers are `Written`'s: the module hands out no other.
+    let module = code_of(&root.join("crates/core/src/transcript/mod.rs"));
+    let public: Vec<&str> = module
+        .lines()
+        .filter(|l| l.starts_with("pub fn "))
+        .collect();
+    assert_eq!(
+        public,
+        ["pub fn subagent_transcript("],
+        "transcript's free functions read nothing: its readers are Written's"
+    );
+}

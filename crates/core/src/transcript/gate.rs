@@ -1,5 +1,5 @@
 //! The one way a hook reads a transcript: [`gate`]. Does I/O (the
-//! transcript, and inotify or short sleeps while it waits).
+//! transcript, and a `stat` a millisecond while it waits).
 //!
 //! Claude Code writes a turn to its transcript after the hooks at the
 //! turn's end have started (measured on 2.1.328, docs/client-measurements.md:
@@ -62,9 +62,10 @@ pub fn gate(path: Option<&Path>, awaited: Awaited, bound: Duration) -> Written {
         return Written::unreadable();
     };
     let started = Instant::now();
-    let mut watch: Option<Watch> = None;
+    // What the path was at the last look that found the turn missing.
+    let mut seen: Option<Seen> = None;
     loop {
-        let file = match super::open_regular(path) {
+        let file = match open_regular(path) {
             Ok((file, len)) => Some((file, len)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(_) => return Written::unreadable(),
@@ -73,7 +74,7 @@ pub fn gate(path: Option<&Path>, awaited: Awaited, bound: Duration) -> Written {
         if let Some((f, len)) = &file
             && holds(f, *len, awaited)
         {
-            let arrival = match &watch {
+            let arrival = match &seen {
                 None => Arrival::AtOnce,
                 Some(_) => Arrival::Waited(waited),
             };
@@ -85,12 +86,47 @@ pub fn gate(path: Option<&Path>, awaited: Awaited, bound: Duration) -> Written {
                 arrival: Arrival::Late(waited),
             };
         }
-        // Made at the first miss, then the file looked at again before any
+        // Taken at the first miss, then the file looked at again before any
         // wait: a line written meanwhile is not missed.
-        match &watch {
-            None => watch = Some(Watch::new(path)),
-            Some(w) => w.wait(bound.saturating_sub(waited)),
+        match &mut seen {
+            None => seen = Some(Seen::now(path)),
+            Some(seen) => seen.wait_for_change(path, bound.saturating_sub(waited)),
         }
+    }
+}
+
+/// Open a transcript for reading, with its length, refusing anything but
+/// a regular file:
+/// opening a FIFO for reading would block until a writer comes. On Unix it
+/// is opened without blocking and judged by `fstat` of what was opened (no
+/// `stat` of the path first, which a swap between the two could fool).
+fn open_regular(path: &Path) -> io::Result<(File, u64)> {
+    #[cfg(unix)]
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)?
+    };
+    #[cfg(not(unix))]
+    let file = {
+        if !std::fs::metadata(path)?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
+        }
+        File::open(path)?
+    };
+    let meta = file.metadata()?;
+    if meta.is_file() {
+        Ok((file, meta.len()))
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ))
     }
 }
 
@@ -176,66 +212,50 @@ impl Written {
     }
 }
 
-/// How the gate waits for a transcript to change: inotify on the folder
-/// (a write, a new file, a file renamed in), else a short sleep.
-enum Watch {
-    #[cfg(target_os = "linux")]
-    Inotify(std::os::fd::OwnedFd),
-    Poll,
-}
+/// How often the gate looks whether the transcript changed while it waits.
+/// A look is one `stat` of its path; only a change (its identity, length or
+/// time) makes the gate read it again. Not inotify: closing an inotify
+/// instance waits for the kernel's SRCU grace period, 5 to 13 ms on this
+/// project's Linux 6.18 VM (measured with strace, 10 of 10 waited Stops),
+/// more than the wait itself costs this way (docs/benchmarks.md).
+const TICK: Duration = Duration::from_millis(1);
 
-/// Between two looks when there is no inotify (another OS, or a folder
-/// that does not exist yet).
-const POLL: Duration = Duration::from_millis(5);
+/// What a `stat` of the transcript's path tells of it: a change in any of
+/// these is a line written (or the file made, or replaced).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen(Option<(u64, u64, std::time::SystemTime)>);
 
-impl Watch {
-    #[cfg(target_os = "linux")]
-    fn new(path: &Path) -> Watch {
-        use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
-        let Some(dir) = path.parent() else {
-            return Watch::Poll;
-        };
-        let Ok(fd) = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK) else {
-            return Watch::Poll;
-        };
-        let what = WatchFlags::MODIFY | WatchFlags::CREATE | WatchFlags::MOVED_TO;
-        match inotify::add_watch(&fd, dir, what) {
-            Ok(_) => Watch::Inotify(fd),
-            Err(_) => Watch::Poll,
-        }
+impl Seen {
+    fn now(path: &Path) -> Seen {
+        Seen(std::fs::metadata(path).ok().map(|m| {
+            let modified = m.modified().unwrap_or(std::time::UNIX_EPOCH);
+            (identity(&m), m.len(), modified)
+        }))
     }
 
-    #[cfg(not(target_os = "linux"))]
-    fn new(_path: &Path) -> Watch {
-        Watch::Poll
-    }
-
-    /// Until something changes in the folder, or `left` passes.
-    fn wait(&self, left: Duration) {
-        match self {
-            #[cfg(target_os = "linux")]
-            Watch::Inotify(fd) => wait_inotify(fd, left),
-            Watch::Poll => std::thread::sleep(left.min(POLL)),
+    /// Sleep a tick at a time until the path changes, or `left` passes.
+    fn wait_for_change(&mut self, path: &Path, left: Duration) {
+        let until = Instant::now() + left;
+        while Instant::now() < until {
+            std::thread::sleep(TICK.min(until.saturating_duration_since(Instant::now())));
+            let now = Seen::now(path);
+            if now != *self {
+                *self = now;
+                return;
+            }
         }
     }
 }
 
-#[cfg(target_os = "linux")]
-fn wait_inotify(fd: &std::os::fd::OwnedFd, left: Duration) {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    let timeout = Timespec {
-        tv_sec: left.as_secs().try_into().unwrap_or(i64::MAX),
-        tv_nsec: left.subsec_nanos().into(),
-    };
-    let mut fds = [PollFd::new(fd, PollFlags::IN)];
-    if poll(&mut fds, Some(&timeout)).is_err() {
-        // EINTR or worse: do not spin.
-        std::thread::sleep(left.min(POLL));
-    }
-    // The events themselves do not matter (the file is looked at again):
-    // drain them so the next poll waits for new ones.
-    let mut buf = [0u8; 4096];
-    while matches!(rustix::io::read(fd, &mut buf), Ok(n) if n > 0) {}
+/// The file's identity where the OS gives one (a file renamed in is another).
+#[cfg(unix)]
+fn identity(m: &std::fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(m)
+}
+
+#[cfg(not(unix))]
+fn identity(_m: &std::fs::Metadata) -> u64 {
+    0
 }
 
 #[cfg(test)]

@@ -366,41 +366,6 @@ fn classify_value(line: &[u8]) -> Line {
     }
 }
 
-/// Open a transcript for reading, with its length, refusing anything but
-/// a regular file:
-/// opening a FIFO for reading would block until a writer comes. On Unix it
-/// is opened without blocking and judged by `fstat` of what was opened (no
-/// `stat` of the path first, which a swap between the two could fool).
-fn open_regular(path: &Path) -> io::Result<(File, u64)> {
-    #[cfg(unix)]
-    let file = {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)?
-    };
-    #[cfg(not(unix))]
-    let file = {
-        if !std::fs::metadata(path)?.is_file() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "not a regular file",
-            ));
-        }
-        File::open(path)?
-    };
-    let meta = file.metadata()?;
-    if meta.is_file() {
-        Ok((file, meta.len()))
-    } else {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ))
-    }
-}
-
 /// A user or assistant line read into the few fields the walk needs,
 /// borrowed from the line, as the client writes them: no tree of every
 /// field built and dropped (the `serde_json::Value` reading below was half
