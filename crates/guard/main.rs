@@ -130,13 +130,13 @@ fn leave_early() -> Early {
 }
 
 /// A loop runs: a reviewer's session (`--review`: read-only tools of its
-/// own, and a pass only ralph hands out, `standaside`) and the agent
+/// own, and a pass only ralph hands out, `passes`) and the agent
 /// running the guard itself from Bash (a forged call, recorded as this
 /// turn's work to fool the no-progress breaker) get nothing.
 fn stands_aside(paths: &LoopPaths) -> bool {
     // Git's configuration read is kept in the loop's folder across hooks.
     ralph_core::git::cache_config_in(&paths.git_config);
-    ralph_core::standaside::in_reviewer_session(paths)
+    ralph_core::passes::in_reviewer_session(paths)
         || ralph_core::control::this_process_run_by_agent()
 }
 

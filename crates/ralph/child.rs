@@ -4,15 +4,16 @@
 //! runner watches for signals, a cancelled loop, the iteration timeout and
 //! the rotation thresholds.
 
-use crate::edge::{self, Out};
+use crate::terminal::Out;
+use crate::{loop_files, signals};
 use ralph_core::activity::Action;
+use ralph_core::passes::{PASS_ENV, Pass, Purpose};
 use ralph_core::paths::LoopPaths;
+use ralph_core::run::display::{self, Style, Tone};
 use ralph_core::run::events::{Event, parse_line};
 use ralph_core::run::failure::{ChildEnd, StopCause};
-use ralph_core::run::progress::{self, Style, Tone};
 use ralph_core::run::rotation::{self, Rotation, Thresholds};
 use ralph_core::run::tokens::{IterationTokens, human};
-use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -29,7 +30,7 @@ const GRACE: Duration = Duration::from_secs(3);
 const EXIT_WAIT: Duration = Duration::from_secs(30);
 
 /// What stays the same for every client run of a `ralph run`.
-pub(crate) struct Setup {
+pub(crate) struct RunSetup {
     pub claude: String,
     pub plugin_root: PathBuf,
     pub client_args: Vec<String>,
@@ -44,7 +45,7 @@ pub(crate) struct Setup {
 
 /// How a client run went.
 #[derive(Default)]
-pub(crate) struct Ran {
+pub(crate) struct ClientRun {
     pub end: ChildEnd,
     pub tokens: IterationTokens,
     /// The client's session id (from its `init` line).
@@ -62,15 +63,15 @@ pub(crate) struct Ran {
 /// Run the client once on `prompt` for loop iteration `iteration`; `raw`
 /// receives its stream.
 pub(crate) fn run(
-    setup: &Setup,
+    setup: &RunSetup,
     iteration: u64,
     prompt: &str,
     raw: &std::path::Path,
     out: &mut Out,
-) -> Ran {
-    let mut ran = Ran::default();
+) -> ClientRun {
+    let mut ran = ClientRun::default();
     // The client's hooks know the run by a pass only this client holds
-    // (`standaside`), spent when this function returns.
+    // (`passes`), spent when this function returns.
     let run = Purpose::Run {
         session: setup.session.clone(),
     };
@@ -106,7 +107,7 @@ pub(crate) fn run(
     };
     let stop = watch.follow(&lines, &mut ran, out);
     match stop {
-        Some(_) => edge::stop_group(&mut child, GRACE),
+        Some(_) => signals::stop_group(&mut child, GRACE),
         None => wait_exit(&mut child),
     }
     if let Ok(Some(status)) = child.try_wait() {
@@ -120,7 +121,7 @@ pub(crate) fn run(
     ran
 }
 
-fn spawn(setup: &Setup, pass: &str) -> std::io::Result<Child> {
+fn spawn(setup: &RunSetup, pass: &str) -> std::io::Result<Child> {
     let mut cmd = Command::new(&setup.claude);
     cmd.args(["-p", "--input-format", "stream-json"])
         .args(["--output-format", "stream-json", "--verbose"])
@@ -193,11 +194,11 @@ fn wait_exit(child: &mut Child) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    edge::stop_group(child, GRACE);
+    signals::stop_group(child, GRACE);
 }
 
 struct Watch<'a> {
-    setup: &'a Setup,
+    setup: &'a RunSetup,
     stdin: Option<ChildStdin>,
     iteration: u64,
     asked: bool,
@@ -214,7 +215,12 @@ enum Stop {
 
 impl Watch<'_> {
     /// Follow the stream to its end, or until the client must be stopped.
-    fn follow(&mut self, lines: &Receiver<String>, ran: &mut Ran, out: &mut Out) -> Option<Stop> {
+    fn follow(
+        &mut self,
+        lines: &Receiver<String>,
+        ran: &mut ClientRun,
+        out: &mut Out,
+    ) -> Option<Stop> {
         loop {
             match lines.recv_timeout(Duration::from_millis(100)) {
                 Ok(line) => {
@@ -243,14 +249,14 @@ impl Watch<'_> {
     }
 
     /// Signals, a cancelled loop, the timeout.
-    fn check(&mut self, ran: &mut Ran, out: &mut Out) -> Option<Stop> {
-        if let Some(sig) = edge::pending_signal() {
+    fn check(&mut self, ran: &mut ClientRun, out: &mut Out) -> Option<Stop> {
+        if let Some(sig) = signals::pending_signal() {
             ran.interrupted = Some(sig);
             return Some(Stop::Signal);
         }
         if self.last_poll.elapsed() >= STATE_POLL {
             self.last_poll = Instant::now();
-            if !edge::loop_is_ours(&self.setup.paths, &self.setup.session) {
+            if !loop_files::loop_is_ours(&self.setup.paths, &self.setup.session) {
                 ran.cancelled = true;
                 return Some(Stop::Cancelled);
             }
@@ -260,18 +266,18 @@ impl Watch<'_> {
         {
             let why = format!(
                 "the iteration ran longer than --iteration-timeout ({}); the client was stopped",
-                ralph_core::run::options::human_duration(limit)
+                ralph_core::run::units::human_duration(limit)
             );
-            out.line(&progress::note(self.setup.style, Tone::Warn, &why));
+            out.line(&display::note(self.setup.style, Tone::Warn, &why));
             ran.end.stopped_by_runner = Some(StopCause::Timeout);
             return Some(Stop::Cause);
         }
         None
     }
 
-    fn on_event(&mut self, event: &Event, ran: &mut Ran, out: &mut Out) -> Option<Stop> {
+    fn on_event(&mut self, event: &Event, ran: &mut ClientRun, out: &mut Out) -> Option<Stop> {
         let style = self.setup.style;
-        if let Some(line) = progress::event_line(style, event) {
+        if let Some(line) = display::event_line(style, event) {
             out.line(&line);
         }
         match event {
@@ -284,9 +290,9 @@ impl Watch<'_> {
                     Some(529) => "overloaded",
                     _ => "api_error",
                 };
-                let said = progress::event_line(Style { color: false }, event).unwrap_or_default();
+                let said = display::event_line(Style { color: false }, event).unwrap_or_default();
                 let said = said.trim_start().trim_start_matches("wait › ");
-                edge::log(
+                loop_files::log(
                     &self.setup.paths,
                     &self.setup.session,
                     self.iteration,
@@ -319,7 +325,7 @@ impl Watch<'_> {
         None
     }
 
-    fn rotate(&mut self, context: u64, ran: &mut Ran, out: &mut Out) -> Option<Stop> {
+    fn rotate(&mut self, context: u64, ran: &mut ClientRun, out: &mut Out) -> Option<Stop> {
         let t = self.setup.thresholds;
         match rotation::check(t, context, self.asked) {
             Rotation::Nothing => None,
@@ -340,7 +346,7 @@ impl Watch<'_> {
                         "the turn had already ended"
                     }
                 );
-                out.line(&progress::note(self.setup.style, Tone::Warn, &why));
+                out.line(&display::note(self.setup.style, Tone::Warn, &why));
                 ran.rotated = Some(format!("asked for a hand-off at {} tokens", human(context)));
                 None
             }
@@ -350,7 +356,7 @@ impl Watch<'_> {
                     human(context),
                     human(t.hard)
                 );
-                out.line(&progress::note(self.setup.style, Tone::Warn, &why));
+                out.line(&display::note(self.setup.style, Tone::Warn, &why));
                 ran.rotated = Some(format!("stopped at {} tokens", human(context)));
                 ran.end.stopped_by_runner = Some(StopCause::Rotation);
                 Some(Stop::Cause)

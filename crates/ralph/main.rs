@@ -8,22 +8,26 @@
 
 mod child;
 mod config;
-mod edge;
+mod installed;
+mod loop_files;
 mod merge;
-mod plan;
 mod prepare;
+mod run_files;
 mod runner;
+mod signals;
 mod start;
 mod story;
+mod terminal;
+mod wave;
 
 use clap::{Parser, Subcommand};
 use ralph_core::args::{self, RunArgv};
 use ralph_core::control;
 use ralph_core::paths::{LoopPaths, project_root_from_env};
+use ralph_core::run::end::EXIT_USAGE;
 use ralph_core::run::failure::Pacing;
-use ralph_core::run::options::{parse_duration, parse_tokens};
-use ralph_core::run::outcome::EXIT_USAGE;
 use ralph_core::run::rotation::Thresholds;
+use ralph_core::run::units::{parse_duration, parse_tokens};
 use ralph_core::store;
 use std::path::Path;
 use std::process::ExitCode;
@@ -111,8 +115,8 @@ enum Command {
         args: Vec<String>,
     },
     /// The PRD's stories that can run now, as a GitHub Actions matrix (docs/github-actions.md)
-    #[command(after_help = plan::PLAN_HELP)]
-    Plan(plan::PlanArgs),
+    #[command(after_help = wave::PLAN_HELP)]
+    Plan(wave::PlanArgs),
     /// Merge story branches into the loop's branch checked out here, each checked, marked passing or sent back
     #[command(after_help = merge::MERGE_HELP)]
     Merge(merge::MergeArgs),
@@ -155,9 +159,9 @@ fn main() -> ExitCode {
                 }
                 (None, None) => Vec::new(),
             };
-            edge::exec_setup("statusline", &args)
+            installed::exec_setup("statusline", &args)
         }
-        Command::Plan(args) => plan::run(&args),
+        Command::Plan(args) => wave::run(&args),
         Command::Merge(args) => merge::run(&args),
         Command::Status { json } => {
             let paths = paths();
@@ -169,7 +173,7 @@ fn main() -> ExitCode {
                 );
             } else {
                 print!("{}", status.to_text());
-                if let Some(holder) = edge::run_lock_holder(&paths.root) {
+                if let Some(holder) = run_files::run_lock_holder(&paths.root) {
                     println!("ralph run: running ({holder})");
                 }
             }

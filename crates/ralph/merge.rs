@@ -1,17 +1,17 @@
 //! `ralph merge`: story branches into the loop's branch checked out here,
 //! one at a time, on the `--parallel` merge queue's rules
-//! (`waves::queue::Base::merge`): the check and the pinned files come from
+//! (`ci::merge_queue::Base::merge`): the check and the pinned files come from
 //! the base, never from the branch; a conflict or a failing check sends the
 //! story back; a change to the PRD, a pinned file, the workflows or ralph's
 //! configuration is refused. Thin: finds the branches, prints the report.
 
 use clap::Args;
-use ralph_core::paths::project_root_from_env;
-use ralph_core::waves::merge::{
-    EXIT_USAGE, Merge, Report, SendBack, Verdict, order, story_of_branch,
+use ralph_core::ci::merge::{
+    EXIT_USAGE, Merge, MergeReport, MergeResult, SendBack, order, story_of_branch,
 };
-use ralph_core::waves::queue::{Base, dirty};
-use ralph_core::waves::story::{Ended, StoryResult};
+use ralph_core::ci::merge_queue::{Base, dirty};
+use ralph_core::ci::story::{Ended, StoryResult};
+use ralph_core::paths::project_root_from_env;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -88,7 +88,7 @@ pub(crate) fn run(args: &MergeArgs) -> ExitCode {
             Some(_) => {}
             None => results.push(Merge {
                 story: String::new(),
-                verdict: Verdict::SendBack {
+                verdict: MergeResult::SendBack {
                     reason: SendBack::Failed {
                         why: format!("{branch} is named after no story of {}", args.prd_file),
                     },
@@ -107,7 +107,7 @@ pub(crate) fn run(args: &MergeArgs) -> ExitCode {
         });
     }
     let head = ralph_core::worktree::head(&root).unwrap_or_default();
-    let report = Report::of(results, head);
+    let report = MergeReport::of(results, head);
     if args.json {
         println!(
             "{}",
@@ -132,7 +132,7 @@ pub(crate) fn run(args: &MergeArgs) -> ExitCode {
     ExitCode::from(report.exit_code())
 }
 
-/// `--audit`: BASE..TIP judged commit by commit (`waves::audit`).
+/// `--audit`: BASE..TIP judged commit by commit (`ci::audit`).
 fn audit(args: &MergeArgs, root: &Path) -> ExitCode {
     let (Some(base), Some(tip)) = (&args.base, &args.tip) else {
         return usage("--audit needs --base REV and --tip REV");
@@ -142,7 +142,7 @@ fn audit(args: &MergeArgs, root: &Path) -> ExitCode {
         offered.extend(done_branches(dir, root));
     }
     let given = (args.from_results.is_some() || !offered.is_empty()).then_some(&offered[..]);
-    match ralph_core::waves::audit::audit(root, &args.prd_file, base, tip, given) {
+    match ralph_core::ci::audit::audit(root, &args.prd_file, base, tip, given) {
         Err(e) => usage(&e),
         Ok(report) => {
             if args.json {

@@ -1,17 +1,18 @@
 //! Before a run's first iteration: the binaries found, the run lock taken,
 //! the loop started with the same start as `/ralph-loop`, the run's folder.
 
-use crate::child::Setup;
+use crate::child::RunSetup;
 use crate::config::Config;
-use crate::edge::{self, RunLock};
+use crate::run_files::{self, RunLock};
+use crate::{installed, signals};
 use ralph_core::clock;
 use ralph_core::paths::LoopPaths;
+use ralph_core::run::display::Style;
 use ralph_core::run::handoff::HANDOFF_FILE;
-use ralph_core::run::progress::Style;
 use std::path::{Path, PathBuf};
 
 pub(crate) struct Prepared {
-    pub setup: Setup,
+    pub setup: RunSetup,
     pub run_id: String,
     pub run_dir: PathBuf,
     pub hook_bin: PathBuf,
@@ -22,10 +23,10 @@ pub(crate) struct Prepared {
 /// Everything before the first iteration: binaries, lock, the loop's start.
 pub(crate) fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<Prepared, String> {
     // The client's hooks run the binaries beside it (`RALPH_BIN_DIR`).
-    let setup_bin = edge::find_binary("ralph-setup").ok_or(edge::SETUP_MISSING)?;
-    let hook_bin = edge::find_binary("ralph-stop-hook")
+    let setup_bin = installed::find_binary("ralph-setup").ok_or(installed::SETUP_MISSING)?;
+    let hook_bin = installed::find_binary("ralph-stop-hook")
         .ok_or("ralph-stop-hook not found next to ralph, in $RALPH_BIN_DIR or on PATH")?;
-    let plugin_root = edge::plugin_root()?;
+    let plugin_root = installed::plugin_root()?;
     let root = &paths.root;
     std::fs::create_dir_all(root.join(".claude"))
         .map_err(|e| format!("cannot create {}/.claude: {e}", root.display()))?;
@@ -41,15 +42,15 @@ pub(crate) fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<P
             root.display()
         )
     })?;
-    edge::install_signal_flags().map_err(|e| format!("cannot handle signals: {e}"))?;
+    signals::install_signal_flags().map_err(|e| format!("cannot handle signals: {e}"))?;
     let session = format!("ralph-run-{run_id}");
-    let run_dir = root.join(edge::RUNS_DIR).join(&run_id);
+    let run_dir = root.join(run_files::RUNS_DIR).join(&run_id);
     std::fs::create_dir_all(&run_dir)
         .map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
     let summary = start_loop(paths, &session, &cfg.start_args, &cfg.claude).inspect_err(|_| {
         // Nothing was started: leave no trace of this run.
         let _ = std::fs::remove_dir(&run_dir);
-        let _ = std::fs::remove_dir(root.join(edge::RUNS_DIR));
+        let _ = std::fs::remove_dir(root.join(run_files::RUNS_DIR));
     })?;
     // A hand-off left by an earlier run is not this run's: kept aside.
     let old = root.join(HANDOFF_FILE);
@@ -57,7 +58,7 @@ pub(crate) fn prepare(cfg: &Config, paths: &LoopPaths, style: Style) -> Result<P
         let _ = std::fs::rename(&old, run_dir.join("handoff-before.md"));
     }
     Ok(Prepared {
-        setup: Setup {
+        setup: RunSetup {
             claude: cfg.claude.clone(),
             plugin_root,
             client_args: cfg.client_args.clone(),

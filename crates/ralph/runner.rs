@@ -7,26 +7,27 @@
 //! `{"decision":"block"}` carries the next prompt; otherwise the loop ended and
 //! the entry it logged says why.
 
-use crate::child::{self, Ran, Setup};
+use crate::child::{self, ClientRun, RunSetup};
 use crate::config::Config;
-use crate::edge::RunLock;
-use crate::edge::{self, Out};
 use crate::prepare::prepare;
+use crate::run_files::RunLock;
+use crate::terminal::Out;
+use crate::{loop_files, run_files, signals};
 use ralph_core::activity::Action;
+use ralph_core::passes::{PASS_ENV, Pass, Purpose};
 use ralph_core::paths::StateFile;
 use ralph_core::paths::{LoopPaths, project_root_from_env};
-use ralph_core::run::events::Usage;
-use ralph_core::run::failure::{Verdict, classify};
-use ralph_core::run::handoff::{self, HANDOFF_FILE, RunnerNotes};
-use ralph_core::run::options::human_duration;
-use ralph_core::run::outcome::{
-    AfterStop, EXIT_USAGE, HookAnswer, Outcome, after_stop, notify_env, parse_hook_output,
+use ralph_core::run::display::{self, Style, Summary, Tone};
+use ralph_core::run::end::{
+    AfterStop, EXIT_USAGE, HookAnswer, RunEnd, after_stop, notify_env, parse_hook_output,
 };
-use ralph_core::run::progress::{self, Style, Summary, Tone};
+use ralph_core::run::events::Usage;
+use ralph_core::run::failure::{NextTry, classify};
+use ralph_core::run::handoff::{self, HANDOFF_FILE, RunnerNotes};
 use ralph_core::run::tokens::human;
-use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
+use ralph_core::run::units::human_duration;
 use ralph_core::state::LoopState;
-use ralph_core::{clock, setup, store};
+use ralph_core::{clock, start, store};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
@@ -43,7 +44,7 @@ pub(crate) fn run(cfg: &Config) -> ExitCode {
     let paths = LoopPaths::new(&root);
     let mut out = Out::new();
     let style = Style {
-        color: progress::use_color(
+        color: display::use_color(
             std::io::stdout().is_terminal(),
             std::env::var("NO_COLOR").ok().as_deref(),
         ),
@@ -82,7 +83,7 @@ pub(crate) fn run(cfg: &Config) -> ExitCode {
             "ralph run {} · {} · streams in {}",
             run.run_id,
             run.paths.root.display(),
-            edge::RUNS_DIR.to_string() + "/" + &run.run_id
+            run_files::RUNS_DIR.to_string() + "/" + &run.run_id
         ),
     ));
     for line in prepared.summary.lines() {
@@ -97,7 +98,7 @@ struct Run<'a> {
     /// The notify command, resolved when the run started.
     notify: Option<String>,
     paths: LoopPaths,
-    setup: Setup,
+    setup: RunSetup,
     run_id: String,
     run_dir: PathBuf,
     hook_bin: PathBuf,
@@ -117,7 +118,7 @@ enum Halt {
 
 impl Run<'_> {
     /// Iterations until the loop ends.
-    fn iterate(&mut self, out: &mut Out) -> Outcome {
+    fn iterate(&mut self, out: &mut Out) -> RunEnd {
         let mut prompt = match self.first_prompt() {
             Some(p) => p,
             None => return self.halted(Halt::Cancelled, 0),
@@ -127,9 +128,9 @@ impl Run<'_> {
                 StateFile::Loop { state: s, .. } if s.session_id == self.setup.session => s,
                 _ => return self.halted(Halt::Cancelled, self.iterations),
             };
-            let label = progress::iteration_label(state.iteration, state.max_iterations);
+            let label = display::iteration_label(state.iteration, state.max_iterations);
             let began = Instant::now();
-            out.line(&progress::iteration_start(
+            out.line(&display::iteration_start(
                 self.setup.style,
                 &label,
                 self.story(&state).as_deref(),
@@ -140,7 +141,7 @@ impl Run<'_> {
             };
             self.iterations = state.iteration;
             self.total.add(ran.tokens.totals());
-            let mark = edge::log_len(&self.paths);
+            let mark = loop_files::log_len(&self.paths);
             let answer = match self.stop_hook(&state, &ran) {
                 Ok(a) => a,
                 Err(halt) => return self.halted(halt, state.iteration),
@@ -148,10 +149,10 @@ impl Run<'_> {
             let message = match &answer {
                 HookAnswer::Block { message, .. } | HookAnswer::Stop { message } => message.clone(),
             };
-            for line in progress::ralph_lines(self.setup.style, message.as_deref().unwrap_or("")) {
+            for line in display::ralph_lines(self.setup.style, message.as_deref().unwrap_or("")) {
                 out.line(&line);
             }
-            out.line(&progress::summary(
+            out.line(&display::summary(
                 self.setup.style,
                 &Summary {
                     label,
@@ -168,7 +169,7 @@ impl Run<'_> {
                     prompt = reason;
                 }
                 HookAnswer::Stop { message } => {
-                    let entry = edge::log_entry_since(&self.paths, mark, &self.setup.session);
+                    let entry = loop_files::log_entry_since(&self.paths, mark, &self.setup.session);
                     match after_stop(entry.as_ref(), message.as_deref()) {
                         AfterStop::Again => {}
                         AfterStop::Done(outcome) => return outcome,
@@ -184,7 +185,7 @@ impl Run<'_> {
         match self.paths.read_state() {
             StateFile::Loop { state, .. } if state.session_id == self.setup.session => {
                 let prd = self.prd(&state);
-                Some(setup::report::describe(
+                Some(start::text::describe(
                     &state,
                     prd.as_ref(),
                     &self.paths.root,
@@ -225,7 +226,12 @@ impl Run<'_> {
     }
 
     /// Run the iteration's client until it ran (not rate limited, not failed).
-    fn attempts(&mut self, state: &LoopState, prompt: &str, out: &mut Out) -> Result<Ran, Halt> {
+    fn attempts(
+        &mut self,
+        state: &LoopState,
+        prompt: &str,
+        out: &mut Out,
+    ) -> Result<ClientRun, Halt> {
         let n = state.iteration;
         let (mut tries, mut failures, mut limited) = (0u32, 0u32, 0u32);
         let mut waited = Duration::ZERO;
@@ -251,20 +257,20 @@ impl Run<'_> {
             }
             let pacing = self.cfg.pacing;
             let wait = match classify(&ran.end) {
-                Verdict::Iteration => return Ok(ran),
-                Verdict::RateLimited { message } => {
+                NextTry::Iteration => return Ok(ran),
+                NextTry::RateLimited { message } => {
                     limited += 1;
                     let why = format!(
                         "rate limited or overloaded after the client's own retries: {message}"
                     );
                     (pacing.rate_limit_wait(limited), "rate_limited", why)
                 }
-                Verdict::UsageLimit { resets_at, message } => {
+                NextTry::UsageLimit { resets_at, message } => {
                     limited += 1;
                     let wait = pacing.usage_limit_wait(resets_at, clock::unix_now(), limited);
                     (wait, "usage_limit", format!("usage limit: {message}"))
                 }
-                Verdict::Failed { message } => {
+                NextTry::Failed { message } => {
                     failures += 1;
                     self.total.add(ran.tokens.totals());
                     self.failed(state, failures, &message, out)?;
@@ -287,8 +293,8 @@ impl Run<'_> {
     ) -> Result<(), Halt> {
         let max = self.cfg.max_failures;
         let text = format!("the client failed ({failures}/{max} in a row): {message}");
-        out.line(&progress::note(self.setup.style, Tone::Bad, &text));
-        edge::log(
+        out.line(&display::note(self.setup.style, Tone::Bad, &text));
+        loop_files::log(
             &self.paths,
             &self.setup.session,
             state.iteration,
@@ -330,8 +336,8 @@ impl Run<'_> {
             human_duration(wait),
             state.iteration
         );
-        out.line(&progress::note(self.setup.style, Tone::Warn, &text));
-        edge::log(
+        out.line(&display::note(self.setup.style, Tone::Warn, &text));
+        loop_files::log(
             &self.paths,
             &self.setup.session,
             state.iteration,
@@ -347,10 +353,10 @@ impl Run<'_> {
     fn sleep(&self, d: Duration) -> Result<(), Halt> {
         let deadline = Instant::now() + d;
         loop {
-            if let Some(sig) = edge::pending_signal() {
+            if let Some(sig) = signals::pending_signal() {
                 return Err(Halt::Signal(sig));
             }
-            if !edge::loop_is_ours(&self.paths, &self.setup.session) {
+            if !loop_files::loop_is_ours(&self.paths, &self.setup.session) {
                 return Err(Halt::Cancelled);
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -362,14 +368,14 @@ impl Run<'_> {
     }
 
     /// The real Stop hook, fed what the client would have sent it.
-    fn stop_hook(&self, state: &LoopState, ran: &Ran) -> Result<HookAnswer, Halt> {
+    fn stop_hook(&self, state: &LoopState, ran: &ClientRun) -> Result<HookAnswer, Halt> {
         // A client stopped mid-turn leaves a transcript that may end in a
         // half-written turn or an unanswered queued message: not given.
         let transcript = ran
             .session_id
             .as_deref()
             .filter(|_| ran.end.stopped_by_runner.is_none())
-            .and_then(edge::transcript_of);
+            .and_then(loop_files::transcript_of);
         let input = serde_json::json!({
             "session_id": self.setup.session,
             "transcript_path": transcript.map(|p| p.display().to_string()).unwrap_or_default(),
@@ -380,7 +386,7 @@ impl Run<'_> {
             "background_tasks": [],
         });
         // The run notifies once, at its end (`finish`), not the hook: a pass
-        // only this hook holds (`standaside`), spent when it has answered.
+        // only this hook holds (`passes`), spent when it has answered.
         let run = Purpose::Run {
             session: self.setup.session.clone(),
         };
@@ -416,8 +422,8 @@ impl Run<'_> {
             text
         });
         loop {
-            if let Some(sig) = edge::pending_signal() {
-                edge::stop_group(&mut child, Duration::from_secs(1));
+            if let Some(sig) = signals::pending_signal() {
+                signals::stop_group(&mut child, Duration::from_secs(1));
                 return Err(Halt::Signal(sig));
             }
             if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
@@ -430,7 +436,7 @@ impl Run<'_> {
 
     /// After a blocked Stop: the runner's notes in the hand-off file, when
     /// there is a hand-off (the agent wrote one, or the iteration rotated).
-    fn write_notes(&self, state: &LoopState, ran: &Ran) {
+    fn write_notes(&self, state: &LoopState, ran: &ClientRun) {
         let path = self.paths.root.join(HANDOFF_FILE);
         let existing = store::read_optional(&path).ok().flatten();
         if existing.is_none() && ran.rotated.is_none() {
@@ -443,7 +449,7 @@ impl Run<'_> {
         let notes = RunnerNotes {
             run_id: self.run_id.clone(),
             iteration: state.iteration,
-            last_commit: edge::last_commit(&self.paths.root),
+            last_commit: loop_files::last_commit(&self.paths.root),
             story: self.story(&after),
             last_check: self.last_check(),
             rotated: ran.rotated.clone(),
@@ -481,30 +487,30 @@ impl Run<'_> {
     }
 
     /// The run stopped before the loop decided: the state says why.
-    fn halted(&self, halt: Halt, iteration: u64) -> Outcome {
+    fn halted(&self, halt: Halt, iteration: u64) -> RunEnd {
         let session = &self.setup.session;
         match halt {
             Halt::Signal(sig) => {
                 let message = format!(
                     "🛑 ralph run interrupted ({}) at iteration {iteration}: the client was stopped and the loop cancelled.",
-                    edge::signal_name(sig)
+                    signals::signal_name(sig)
                 );
-                let _ = edge::end_loop(
+                let _ = loop_files::end_loop(
                     &self.paths,
                     session,
                     Action::Cancel,
                     "interrupted",
                     &message,
                 );
-                Outcome::Interrupted { message }
+                RunEnd::Interrupted { message }
             }
-            Halt::Cancelled => Outcome::Cancelled {
+            Halt::Cancelled => RunEnd::Cancelled {
                 message: self.cancelled_message(iteration),
             },
             Halt::Failed(reason, why) => {
                 let message = format!("⚠️ ralph run stopped at iteration {iteration}: {why}");
-                let _ = edge::end_loop(&self.paths, session, Action::End, reason, &message);
-                Outcome::Failed { message }
+                let _ = loop_files::end_loop(&self.paths, session, Action::End, reason, &message);
+                RunEnd::Failed { message }
             }
         }
     }
@@ -516,7 +522,7 @@ impl Run<'_> {
                 state.session_id
             );
         }
-        match edge::log_entry_since(&self.paths, 0, &self.setup.session) {
+        match loop_files::log_entry_since(&self.paths, 0, &self.setup.session) {
             Some(e) if e.decision == "cancel" => e.message.unwrap_or_else(|| {
                 format!(
                     "🛑 The loop was cancelled (ralph cancel or /cancel-ralph) at iteration {}; the client was stopped.",
@@ -530,17 +536,15 @@ impl Run<'_> {
     }
 
     /// Say how the run ended, keep the outcome, notify, exit.
-    fn finish(&self, outcome: &Outcome, out: &mut Out) -> ExitCode {
+    fn finish(&self, outcome: &RunEnd, out: &mut Out) -> ExitCode {
         let style = self.setup.style;
         let tone = match outcome {
-            Outcome::Complete { .. } => Tone::Good,
-            Outcome::Ended { .. } | Outcome::Cancelled { .. } | Outcome::Paused { .. } => {
-                Tone::Warn
-            }
-            Outcome::Failed { .. } | Outcome::Interrupted { .. } => Tone::Bad,
+            RunEnd::Complete { .. } => Tone::Good,
+            RunEnd::Ended { .. } | RunEnd::Cancelled { .. } | RunEnd::Paused { .. } => Tone::Warn,
+            RunEnd::Failed { .. } | RunEnd::Interrupted { .. } => Tone::Bad,
         };
         out.line(&style.paint(tone, outcome.message()));
-        if let Outcome::Paused { .. } = outcome {
+        if let RunEnd::Paused { .. } = outcome {
             out.line(&style.paint(tone, PAUSED_RUN));
         }
         let totals = format!(
@@ -571,7 +575,7 @@ impl Run<'_> {
         if let Some(cmd) = &self.notify {
             let env = notify_env(outcome, self.iterations, &self.run_id);
             if let Err(e) = ralph_core::notify::run(cmd, &env, &self.paths.root, NOTIFY_LIMIT) {
-                out.line(&progress::note(style, Tone::Warn, &e));
+                out.line(&display::note(style, Tone::Warn, &e));
             }
         }
         ExitCode::from(outcome.exit_code())

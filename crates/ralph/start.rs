@@ -1,11 +1,11 @@
 //! `ralph start` and the start of `ralph run`: the same start as
-//! `/ralph-loop` (`setup::commands::start`), with what a terminal knows
+//! `/ralph-loop` (`start::commands::start`), with what a terminal knows
 //! besides the arguments (the command policy's `full` gate, the model from
 //! the environment or settings, the client a run drives).
 
 use ralph_core::args::StartArgs;
 use ralph_core::paths::LoopPaths;
-use ralph_core::setup::{StartError, Started, commands};
+use ralph_core::start::{StartError, Started, commands};
 
 /// Start a loop for `session` ("": the first session to stop claims it).
 /// Without `--verify`, the command policy's `[gates] full` row is its check.

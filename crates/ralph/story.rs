@@ -1,21 +1,21 @@
 //! `ralph run --story ID`: the headless loop on one story of the PRD, in the
 //! checkout it is started in (a CI runner), on branch `ralph/<ID>`. The
 //! loop is the ordinary `ralph run` over a one-story PRD
-//! (`waves::story::one_story_prd`): its check is recorded and its files
+//! (`ci::story::one_story_prd`): its check is recorded and its files
 //! pinned at start as in a session, and it ends when the check passes, at
 //! the cap or a budget. The work is committed on the branch (PRD and notes
 //! as the base has them) and `--result FILE` records the run for `ralph
 //! merge`. docs/github-actions.md.
 
 use ralph_core::args::RunArgv;
-use ralph_core::paths::{LoopPaths, project_root_from_env};
-use ralph_core::prd::Prd;
-use ralph_core::run::events::Usage;
-use ralph_core::waves::branch;
-use ralph_core::waves::story::{
+use ralph_core::ci::branch;
+use ralph_core::ci::story::{
     CheckTail, EXIT_USAGE, Ended, STORY_PRD, StoryResult, Tokens, cost_usd, kept_out, may_run,
     model_in, one_story_prd, with_prd_file,
 };
+use ralph_core::paths::{LoopPaths, project_root_from_env};
+use ralph_core::prd::Prd;
+use ralph_core::run::events::Usage;
 use serde_json::Value;
 use std::path::Path;
 use std::process::ExitCode;
@@ -154,7 +154,7 @@ impl Ran {
     /// earlier run's in the same checkout is not this one's) and the
     /// activity log's last entry.
     fn read(root: &Path, since: SystemTime) -> Ran {
-        let runs = root.join(crate::edge::RUNS_DIR);
+        let runs = root.join(crate::run_files::RUNS_DIR);
         let newest = std::fs::read_dir(&runs)
             .into_iter()
             .flatten()
@@ -242,7 +242,7 @@ impl Record {
             let text = serde_json::to_string_pretty(result).unwrap_or_default() + "\n";
             if let Err(e) = ralph_core::store::atomic_write(Path::new(file), text.as_bytes()) {
                 eprintln!("ralph: cannot write {file}: {e}");
-                return ExitCode::from(ralph_core::waves::story::EXIT_ERROR);
+                return ExitCode::from(ralph_core::ci::story::EXIT_ERROR);
             }
         }
         ExitCode::from(result.exit_code)

@@ -10,7 +10,7 @@
 //! runs `statusline --install/--off` here (its start, resume and report
 //! call ralph-core themselves).
 //!
-//! The commands themselves are `ralph_core::setup::commands`; this binary
+//! The commands themselves are `ralph_core::start::commands`; this binary
 //! parses the command line, routes the typed slash commands, and reads the
 //! command policy's `[gates] full` row (ralph-core does not read policies).
 
@@ -23,7 +23,7 @@ use ralph_core::control;
 use ralph_core::hook_input::HookInput;
 use ralph_core::hook_output::{HookOutput, fail_open};
 use ralph_core::paths::{LoopPaths, project_root_from_env};
-use ralph_core::setup::{PromptAsks, StartError, Started, commands, prompt_asks};
+use ralph_core::start::{PromptAsks, StartError, Started, commands, prompt_asks};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -88,7 +88,7 @@ fn main() -> ExitCode {
     }
     // A reviewer's session (`--review`) is not the loop's: its hooks stand aside.
     if matches!(command, Command::HookPrompt | Command::HookEvent)
-        && ralph_core::standaside::in_reviewer_session(&paths())
+        && ralph_core::passes::in_reviewer_session(&paths())
     {
         return ExitCode::SUCCESS;
     }

@@ -1,14 +1,14 @@
 //! `ralph-setup statusline [--then CMD]` (what `ralph statusline install` puts in the settings): Claude Code's status line. Reads
-//! the client's JSON on stdin, prints the loop's line (`ralph_core::glance`)
+//! the client's JSON on stdin, prints the loop's line (`ralph_core::statusline`)
 //! or nothing when no loop runs, then the output of the user's own
 //! status-line command (`--then`), which gets the same stdin.
 //!
 //! The client runs it at start and after each message: without a loop it
 //! costs one read of stdin and two stats (docs/benchmarks.md).
 
-use ralph_core::glance::{Glance, LineInput, use_color};
-use ralph_core::glance_install;
 use ralph_core::paths::{LoopPaths, project_root};
+use ralph_core::statusline::{LineInput, StatusLine, use_color};
+use ralph_core::statusline_install;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -44,15 +44,15 @@ pub(crate) fn install_or_off(off: bool) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("where is ralph-setup? {e}"))?;
     let ours = format!(
         "{}{}",
-        glance_install::sh_quote(&exe.to_string_lossy()),
-        glance_install::MARK
+        statusline_install::sh_quote(&exe.to_string_lossy()),
+        statusline_install::MARK
     );
-    let settings = glance_install::settings_file();
+    let settings = statusline_install::settings_file();
     let data = ralph_core::paths::data_root();
     if off {
-        glance_install::uninstall(&settings, &data, &ours)
+        statusline_install::uninstall(&settings, &data, &ours)
     } else {
-        glance_install::install(&settings, &data, &ours)
+        statusline_install::install(&settings, &data, &ours)
     }
 }
 
@@ -67,7 +67,7 @@ pub(crate) fn run(then: Option<&str>) {
         (None, Some(cwd)) => project_root(env.as_deref(), Path::new(cwd)),
         (None, None) => project_root(env.as_deref(), &std::env::current_dir().unwrap_or_default()),
     };
-    let ours = Glance::gather(&LoopPaths::new(root), &input, ralph_core::clock::unix_now())
+    let ours = StatusLine::gather(&LoopPaths::new(root), &input, ralph_core::clock::unix_now())
         .map(|g| g.line(use_color(std::env::var("NO_COLOR").ok().as_deref())));
     let theirs = then
         .filter(|c| !c.trim().is_empty())

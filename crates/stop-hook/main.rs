@@ -189,8 +189,8 @@ fn not_for_this_hook(paths: &LoopPaths, has_loop: bool) -> Option<HookOutput> {
         return Some(HookOutput::Nothing);
     }
     // A reviewer's own session (`--review`) is not the loop's (a pass only
-    // ralph hands out: `standaside`).
-    if ralph_core::standaside::in_reviewer_session(paths) {
+    // ralph hands out: `passes`).
+    if ralph_core::passes::in_reviewer_session(paths) {
         return Some(HookOutput::Nothing);
     }
     None

@@ -355,7 +355,7 @@ pub(super) fn transcript_tail(data: &[u8]) {
 
 /// The text of the file's last turn, read through the gate with nothing awaited.
 fn last_turn_text(path: &std::path::Path, max_bytes: u64) -> std::io::Result<Option<String>> {
-    let written = transcript::gate(
+    let written = transcript::written(
         Some(path),
         transcript::Awaited::Nothing,
         std::time::Duration::ZERO,

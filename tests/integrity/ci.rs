@@ -4,8 +4,8 @@
 //! Played as the workflow plays it, without a client: a base repository
 //! (`BASE_FILES`, the case's `prepare` run there before its commit), the
 //! runner's clone entered on `ralph/<story>` as `ralph run --story` enters
-//! it (`waves::branch`), the case's commands run there with `sh`, the work
-//! committed by `waves::branch::commit` as the run ends, the branch handed
+//! it (`ci::branch`), the case's commands run there with `sh`, the work
+//! committed by `ci::branch::commit` as the run ends, the branch handed
 //! on as the workflow's bundle (only its commits: nothing of the runner's
 //! `.git`), fetched into a fresh clone of the base with ralph's record of a
 //! done story, and `ralph merge --from-results --json` run there. The
@@ -14,7 +14,7 @@
 use crate::cases::Case;
 use crate::run::Outcome;
 use crate::sandbox::RALPH;
-use ralph_core::waves::{branch, story};
+use ralph_core::ci::{branch, story};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;

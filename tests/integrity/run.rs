@@ -437,7 +437,7 @@ pub(crate) fn transcript_of(sb: &Sandbox, session: &str) -> PathBuf {
 }
 
 /// What the client writes to the session's transcript before its Stop hook
-/// reads it (ralph's Stop waits for it: `ralph_core::transcript::gate`): the
+/// reads it (ralph's Stop waits for it: `ralph_core::transcript::written`): the
 /// turn, a feed and then the words the Stop is handed.
 fn client_writes_turn(stop: &Value) -> Result<(), String> {
     use std::io::Write as _;

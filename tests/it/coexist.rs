@@ -1,5 +1,5 @@
 //! The official Ralph plugin enabled beside ralph: the start says so in one
-//! line (`setup::coexist`), through the real UserPromptSubmit hook.
+//! line (`start::coexist`), through the real UserPromptSubmit hook.
 
 use crate::support::*;
 

@@ -481,14 +481,14 @@ fn every_library_module_says_whether_it_is_pure() {
     );
 }
 
-/// Every read of a transcript goes through one gate (issue 34): the client
+/// Every read of a transcript goes through one wait (issue 34): the client
 /// writes a turn after its hooks start, so a reader must be told what the
-/// file must hold and wait for it. `transcript::gate` is the one function
+/// file must hold and wait for it. `transcript::written` is the one function
 /// that opens a transcript, its `Written` the only reader; these are its
 /// calls (a new one is read and added here), and these the files that
-/// hand a hook's transcript path on (to the gate, or to a Stop input).
+/// hand a hook's transcript path on (to the wait, or to a Stop input).
 #[test]
-fn every_transcript_read_goes_through_the_gate() {
+fn every_transcript_read_goes_through_one_wait() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     for dir in ["crates/core/src", "crates/policy/src"] {
@@ -505,37 +505,37 @@ fn every_transcript_read_goes_through_the_gate() {
             .to_string()
     };
     let rel = |f: &Path| f.strip_prefix(root).unwrap().display().to_string();
-    let mut gates = Vec::new();
+    let mut waits = Vec::new();
     let mut hands_on = Vec::new();
     for f in files.iter().filter(|f| !f.ends_with("tests.rs")) {
         let code = code_of(f);
         let name = rel(f);
-        let calls = code.matches("transcript::gate(").count();
+        let calls = code.matches("transcript::written(").count();
         if calls > 0 {
-            gates.push(format!("{name} ×{calls}"));
+            waits.push(format!("{name} ×{calls}"));
         }
         if code.contains("transcript_path") && !name.ends_with("hook_input.rs") {
             hands_on.push(name.clone());
         }
-        // Only the gate opens one.
-        if !name.ends_with("transcript/gate.rs") {
+        // Only the wait opens one.
+        if !name.ends_with("transcript/wait.rs") {
             assert!(
                 !code.contains("open_regular("),
                 "{name} opens a transcript itself"
             );
         }
     }
-    gates.sort();
+    waits.sort();
     hands_on.sort();
     assert_eq!(
-        gates,
+        waits,
         [
             "crates/core/src/parallel/bound.rs ×2",
             "crates/core/src/parallel/claim.rs ×1",
-            "crates/core/src/setup/commands.rs ×1",
+            "crates/core/src/start/commands.rs ×1",
             "crates/core/src/stop/mod.rs ×1",
         ],
-        "the gate's callers changed: read the new one, then list it here"
+        "the wait's callers changed: read the new one, then list it here"
     );
     assert_eq!(
         hands_on,
@@ -543,13 +543,13 @@ fn every_transcript_read_goes_through_the_gate() {
             "crates/core/src/parallel/bound.rs",
             "crates/core/src/parallel/claim.rs",
             "crates/core/src/parallel/hooks.rs",
-            "crates/core/src/stop/inputs.rs",
+            "crates/core/src/stop/gather.rs",
             "crates/core/src/stop/mod.rs",
             "crates/guard/main.rs",
             "crates/ralph/runner.rs",
             "crates/setup/main.rs",
         ],
-        "a file reads a hook's transcript path: it must hand it to transcript::gate"
+        "a file reads a hook's transcript path: it must hand it to transcript::written"
     );
     // The readers are `Written`'s: the module hands out no other.
     let module = code_of(&root.join("crates/core/src/transcript/mod.rs"));

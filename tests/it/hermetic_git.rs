@@ -4,7 +4,7 @@
 //! change, however the repository tries to hide it. Real git.
 
 use crate::support::*;
-use ralph_core::parallel::git as pgit;
+use ralph_core::parallel::branches as pgit;
 use ralph_core::review::change;
 use ralph_core::worktree;
 use std::path::Path;

@@ -8,13 +8,12 @@
 
 mod support;
 
+mod ci;
 mod coexist;
 mod continuity;
 mod design;
 mod fresh;
 mod git_config_cache;
-mod glance;
-mod glance_install;
 mod guard;
 mod hardening_concurrency;
 mod hardening_corpus;
@@ -37,7 +36,8 @@ mod ralph_cli;
 mod readme;
 mod review;
 mod setup_cli;
+mod statusline;
+mod statusline_install;
 mod stop_hook;
 mod verify;
-mod waves;
 mod workflow;

@@ -90,15 +90,15 @@ fn a_pause_on_a_usage_limit_and_not_under_ralph_run() {
         SESSION,
         "/ralph:ralph-loop task --max-iterations 1 --notify \"sh n.sh\"",
     );
-    let run_pass = ralph_core::standaside::Pass::issue(
+    let run_pass = ralph_core::passes::Pass::issue(
         &p.loop_paths(),
-        &ralph_core::standaside::Purpose::Run {
+        &ralph_core::passes::Purpose::Run {
             session: SESSION.into(),
         },
     )
     .expect("pass");
     let mut cmd = command(STOP, &p, &[]);
-    cmd.env(ralph_core::standaside::PASS_ENV, run_pass.token());
+    cmd.env(ralph_core::passes::PASS_ENV, run_pass.token());
     let input = stop_input(&p.root, "one");
     let out = run(cmd, Stdin::Bytes(&input));
     assert!(!out.is_block());

@@ -3,7 +3,7 @@
 //! definitions (`ralph_core::args::options`), and every message ralph
 //! prints spells the in-client commands one way, unqualified.
 
-use ralph_core::args::options::{self, Kind};
+use ralph_core::args::options::{self, ValueKind};
 use std::path::Path;
 
 fn read(path: &str) -> String {
@@ -58,7 +58,7 @@ fn the_loop_skill_hints_every_loop_option() {
         .expect("an argument hint");
     let want: Vec<String> = options::of(false)
         .map(|o| match o.kind {
-            Kind::Switch => format!("[{}]", o.name),
+            ValueKind::Switch => format!("[{}]", o.name),
             _ => format!("[{}]", o.usage()),
         })
         .collect();

@@ -3,7 +3,7 @@
 //! the e2e scenarios). Only the verdicts the Stop hook recorded count.
 
 use crate::support::*;
-use ralph_core::standaside::{PASS_ENV, Pass, Purpose};
+use ralph_core::passes::{PASS_ENV, Pass, Purpose};
 
 /// A reviewer that approves once `fixed` exists, counting its runs in `reviews.log`.
 const REVIEWER: &str = r#"cat > request.json

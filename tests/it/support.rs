@@ -352,7 +352,7 @@ pub(crate) fn is_block(out: Option<&Value>) -> bool {
 
 /// What the client writes to a session's transcript at the end of a turn
 /// whose last words are `said`, before the Stop hook reads it (ralph's Stop
-/// waits for that: `ralph_core::transcript::gate`). A new turn (the Stop's
+/// waits for that: `ralph_core::transcript::written`). A new turn (the Stop's
 /// feed, then the words), unless a test wrote the transcript since: then
 /// nothing when it ends with those words, else the words closing the
 /// test's turn.
@@ -411,7 +411,7 @@ pub(crate) fn state_text(iteration: u64, max_iterations: u64) -> String {
 /// A Stop hook input for `SESSION` in `root`. Its transcript cannot be read
 /// (the path is the project's folder: nothing will come, so nothing is
 /// waited for), so nothing tells one turn from the next and every such Stop
-/// counts as a new turn (see `ralph_core::stop::inputs::turn_key`).
+/// counts as a new turn (see `ralph_core::stop::gather::turn_key`).
 pub(crate) fn stop_input(root: &Path, said: &str) -> Vec<u8> {
     serde_json::json!({
         "session_id": SESSION,

@@ -9,8 +9,8 @@
 //! events, never a fixed sleep. A missing client skips the tests (fails
 //! under `CI`).
 
+mod ci;
 mod support;
-mod waves;
 
 use ralph_fake_model::{ApiError, Block, Reply, Usage};
 use std::process::{Command, Stdio};

@@ -11,14 +11,14 @@
 //! Usage: `cargo build --release && cargo run --release -p ralph-bench -- [--runs N]`
 //!
 //! [`args`] reads the command line, [`fixtures`] and [`transcripts`] write
-//! what the hook meets, [`runner`] builds the cases and times them, and
-//! [`report`] prints the figures.
+//! what the hook meets, [`cases`] builds the cases and times them, and
+//! [`figures`] prints the figures.
 
 mod args;
 mod case;
 mod fixtures;
-mod report;
-mod runner;
+mod figures;
+mod cases;
 mod steady;
 mod transcripts;
 
@@ -27,8 +27,8 @@ use std::process::ExitCode;
 
 use args::Args;
 use case::Case;
-use report::Stats;
-use runner::{Setup, TempRoot};
+use figures::Stats;
+use cases::{Setup, TempRoot};
 
 const HOOK: &str = "ralph-stop-hook";
 const MIB: u64 = 1 << 20;
@@ -88,17 +88,17 @@ fn run(args: &Args) -> Result<(), String> {
         args.warmup,
         args.runs
     );
-    let mut measured = runner::measure(cases, args.warmup, args.runs)?;
+    let mut measured = cases::measure(cases, args.warmup, args.runs)?;
     let paired = steady::paired(cases, &measured.samples);
     let rss: Vec<Option<u64>> = cases.iter().map(Case::peak_rss_kib).collect();
     let stats: Vec<Stats> = measured.samples.iter_mut().map(|s| Stats::of(s)).collect();
 
     let mut report = String::new();
-    report::header(&mut report, args, &hook, &root.0, &load, &setup);
-    report::table(&mut report, cases, &stats, &rss);
-    report::differences(&mut report, cases, &stats);
-    report::late_transcript(&mut report, cases, &stats);
-    report::warnings(&mut report, cases, &measured.wrong);
+    figures::header(&mut report, args, &hook, &root.0, &load, &setup);
+    figures::table(&mut report, cases, &stats, &rss);
+    figures::differences(&mut report, cases, &stats);
+    figures::late_transcript(&mut report, cases, &stats);
+    figures::warnings(&mut report, cases, &measured.wrong);
     print!("{report}{paired}");
     Ok(())
 }

@@ -11,7 +11,7 @@
 //!   and reused by later runs.
 //! - 8: case 6 with the turn's last line written 40 ms after the hook
 //!   starts, as the client writes it (docs/client-measurements.md): the
-//!   Stop waits for it (`transcript::gate`); its time less those 40 ms is
+//!   Stop waits for it (`transcript::written`); its time less those 40 ms is
 //!   what the wait costs beyond the line's own lateness.
 //!
 //! Each run's turn is in the transcript before the Stop reads it (in case

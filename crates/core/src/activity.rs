@@ -225,7 +225,7 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pinned: bool,
     /// The transcript did not hold the turn within the Stop's bound (see
-    /// `transcript::gate`): waited this long, then decided on the words the
+    /// `transcript::written`): waited this long, then decided on the words the
     /// client handed over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_late_ms: Option<u64>,

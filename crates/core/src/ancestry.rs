@@ -247,7 +247,7 @@ pub fn this_process_id() -> Option<(u32, u64)> {
     (me.start > 0).then_some((me.pid, me.start))
 }
 
-/// The pass rule (see `standaside`): the process `issuer` (pid, start time)
+/// The pass rule (see `passes`): the process `issuer` (pid, start time)
 /// is in `chain` (this process and its ancestors), no process of the chain
 /// is the agent's shell (above the issuer as well as below it), and, unless
 /// `detached_ok`, the issuer was not left to init. A pass the agent planted

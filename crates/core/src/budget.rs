@@ -227,7 +227,7 @@ impl Budgets {
             next.usage_seen = Some(last.id.clone());
         }
         // Each message once: a transcript read before the turn was written
-        // (the gate's bound passed) may end with messages already counted.
+        // (the wait's bound passed) may end with messages already counted.
         let seen = self.usage_seen.as_deref();
         let counted = seen.and_then(|id| messages.iter().position(|m| m.id == id));
         let fresh = counted.map_or(messages, |i| &messages[i + 1..]);

@@ -1,4 +1,4 @@
-//! `SubagentStop` of a `--fresh` loop's worker: the gate a worker meets in
+//! `SubagentStop` of a `--fresh` loop's worker: the check a worker meets in
 //! its own fresh context, in the Stop's stages: [`gather`] (the only reads:
 //! the state, the PRD, the counter, the worker's record), [`plan`] (pure:
 //! the check to run first, or the verdict, by `fresh::judge_worker`), the

@@ -389,7 +389,7 @@ fn read_config(dir: &Path) -> RepoConfig {
         .collect();
     git_config::remember(
         file,
-        git_config::Entry {
+        git_config::CachedRead {
             git_dir: dirs.0,
             env: key,
             read_at_ns,

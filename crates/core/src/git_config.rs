@@ -268,7 +268,7 @@ impl FileStat {
 
 /// One repository's read, with what it came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
+pub struct CachedRead {
     pub git_dir: PathBuf,
     /// [`KEY_ENV`] as they were (name, value).
     pub env: Vec<(String, Option<String>)>,
@@ -278,7 +278,7 @@ pub struct Entry {
     pub read: ConfigRead,
 }
 
-impl Entry {
+impl CachedRead {
     /// Still what git would read: same key, every file as it was and none
     /// changed close to the read (see [`RACY_NS`]).
     pub fn holds(&self, git_dir: &Path, env: &[(String, Option<String>)]) -> bool {
@@ -294,7 +294,7 @@ impl Entry {
 /// The cache file's contents.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CacheFile {
-    pub entries: Vec<Entry>,
+    pub entries: Vec<CachedRead>,
 }
 
 /// The key environment of this process.
@@ -322,7 +322,7 @@ pub fn cached(file: &Path, git_dir: &Path, env: &[(String, Option<String>)]) -> 
 
 /// Put `entry` in `file` (replacing its repository's), atomically. Best
 /// effort: a cache that cannot be written only costs the next process a read.
-pub fn remember(file: &Path, entry: Entry) {
+pub fn remember(file: &Path, entry: CachedRead) {
     let mut cache: CacheFile = std::fs::read(file)
         .ok()
         .and_then(|t| serde_json::from_slice(&t).ok())

@@ -59,7 +59,7 @@ fn an_entry_holds_until_a_file_changes_and_never_for_a_racy_one() {
     let cfg = dir.join("config");
     std::fs::write(&cfg, "[core]\n").unwrap();
     let missing = dir.join("missing");
-    let entry = |read_at_ns| Entry {
+    let entry = |read_at_ns| CachedRead {
         git_dir: dir.clone(),
         env: vec![],
         read_at_ns,

@@ -8,7 +8,7 @@
 use crate::activity::Entry;
 use crate::clock::parse_rfc3339;
 use crate::fmt::plural;
-use crate::run::options::human_duration;
+use crate::run::units::human_duration;
 use crate::verify::VerifyLog;
 use std::fmt::Write as _;
 use std::time::Duration;

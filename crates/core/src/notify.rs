@@ -43,7 +43,7 @@ pub struct Ending {
 /// (the user did it); a pause is (the loop waits for them).
 pub fn ending(entry: &Entry) -> Option<Ending> {
     let outcome = match entry.decision.as_str() {
-        "end" if crate::run::outcome::is_complete(&entry.reason) => "complete",
+        "end" if crate::run::end::is_complete(&entry.reason) => "complete",
         "end" => "ended",
         "pause" => "paused",
         _ => return None,
@@ -220,7 +220,7 @@ impl Pending {
     /// The loop at `paths` has a notify command (its own or the project's);
     /// `None` under `ralph run`, which notifies at the end of the run.
     pub fn note(paths: &LoopPaths) -> Option<Pending> {
-        if crate::standaside::run_session(paths).is_some() {
+        if crate::passes::run_session(paths).is_some() {
             return None;
         }
         let own = match paths.read_state() {
@@ -234,7 +234,7 @@ impl Pending {
     /// notes it from the state it gathered, under the lock, before applying).
     pub fn for_loop(paths: &LoopPaths, notify: Option<&str>) -> Option<Pending> {
         let cmd = configured(paths, notify)?;
-        if crate::standaside::run_session(paths).is_some() {
+        if crate::passes::run_session(paths).is_some() {
             return None;
         }
         Some(Pending {

@@ -38,7 +38,7 @@ use crate::verify::VerifyLog;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-pub use crate::names::{
+pub use crate::file_names::{
     BLOCKER_FILE, CONFIG_FILES, LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, POLICY_FILE,
     POLICY_FILE_ALT, REVIEW_DIR, SETTINGS_FILE, STATE_FILE, VERIFY_FILE,
 };

@@ -61,7 +61,7 @@ pub struct LoopState {
     /// The last Stop let the turn end so the model could answer the user's
     /// queued message: the next Stop goes on without counting a stall.
     pub yielded: bool,
-    /// The turn the last Stop answered (see `stop::inputs::turn_key`): a
+    /// The turn the last Stop answered (see `stop::gather::turn_key`): a
     /// second Stop for the same turn is answered again without advancing.
     pub turn_key: Option<String>,
     /// Paused on an API error until the next prompt or Stop (see `pause`):

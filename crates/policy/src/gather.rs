@@ -319,11 +319,11 @@ fn wrap_already_reported(root: &Path, policy: &PolicySource) -> bool {
 
 /// The `full` gate of the project's command policy (`[gates] full`), if
 /// any: the check a loop started without `--verify` runs.
-pub fn full_gate(root: &Path) -> Option<ralph_core::setup::Gate> {
+pub fn full_gate(root: &Path) -> Option<ralph_core::start::FullGate> {
     let (file, text) = [POLICY_FILE, POLICY_FILE_ALT]
         .into_iter()
         .find_map(|file| Some((file, store::read_optional(&root.join(file)).ok()??)))?;
     let policy = crate::Policy::parse(&text).ok()?;
     let command = policy.gate(crate::Tier::Full)?.to_string();
-    Some(ralph_core::setup::Gate { file, command })
+    Some(ralph_core::start::FullGate { file, command })
 }

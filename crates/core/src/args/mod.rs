@@ -15,8 +15,8 @@
 //! Pure.
 
 use crate::budget::Usd;
-use crate::run::options::{parse_duration, parse_tokens};
-use options::{Kind, OptSpec, Zero};
+use crate::run::units::{parse_duration, parse_tokens};
+use options::{OptSpec, ValueKind, Zero};
 use thiserror::Error;
 use words::{join_pieces, next_token, read_word};
 
@@ -175,9 +175,9 @@ fn tokens(spec: &OptSpec, value: &str) -> Result<u64, ArgsError> {
 /// which the runner reads as text).
 pub(crate) fn check_value(spec: &OptSpec, value: &str) -> Result<(), ArgsError> {
     match spec.kind {
-        Kind::Count => count(spec, value).map(drop),
-        Kind::Duration => seconds(spec, value).map(drop),
-        Kind::Tokens => tokens(spec, value).map(drop),
+        ValueKind::Count => count(spec, value).map(drop),
+        ValueKind::Duration => seconds(spec, value).map(drop),
+        ValueKind::Tokens => tokens(spec, value).map(drop),
         _ => Ok(()),
     }
 }
@@ -374,14 +374,14 @@ fn text_value(
     after: usize,
     eq: Option<usize>,
 ) -> Result<(Option<String>, usize), ArgsError> {
-    if let Some(eq) = eq.filter(|_| spec.kind != Kind::Switch) {
+    if let Some(eq) = eq.filter(|_| spec.kind != ValueKind::Switch) {
         let v = read_word(text, eq);
         return Ok((Some(v.value), v.end));
     }
     let next = next_token(text, after).map(|vs| (vs, read_word(text, vs)));
     match spec.kind {
-        Kind::Switch => Ok((None, after)),
-        Kind::Optional => match next {
+        ValueKind::Switch => Ok((None, after)),
+        ValueKind::Optional => match next {
             Some((_, v)) if optional_fits(spec, &v.value) => {
                 let then = next_token(text, v.end).map(|s| &text[s..read_word(text, s).end]);
                 if then.is_none_or(looks_like_flag) {
@@ -438,9 +438,9 @@ pub(crate) fn parse_argv_of(argv: &[String], run: bool) -> Result<StartArgs, Arg
         let spec = options::find(name, run).ok_or_else(|| ArgsError::unknown(name, run))?;
         seen.note(spec)?;
         let value = match (spec.kind, inline) {
-            (Kind::Switch, _) => None,
+            (ValueKind::Switch, _) => None,
             (_, Some(v)) => Some(v),
-            (Kind::Optional, None) => {
+            (ValueKind::Optional, None) => {
                 let rest = it.as_slice();
                 match rest.first() {
                     Some(next) if optional_fits(spec, next) => {

@@ -16,7 +16,7 @@ pub enum Takes {
 
 /// The value an option takes, and so how it is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum ValueKind {
     /// No value (`--fresh`).
     Switch,
     /// A whole number in base 10.
@@ -56,7 +56,7 @@ pub struct OptSpec {
     pub name: &'static str,
     /// The value's placeholder in usage lines (`N`, `DURATION`); empty for a switch.
     pub value: &'static str,
-    pub kind: Kind,
+    pub kind: ValueKind,
     /// The default, as the help states it (`None`: unset unless given).
     pub default: Option<&'static str>,
     pub zero: Zero,
@@ -69,7 +69,12 @@ pub struct OptSpec {
     pub repeatable: bool,
 }
 
-const fn opt(name: &'static str, value: &'static str, kind: Kind, help: &'static str) -> OptSpec {
+const fn opt(
+    name: &'static str,
+    value: &'static str,
+    kind: ValueKind,
+    help: &'static str,
+) -> OptSpec {
     OptSpec {
         name,
         value,
@@ -108,8 +113,8 @@ impl OptSpec {
     /// `--name VALUE` (or `--name[=VALUE]`, or `--name`), for usage lines.
     pub fn usage(&self) -> String {
         match self.kind {
-            Kind::Switch => self.name.to_string(),
-            Kind::Optional => format!("{}[={}]", self.name, self.value),
+            ValueKind::Switch => self.name.to_string(),
+            ValueKind::Optional => format!("{}[={}]", self.name, self.value),
             _ => format!("{} {}", self.name, self.value),
         }
     }
@@ -144,94 +149,94 @@ const AT_LEAST_ONE: Zero = Zero::Refused("at least 1");
 
 /// Every option, in the order the help lists them.
 pub const OPTIONS: &[OptSpec] = &[
-    opt("--max-iterations", "N", Kind::Count, "iterations in all, then the loop stops")
+    opt("--max-iterations", "N", ValueKind::Count, "iterations in all, then the loop stops")
         .default("0")
         .zero(Zero::Off("no cap"))
         .eg("20"),
-    opt("--completion-promise", "TEXT", Kind::Text, "the loop ends when Claude prints <promise>TEXT</promise>, only when true (PRD default: RALPH-COMPLETE)")
+    opt("--completion-promise", "TEXT", ValueKind::Text, "the loop ends when Claude prints <promise>TEXT</promise>, only when true (PRD default: RALPH-COMPLETE)")
         .eg("DONE"),
-    opt("--prd-file", "PATH", Kind::Text, "PRD mode: work a prd.json story by story (write one with /ralph-prd)")
+    opt("--prd-file", "PATH", ValueKind::Text, "PRD mode: work a prd.json story by story (write one with /ralph-prd)")
         .eg("prd.json"),
-    opt("--prompt-file", "PATH", Kind::Text, "read the prompt from a file (its frontmatter is not part of it)")
+    opt("--prompt-file", "PATH", ValueKind::Text, "read the prompt from a file (its frontmatter is not part of it)")
         .eg("PROMPT.md"),
-    opt("--verify", "CMD", Kind::Text, "completion counts only when CMD exits 0 (default: the policy's [gates] full row)")
+    opt("--verify", "CMD", ValueKind::Text, "completion counts only when CMD exits 0 (default: the policy's [gates] full row)")
         .eg("\"cargo test\""),
-    opt("--verify-timeout", "DURATION", Kind::Duration, "how long --verify may run")
+    opt("--verify-timeout", "DURATION", ValueKind::Duration, "how long --verify may run")
         .default("300s")
         .zero(TIMEOUT_ZERO)
         .eg("5m"),
-    opt("--max-stalls", "N", Kind::Count, "stop after N iterations in a row that change nothing")
+    opt("--max-stalls", "N", ValueKind::Count, "stop after N iterations in a row that change nothing")
         .default("3")
         .zero(Zero::Off("off"))
         .eg("3"),
-    opt("--max-story-attempts", "N", Kind::Count, "stop when one story is fed N times in a row without passing")
+    opt("--max-story-attempts", "N", ValueKind::Count, "stop when one story is fed N times in a row without passing")
         .default("5")
         .zero(AT_LEAST_ONE)
         .eg("5"),
-    opt("--max-tokens", "N", Kind::Tokens, "stop once the loop's turns used N tokens (input, output, cache; 500k, 2M)")
+    opt("--max-tokens", "N", ValueKind::Tokens, "stop once the loop's turns used N tokens (input, output, cache; 500k, 2M)")
         .zero(Zero::Off("no cap"))
         .eg("2M"),
-    opt("--max-runtime", "DURATION", Kind::Duration, "stop once the loop has run this long")
+    opt("--max-runtime", "DURATION", ValueKind::Duration, "stop once the loop has run this long")
         .zero(Zero::Off("no cap"))
         .eg("4h"),
-    opt("--max-cost", "USD", Kind::Usd, "stop once the loop's tokens cost this much (the model must be in ralph's price table)")
+    opt("--max-cost", "USD", ValueKind::Usd, "stop once the loop's tokens cost this much (the model must be in ralph's price table)")
         .zero(Zero::Off("no cap"))
         .eg("25"),
-    opt("--review", "LIST", Kind::Optional, "reviewers approve the work before the loop ends: acceptance (default), security, quality, all; PRD: story")
+    opt("--review", "LIST", ValueKind::Optional, "reviewers approve the work before the loop ends: acceptance (default), security, quality, all; PRD: story")
         .eg("acceptance,security"),
-    opt("--review-cmd", "CMD", Kind::Text, "a program reviews instead (request JSON on stdin, verdict JSON on stdout)")
+    opt("--review-cmd", "CMD", ValueKind::Text, "a program reviews instead (request JSON on stdin, verdict JSON on stdout)")
         .eg("\"./review.sh\""),
-    opt("--max-reviews", "N", Kind::Count, "review rounds before a rejected loop stops")
+    opt("--max-reviews", "N", ValueKind::Count, "review rounds before a rejected loop stops")
         .default("3")
         .zero(AT_LEAST_ONE)
         .eg("2"),
-    opt("--review-timeout", "DURATION", Kind::Duration, "how long one review may run")
+    opt("--review-timeout", "DURATION", ValueKind::Duration, "how long one review may run")
         .default("600s")
         .zero(TIMEOUT_ZERO)
         .eg("10m"),
-    opt("--fresh", "", Kind::Switch, "each story (or iteration) is worked by a subagent in a fresh context"),
-    opt("--parallel", "N", Kind::Count, "PRD mode: up to N stories at once (at most 16), each in its own git worktree; implies --fresh")
+    opt("--fresh", "", ValueKind::Switch, "each story (or iteration) is worked by a subagent in a fresh context"),
+    opt("--parallel", "N", ValueKind::Count, "PRD mode: up to N stories at once (at most 16), each in its own git worktree; implies --fresh")
         .zero(AT_LEAST_ONE)
         .eg("4"),
-    opt("--notify", "CMD|desktop", Kind::Text, "run CMD (sh -c), or `desktop`, when the loop ends or pauses for you")
+    opt("--notify", "CMD|desktop", ValueKind::Text, "run CMD (sh -c), or `desktop`, when the loop ends or pauses for you")
         .eg("desktop"),
-    opt("--pin", "GLOB", Kind::Text, "pin more files (repeatable): checks use them as at start; the agent may not write them")
+    opt("--pin", "GLOB", ValueKind::Text, "pin more files (repeatable): checks use them as at start; the agent may not write them")
         .eg("'tests/**'")
         .repeatable(),
-    opt("--replace", "", Kind::Switch, "take over another session's running loop in this project"),
+    opt("--replace", "", ValueKind::Switch, "take over another session's running loop in this project"),
     // `ralph run` only.
-    opt("--claude", "PATH", Kind::Text, "the Claude Code client to run (default: $RALPH_CLAUDE, else `claude` on PATH)")
+    opt("--claude", "PATH", ValueKind::Text, "the Claude Code client to run (default: $RALPH_CLAUDE, else `claude` on PATH)")
         .run_only()
         .eg("/usr/local/bin/claude"),
-    opt("--max-failures", "N", Kind::Count, "end the run after N client failures in a row (crash, non-zero exit, API error)")
+    opt("--max-failures", "N", ValueKind::Count, "end the run after N client failures in a row (crash, non-zero exit, API error)")
         .default("3")
         .zero(AT_LEAST_ONE)
         .run_only()
         .eg("3"),
-    opt("--max-wait", "DURATION", Kind::Duration, "the longest the run waits out rate and usage limits in a row")
+    opt("--max-wait", "DURATION", ValueKind::Duration, "the longest the run waits out rate and usage limits in a row")
         .default("6h")
         .zero(Zero::Off("never wait: end at the first limit"))
         .run_only()
         .eg("90m"),
-    opt("--rotate-at", "TOKENS", Kind::Tokens, "ask the agent for a hand-off when its context reaches TOKENS")
+    opt("--rotate-at", "TOKENS", ValueKind::Tokens, "ask the agent for a hand-off when its context reaches TOKENS")
         .default("120k")
         .zero(Zero::Off("off"))
         .run_only()
         .eg("120k"),
-    opt("--rotate-hard", "TOKENS", Kind::Tokens, "stop the client when its context reaches TOKENS")
+    opt("--rotate-hard", "TOKENS", ValueKind::Tokens, "stop the client when its context reaches TOKENS")
         .default("160k")
         .zero(Zero::Off("off"))
         .run_only()
         .eg("160k"),
-    opt("--iteration-timeout", "DURATION", Kind::Duration, "stop an iteration that runs longer than this")
+    opt("--iteration-timeout", "DURATION", ValueKind::Duration, "stop an iteration that runs longer than this")
         .default("2h")
         .zero(Zero::Off("no cap"))
         .run_only()
         .eg("30m"),
-    opt("--story", "ID", Kind::Text, "work on story ID of --prd-file (default prd.json) only, on branch ralph/ID; exit 0 done, 1 not done, 3 usage limit, 4 error (docs/github-actions.md)")
+    opt("--story", "ID", ValueKind::Text, "work on story ID of --prd-file (default prd.json) only, on branch ralph/ID; exit 0 done, 1 not done, 3 usage limit, 4 error (docs/github-actions.md)")
         .run_only()
         .eg("US-1"),
-    opt("--result", "FILE", Kind::Text, "with --story: write what the run did as JSON to FILE (read by `ralph merge --from-results`)")
+    opt("--result", "FILE", ValueKind::Text, "with --story: write what the run did as JSON to FILE (read by `ralph merge --from-results`)")
         .run_only()
         .eg("result.json"),
 ];
@@ -372,7 +377,7 @@ mod tests {
             );
             let numeric = matches!(
                 o.kind,
-                Kind::Count | Kind::Duration | Kind::Tokens | Kind::Usd
+                ValueKind::Count | ValueKind::Duration | ValueKind::Tokens | ValueKind::Usd
             );
             assert_eq!(
                 numeric,
@@ -380,7 +385,12 @@ mod tests {
                 "{}: what does 0 mean?",
                 o.name
             );
-            assert_eq!(o.kind == Kind::Switch, o.example.is_empty(), "{}", o.name);
+            assert_eq!(
+                o.kind == ValueKind::Switch,
+                o.example.is_empty(),
+                "{}",
+                o.name
+            );
         }
     }
 }

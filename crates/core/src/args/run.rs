@@ -63,7 +63,7 @@ pub fn split_run_argv(argv: &[String]) -> Result<RunArgv, ArgsError> {
             return Err(ArgsError::Repeated(spec.name));
         }
         let value = match (spec.kind, inline) {
-            (options::Kind::Switch, _) => String::new(),
+            (options::ValueKind::Switch, _) => String::new(),
             (_, Some(v)) => v,
             (_, None) => match it.next() {
                 Some(v) if !v.starts_with("--") => v.clone(),

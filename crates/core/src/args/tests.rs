@@ -206,7 +206,7 @@ fn dash_h_is_help_only_alone() {
 fn every_loop_option_parses() {
     for o in options::of(false) {
         let line = match o.kind {
-            options::Kind::Switch | options::Kind::Optional => format!("go {}", o.name),
+            options::ValueKind::Switch | options::ValueKind::Optional => format!("go {}", o.name),
             _ => format!("go {} {}", o.name, o.example),
         };
         let a = parse_command_line(&line).unwrap_or_else(|e| panic!("{line}: {e}"));

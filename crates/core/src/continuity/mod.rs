@@ -16,7 +16,7 @@ use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
 use crate::paths::{LoopPaths, StateFile};
 use crate::pause::{self, Pause, PauseReason};
-use crate::setup::report;
+use crate::start::text;
 use crate::state::owns;
 use crate::state::{self, LoopState};
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
@@ -69,7 +69,7 @@ fn session_start(
         .and_then(|f| paths.read_prd(f).ok());
     Ok(HookOutput::Context {
         event: "SessionStart",
-        context: report::reminder(&state, prd.as_ref(), why(source), &paths.root),
+        context: text::reminder(&state, prd.as_ref(), why(source), &paths.root),
         system_message: note,
     })
 }

@@ -6,8 +6,8 @@ use crate::activity::Entry;
 use crate::budget::{Budget, Budgets, PRICES_DATE};
 use crate::paths::PrdReadError;
 use crate::prd::Prd;
-use crate::review::{Outcome, ReviewConfig, ReviewLog, Verdict};
-use crate::run::options::human_duration;
+use crate::review::{ReviewConfig, ReviewLog, ReviewResult, ReviewVerdict};
+use crate::run::units::human_duration;
 use crate::state::LoopState;
 use crate::verify::{CheckResult, DEFAULT_TIMEOUT_SECS, VerifyLog};
 use serde::Serialize;
@@ -625,7 +625,7 @@ pub struct ReviewStatus {
     pub rounds: u32,
     pub max_rounds: u32,
     /// Each reviewer's last verdict, when it gave one.
-    pub verdicts: Vec<(String, Verdict)>,
+    pub verdicts: Vec<(String, ReviewVerdict)>,
 }
 
 impl ReviewStatus {
@@ -658,9 +658,9 @@ impl ReviewStatus {
         );
         for (name, v) in &self.verdicts {
             let what = match v.outcome {
-                Outcome::Approved => "approved".to_string(),
-                Outcome::Rejected => format!("REJECTED, {} finding(s)", v.findings.len()),
-                Outcome::Failed => {
+                ReviewResult::Approved => "approved".to_string(),
+                ReviewResult::Rejected => format!("REJECTED, {} finding(s)", v.findings.len()),
+                ReviewResult::Failed => {
                     format!("no verdict ({})", v.error.as_deref().unwrap_or("it failed"))
                 }
             };

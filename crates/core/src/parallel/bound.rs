@@ -86,7 +86,7 @@ pub fn bind_at_first_call(paths: &LoopPaths, session_transcript: Option<&str>, a
     // guard started faster): it is waited for before binding the worker to
     // no story, which would abandon its work. Still before the call runs,
     // so the agent has had no turn to write its transcript.
-    let task = transcript::gate(own.as_deref(), Awaited::FirstLine, TASK_LINE_BOUND).task();
+    let task = transcript::written(own.as_deref(), Awaited::FirstLine, TASK_LINE_BOUND).task();
     let story = task.and_then(|task| super::story_in_task(&task));
     let _ = seal::write(&f, story.unwrap_or_default().as_bytes());
 }
@@ -103,7 +103,8 @@ pub fn story_of(
         Record::None => {
             // Its first line was there when it was handed out: no wait.
             let own = transcript::subagent_transcript(Path::new(session_transcript?), agent)?;
-            let task = transcript::gate(Some(&own), Awaited::FirstLine, Duration::ZERO).task()?;
+            let task =
+                transcript::written(Some(&own), Awaited::FirstLine, Duration::ZERO).task()?;
             super::story_in_task(&task)
         }
     }

@@ -4,9 +4,9 @@
 //! words (`parallel::abandoned_message`, `already_passes_message`), and
 //! the writes (the lane named for its story, or dropped). Does I/O.
 
-use super::git;
+use super::branches;
 use super::lanes::{drop_lane, worker_loop, worktree_of};
-use super::queue::Claim;
+use super::merge_queue::Claim;
 use super::{Lane, LaneStatus};
 use crate::activity::{self, Action, Code, Entry};
 use crate::fresh;
@@ -73,7 +73,7 @@ pub(super) fn claim(paths: &LoopPaths, input: &HookInput) -> Result<Claim, HookO
         }
         ClaimPlan::Claimed(found) => {
             let branch = super::story_branch(&found.id);
-            let renamed = git::name_branch(&seen.worktree, &branch).is_ok();
+            let renamed = branches::name_branch(&seen.worktree, &branch).is_ok();
             let lane = Lane {
                 story: Some(found.id.clone()),
                 branch: if renamed { branch } else { seen.lane.branch },
@@ -101,8 +101,8 @@ fn gather_claim(paths: &LoopPaths, input: &HookInput) -> Option<ClaimInputs> {
     let board = paths.read_board();
     let lane = board.lanes.get(&agent).cloned().unwrap_or_else(|| Lane {
         worktree: worktree.to_string_lossy().into_owned(),
-        branch: git::current_branch(&worktree),
-        base: git::head(&paths.root).unwrap_or_default(),
+        branch: branches::current_branch(&worktree),
+        base: branches::head(&paths.root).unwrap_or_default(),
         story: None,
         status: LaneStatus::Working,
         sent_back: 0,
@@ -159,7 +159,7 @@ fn worker_story(paths: &LoopPaths, input: &HookInput, agent: &str, lane: &Lane) 
 /// line, written before it ran: no wait).
 fn task_of(input: &HookInput) -> Option<String> {
     let own = input.agent_transcript_path.as_deref().map(Path::new);
-    let written = crate::transcript::gate(
+    let written = crate::transcript::written(
         own,
         crate::transcript::Awaited::FirstLine,
         std::time::Duration::ZERO,

@@ -8,11 +8,11 @@
 //! a time, and a check never sees another story's merge half done). The
 //! merge lock is taken before the loop lock, never the other way round.
 
+use super::branches;
 use super::claim::claim;
-use super::git;
 use super::landing::{merged, sent_back};
 use super::lanes::{remove_lane_worktree, worker_loop, worktree_of};
-use super::queue::{Claim, Merge, merge_and_check};
+use super::merge_queue::{Claim, Merge, merge_and_check};
 use super::{Lane, LaneStatus, MergeOutcome, NOTES_FILE, WORKER_TYPE, refuse};
 use crate::activity::{self, Action, Code, Entry};
 use crate::hook_input::HookInput;
@@ -43,21 +43,21 @@ pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
     if worker_loop(paths, input).is_none() {
         return HookOutput::Nothing;
     }
-    let Ok(base) = git::head(&paths.root) else {
+    let Ok(base) = branches::head(&paths.root) else {
         return HookOutput::Nothing;
     };
-    let behind = git::head(&worktree).ok().as_deref() != Some(base.as_str());
+    let behind = branches::head(&worktree).ok().as_deref() != Some(base.as_str());
     let mut board = paths.read_board();
     let lane = Lane {
         worktree: worktree.to_string_lossy().into_owned(),
-        branch: git::current_branch(&worktree),
+        branch: branches::current_branch(&worktree),
         base,
         story: None,
         status: LaneStatus::Working,
         sent_back: 0,
     };
     if behind {
-        let _ = git::git(&worktree, &["reset", "-q", "--hard", &lane.base]);
+        let _ = branches::git(&worktree, &["reset", "-q", "--hard", &lane.base]);
     }
     board
         .lanes
@@ -67,7 +67,7 @@ pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
 }
 
 /// What a Stop of a `--parallel` loop changes on the board, read under the
-/// loop lock (`stop::inputs`) and written by `stop::apply` ([`sync_lanes`]):
+/// loop lock (`stop::gather`) and written by `stop::apply` ([`sync_lanes`]):
 /// each running worker's story is named (from the task's description: ralph
 /// knows it from the worker's own transcript only once it stops, and status
 /// wants it while it runs), and a worker that no longer runs but still has a
@@ -185,7 +185,7 @@ pub fn worker_stop(paths: &LoopPaths, input: &HookInput, extend: &dyn Fn(Duratio
         return HookOutput::Nothing;
     }
     recover_cut_merge(paths, input.session(), claim.state.iteration);
-    let in_the_way = git::in_the_way(&paths.root, &claim.lane.branch);
+    let in_the_way = branches::in_the_way(&paths.root, &claim.lane.branch);
     if !in_the_way.is_empty() {
         let outcome = MergeOutcome::UserChanges { files: in_the_way };
         return sent_back(paths, input, &claim, outcome);
@@ -215,7 +215,7 @@ fn ready_to_merge(
 ) -> Result<(), HookOutput> {
     let prd_file = claim.state.prd_file.clone().unwrap_or_default();
     // A story sent back with a conflict: every marker must be gone.
-    let unresolved = git::markers_left(worktree, &git::conflicted(worktree));
+    let unresolved = branches::markers_left(worktree, &branches::conflicted(worktree));
     if !unresolved.is_empty() {
         let outcome = MergeOutcome::Conflict { files: unresolved };
         return Err(sent_back(paths, input, claim, outcome));
@@ -224,14 +224,14 @@ fn ready_to_merge(
     let message = format!("ralph: story {} {}", claim.story, claim.title);
     // The PRD and the notes as the loop's branch has them now: the story's
     // merge then changes neither (nor undoes a commit of them made meanwhile).
-    let loop_head = git::head(&paths.root).unwrap_or_else(|_| claim.lane.base.clone());
+    let loop_head = branches::head(&paths.root).unwrap_or_else(|_| claim.lane.base.clone());
     // What the loop fixed at start is not the worker's to change.
     let bases = [claim.lane.base.as_str(), loop_head.as_str()];
     if let Some(prd) = refuse::prd_refusal(&paths.root, worktree, &prd_file, &bases) {
         let outcome = MergeOutcome::Refused { files: vec![prd] };
         return Err(sent_back(paths, input, claim, outcome));
     }
-    if let Err(why) = git::commit_work(
+    if let Err(why) = branches::commit_work(
         worktree,
         &loop_head,
         &[prd_file.as_str(), NOTES_FILE],
@@ -258,8 +258,8 @@ fn recover_cut_merge(paths: &LoopPaths, session: &str, iteration: u64) {
         return;
     };
     let story = marker.split_whitespace().next().unwrap_or("?").to_string();
-    let aborted =
-        git::merge_in_progress(&paths.root) && git::git(&paths.root, &["merge", "--abort"]).is_ok();
+    let aborted = branches::merge_in_progress(&paths.root)
+        && branches::git(&paths.root, &["merge", "--abort"]).is_ok();
     let _ = store::remove_if_present(&paths.merging);
     let text = if aborted {
         format!(

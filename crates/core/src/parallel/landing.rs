@@ -7,7 +7,7 @@
 //! (`parallel::merge_message`, `send_back_reason`), then writes. Does I/O.
 
 use super::lanes::{remove_lane_worktree, worker_loop};
-use super::queue::Claim;
+use super::merge_queue::Claim;
 use super::{Board, Lane, LaneStatus, MergeOutcome};
 use crate::activity::{self, Action, Entry};
 use crate::hook_input::HookInput;

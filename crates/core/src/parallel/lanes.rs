@@ -3,7 +3,7 @@
 //! branches removed). Shared by the worker's start, claim and stop. Does
 //! I/O (reads the state, removes worktrees).
 
-use super::{Board, Lane, WORKER_TYPE, git};
+use super::{Board, Lane, WORKER_TYPE, branches};
 use crate::hook_input::HookInput;
 use crate::paths::{LoopPaths, StateFile};
 use crate::state::{LoopState, owns};
@@ -18,7 +18,7 @@ pub(super) fn worker_loop(paths: &LoopPaths, input: &HookInput) -> Option<LoopSt
         return None;
     };
     let ours = owns(&state.session_id, input.session())
-        || crate::standaside::run_session(paths).as_deref() == Some(state.session_id.as_str());
+        || crate::passes::run_session(paths).as_deref() == Some(state.session_id.as_str());
     (state.active && state.parallel > 0 && ours).then_some(*state)
 }
 
@@ -48,5 +48,5 @@ pub(super) fn remove_lane_worktree(
 ) -> Result<(), String> {
     super::bound::forget(paths, agent);
     let client_branch = format!("worktree-agent-{agent}");
-    git::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch])
+    branches::remove_worktree(&paths.root, &lane.worktree, &[&lane.branch, &client_branch])
 }

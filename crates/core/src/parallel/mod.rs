@@ -15,13 +15,13 @@
 //! or a new one starts after a crash (`hooks::remove_all`).
 
 pub mod bound;
+pub mod branches;
 mod claim;
 mod disk;
-pub mod git;
 pub mod hooks;
 mod landing;
 mod lanes;
-mod queue;
+mod merge_queue;
 pub mod refuse;
 pub mod strays;
 

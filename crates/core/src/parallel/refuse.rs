@@ -1,5 +1,5 @@
 //! `--parallel`: what the merge queue refuses to merge. A worker's branch
-//! may not change the loop's configuration (`names::CONFIG_FILES`,
+//! may not change the loop's configuration (`file_names::CONFIG_FILES`,
 //! `.claude/ralph-review/`), a pinned file (`pins`), or the PRD beyond the
 //! `passes` values ralph itself sets: a verdict depends only on what the user
 //! set up at the start and on the work. The story is sent back naming the
@@ -7,9 +7,9 @@
 //!
 //! `forbidden` and `prd_changed` are pure; `prd_refusal` and `branch_refusals`
 //! read the worktree and run git (whole outputs, so not through
-//! `parallel::git::git`, which keeps a tail). Does I/O.
+//! `parallel::branches::git`, which keeps a tail). Does I/O.
 
-use crate::names::{CONFIG_FILES, REVIEW_DIR};
+use crate::file_names::{CONFIG_FILES, REVIEW_DIR};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

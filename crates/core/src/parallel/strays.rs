@@ -14,7 +14,7 @@
 //! the loop started (its reflog says when), whose tip the loop's branch
 //! already holds (it carries no work). Anything else is left alone. Does I/O.
 
-use super::git;
+use super::branches;
 use crate::activity::{self, Action, Code, Entry};
 use crate::paths::LoopPaths;
 use crate::state::LoopState;
@@ -44,13 +44,13 @@ pub fn created_at(reflog: &str) -> Option<u64> {
 /// The strays in `root` made at or after Unix time `since` (see the module).
 pub fn strays(root: &Path, since: u64) -> Vec<String> {
     let pattern = format!("refs/heads/{CLIENT_BRANCH_PREFIX}*");
-    let Ok(listed) = git::git(
+    let Ok(listed) = branches::git(
         root,
         &["for-each-ref", "--format=%(refname:short)", &pattern],
     ) else {
         return Vec::new();
     };
-    let Ok(worktrees) = git::git(root, &["worktree", "list", "--porcelain"]) else {
+    let Ok(worktrees) = branches::git(root, &["worktree", "list", "--porcelain"]) else {
         return Vec::new();
     };
     let busy = checked_out(&worktrees);
@@ -59,7 +59,7 @@ pub fn strays(root: &Path, since: u64) -> Vec<String> {
         .map(str::trim)
         .filter(|b| !b.is_empty() && !busy.iter().any(|c| c == b))
         .filter(|b| {
-            let reflog = git::git(
+            let reflog = branches::git(
                 root,
                 &[
                     "reflog",
@@ -75,7 +75,7 @@ pub fn strays(root: &Path, since: u64) -> Vec<String> {
                 .is_some_and(|t| t >= since)
         })
         // Its tip is in the loop's branch: removing it loses nothing.
-        .filter(|b| git::git(root, &["merge-base", "--is-ancestor", b, "HEAD"]).is_ok())
+        .filter(|b| branches::git(root, &["merge-base", "--is-ancestor", b, "HEAD"]).is_ok())
         .map(str::to_string)
         .collect()
 }
@@ -98,7 +98,7 @@ pub fn sweep(paths: &LoopPaths, found: &[String], session: &str, iteration: u64)
     let removed: Vec<&str> = found
         .iter()
         .map(String::as_str)
-        .filter(|b| git::git(&paths.root, &["branch", "-D", b]).is_ok())
+        .filter(|b| branches::git(&paths.root, &["branch", "-D", b]).is_ok())
         .collect();
     if removed.is_empty() {
         return;

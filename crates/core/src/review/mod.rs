@@ -12,7 +12,7 @@
 pub mod change;
 mod disk;
 pub(crate) mod inputs;
-pub(crate) mod run;
+pub(crate) mod reviewers;
 
 pub use change::{ChangedFile, IgnoredFile};
 // The settings live with the state that keeps them; `review` is their face.
@@ -84,7 +84,7 @@ impl Finding {
 /// What became of one reviewer's review.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Outcome {
+pub enum ReviewResult {
     Approved,
     Rejected,
     /// It could not give a verdict (failed, timed out, answered no verdict):
@@ -94,8 +94,8 @@ pub enum Outcome {
 
 /// One reviewer's verdict, as the Stop hook recorded it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Verdict {
-    pub outcome: Outcome,
+pub struct ReviewVerdict {
+    pub outcome: ReviewResult,
     #[serde(default)]
     pub findings: Vec<Finding>,
     /// Why it failed, when it did.
@@ -109,9 +109,9 @@ pub struct Verdict {
     pub duration_ms: u64,
 }
 
-impl Verdict {
+impl ReviewVerdict {
     pub fn approved(&self) -> bool {
-        self.outcome == Outcome::Approved
+        self.outcome == ReviewResult::Approved
     }
 }
 
@@ -121,7 +121,7 @@ pub struct ReviewLog {
     #[serde(default)]
     pub rounds: u32,
     #[serde(default)]
-    pub verdicts: BTreeMap<String, Verdict>,
+    pub verdicts: BTreeMap<String, ReviewVerdict>,
 }
 
 impl ReviewLog {
@@ -152,7 +152,7 @@ impl ReviewLog {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Standing {
     /// `(reviewer, verdict)`, in the loop's order.
-    pub verdicts: Vec<(String, Verdict)>,
+    pub verdicts: Vec<(String, ReviewVerdict)>,
 }
 
 impl Standing {
@@ -170,7 +170,7 @@ impl Standing {
         let mut out = String::new();
         for (name, v) in self.verdicts.iter().filter(|(_, v)| !v.approved()) {
             match (&v.outcome, &v.error) {
-                (Outcome::Failed, e) => out.push_str(&format!(
+                (ReviewResult::Failed, e) => out.push_str(&format!(
                     "- {name} reviewer: no verdict ({})\n",
                     e.as_deref().unwrap_or("it failed")
                 )),
@@ -251,10 +251,10 @@ pub struct Request {
 }
 
 /// The verdict a reviewer gave, read from `{"verdict": ..., "findings": [...]}`.
-pub fn parse_verdict(value: &Value) -> Result<(Outcome, Vec<Finding>), String> {
+pub fn parse_verdict(value: &Value) -> Result<(ReviewResult, Vec<Finding>), String> {
     let outcome = match value.get("verdict").and_then(Value::as_str).map(str::trim) {
-        Some(v) if v.eq_ignore_ascii_case("approved") => Outcome::Approved,
-        Some(v) if v.eq_ignore_ascii_case("rejected") => Outcome::Rejected,
+        Some(v) if v.eq_ignore_ascii_case("approved") => ReviewResult::Approved,
+        Some(v) if v.eq_ignore_ascii_case("rejected") => ReviewResult::Rejected,
         Some(v) => {
             return Err(format!(
                 "verdict `{}` is neither approved nor rejected",
@@ -274,7 +274,7 @@ pub fn parse_verdict(value: &Value) -> Result<(Outcome, Vec<Finding>), String> {
 /// The verdict in `claude -p --output-format json` output: its
 /// `structured_output` (measured on 2.1.328: the client offers the model a
 /// `StructuredOutput` tool with the schema and puts its input there).
-pub fn verdict_of_claude(stdout: &str) -> Result<(Outcome, Vec<Finding>), String> {
+pub fn verdict_of_claude(stdout: &str) -> Result<(ReviewResult, Vec<Finding>), String> {
     let result: Value = serde_json::from_str(stdout.trim())
         .map_err(|_| format!("its output is not JSON: {}", one_line(&tail(stdout, 200))))?;
     if result.get("is_error").and_then(Value::as_bool) == Some(true) {
@@ -292,7 +292,7 @@ pub fn verdict_of_claude(stdout: &str) -> Result<(Outcome, Vec<Finding>), String
 
 /// The verdict a `--review-cmd` program printed (the last JSON object of
 /// its output, so a line of chatter before it does no harm).
-pub fn verdict_of_program(stdout: &str) -> Result<(Outcome, Vec<Finding>), String> {
+pub fn verdict_of_program(stdout: &str) -> Result<(ReviewResult, Vec<Finding>), String> {
     let text = stdout.trim();
     if let Ok(v) = serde_json::from_str::<Value>(text) {
         return parse_verdict(&v);
@@ -383,20 +383,20 @@ mod tests {
     fn verdicts_from_the_client_and_from_a_program() {
         let out = r#"{"type":"result","is_error":false,"result":"x","structured_output":{"verdict":"rejected","findings":[{"severity":"low","what":"typo"},{"severity":"high","file":"a.rs","line":3,"what":"no test","fix":"add one"}]}}"#;
         let (o, f) = verdict_of_claude(out).unwrap();
-        assert_eq!(o, Outcome::Rejected);
+        assert_eq!(o, ReviewResult::Rejected);
         assert_eq!(f.len(), 2);
         assert!(verdict_of_claude(r#"{"is_error":false,"result":"VERIFIED_COMPLETE"}"#).is_err());
         assert!(verdict_of_claude("not json").is_err());
         let (o, _) =
             verdict_of_program("thinking...\n{\"verdict\": \"approved\", \"findings\": []}\n")
                 .unwrap();
-        assert_eq!(o, Outcome::Approved);
+        assert_eq!(o, ReviewResult::Approved);
         assert!(verdict_of_program("{\"verdict\": \"maybe\"}").is_err());
         assert!(verdict_of_program("").is_err());
     }
 
-    fn verdict(outcome: Outcome, fp: &str, findings: Vec<Finding>) -> Verdict {
-        Verdict {
+    fn verdict(outcome: ReviewResult, fp: &str, findings: Vec<Finding>) -> ReviewVerdict {
+        ReviewVerdict {
             outcome,
             findings,
             error: None,
@@ -412,7 +412,7 @@ mod tests {
         let mut log = ReviewLog::default();
         log.verdicts.insert(
             "acceptance".into(),
-            verdict(Outcome::Approved, "f1", vec![]),
+            verdict(ReviewResult::Approved, "f1", vec![]),
         );
         assert!(standing(&log, &names, Some("f1")).is_none());
         assert_eq!(log.due(&names, Some("f1")), ["security"]);
@@ -432,7 +432,7 @@ mod tests {
         };
         log.verdicts.insert(
             "security".into(),
-            verdict(Outcome::Rejected, "f1", vec![low, high]),
+            verdict(ReviewResult::Rejected, "f1", vec![low, high]),
         );
         let s = standing(&log, &names, Some("f1")).unwrap();
         assert!(!s.all_approved());

@@ -47,7 +47,7 @@ pub struct ChildEnd {
 
 /// What to do after a client run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum NextTry {
     /// The iteration ran: the Stop hook decides what comes next.
     Iteration,
     /// Rate limited or overloaded after the client's own retries: wait
@@ -62,13 +62,13 @@ pub enum Verdict {
     Failed { message: String },
 }
 
-pub fn classify(end: &ChildEnd) -> Verdict {
+pub fn classify(end: &ChildEnd) -> NextTry {
     if end.stopped_by_runner.is_some() || end.any_success {
-        return Verdict::Iteration;
+        return NextTry::Iteration;
     }
     if let Some(r) = &end.result {
         if !r.is_error || r.subtype == "error_max_turns" {
-            return Verdict::Iteration;
+            return NextTry::Iteration;
         }
         let message = r
             .text
@@ -84,14 +84,14 @@ pub fn classify(end: &ChildEnd) -> Verdict {
             let resets_at = rejected
                 .and_then(|(_, at)| *at)
                 .or_else(|| reset_from_text(&message));
-            return Verdict::UsageLimit { resets_at, message };
+            return NextTry::UsageLimit { resets_at, message };
         }
         let transient = matches!(r.api_error_status, Some(429 | 529))
             || matches!(r.api_error.as_deref(), Some("rate_limit" | "overloaded"));
         if transient {
-            return Verdict::RateLimited { message };
+            return NextTry::RateLimited { message };
         }
-        return Verdict::Failed { message };
+        return NextTry::Failed { message };
     }
     let how = match (end.exit_code, end.signal) {
         (_, Some(sig)) => format!("the client was killed by signal {sig}"),
@@ -100,7 +100,7 @@ pub fn classify(end: &ChildEnd) -> Verdict {
         (None, None) => "the client ended without an exit status".to_string(),
     };
     let said = last_lines(&end.stderr_tail, 3).or_else(|| last_lines(&end.stdout_other, 3));
-    Verdict::Failed {
+    NextTry::Failed {
         message: match said {
             Some(s) => format!("{how}: {s}"),
             None => how,
@@ -196,18 +196,18 @@ mod tests {
 
     #[test]
     fn a_turn_that_ended_is_an_iteration() {
-        assert_eq!(classify(&result(false, None, "done")), Verdict::Iteration);
+        assert_eq!(classify(&result(false, None, "done")), NextTry::Iteration);
         // Stopped on purpose (rotation, timeout): the work so far is judged.
         let stopped = ChildEnd {
             stopped_by_runner: Some(StopCause::Rotation),
             signal: Some(15),
             ..ChildEnd::default()
         };
-        assert_eq!(classify(&stopped), Verdict::Iteration);
+        assert_eq!(classify(&stopped), NextTry::Iteration);
         // The work turn succeeded; the hand-off turn after it hit an error.
         let mut two = result(true, Some(500), "API Error: 500");
         two.any_success = true;
-        assert_eq!(classify(&two), Verdict::Iteration);
+        assert_eq!(classify(&two), NextTry::Iteration);
     }
 
     #[test]
@@ -215,18 +215,18 @@ mod tests {
         let msg = "API Error: Request rejected (429) · Rate limited";
         assert_eq!(
             classify(&result(true, Some(429), msg)),
-            Verdict::RateLimited {
+            NextTry::RateLimited {
                 message: msg.into()
             }
         );
         assert!(matches!(
             classify(&result(true, Some(529), "API Error: 529 Overloaded")),
-            Verdict::RateLimited { .. }
+            NextTry::RateLimited { .. }
         ));
         let old = "Claude AI usage limit reached|1900000000";
         assert_eq!(
             classify(&result(true, Some(429), old)),
-            Verdict::UsageLimit {
+            NextTry::UsageLimit {
                 resets_at: Some(1_900_000_000),
                 message: old.into()
             }
@@ -239,7 +239,7 @@ mod tests {
         event.rate_limit = Some(("rejected".into(), Some(1_900_000_123)));
         assert!(matches!(
             classify(&event),
-            Verdict::UsageLimit {
+            NextTry::UsageLimit {
                 resets_at: Some(1_900_000_123),
                 ..
             }
@@ -250,7 +250,7 @@ mod tests {
     fn other_errors_are_failures_with_the_clients_words() {
         assert_eq!(
             classify(&result(true, Some(500), "API Error: 500 Internal")),
-            Verdict::Failed {
+            NextTry::Failed {
                 message: "API Error: 500 Internal".into()
             }
         );
@@ -261,7 +261,7 @@ mod tests {
         };
         assert_eq!(
             classify(&crashed),
-            Verdict::Failed {
+            NextTry::Failed {
                 message: "the client exited with status 3: warming up / boom: no model here".into()
             }
         );
@@ -271,7 +271,7 @@ mod tests {
         };
         assert_eq!(
             classify(&killed),
-            Verdict::Failed {
+            NextTry::Failed {
                 message: "the client was killed by signal 9".into()
             }
         );

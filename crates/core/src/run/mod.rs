@@ -14,11 +14,11 @@
 //! * [`progress`]: the lines shown on the terminal.
 //! * [`options`]: durations and token counts as the user types them.
 
+pub mod display;
+pub mod end;
 pub mod events;
 pub mod failure;
 pub mod handoff;
-pub mod options;
-pub mod outcome;
-pub mod progress;
 pub mod rotation;
 pub mod tokens;
+pub mod units;

@@ -4,7 +4,7 @@
 //! loop lock.
 
 use super::decide::{Decision, Next};
-use super::inputs::{Corrupt, StopInputs, ToolRecord};
+use super::gather::{Corrupt, StopInputs, ToolRecord};
 use super::plan::Plan;
 use super::text;
 use crate::activity::{self, Action, CLAIMED, Code, Entry};
@@ -13,7 +13,7 @@ use crate::control;
 use crate::fmt;
 use crate::hook_output::HookOutput;
 use crate::paths::{LoopPaths, Saved};
-use crate::queue::QueueAction;
+use crate::queued::QueueAction;
 use crate::state::{self, LoopState};
 use crate::store::{self, StoreError};
 use crate::turn_tools;

@@ -17,7 +17,7 @@
 use crate::paths::PrdReadError;
 use crate::prd::Prd;
 use crate::promise;
-use crate::review::{self, ReviewLog, Verdict};
+use crate::review::{self, ReviewLog, ReviewVerdict};
 use crate::state::LoopState;
 use crate::transcript::Turn;
 use crate::verify::{CheckResult, VerifyLog};
@@ -34,7 +34,7 @@ pub struct JudgedPrd<'a> {
     /// Stories recorded at start that are no longer in the file (they count as failing).
     pub vanished: Vec<String>,
     /// `--review story`: stories whose review did not approve them, with the verdict.
-    pub review_refused: BTreeMap<String, Verdict>,
+    pub review_refused: BTreeMap<String, ReviewVerdict>,
     /// `--review story`: stories that pass their checks and wait for their review.
     pub awaiting_review: Vec<String>,
 }
@@ -125,7 +125,7 @@ impl<'a> JudgedPrd<'a> {
 /// What the assistant said this turn, as far as it can be seen.
 /// `last_message` (the client's `last_assistant_message`) is the final
 /// block only; when it lacks the promise, the transcript's last turn may
-/// hold it in an earlier text block. The turn read through the gate ends
+/// hold it in an earlier text block. The turn read once written ends
 /// with that block already: it is not said twice (a fence opened in it
 /// would be closed by its copy); a turn read late adds nothing.
 pub fn said_this_turn(

@@ -25,9 +25,9 @@
 //! Pure.
 
 use super::completion::{self, Completion, JudgedPrd, Refusal};
-use super::inputs::StopInputs;
+use super::gather::StopInputs;
 pub use super::next::{Decision, Next, Then};
-use super::plan::{Plan, ReviewGate};
+use super::plan::{Plan, ReviewStage};
 pub use super::workers::Workers;
 use crate::activity::Code;
 use crate::blocker::Blocker;
@@ -35,9 +35,9 @@ use crate::budget::{Budget, Budgets};
 use crate::paths::PrdReadError;
 use crate::prd::{Prd, Story};
 use crate::promise;
-use crate::queue::QueueAction;
+use crate::queued::QueueAction;
 use crate::reinject::Injected;
-use crate::review::{Standing, Verdict};
+use crate::review::{ReviewVerdict, Standing};
 use crate::state::LoopState;
 use crate::verify::CheckResult;
 
@@ -53,7 +53,7 @@ pub struct StopContext<'a> {
     pub last_injected: Option<&'a Injected>,
     pub completion: &'a Completion,
     /// Where the review of a completion claim stands (`--review`).
-    pub review: &'a ReviewGate,
+    pub review: &'a ReviewStage,
     /// Review rounds run so far.
     pub review_rounds: u32,
     /// What the user queued meanwhile asks for.
@@ -185,7 +185,7 @@ pub enum Outcome<'a> {
         /// The story claims `passes`, but its check failed.
         refused: Option<&'a CheckResult>,
         /// The story claims `passes`, but its review did not approve it.
-        review: Option<&'a Verdict>,
+        review: Option<&'a ReviewVerdict>,
     },
     /// `--parallel`: these stories go out at once, each to its own worker.
     Dispatch {
@@ -497,9 +497,9 @@ enum Reviewed<'a> {
 
 fn reviewed<'a>(cx: &StopContext<'a>, complete: Outcome<'a>) -> Reviewed<'a> {
     match cx.review {
-        ReviewGate::Off | ReviewGate::Approved(_) => Reviewed::Done(alone(complete)),
-        ReviewGate::Rejected(s) => Reviewed::Feed(Outcome::ReviewRejected(s)),
-        ReviewGate::Exhausted(s) => Reviewed::Done(alone(Outcome::ReviewsExhausted(s))),
+        ReviewStage::Off | ReviewStage::Approved(_) => Reviewed::Done(alone(complete)),
+        ReviewStage::Rejected(s) => Reviewed::Feed(Outcome::ReviewRejected(s)),
+        ReviewStage::Exhausted(s) => Reviewed::Done(alone(Outcome::ReviewsExhausted(s))),
     }
 }
 

@@ -1,9 +1,9 @@
 use super::*;
 use crate::prd::{Prd, PrdError};
-use crate::queue::QueueAction;
+use crate::queued::QueueAction;
 use crate::state::{DEFAULT_PRD_PROMPT, sample as state};
 use crate::stop::completion;
-use crate::stop::plan::ReviewGate;
+use crate::stop::plan::ReviewStage;
 use crate::verify::{CheckResult, VerifyLog};
 
 /// One Stop's facts, decided the way the plan and `decide` do it.
@@ -18,7 +18,7 @@ struct Case {
     queue: QueueAction,
     stalls: u32,
     elapsed_secs: Option<u64>,
-    review: ReviewGate,
+    review: ReviewStage,
     review_rounds: u32,
     in_flight: Vec<Option<String>>,
     /// `--fresh`: a worker runs in the background.
@@ -38,7 +38,7 @@ impl Case {
             queue: QueueAction::None,
             stalls: 0,
             elapsed_secs: None,
-            review: ReviewGate::Off,
+            review: ReviewStage::Off,
             review_rounds: 0,
             in_flight: Vec::new(),
             fresh_worker: false,
@@ -517,13 +517,13 @@ fn budgets_end_the_loop_after_the_cap_and_before_the_breaker() {
     assert!(matches!(case.decide().next, Next::Feed { .. }));
 }
 
-fn verdicts(outcomes: &[(&str, crate::review::Outcome)]) -> crate::review::Standing {
+fn verdicts(outcomes: &[(&str, crate::review::ReviewResult)]) -> crate::review::Standing {
     crate::review::Standing {
         verdicts: outcomes
             .iter()
             .map(|(name, outcome)| {
                 let findings = match outcome {
-                    crate::review::Outcome::Rejected => vec![crate::review::Finding {
+                    crate::review::ReviewResult::Rejected => vec![crate::review::Finding {
                         severity: "high".into(),
                         file: Some("src/lib.rs".into()),
                         line: Some(4),
@@ -532,7 +532,7 @@ fn verdicts(outcomes: &[(&str, crate::review::Outcome)]) -> crate::review::Stand
                     }],
                     _ => Vec::new(),
                 };
-                let verdict = crate::review::Verdict {
+                let verdict = crate::review::ReviewVerdict {
                     outcome: outcome.clone(),
                     findings,
                     error: None,
@@ -548,14 +548,14 @@ fn verdicts(outcomes: &[(&str, crate::review::Outcome)]) -> crate::review::Stand
 
 #[test]
 fn review_gates_a_completion_that_stands() {
-    use crate::review::Outcome::{Approved, Rejected};
+    use crate::review::ReviewResult::{Approved, Rejected};
     let s = state(2, 10, Some("DONE"));
-    let claim = |review: ReviewGate| Case {
+    let claim = |review: ReviewStage| Case {
         review,
         review_rounds: 1,
         ..Case::new(s.clone(), Some("All done. <promise>DONE</promise>"))
     };
-    let d = claim(ReviewGate::Approved(verdicts(&[
+    let d = claim(ReviewStage::Approved(verdicts(&[
         ("acceptance", Approved),
         ("security", Approved),
     ])))
@@ -567,7 +567,7 @@ fn review_gates_a_completion_that_stands() {
         "{}",
         d.system_message
     );
-    let d = claim(ReviewGate::Rejected(verdicts(&[
+    let d = claim(ReviewStage::Rejected(verdicts(&[
         ("acceptance", Rejected),
         ("security", Approved),
     ])))
@@ -582,7 +582,11 @@ fn review_gates_a_completion_that_stands() {
         r.contains("round 1 of 3") && !r.contains("security reviewer"),
         "{r}"
     );
-    let d = claim(ReviewGate::Exhausted(verdicts(&[("acceptance", Rejected)]))).decide();
+    let d = claim(ReviewStage::Exhausted(verdicts(&[(
+        "acceptance",
+        Rejected,
+    )])))
+    .decide();
     assert_eq!(d.code, Code::ReviewsExhausted);
     ended(&d);
     assert!(
@@ -592,7 +596,7 @@ fn review_gates_a_completion_that_stands() {
     );
     // The cap still ends a rejected loop on its last turn.
     let last = Case {
-        review: ReviewGate::Rejected(verdicts(&[("acceptance", Rejected)])),
+        review: ReviewStage::Rejected(verdicts(&[("acceptance", Rejected)])),
         ..Case::new(state(10, 10, Some("DONE")), Some("<promise>DONE</promise>"))
     };
     assert_eq!(last.decide().code, Code::MaxIterations);

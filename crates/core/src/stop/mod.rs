@@ -18,7 +18,7 @@
 //! - [`apply`]: the one place that writes (with `--parallel`, also what
 //!   `gather` found of workers gone: their lanes, worktrees, stray branches).
 //!
-//! A Stop delivered twice for one turn (the same `inputs::turn_key`) is
+//! A Stop delivered twice for one turn (the same `gather::turn_key`) is
 //! answered again without advancing anything.
 //!
 //! [`step`] runs one pass under the loop lock. When the plan has checks to
@@ -30,7 +30,7 @@
 pub mod apply;
 pub mod completion;
 pub mod decide;
-pub mod inputs;
+pub mod gather;
 pub mod next;
 pub mod plan;
 pub mod text;
@@ -41,7 +41,7 @@ use crate::hook_output::HookOutput;
 use crate::notify::Pending;
 use crate::paths::LoopPaths;
 use crate::pins::disk::Guarded;
-use crate::queue::QueueAction;
+use crate::queued::QueueAction;
 use crate::review;
 use crate::state::LoopState;
 use crate::store::StoreError;
@@ -49,7 +49,7 @@ use crate::tamper;
 use crate::transcript::{self, Awaited, Written};
 use completion::Completion;
 use decide::{Decision, StopContext};
-use inputs::{Gathered, StopInputs};
+use gather::{Gathered, StopInputs};
 use plan::{Jobs, Plan, Ran};
 use std::cell::OnceCell;
 use std::time::Duration;
@@ -81,7 +81,7 @@ pub fn await_transcript(input: &HookInput) -> Written {
         .as_deref()
         .map_or(Awaited::Nothing, Awaited::LastText);
     let path = input.transcript_path.as_deref().map(std::path::Path::new);
-    transcript::gate(path, awaited, TRANSCRIPT_BOUND)
+    transcript::written(path, awaited, TRANSCRIPT_BOUND)
 }
 
 /// Where a pass of [`step`] got to.
@@ -109,7 +109,7 @@ pub fn step(
             return apply::corrupt(paths, input.session(), &corrupt).map(Step::Done);
         }
         Gathered::Tampered(t) => {
-            let reader = inputs::reader(paths);
+            let reader = gather::reader(paths);
             return Ok(Step::Done(tamper::answer(
                 paths,
                 input.session(),
@@ -181,7 +181,7 @@ impl Jobs {
             } else {
                 ran.reviews_done = true;
             }
-            let verdicts = review::run::review_all(
+            let verdicts = review::reviewers::review_all(
                 paths,
                 &r.reviews,
                 r.command.as_deref(),

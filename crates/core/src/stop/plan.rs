@@ -7,15 +7,15 @@
 //! Pure.
 
 use super::completion::{self, Completion, JudgedPrd};
-use super::inputs::{StopInputs, queue_action};
+use super::gather::{StopInputs, queue_action};
 use super::workers::Workers;
+use crate::breaker::{self, TurnEffect};
 use crate::budget::{self, Budgets};
 use crate::paths::PrdReadError;
 use crate::prd::Prd;
-use crate::progress::{self, TurnEffect};
-use crate::queue::{self, QueueAction};
-use crate::review::run::Brief;
-use crate::review::{self, ReviewLog, Standing, Verdict};
+use crate::queued::{self, QueueAction};
+use crate::review::reviewers::Brief;
+use crate::review::{self, ReviewLog, ReviewVerdict, Standing};
 use crate::state::LoopState;
 use crate::verify::{CheckResult, VerifyLog};
 use std::time::Duration;
@@ -32,7 +32,7 @@ pub struct Ran {
     /// The story reviewers ran (once per Stop).
     pub story_reviews_done: bool,
     /// The verdicts of either, by reviewer (`story:ID` for a story's).
-    pub reviews: Vec<(String, Verdict)>,
+    pub reviews: Vec<(String, ReviewVerdict)>,
 }
 
 /// Checks to run outside the lock, before the Stop is decided.
@@ -72,7 +72,7 @@ impl Jobs {
 
 /// Where the review of a completion claim stands (`--review`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReviewGate {
+pub enum ReviewStage {
     /// No review: completion stands on its own.
     Off,
     /// Every reviewer approved the current tree.
@@ -103,7 +103,7 @@ pub struct Plan<'a> {
     /// Review rounds run so far, this Stop's included.
     pub review_rounds: u32,
     /// Where the review of a completion claim stands.
-    pub review: ReviewGate,
+    pub review: ReviewStage,
     /// PRD mode: the PRD as the loop judges it, or why it cannot be read.
     pub prd: Option<Result<JudgedPrd<'a>, &'a PrdReadError>>,
     pub completion: Completion,
@@ -172,9 +172,9 @@ impl<'a> Plan<'a> {
             && jobs.is_none()
             && !(queue.preempts() || duplicate);
         let (review, jobs) = if reviewing {
-            review_gate(inputs, &review_log, ran.reviews_done)
+            review_stage(inputs, &review_log, ran.reviews_done)
         } else {
-            (ReviewGate::Off, jobs)
+            (ReviewStage::Off, jobs)
         };
         Plan {
             claims: state.session_id.is_empty() && !inputs.session.is_empty(),
@@ -229,7 +229,7 @@ fn queue_of(inputs: &StopInputs, not_now: bool) -> (QueueAction, Option<String>)
     };
     let seen = match queue {
         QueueAction::None => state.queue_seen.clone(),
-        _ => queue::newest(&inputs.queued).map(str::to_string),
+        _ => queued::newest(&inputs.queued).map(str::to_string),
     };
     (queue, seen)
 }
@@ -241,7 +241,7 @@ fn stalls(inputs: &StopInputs) -> u32 {
     if state.yielded {
         return state.stalls;
     }
-    progress::stalls_after(
+    breaker::stalls_after(
         inputs.effect,
         state.stalls,
         inputs.fingerprint.as_deref(),
@@ -271,7 +271,11 @@ fn logs_with(inputs: &StopInputs, ran: &Ran) -> (VerifyLog, ReviewLog) {
 /// Where the review of a standing completion claim is: its verdicts on this
 /// tree (those this Stop ran count whatever the tree), or the reviewers to
 /// run now, or, with no round left, the last verdicts.
-fn review_gate(inputs: &StopInputs, log: &ReviewLog, ran_now: bool) -> (ReviewGate, Option<Jobs>) {
+fn review_stage(
+    inputs: &StopInputs,
+    log: &ReviewLog,
+    ran_now: bool,
+) -> (ReviewStage, Option<Jobs>) {
     let config = &inputs.state.review;
     let reviewers = config.final_reviewers();
     let fingerprint = inputs.fingerprint.as_deref();
@@ -283,11 +287,11 @@ fn review_gate(inputs: &StopInputs, log: &ReviewLog, ran_now: bool) -> (ReviewGa
     let exhausted = log.rounds >= config.max_rounds;
     let gate = |s: Standing| {
         if s.all_approved() {
-            ReviewGate::Approved(s)
+            ReviewStage::Approved(s)
         } else if exhausted {
-            ReviewGate::Exhausted(s)
+            ReviewStage::Exhausted(s)
         } else {
-            ReviewGate::Rejected(s)
+            ReviewStage::Rejected(s)
         }
     };
     if let Some(s) = on_this_tree {
@@ -299,7 +303,7 @@ fn review_gate(inputs: &StopInputs, log: &ReviewLog, ran_now: bool) -> (ReviewGa
             .iter()
             .filter_map(|n| log.verdicts.get(n).map(|v| (n.clone(), v.clone())))
             .collect();
-        return (ReviewGate::Exhausted(Standing { verdicts: last }), None);
+        return (ReviewStage::Exhausted(Standing { verdicts: last }), None);
     }
     let names: Vec<String> = if fingerprint.is_some() {
         log.due(&reviewers, fingerprint)
@@ -322,7 +326,7 @@ fn review_gate(inputs: &StopInputs, log: &ReviewLog, ran_now: bool) -> (ReviewGa
             stories: false,
         }),
     };
-    (ReviewGate::Off, Some(jobs))
+    (ReviewStage::Off, Some(jobs))
 }
 
 /// The reviews of the stories that pass their checks and wait for one:

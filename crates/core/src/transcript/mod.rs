@@ -10,7 +10,7 @@
 //! `max_bytes` from the end, and each line is assembled once.
 
 use crate::budget::MessageUsage;
-use crate::queue::QueueOp;
+use crate::queued::QueueOp;
 use crate::run::events::Usage;
 use memchr::{memmem, memrchr};
 use serde_json::Value;
@@ -172,7 +172,7 @@ fn task_of(mut file: &File) -> Option<String> {
         .ok()?;
     let v: Value = serde_json::from_str(&line).ok()?;
     let content = v.get("message")?.get("content")?;
-    Some(crate::queue::content_text(content))
+    Some(crate::queued::content_text(content))
 }
 
 /// The lines seen so far, walking backwards.
@@ -541,8 +541,8 @@ pub fn subagent_transcript(
     Some(format!("{base}/subagents/agent-{agent_id}.jsonl").into())
 }
 
-mod gate;
-pub use gate::{Arrival, Awaited, Written, gate};
+mod wait;
+pub use wait::{Arrival, Awaited, Written, written};
 
 #[cfg(test)]
 mod tests;

@@ -26,9 +26,9 @@ use super::*;
 use std::io::Write;
 use std::time::Duration;
 
-/// Read through the gate, nothing awaited.
+/// Read with nothing awaited.
 fn now(path: &Path) -> Written {
-    gate(Some(path), Awaited::Nothing, Duration::ZERO)
+    written(Some(path), Awaited::Nothing, Duration::ZERO)
 }
 fn read(path: &Path, max_bytes: u64) -> Turn {
     now(path).last_turn(max_bytes, None).unwrap()

@@ -7,7 +7,7 @@ use crate::activity::Code;
 use crate::fmt::plural;
 use crate::prd::Story;
 use crate::reinject::Injected;
-use crate::review::Verdict;
+use crate::review::ReviewVerdict;
 use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
 use crate::stop::completion::Refusal;
 use crate::stop::decide::{Outcome, PrdProgress, StopContext};
@@ -190,7 +190,7 @@ fn story_feed(
     story: &Story,
     standing: &PrdProgress,
     refused: Option<&CheckResult>,
-    review: Option<&Verdict>,
+    review: Option<&ReviewVerdict>,
 ) -> (String, String) {
     let state = cx.state;
     let label = state.iteration_label(state.iteration.saturating_add(1));

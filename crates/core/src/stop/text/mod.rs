@@ -6,7 +6,7 @@ use super::completion::Refusal;
 use super::decide::{
     Decision, IgnoredBlocker, Judgement, Next, Outcome, PrdProgress, StopContext, Then,
 };
-use super::plan::ReviewGate;
+use super::plan::ReviewStage;
 use crate::blocker::Blocker;
 use crate::control::{self, status};
 use crate::fmt::plural;
@@ -212,7 +212,7 @@ fn cx_rounds(cx: &StopContext) -> u32 {
 /// ` and verified (...) and approved by the acceptance and security reviewers`.
 fn verified_and_reviewed(cx: &StopContext) -> String {
     let mut out = verified(cx.state);
-    if let ReviewGate::Approved(s) = cx.review {
+    if let ReviewStage::Approved(s) = cx.review {
         let names = s.approvers();
         let who = match names.as_slice() {
             [one] => format!("the {one} reviewer"),

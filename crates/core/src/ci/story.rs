@@ -64,7 +64,7 @@ impl Ended {
         }
     }
 
-    /// From the run's `outcome.json` name (`run::outcome::Outcome::name`)
+    /// From the run's `outcome.json` name (`run::end::RunEnd::name`)
     /// and the last log entry's reason and message.
     pub fn of_run(outcome: &str, reason: &str, message: &str) -> Ended {
         match outcome {

@@ -20,7 +20,7 @@ pub const EXIT_BLOCKED: u8 = 4;
 /// What the plan says of the PRD as a whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub enum WaveStatus {
     Run,
     Done,
     Blocked,
@@ -28,7 +28,7 @@ pub enum Status {
 
 /// One matrix entry: a job's `matrix.story` and `matrix.title`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Entry {
+pub struct MatrixJob {
     pub story: String,
     pub title: String,
 }
@@ -36,7 +36,7 @@ pub struct Entry {
 /// The matrix, in GitHub Actions' shape (`strategy.matrix: ${{ fromJSON(..) }}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Matrix {
-    pub include: Vec<Entry>,
+    pub include: Vec<MatrixJob>,
 }
 
 /// A story that cannot run, and what it waits for.
@@ -48,8 +48,8 @@ pub struct Waiting {
 
 /// The plan of one wave.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Plan {
-    pub status: Status,
+pub struct Wave {
+    pub status: WaveStatus,
     pub matrix: Matrix,
     /// Stories that pass.
     pub done: usize,
@@ -65,16 +65,16 @@ pub struct Plan {
     pub message: String,
 }
 
-impl Plan {
+impl Wave {
     /// The plan of `text`, a prd.json; an error only when it cannot be read
     /// as one (a dependency cycle or a dependency on no story is a plan:
     /// blocked, with the stories named).
-    pub fn of_text(text: &str) -> Result<Plan, PrdError> {
+    pub fn of_text(text: &str) -> Result<Wave, PrdError> {
         let prd = Prd::parse(text)?;
         match prd.validate() {
-            Ok(()) => Ok(Plan::of(&prd, None)),
+            Ok(()) => Ok(Wave::of(&prd, None)),
             Err(e @ (PrdError::Cycle(_) | PrdError::DanglingDependency { .. })) => {
-                Ok(Plan::of(&prd, Some(e.to_string())))
+                Ok(Wave::of(&prd, Some(e.to_string())))
             }
             Err(e) => Err(e),
         }
@@ -82,13 +82,13 @@ impl Plan {
 
     /// The plan of a parsed PRD. `invalid`: why its dependencies can never
     /// be met (then nothing runs, whatever is runnable).
-    pub fn of(prd: &Prd, invalid: Option<String>) -> Plan {
-        let include: Vec<Entry> = if invalid.is_some() {
+    pub fn of(prd: &Prd, invalid: Option<String>) -> Wave {
+        let include: Vec<MatrixJob> = if invalid.is_some() {
             Vec::new()
         } else {
             prd.runnable()
                 .into_iter()
-                .map(|s| Entry {
+                .map(|s| MatrixJob {
                     story: s.id.clone(),
                     title: s.title.clone(),
                 })
@@ -98,13 +98,13 @@ impl Plan {
         let remaining = total - done;
         let blocked = remaining - include.len();
         let status = if remaining == 0 {
-            Status::Done
+            WaveStatus::Done
         } else if include.is_empty() {
-            Status::Blocked
+            WaveStatus::Blocked
         } else {
-            Status::Run
+            WaveStatus::Run
         };
-        let deadlock = if status == Status::Blocked {
+        let deadlock = if status == WaveStatus::Blocked {
             prd.unmet_dependencies()
                 .into_iter()
                 .map(|(story, waits_for)| Waiting { story, waits_for })
@@ -113,7 +113,7 @@ impl Plan {
             Vec::new()
         };
         let message = message(status, &include, (done, total), &deadlock, invalid);
-        Plan {
+        Wave {
             status,
             matrix: Matrix { include },
             done,
@@ -127,23 +127,23 @@ impl Plan {
 
     pub fn exit_code(&self) -> u8 {
         match self.status {
-            Status::Run => EXIT_RUN,
-            Status::Done => EXIT_DONE,
-            Status::Blocked => EXIT_BLOCKED,
+            WaveStatus::Run => EXIT_RUN,
+            WaveStatus::Done => EXIT_DONE,
+            WaveStatus::Blocked => EXIT_BLOCKED,
         }
     }
 }
 
 fn message(
-    status: Status,
-    include: &[Entry],
+    status: WaveStatus,
+    include: &[MatrixJob],
     (done, total): (usize, usize),
     deadlock: &[Waiting],
     invalid: Option<String>,
 ) -> String {
     match status {
-        Status::Done => format!("every story passes ({done}/{total}): nothing to run"),
-        Status::Run => format!(
+        WaveStatus::Done => format!("every story passes ({done}/{total}): nothing to run"),
+        WaveStatus::Run => format!(
             "{} to run now: {} ({done}/{total} pass)",
             crate::fmt::plural(include.len() as u64, "story"),
             include
@@ -152,7 +152,7 @@ fn message(
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-        Status::Blocked => {
+        WaveStatus::Blocked => {
             let waits: Vec<String> = deadlock
                 .iter()
                 .map(|w| format!("{} waits for {}", w.story, w.waits_for.join(", ")))
@@ -181,8 +181,8 @@ mod tests {
             {"id":"A1","title":"a one","priority":3,"passes":false},
             {"id":"B1","title":"b one","priority":2,"passes":false},
             {"id":"C1","title":"c one","passes":true}"#);
-        let plan = Plan::of_text(&text).unwrap();
-        assert_eq!(plan.status, Status::Run);
+        let plan = Wave::of_text(&text).unwrap();
+        assert_eq!(plan.status, WaveStatus::Run);
         assert_eq!(plan.exit_code(), EXIT_RUN);
         let ids: Vec<&str> = plan
             .matrix
@@ -205,8 +205,8 @@ mod tests {
 
     #[test]
     fn every_story_passing_is_done() {
-        let plan = Plan::of_text(&prd(r#"{"id":"A","passes":true}"#)).unwrap();
-        assert_eq!(plan.status, Status::Done);
+        let plan = Wave::of_text(&prd(r#"{"id":"A","passes":true}"#)).unwrap();
+        assert_eq!(plan.status, WaveStatus::Done);
         assert_eq!(plan.exit_code(), EXIT_DONE);
         assert!(plan.matrix.include.is_empty());
         assert_eq!(
@@ -221,8 +221,8 @@ mod tests {
             {"id":"A","passes":true},
             {"id":"B","passes":false,"dependsOn":["C"]},
             {"id":"C","passes":false,"dependsOn":["B"]}"#);
-        let plan = Plan::of_text(&text).unwrap();
-        assert_eq!(plan.status, Status::Blocked);
+        let plan = Wave::of_text(&text).unwrap();
+        assert_eq!(plan.status, WaveStatus::Blocked);
         assert_eq!(plan.exit_code(), EXIT_BLOCKED);
         assert_eq!((plan.done, plan.blocked, plan.remaining), (1, 2, 2));
         assert_eq!(plan.deadlock[0].story, "B");
@@ -236,8 +236,8 @@ mod tests {
         let text = prd(r#"
             {"id":"A","passes":false},
             {"id":"B","passes":false,"dependsOn":["Z"]}"#);
-        let plan = Plan::of_text(&text).unwrap();
-        assert_eq!(plan.status, Status::Blocked);
+        let plan = Wave::of_text(&text).unwrap();
+        assert_eq!(plan.status, WaveStatus::Blocked);
         assert!(
             plan.message.contains("Z (no such story)"),
             "{}",
@@ -247,7 +247,7 @@ mod tests {
 
     #[test]
     fn a_prd_that_does_not_parse_is_an_error() {
-        assert!(Plan::of_text("{").is_err());
-        assert!(Plan::of_text(r#"{"userStories":[{"id":"A"},{"id":"A"}]}"#).is_err());
+        assert!(Wave::of_text("{").is_err());
+        assert!(Wave::of_text(r#"{"userStories":[{"id":"A"},{"id":"A"}]}"#).is_err());
     }
 }

@@ -1,9 +1,9 @@
 //! `ralph plan`: which stories of a PRD can run now, for an engine that
 //! runs them on other machines (a GitHub Actions matrix). Thin: reads the
-//! file, prints `waves::plan::Plan`, exits with its code.
+//! file, prints `ci::wave::Wave`, exits with its code.
 
 use clap::Args;
-use ralph_core::waves::plan::{EXIT_USAGE, Plan};
+use ralph_core::ci::wave::{EXIT_USAGE, Wave};
 use std::process::ExitCode;
 
 #[derive(Args)]
@@ -31,7 +31,7 @@ pub(crate) fn run(args: &PlanArgs) -> ExitCode {
         Ok(t) => t,
         Err(e) => return usage(&format!("cannot read {}: {e}", args.prd_file)),
     };
-    let plan = match Plan::of_text(&text) {
+    let plan = match Wave::of_text(&text) {
         Ok(p) => p,
         Err(e) => return usage(&format!("{}: {e}", args.prd_file)),
     };

@@ -15,7 +15,7 @@
 //! Does I/O: [`note`] reads the settings files a session reads. Pure:
 //! [`others_enabled`] (the settings' texts in, the plugin ids out) and [`line`].
 
-use crate::glance_install;
+use crate::statusline_install;
 use crate::store;
 use serde_json::Value;
 use std::path::Path;
@@ -75,7 +75,7 @@ pub fn line(ids: &[String]) -> String {
 /// enabled. Never fails: an unreadable file counts as absent.
 pub fn note(root: &Path) -> String {
     let files = [
-        glance_install::settings_file(),
+        statusline_install::settings_file(),
         root.join(".claude/settings.json"),
         root.join(".claude/settings.local.json"),
     ];

@@ -1,19 +1,19 @@
 //! Start and show: read what they need, take the loop lock to start, apply
 //! the rules, write. Does I/O.
 
-use super::report::{self, StartReport};
 use super::rules::{self, Existing, Mode};
-use super::{Gate, StartError, Started};
+use super::text::{self, StartReport};
+use super::{FullGate, StartError, Started};
 use crate::activity::{self, Action, Entry};
 use crate::args::StartArgs;
+use crate::breaker::TurnEffect;
 use crate::clock;
 use crate::fmt;
 use crate::paths::{FileError, LoopPaths, PrdReadError, StateFile};
 use crate::pins;
 use crate::prd::Prd;
-use crate::progress::TurnEffect;
 use crate::state::LoopState;
-use crate::stop::inputs::wants_fingerprint;
+use crate::stop::gather::wants_fingerprint;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use crate::transcript::{self, Awaited};
 use crate::turn_tools;
@@ -27,7 +27,7 @@ pub struct Starter<'a> {
     /// The session that owns it (empty: the first session to stop claims it).
     pub session: &'a str,
     /// The command policy's `[gates] full` row (the binaries read policies).
-    pub gate: Option<Gate>,
+    pub gate: Option<FullGate>,
     /// The session's model, for a cost budget.
     pub model: Option<String>,
     /// The client `ralph run` drives: the reviewers' too (else
@@ -95,7 +95,7 @@ pub fn start(paths: &LoopPaths, args: &StartArgs, starter: Starter) -> Result<St
     }
     Ok(Started {
         summary,
-        task: report::task(&state, prd.as_ref(), &paths.root),
+        task: text::task(&state, prd.as_ref(), &paths.root),
     })
 }
 
@@ -141,8 +141,8 @@ fn read_start_files(
 /// `--parallel`: the workers' worktrees start from the last commit, so
 /// what is not committed is not in them; said at start, naming a few.
 fn parallel_note(root: &Path, prd_file: &str) -> String {
-    use crate::parallel::{NOTES_FILE, git};
-    let dirty = git::uncommitted(
+    use crate::parallel::{NOTES_FILE, branches};
+    let dirty = branches::uncommitted(
         root,
         &[prd_file, NOTES_FILE, ".claude/", ".ralph-blocker.md"],
     );
@@ -168,7 +168,7 @@ fn parallel_note(root: &Path, prd_file: &str) -> String {
 /// Hooks are not told the model (measured, Claude Code 2.1.328).
 pub fn session_model(transcript: Option<&Path>, root: &Path) -> Option<String> {
     // A prompt's hook knows of no turn due: the transcript as it is.
-    let written = transcript::gate(transcript, Awaited::Nothing, Duration::ZERO);
+    let written = transcript::written(transcript, Awaited::Nothing, Duration::ZERO);
     if let Some(m) = written.last_model(1 << 20) {
         return Some(m);
     }
@@ -246,10 +246,10 @@ pub fn show(paths: &LoopPaths) -> String {
                 .prd_file
                 .as_deref()
                 .and_then(|f| paths.read_prd(f).ok());
-            report::show(&state, prd.as_ref(), &paths.root)
+            text::show(&state, prd.as_ref(), &paths.root)
         }
-        StateFile::Missing => report::show_none(&paths.root),
-        StateFile::Unreadable(e) => report::show_corrupt(&e),
-        StateFile::Corrupt { error, .. } => report::show_corrupt(&error),
+        StateFile::Missing => text::show_none(&paths.root),
+        StateFile::Unreadable(e) => text::show_corrupt(&e),
+        StateFile::Corrupt { error, .. } => text::show_corrupt(&error),
     }
 }

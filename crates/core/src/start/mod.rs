@@ -11,12 +11,12 @@
 //!
 //! The command policy is not read here (ralph-core does not depend on the
 //! policy crate): the binary finds the `[gates] full` row and passes it in
-//! as a [`Gate`].
+//! as a [`FullGate`].
 
 pub mod coexist;
 pub mod commands;
-pub mod report;
 pub mod rules;
+pub mod text;
 
 use crate::args::ArgsError;
 use crate::paths::{FileError, PrdReadError};
@@ -43,7 +43,7 @@ pub enum PromptAsks<'a> {
 /// What `prompt` asks; `statusline` names the status line's commands (the
 /// binary's). Pure.
 pub fn prompt_asks<'a>(prompt: &'a str, statusline: &[&str]) -> PromptAsks<'a> {
-    use crate::queue::Typed;
+    use crate::queued::Typed;
     if let Some(rest) = crate::args::command_args(prompt, statusline) {
         return PromptAsks::Statusline(match rest.trim() {
             "" | "on" => Ok(false),
@@ -51,7 +51,7 @@ pub fn prompt_asks<'a>(prompt: &'a str, statusline: &[&str]) -> PromptAsks<'a> {
             other => Err(other),
         });
     }
-    match crate::queue::classify(prompt) {
+    match crate::queued::classify(prompt) {
         Typed::Status => PromptAsks::Status,
         Typed::Cancel => PromptAsks::Cancel,
         Typed::Help => PromptAsks::Help,
@@ -65,7 +65,7 @@ pub fn prompt_asks<'a>(prompt: &'a str, statusline: &[&str]) -> PromptAsks<'a> {
 
 /// The command policy's `[gates] full` row: the default `verify` command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Gate {
+pub struct FullGate {
     /// The policy file it was found in.
     pub file: &'static str,
     pub command: String,

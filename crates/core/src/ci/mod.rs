@@ -10,6 +10,6 @@
 pub mod audit;
 pub mod branch;
 pub mod merge;
-pub mod plan;
-pub mod queue;
+pub mod merge_queue;
 pub mod story;
+pub mod wave;

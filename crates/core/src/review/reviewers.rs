@@ -4,11 +4,11 @@
 //! group killed past it.
 
 use super::change::{self, Change};
-use super::{Outcome, Request, Verdict, inputs, prompt, system_line};
+use super::{Request, ReviewResult, ReviewVerdict, inputs, prompt, system_line};
 use crate::bounded::wait_bounded;
 use crate::clock;
+use crate::passes::{PASS_ENV, Pass, Purpose};
 use crate::paths::LoopPaths;
-use crate::standaside::{PASS_ENV, Pass, Purpose};
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
@@ -64,7 +64,7 @@ pub(crate) fn review_all(
     review_cmd: Option<&str>,
     timeout: Duration,
     fingerprint: Option<&str>,
-) -> Vec<(String, Verdict)> {
+) -> Vec<(String, ReviewVerdict)> {
     let ignored = inputs::ignored_at_start(paths);
     let mut changes: Vec<(Option<String>, Change)> = Vec::new();
     for (_, brief) in reviews {
@@ -103,11 +103,11 @@ pub(crate) fn review(
     review_cmd: Option<&str>,
     timeout: Duration,
     fingerprint: Option<&str>,
-) -> Verdict {
+) -> ReviewVerdict {
     let started = Instant::now();
     let time = clock::now_rfc3339();
     let (stdin, cmd, parse) = reviewer_command(paths, request, review_cmd);
-    let verdict = |outcome, findings, error| Verdict {
+    let verdict = |outcome, findings, error| ReviewVerdict {
         outcome,
         findings,
         error,
@@ -123,12 +123,12 @@ pub(crate) fn review(
         })
     }) {
         Ok((outcome, findings)) => verdict(outcome, findings, None),
-        Err(why) => verdict(Outcome::Failed, Vec::new(), Some(why)),
+        Err(why) => verdict(ReviewResult::Failed, Vec::new(), Some(why)),
     }
 }
 
 /// How a reviewer's output is read into a verdict.
-type Parser = fn(&str) -> Result<(Outcome, Vec<super::Finding>), String>;
+type Parser = fn(&str) -> Result<(ReviewResult, Vec<super::Finding>), String>;
 
 /// What a review runs, what it is given on stdin, and how its output is
 /// read: the `--review-cmd` program (the request as JSON), or `claude -p`
@@ -196,7 +196,7 @@ fn run_reviewer(
         tmp.join(format!("{stem}.out")),
     );
     // The reviewer's session is not the loop's and must never drive it: its
-    // hooks stand aside on a pass only this process holds (`standaside`),
+    // hooks stand aside on a pass only this process holds (`passes`),
     // spent when this function returns (the reviewer has ended).
     let pass = Pass::issue(paths, &Purpose::Reviewer)
         .map_err(|e| format!("could not start the reviewer: {e}"))?;
@@ -270,7 +270,7 @@ mod tests {
             Some("f"),
         );
         assert_eq!(v.len(), 1);
-        assert_eq!(v[0].1.outcome, Outcome::Rejected);
+        assert_eq!(v[0].1.outcome, ReviewResult::Rejected);
         assert_eq!(v[0].1.findings[0].what, "missing");
         assert_eq!(v[0].1.fingerprint.as_deref(), Some("f"));
     }
@@ -286,10 +286,10 @@ mod tests {
             Duration::from_secs(20),
             None,
         );
-        assert_eq!(v.outcome, Outcome::Failed);
+        assert_eq!(v.outcome, ReviewResult::Failed);
         assert!(v.error.as_deref().unwrap().contains("exited 3"), "{v:?}");
         let v = review(&paths, &r, Some("sleep 30"), Duration::from_secs(1), None);
-        assert_eq!(v.outcome, Outcome::Failed);
+        assert_eq!(v.outcome, ReviewResult::Failed);
         assert!(v.error.as_deref().unwrap().contains("timed out"), "{v:?}");
     }
 }

@@ -6,14 +6,14 @@
 
 use super::completion;
 use crate::blocker::Blocker;
+use crate::breaker::{self, TurnEffect};
 use crate::budget::MessageUsage;
 use crate::frontmatter;
 use crate::hook_input::HookInput;
 use crate::hook_output::Reader;
 use crate::paths::{LoopPaths, Mirror, PrdReadError, StateFile};
 use crate::prd::Prd;
-use crate::progress::{self, TurnEffect};
-use crate::queue::{self, QueueAction, Queued};
+use crate::queued::{self, QueueAction, Queued};
 use crate::reinject::Injected;
 use crate::review::ReviewLog;
 use crate::state::LoopState;
@@ -89,7 +89,7 @@ pub struct StopInputs {
     /// Where the user reads this Stop's words: `ralph run`'s terminal when
     /// the hook holds the run's pass, else the session.
     pub reader: Reader,
-    /// The transcript did not hold the turn when the gate's bound passed
+    /// The transcript did not hold the turn when the wait's bound passed
     /// (how long it waited): the Stop decides on the client's words.
     pub transcript_late: Option<std::time::Duration>,
     /// Unix time of the Stop.
@@ -143,7 +143,7 @@ impl ToolRecord {
 
 impl StopInputs {
     /// Read what this Stop needs, under the loop lock; the transcript
-    /// through its gate, passed before the lock was taken.
+    /// once the wait for it is over (before the lock was taken).
     pub fn gather(
         paths: &LoopPaths,
         input: &HookInput,
@@ -165,8 +165,8 @@ impl StopInputs {
             .ok()
             .map(|t| this_turn(t, transcript));
         let (tool_record, recorded) = ToolRecord::read(paths, &state.session_id);
-        let effect = progress::turn_effect(recorded.as_deref(), turn.as_ref(), last_message);
-        let queued = turn.as_ref().map(|t| queue::pending(&t.queue));
+        let effect = breaker::turn_effect(recorded.as_deref(), turn.as_ref(), last_message);
+        let queued = turn.as_ref().map(|t| queued::pending(&t.queue));
         let queued = queued.unwrap_or_default();
         // The recorded checks are what run, whatever the PRD says now.
         let prd = state.prd_file.as_deref().map(|file| {
@@ -330,13 +330,13 @@ fn in_flight(paths: &LoopPaths, input: &HookInput, state: &LoopState) -> Vec<Opt
 
 /// Where the user reads this Stop's words.
 pub fn reader(paths: &LoopPaths) -> Reader {
-    match crate::standaside::run_session(paths) {
+    match crate::passes::run_session(paths) {
         Some(_) => Reader::Terminal,
         None => Reader::Session,
     }
 }
 
-/// The turn as read. A transcript still without the turn when the gate's
+/// The turn as read. A transcript still without the turn when the wait's
 /// bound passed may end with the turn before's words and tools: the Stop
 /// decides on the words the client handed over, and on the guard's record;
 /// the queue and the usage are kept (a message typed meanwhile is there,
@@ -356,7 +356,7 @@ fn this_turn(turn: Turn, transcript: &Written) -> Turn {
 /// What this Stop does about the messages the user queued (see `queue`):
 /// those after the newest one an earlier Stop acted on (`queue_seen`).
 pub fn queue_action(state: &LoopState, queued: &[Queued]) -> QueueAction {
-    queue::action(queued, state.queue_seen.as_deref())
+    queued::action(queued, state.queue_seen.as_deref())
 }
 
 /// Which turn a Stop is about, so that a Stop delivered twice for one turn
@@ -367,7 +367,7 @@ pub fn queue_action(state: &LoopState, queued: &[Queued]) -> QueueAction {
 /// and the words. `None` when nothing identifies the turn (a transcript that
 /// cannot be read, no words): such a Stop always counts.
 ///
-/// The Stop reads the transcript once it holds the turn (`transcript::gate`),
+/// The Stop reads the transcript once it holds the turn (`transcript::written`),
 /// so the line seen is the turn's own last one: two Stops of one turn see
 /// the same line, two turns see two lines. (A turn that called tools is
 /// never a duplicate: see `Plan`.)

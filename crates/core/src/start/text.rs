@@ -1,14 +1,14 @@
 //! Every word a start and `show` say, to the user and to the model's first
 //! turn. Pure.
 
-use super::Gate;
+use super::FullGate;
 use super::rules::Prior;
 use crate::blocker::Blocker;
 use crate::budget::{Budgets, PRICES_DATE};
 use crate::fmt::{duration, one_line, plural, short_session};
 use crate::paths::STATE_FILE;
 use crate::prd::Prd;
-use crate::run::options::human_duration;
+use crate::run::units::human_duration;
 use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
 use crate::stop::text::story_prompt;
 use std::path::Path;
@@ -24,7 +24,7 @@ pub struct StartReport<'a> {
     pub prd: Option<&'a Prd>,
     pub prior: &'a Prior,
     /// The policy's gate, when it gave the `verify` command.
-    pub gate: Option<&'a Gate>,
+    pub gate: Option<&'a FullGate>,
     pub blocker: Option<&'a Blocker>,
 }
 
@@ -303,11 +303,11 @@ pub fn show_corrupt(why: &dyn std::fmt::Display) -> String {
 mod tests {
     use super::*;
     use crate::args::parse_command_line;
-    use crate::setup::rules::new_state;
+    use crate::start::rules::new_state;
 
     #[test]
     fn prd_loop_description() {
-        let (s, prd) = crate::setup::rules::tests::prd_loop();
+        let (s, prd) = crate::start::rules::tests::prd_loop();
         let text = describe(&s, Some(&prd), std::path::Path::new("/p"));
         assert!(text.contains("First story: A First"), "{text}");
         assert!(text.contains("at most 9"));
@@ -339,7 +339,7 @@ mod tests {
         ] {
             assert!(text.contains(part), "{part}: {text}");
         }
-        let (prd_state, prd) = crate::setup::rules::tests::prd_loop();
+        let (prd_state, prd) = crate::start::rules::tests::prd_loop();
         let text = reminder(
             &prd_state,
             Some(&prd),

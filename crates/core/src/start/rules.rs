@@ -3,7 +3,7 @@
 //! state.
 //! Pure.
 
-use super::{Gate, StartError};
+use super::{FullGate, StartError};
 use crate::args::StartArgs;
 use crate::budget::{self, Budgets};
 use crate::fmt::{duration, short_session};
@@ -151,13 +151,17 @@ pub fn check_prd(path: &str, text: &str) -> Result<Prd, StartError> {
 
 /// The policy's `[gates] full` command verifies completion when the user
 /// gave no `--verify`.
-pub fn gate_used<'g>(args: &StartArgs, gate: Option<&'g Gate>) -> Option<&'g Gate> {
+pub fn gate_used<'g>(args: &StartArgs, gate: Option<&'g FullGate>) -> Option<&'g FullGate> {
     gate.filter(|_| args.verify.is_none())
 }
 
 /// Every check a new loop runs, as recorded at start: its `verify` (or
 /// the policy's gate) and each story's.
-pub fn checks_at_start(args: &StartArgs, prd: Option<&Prd>, gate: Option<&Gate>) -> Vec<String> {
+pub fn checks_at_start(
+    args: &StartArgs,
+    prd: Option<&Prd>,
+    gate: Option<&FullGate>,
+) -> Vec<String> {
     let verify = match gate_used(args, gate) {
         Some(gate) => Some(gate.command.clone()),
         None => args.verify.clone(),
@@ -231,7 +235,7 @@ pub fn new_state(
     args: &StartArgs,
     prompt: String,
     prd: Option<&Prd>,
-    gate: Option<&Gate>,
+    gate: Option<&FullGate>,
     session: &str,
     now: &str,
 ) -> LoopState {
@@ -402,7 +406,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_gate_verifies_only_without_verify() {
-        let gate = Gate {
+        let gate = FullGate {
             file: ".ralph/command-policy",
             command: "make test".into(),
         };

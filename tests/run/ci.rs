@@ -306,10 +306,10 @@ fn chain_work(story: &str, dir: &Path) -> Vec<Reply> {
 }
 
 /// A measurement, not part of the suite: run alone, on a machine doing
-/// nothing else (`scripts/waves-bench`); it prints the figures and holds
+/// nothing else (`scripts/ci-bench`); it prints the figures and holds
 /// the ratio the issue asks for.
 #[test]
-#[ignore = "a timing: scripts/waves-bench runs it on a quiet machine"]
+#[ignore = "a timing: scripts/ci-bench runs it on a quiet machine"]
 fn three_runners_take_at_most_045_of_the_time_of_one() {
     let Some(claude) = claude() else { return };
     let mut secs = Vec::new();

@@ -60,7 +60,7 @@ pub fn parse_hook_output(stdout: &str) -> HookAnswer {
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum RunEnd {
     /// The promise (verified) or every story passes.
     Complete { message: String },
     /// The loop stopped without completion: its `reason` code from the log
@@ -78,11 +78,11 @@ pub enum Outcome {
     Interrupted { message: String },
 }
 
-impl Outcome {
+impl RunEnd {
     pub fn exit_code(&self) -> u8 {
         match self {
-            Outcome::Complete { .. } => EXIT_COMPLETE,
-            Outcome::Interrupted { .. } => EXIT_INTERRUPTED,
+            RunEnd::Complete { .. } => EXIT_COMPLETE,
+            RunEnd::Interrupted { .. } => EXIT_INTERRUPTED,
             _ => EXIT_NOT_COMPLETE,
         }
     }
@@ -90,23 +90,23 @@ impl Outcome {
     /// `RALPH_OUTCOME` for `--notify`.
     pub fn name(&self) -> &'static str {
         match self {
-            Outcome::Complete { .. } => "complete",
-            Outcome::Ended { .. } => "ended",
-            Outcome::Cancelled { .. } => "cancelled",
-            Outcome::Paused { .. } => "paused",
-            Outcome::Failed { .. } => "failed",
-            Outcome::Interrupted { .. } => "interrupted",
+            RunEnd::Complete { .. } => "complete",
+            RunEnd::Ended { .. } => "ended",
+            RunEnd::Cancelled { .. } => "cancelled",
+            RunEnd::Paused { .. } => "paused",
+            RunEnd::Failed { .. } => "failed",
+            RunEnd::Interrupted { .. } => "interrupted",
         }
     }
 
     pub fn message(&self) -> &str {
         match self {
-            Outcome::Complete { message }
-            | Outcome::Ended { message, .. }
-            | Outcome::Cancelled { message }
-            | Outcome::Paused { message, .. }
-            | Outcome::Failed { message }
-            | Outcome::Interrupted { message } => message,
+            RunEnd::Complete { message }
+            | RunEnd::Ended { message, .. }
+            | RunEnd::Cancelled { message }
+            | RunEnd::Paused { message, .. }
+            | RunEnd::Failed { message }
+            | RunEnd::Interrupted { message } => message,
         }
     }
 }
@@ -115,7 +115,7 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AfterStop {
     /// The loop ended: stop the run.
-    Done(Outcome),
+    Done(RunEnd),
     /// The hook paused the loop (a `yield`: a queued message in the
     /// transcript): run the next iteration with the same prompt.
     Again,
@@ -132,20 +132,20 @@ pub fn after_stop(entry: Option<&Entry>, hook_message: Option<&str>) -> AfterSto
     };
     AfterStop::Done(match entry {
         Some(e) if e.decision == "end" && is_complete(&e.reason) => {
-            Outcome::Complete { message: said(e) }
+            RunEnd::Complete { message: said(e) }
         }
-        Some(e) if e.decision == "end" => Outcome::Ended {
+        Some(e) if e.decision == "end" => RunEnd::Ended {
             reason: e.reason.clone(),
             message: said(e),
         },
-        Some(e) if e.decision == "cancel" => Outcome::Cancelled { message: said(e) },
+        Some(e) if e.decision == "cancel" => RunEnd::Cancelled { message: said(e) },
         // Worded for the terminal by the hook (it held the run's pass).
-        Some(e) if e.decision == "pause" || e.decision == "tamper" => Outcome::Paused {
+        Some(e) if e.decision == "pause" || e.decision == "tamper" => RunEnd::Paused {
             reason: e.reason.clone(),
             message: said(e),
         },
         Some(e) if e.decision == "yield" => return AfterStop::Again,
-        _ => Outcome::Failed {
+        _ => RunEnd::Failed {
             message: format!(
                 "the Stop hook did not decide: {}",
                 hook_message.unwrap_or("it printed nothing and logged nothing")
@@ -160,7 +160,7 @@ pub fn is_complete(reason: &str) -> bool {
 }
 
 /// The environment of the `--notify` command.
-pub fn notify_env(outcome: &Outcome, iterations: u64, run_id: &str) -> Vec<(String, String)> {
+pub fn notify_env(outcome: &RunEnd, iterations: u64, run_id: &str) -> Vec<(String, String)> {
     let mut env = vec![
         ("RALPH_OUTCOME".to_string(), outcome.name().to_string()),
         ("RALPH_ITERATIONS".to_string(), iterations.to_string()),
@@ -171,7 +171,7 @@ pub fn notify_env(outcome: &Outcome, iterations: u64, run_id: &str) -> Vec<(Stri
             outcome.exit_code().to_string(),
         ),
     ];
-    if let Outcome::Ended { reason, .. } | Outcome::Paused { reason, .. } = outcome {
+    if let RunEnd::Ended { reason, .. } | RunEnd::Paused { reason, .. } = outcome {
         env.push(("RALPH_REASON".to_string(), reason.clone()));
     }
     env
@@ -229,7 +229,7 @@ mod tests {
         );
         assert_eq!(
             done,
-            AfterStop::Done(Outcome::Complete {
+            AfterStop::Done(RunEnd::Complete {
                 message: "✅ complete".into()
             })
         );
@@ -284,7 +284,7 @@ mod tests {
             "the Stop hook did not decide: ralph: lock busy"
         );
         assert_eq!(
-            Outcome::Interrupted {
+            RunEnd::Interrupted {
                 message: String::new()
             }
             .exit_code(),
@@ -294,7 +294,7 @@ mod tests {
 
     #[test]
     fn notify_environment() {
-        let o = Outcome::Ended {
+        let o = RunEnd::Ended {
             reason: "stalled".into(),
             message: "🛑 stalled".into(),
         };

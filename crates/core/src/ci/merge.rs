@@ -31,7 +31,7 @@ const MORE_FORBIDDEN: [(&str, &str); 2] = [
 /// What one branch came to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
-pub enum Verdict {
+pub enum MergeResult {
     /// In the loop's branch; its check passed there; marked passing.
     Merged {
         commit: String,
@@ -68,12 +68,12 @@ pub struct Merge {
     pub story: String,
     pub branch: String,
     #[serde(flatten)]
-    pub verdict: Verdict,
+    pub verdict: MergeResult,
 }
 
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Report {
+pub struct MergeReport {
     pub merged: Vec<String>,
     pub sent_back: Vec<String>,
     pub results: Vec<Merge>,
@@ -81,18 +81,18 @@ pub struct Report {
     pub head: String,
 }
 
-impl Report {
-    pub fn of(results: Vec<Merge>, head: String) -> Report {
-        let ids = |f: fn(&Verdict) -> bool| -> Vec<String> {
+impl MergeReport {
+    pub fn of(results: Vec<Merge>, head: String) -> MergeReport {
+        let ids = |f: fn(&MergeResult) -> bool| -> Vec<String> {
             results
                 .iter()
                 .filter(|m| f(&m.verdict))
                 .map(|m| m.story.clone())
                 .collect()
         };
-        Report {
-            merged: ids(|v| matches!(v, Verdict::Merged { .. })),
-            sent_back: ids(|v| matches!(v, Verdict::SendBack { .. })),
+        MergeReport {
+            merged: ids(|v| matches!(v, MergeResult::Merged { .. })),
+            sent_back: ids(|v| matches!(v, MergeResult::SendBack { .. })),
             results,
             head,
         }
@@ -124,13 +124,13 @@ impl Report {
 }
 
 /// The verdict in a few words.
-pub fn verdict_text(v: &Verdict) -> String {
+pub fn verdict_text(v: &MergeResult) -> String {
     match v {
-        Verdict::Merged { commit, .. } => {
+        MergeResult::Merged { commit, .. } => {
             format!("merged, check passed, marked passing ({})", short(commit))
         }
-        Verdict::AlreadyPassing => "passes already: nothing merged".into(),
-        Verdict::SendBack { reason } => format!(
+        MergeResult::AlreadyPassing => "passes already: nothing merged".into(),
+        MergeResult::SendBack { reason } => format!(
             "sent back: {}",
             match reason {
                 SendBack::Conflict { files } => format!("conflict in {}", files.join(", ")),
@@ -282,12 +282,12 @@ mod tests {
         order(&prd, &mut stories);
         let ids: Vec<&str> = stories.iter().map(|(s, _)| s.as_str()).collect();
         assert_eq!(ids, ["US 1", "US-2", "US-9"]);
-        let report = Report::of(
+        let report = MergeReport::of(
             vec![
                 Merge {
                     story: "US 1".into(),
                     branch: "ralph/US-1".into(),
-                    verdict: Verdict::Merged {
+                    verdict: MergeResult::Merged {
                         commit: "abc".into(),
                         check: Some("true".into()),
                     },
@@ -295,7 +295,7 @@ mod tests {
                 Merge {
                     story: "US-2".into(),
                     branch: "ralph/US-2".into(),
-                    verdict: Verdict::SendBack {
+                    verdict: MergeResult::SendBack {
                         reason: SendBack::Conflict {
                             files: vec!["a|b.txt".into()],
                         },

@@ -5,8 +5,8 @@
 //! Pure.
 
 use super::events::{Event, Usage};
-use super::options::human_duration;
 use super::tokens::human;
+use super::units::human_duration;
 use crate::fmt::one_line;
 use std::time::Duration;
 

@@ -3,10 +3,10 @@
 //! (git through `crate::git`: bounded, nothing of the repository's
 //! configuration runs; the check bounded by its timeout).
 
-use super::merge::{SendBack, Verdict, refusals};
+use super::merge::{MergeResult, SendBack, refusals};
 use super::story::may_run;
 use crate::git::Git;
-use crate::parallel::git::{self, Merged};
+use crate::parallel::branches::{self, Merged};
 use crate::prd::Prd;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -60,15 +60,15 @@ impl Base {
     }
 
     /// Merge `branch` for `story`, check it, mark it passing: what became of it.
-    pub fn merge(&mut self, story: &str, branch: &str) -> Verdict {
-        let back = |reason| Verdict::SendBack { reason };
+    pub fn merge(&mut self, story: &str, branch: &str) -> MergeResult {
+        let back = |reason| MergeResult::SendBack { reason };
         match may_run(&self.prd, story) {
-            Ok(true) => return Verdict::AlreadyPassing,
+            Ok(true) => return MergeResult::AlreadyPassing,
             Ok(false) => {}
             Err(why) => return back(SendBack::NotRunnable { why }),
         }
         let tip = format!("{branch}^{{commit}}");
-        if git::git(&self.root, &["rev-parse", "-q", "--verify", &tip]).is_err() {
+        if branches::git(&self.root, &["rev-parse", "-q", "--verify", &tip]).is_err() {
             return back(SendBack::Failed {
                 why: format!("no branch {branch} here (fetched?)"),
             });
@@ -87,7 +87,7 @@ impl Base {
             .map(|s| s.title.clone())
             .unwrap_or_default();
         let message = format!("ralph: merge story {story} {title}");
-        let (before, after) = match git::merge(&self.root, branch, message.trim_end()) {
+        let (before, after) = match branches::merge(&self.root, branch, message.trim_end()) {
             Err(why) => return back(SendBack::Failed { why }),
             Ok(Merged::Conflict(files)) => return back(SendBack::Conflict { files }),
             Ok(Merged::Done { before, after }) => (before, after),
@@ -97,7 +97,7 @@ impl Base {
         if let Some(cmd) = &check {
             let r = crate::worktree::run_check(&self.root, cmd, self.timeout, None);
             if !r.passed() {
-                let undone = git::undo_merge(&self.root, &before);
+                let undone = branches::undo_merge(&self.root, &before);
                 return back(match undone {
                     Ok(()) => SendBack::CheckFailed {
                         command: cmd.clone(),
@@ -110,14 +110,14 @@ impl Base {
             }
             // The check ran the story's code: whatever it did to the branch
             // or the tracked files, the merge as ralph made it is what counts.
-            if let Err(why) = git::git(&self.root, &["reset", "-q", "--hard", &after]) {
+            if let Err(why) = branches::git(&self.root, &["reset", "-q", "--hard", &after]) {
                 return back(SendBack::Failed { why });
             }
         }
         match self.mark_passing(story) {
-            Ok(commit) => Verdict::Merged { commit, check },
+            Ok(commit) => MergeResult::Merged { commit, check },
             Err(why) => {
-                let _ = git::undo_merge(&self.root, &before);
+                let _ = branches::undo_merge(&self.root, &before);
                 back(SendBack::Failed { why })
             }
         }
@@ -135,11 +135,11 @@ impl Base {
         let edited = crate::prd_edit::mark_passing(&text, story)
             .ok_or_else(|| format!("cannot mark story {story} passing in {}", self.prd_file))?;
         crate::store::atomic_write(&path, edited.as_bytes()).map_err(|e| e.to_string())?;
-        git::git(&self.root, &["add", "--", &self.prd_file])?;
+        branches::git(&self.root, &["add", "--", &self.prd_file])?;
         let message = format!("ralph: story {story} passes (merged, its check passed)");
-        git::git(&self.root, &["commit", "-q", "--no-verify", "-m", &message])?;
+        branches::git(&self.root, &["commit", "-q", "--no-verify", "-m", &message])?;
         self.prd = Prd::parse(&edited).map_err(|e| e.to_string())?;
-        git::head(&self.root)
+        branches::head(&self.root)
     }
 }
 
@@ -147,7 +147,7 @@ impl Base {
 /// merge over them could lose them (an untracked file a branch brings
 /// stops that branch's merge alone).
 pub fn dirty(root: &Path) -> Vec<String> {
-    git::git(root, &["status", "--porcelain", "--untracked-files=no"])
+    branches::git(root, &["status", "--porcelain", "--untracked-files=no"])
         .map(|out| {
             out.lines()
                 .filter_map(|l| l.get(3..))

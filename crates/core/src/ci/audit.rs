@@ -12,14 +12,14 @@
 //! could run then (`story::may_run`); or, for a merge whose check failed
 //! and could not be reset away, git's revert of it back to the previous
 //! tree (`git::undo_merge`). Does I/O (git through
-//! `crate::parallel::git`: bounded, nothing of the repository's
+//! `crate::parallel::branches`: bounded, nothing of the repository's
 //! configuration runs).
 
 use super::merge::{refusals, story_of_branch};
-use super::queue::{Base, changed_paths};
+use super::merge_queue::{Base, changed_paths};
 use super::story::may_run;
 use crate::git::Git;
-use crate::parallel::git;
+use crate::parallel::branches;
 use crate::prd::Prd;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -32,7 +32,7 @@ pub const EXIT_TAMPERED: u8 = 1;
 
 /// A commit the audit does not accept, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Finding {
+pub struct Objection {
     pub commit: String,
     pub why: String,
 }
@@ -45,7 +45,7 @@ pub struct Audit {
     /// The stories merged and marked passing, in order, as far as accepted.
     pub stories: Vec<String>,
     /// Empty when the history is accepted; else the first commit refused.
-    pub refused: Option<Finding>,
+    pub refused: Option<Objection>,
 }
 
 impl Audit {
@@ -101,7 +101,7 @@ pub fn audit(
 ) -> Result<Audit, String> {
     let base = rev(root, base)?;
     let tip = rev(root, tip)?;
-    if git::head(root)? != base {
+    if branches::head(root)? != base {
         return Err(format!(
             "check out {base} first: the pinned files are read from its tree"
         ));
@@ -131,7 +131,7 @@ pub fn audit(
     let mut commits = chain.into_iter();
     while let Some(merge) = commits.next() {
         let step = judge_merge(root, prd_file, &pins, &prev, &merge).and_then(|()| {
-            let after = commits.next().ok_or_else(|| Finding {
+            let after = commits.next().ok_or_else(|| Objection {
                 commit: merge.id.clone(),
                 why: "a merge with no commit marking its story passing after it".into(),
             })?;
@@ -162,7 +162,7 @@ fn git_timeout() -> std::time::Duration {
 }
 
 fn rev(root: &Path, name: &str) -> Result<String, String> {
-    git::git(
+    branches::git(
         root,
         &["rev-parse", "-q", "--verify", &format!("{name}^{{commit}}")],
     )
@@ -172,13 +172,13 @@ fn rev(root: &Path, name: &str) -> Result<String, String> {
 
 /// The commits from `base` (exclusive) to `tip` along first parents,
 /// oldest first; refused when `base` is not on that chain.
-fn chain(root: &Path, base: &str, tip: &str) -> Result<Vec<Commit>, Finding> {
-    let refuse = |why: String| Finding {
+fn chain(root: &Path, base: &str, tip: &str) -> Result<Vec<Commit>, Objection> {
+    let refuse = |why: String| Objection {
         commit: tip.to_string(),
         why,
     };
     let range = format!("{base}..{tip}");
-    let out = git::git(
+    let out = branches::git(
         root,
         &[
             "log",
@@ -203,7 +203,7 @@ fn chain(root: &Path, base: &str, tip: &str) -> Result<Vec<Commit>, Finding> {
     let mut expected = base.to_string();
     for c in &commits {
         if c.parents.first() != Some(&expected) {
-            return Err(Finding {
+            return Err(Objection {
                 commit: c.id.clone(),
                 why: format!(
                     "its first parent is not {}: not built on the loop branch",
@@ -230,8 +230,8 @@ fn judge_merge(
     pins: &BTreeMap<String, String>,
     prev: &str,
     m: &Commit,
-) -> Result<(), Finding> {
-    let no = |why: String| Finding {
+) -> Result<(), Objection> {
+    let no = |why: String| Objection {
         commit: m.id.clone(),
         why,
     };
@@ -239,10 +239,10 @@ fn judge_merge(
         return Err(no("not a merge of a story branch by ralph".into()));
     }
     let x = &m.parents[1];
-    let merged = git::git(root, &["merge-tree", "--write-tree", prev, x])
+    let merged = branches::git(root, &["merge-tree", "--write-tree", prev, x])
         .map_err(|e| no(format!("{} does not merge cleanly: {e}", short(x))))?;
     let want = merged.lines().next().unwrap_or_default().trim().to_string();
-    let tree = git::git(root, &["rev-parse", &format!("{}^{{tree}}", m.id)])
+    let tree = branches::git(root, &["rev-parse", &format!("{}^{{tree}}", m.id)])
         .map_err(no)?
         .trim()
         .to_string();
@@ -265,12 +265,12 @@ fn judge_merge(
 }
 
 /// With the offered branches known: `m` merges the tip of story `id`'s.
-fn offered(tips: Option<&BTreeMap<String, String>>, id: &str, m: &Commit) -> Result<(), Finding> {
+fn offered(tips: Option<&BTreeMap<String, String>>, id: &str, m: &Commit) -> Result<(), Objection> {
     let Some(tips) = tips else { return Ok(()) };
     if tips.get(id) == m.parents.get(1) {
         return Ok(());
     }
-    Err(Finding {
+    Err(Objection {
         commit: m.id.clone(),
         why: format!(
             "it merges {}, not the tip of story {id}'s branch as its story job handed it on",
@@ -282,7 +282,7 @@ fn offered(tips: Option<&BTreeMap<String, String>>, id: &str, m: &Commit) -> Res
 /// The commit after a merge whose check failed, when `git::undo_merge`
 /// could not reset: git's revert of the merge, back to `prev`'s tree.
 fn is_undo(root: &Path, prev: &str, m: &Commit, after: &Commit) -> bool {
-    let tree = |c: &str| git::git(root, &["rev-parse", &format!("{c}^{{tree}}")]).ok();
+    let tree = |c: &str| branches::git(root, &["rev-parse", &format!("{c}^{{tree}}")]).ok();
     after.parents == [m.id.clone()]
         && after.message.starts_with("Revert \"ralph: merge story ")
         && tree(&after.id).is_some_and(|t| Some(t) == tree(prev))
@@ -297,8 +297,8 @@ fn judge_flip(
     prd: &Prd,
     m: &Commit,
     f: &Commit,
-) -> Result<(String, Prd), Finding> {
-    let no = |why: String| Finding {
+) -> Result<(String, Prd), Objection> {
+    let no = |why: String| Objection {
         commit: f.id.clone(),
         why,
     };

@@ -1,6 +1,6 @@
 //! The loop at a glance: the status line (`ralph-setup statusline`), one
 //! short coloured line Claude Code shows under the input box. Pure, but for
-//! [`Glance::gather`], which reads the loop's small files.
+//! [`StatusLine::gather`], which reads the loop's small files.
 //!
 //! The client runs the command at start and after each message, so the path
 //! without a loop is two stats after reading the client's JSON: no regex, no
@@ -99,7 +99,7 @@ impl Level {
 
 /// What the line shows, read from the loop's files.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Glance {
+pub struct StatusLine {
     pub iteration: u64,
     /// 0: no cap.
     pub max_iterations: u64,
@@ -116,10 +116,10 @@ pub struct Glance {
     pub context_percent: Option<f64>,
 }
 
-impl Glance {
+impl StatusLine {
     /// The loop of `paths`, if one runs (a readable state). Reads the state,
     /// the PRD (when the loop has one) and the check results.
-    pub fn gather(paths: &LoopPaths, input: &LineInput, now: u64) -> Option<Glance> {
+    pub fn gather(paths: &LoopPaths, input: &LineInput, now: u64) -> Option<StatusLine> {
         if !paths.has_loop() {
             return None;
         }
@@ -144,19 +144,19 @@ impl Glance {
             log.r#loop.filter(|r| &r.command == cmd)
         });
         let verify = last.as_ref().map(crate::verify::CheckResult::passed);
-        let mut glance = Glance::of(&state, stories, verify, input.context_percent(), now);
-        glance.verify_pinned = last.is_some_and(|r| r.pinned);
-        Some(glance)
+        let mut line = StatusLine::of(&state, stories, verify, input.context_percent(), now);
+        line.verify_pinned = last.is_some_and(|r| r.pinned);
+        Some(line)
     }
 
-    /// The glance of `state` (pure).
+    /// The status line of `state` (pure).
     pub fn of(
         state: &LoopState,
         stories: Option<(Option<String>, usize, usize)>,
         verify: Option<bool>,
         context_percent: Option<f64>,
         now: u64,
-    ) -> Glance {
+    ) -> StatusLine {
         let waiting = if state.blocked.is_some() {
             Some("blocked")
         } else if state.api_error_pause.is_some() {
@@ -164,7 +164,7 @@ impl Glance {
         } else {
             None
         };
-        Glance {
+        StatusLine {
             iteration: state.iteration,
             max_iterations: state.max_iterations,
             waiting,
@@ -273,7 +273,7 @@ mod tests {
 
     #[test]
     fn the_line_shows_what_applies() {
-        let g = Glance::of(
+        let g = StatusLine::of(
             &state(3, 30),
             Some((Some("US-002".into()), 2, 5)),
             Some(true),
@@ -288,21 +288,21 @@ mod tests {
             g.line(true),
             "\x1b[32mralph 3/30 · US-002 2/5 · verify ✔ · 41 % ctx\x1b[0m"
         );
-        let g = Glance::of(&state(4, 0), None, Some(false), None, 0);
+        let g = StatusLine::of(&state(4, 0), None, Some(false), None, 0);
         assert_eq!(g.line(false), "ralph 4 · verify ✘");
-        let g = Glance::of(&state(4, 0), Some((None, 5, 5)), None, None, 0);
+        let g = StatusLine::of(&state(4, 0), Some((None, 5, 5)), None, None, 0);
         assert_eq!(g.line(false), "ralph 4 · stories 5/5");
         let mut s = state(2, 10);
         s.blocked = Some("US-001".into());
         assert_eq!(
-            Glance::of(&s, None, None, None, 0).line(false),
+            StatusLine::of(&s, None, None, None, 0).line(false),
             "ralph 2/10 blocked"
         );
     }
 
     #[test]
     fn colour_follows_the_cap_and_budgets() {
-        let level = |s: &LoopState, now| Glance::of(s, None, None, None, now).level();
+        let level = |s: &LoopState, now| StatusLine::of(s, None, None, None, now).level();
         assert_eq!(level(&state(6, 10), 0), Level::Green);
         assert_eq!(level(&state(7, 10), 0), Level::Yellow);
         assert_eq!(level(&state(8, 10), 0), Level::Yellow);
@@ -321,7 +321,7 @@ mod tests {
         assert_eq!(level(&s, start + 50), Level::Green);
         assert_eq!(level(&s, start + 75), Level::Yellow);
         assert_eq!(
-            Glance::of(&s, None, None, None, start + 95).line(true),
+            StatusLine::of(&s, None, None, None, start + 95).line(true),
             "\x1b[31mralph 1/100\x1b[0m"
         );
     }

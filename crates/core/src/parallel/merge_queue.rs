@@ -3,7 +3,7 @@
 //! tree (`parallel::hooks::worker_stop` takes the queue's lock around it).
 //! Does I/O (git, the check).
 
-use super::git::{self, Merged};
+use super::branches::{self, Merged};
 use super::{Lane, MergeOutcome};
 use crate::paths::LoopPaths;
 use crate::state::LoopState;
@@ -42,17 +42,17 @@ pub(super) fn merge_and_check(
     extend: &dyn Fn(Duration),
 ) -> Merge {
     let merge_message = format!("ralph: merge story {} {}", claim.story, claim.title);
-    let before = git::head(&paths.root).unwrap_or_default();
+    let before = branches::head(&paths.root).unwrap_or_default();
     let _ = store::atomic_write(
         &paths.merging,
         format!("{} {before}\n", claim.story).as_bytes(),
     );
     let (before, after) =
-        match git::merge(&paths.root, &claim.lane.branch, merge_message.trim_end()) {
+        match branches::merge(&paths.root, &claim.lane.branch, merge_message.trim_end()) {
             Err(why) => return Merge::Back(MergeOutcome::Failed(why)),
             Ok(Merged::Conflict(files)) => {
-                let base = git::head(&paths.root).unwrap_or_default();
-                return Merge::Back(match git::take_new_base(worktree, &base) {
+                let base = branches::head(&paths.root).unwrap_or_default();
+                return Merge::Back(match branches::take_new_base(worktree, &base) {
                     Ok(in_worktree) if !in_worktree.is_empty() => {
                         MergeOutcome::Conflict { files: in_worktree }
                     }
@@ -68,9 +68,9 @@ pub(super) fn merge_and_check(
     });
     match result {
         Some(r) if !r.passed() => {
-            let undone = git::undo_merge(&paths.root, &before);
-            let base = git::head(&paths.root).unwrap_or_default();
-            let _ = git::take_new_base(worktree, &base);
+            let undone = branches::undo_merge(&paths.root, &before);
+            let base = branches::head(&paths.root).unwrap_or_default();
+            let _ = branches::take_new_base(worktree, &base);
             Merge::Back(match undone {
                 Ok(()) => MergeOutcome::CheckFailed(r),
                 Err(why) => MergeOutcome::Failed(format!(

@@ -1,4 +1,4 @@
-//! The one way a hook reads a transcript: [`gate`]. Does I/O (the
+//! The one way a hook reads a transcript: [`written`]. Does I/O (the
 //! transcript, and a `stat` a millisecond while it waits).
 //!
 //! Claude Code writes a turn to its transcript after the hooks at the
@@ -36,7 +36,7 @@ pub enum Awaited<'a> {
 pub enum Arrival {
     /// It held what was awaited at the first look.
     AtOnce,
-    /// It came while the gate waited, after this long.
+    /// It came while the wait lasted, after this long.
     Waited(Duration),
     /// The bound passed first: what is there may not be the turn.
     Late(Duration),
@@ -57,7 +57,7 @@ pub struct Written {
 /// `bound`, and hand it over for reading. A missing file is waited for (a
 /// session's first Stop comes before its transcript); a file that is not
 /// regular is not.
-pub fn gate(path: Option<&Path>, awaited: Awaited, bound: Duration) -> Written {
+pub fn written(path: Option<&Path>, awaited: Awaited, bound: Duration) -> Written {
     let Some(path) = path.filter(|p| !p.as_os_str().is_empty()) else {
         return Written::unreadable();
     };
@@ -178,7 +178,7 @@ impl Written {
         self.file.is_some()
     }
 
-    /// How long the gate waited.
+    /// How long the wait lasted.
     pub fn waited(&self) -> Duration {
         match self.arrival {
             Arrival::Waited(d) | Arrival::Late(d) => d,
@@ -193,7 +193,7 @@ impl Written {
         let Some((file, _)) = self.file.as_ref() else {
             return Err(io::Error::new(io::ErrorKind::NotFound, "no transcript"));
         };
-        // Read to the end as it is now: lines written since the gate looked
+        // Read to the end as it is now: lines written since the wait looked
         // (a message the user queued) belong to the turn too.
         let len = file.metadata()?.len();
         super::last_turn_of(file, len, max_bytes, counted)
@@ -212,9 +212,9 @@ impl Written {
     }
 }
 
-/// How often the gate looks whether the transcript changed while it waits.
+/// How often the wait looks whether the transcript changed while it waits.
 /// A look is one `stat` of its path; only a change (its identity, length or
-/// time) makes the gate read it again. Not inotify: closing an inotify
+/// time) makes it read again. Not inotify: closing an inotify
 /// instance waits for the kernel's SRCU grace period, 5 to 13 ms on this
 /// project's Linux 6.18 VM (measured with strace, 10 of 10 waited Stops),
 /// more than the wait itself costs this way (docs/benchmarks.md).
@@ -287,7 +287,7 @@ mod tests {
     }
 
     fn folder(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("ralph-gate-{tag}-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("ralph-wait-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -328,15 +328,15 @@ mod tests {
                 }
             })
         };
-        let written = gate(
+        let read = written(
             Some(&path),
             Awaited::LastText("Wrapping up."),
             Duration::from_secs(5),
         );
         writer.join().unwrap();
         // (Waited, unless this thread was held up longer than the writer.)
-        assert!(!written.is_late(), "{:?}", written.arrival);
-        let turn = written
+        assert!(!read.is_late(), "{:?}", read.arrival);
+        let turn = read
             .last_turn(super::super::DEFAULT_MAX_BYTES, None)
             .unwrap();
         assert_eq!(
@@ -362,14 +362,14 @@ mod tests {
                 std::fs::rename(side, path).unwrap();
             })
         };
-        let written = gate(
+        let read = written(
             Some(&path),
             Awaited::LastText("First reply."),
             Duration::from_secs(5),
         );
         writer.join().unwrap();
-        assert!(matches!(written.arrival, Arrival::Waited(_)));
-        assert!(written.exists());
+        assert!(matches!(read.arrival, Arrival::Waited(_)));
+        assert!(read.exists());
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -384,7 +384,7 @@ mod tests {
                 {"type": "text", "text": "Part B."}]),
         );
         append(&path, &[line("user", "go".into()), two]);
-        let at_once = |awaited| gate(Some(&path), awaited, Duration::from_secs(5)).arrival;
+        let at_once = |awaited| written(Some(&path), awaited, Duration::from_secs(5)).arrival;
         assert_eq!(at_once(Awaited::LastText("Part B.")), Arrival::AtOnce);
         assert_eq!(at_once(Awaited::LastText("  ")), Arrival::AtOnce);
         assert_eq!(at_once(Awaited::Nothing), Arrival::AtOnce);
@@ -401,12 +401,12 @@ mod tests {
         let path = dir.join("t.jsonl");
         append(&path, &[said("Part B."), line("user", "feed".into())]);
         let bound = Duration::from_millis(60);
-        let written = gate(Some(&path), Awaited::LastText("Part B."), bound);
-        assert!(written.is_late());
-        assert!(written.waited() >= bound);
-        assert!(written.last_turn(1 << 20, None).is_ok());
+        let read = written(Some(&path), Awaited::LastText("Part B."), bound);
+        assert!(read.is_late());
+        assert!(read.waited() >= bound);
+        assert!(read.last_turn(1 << 20, None).is_ok());
         // Missing at the bound: late, nothing to read.
-        let missing = gate(Some(&dir.join("none")), Awaited::FirstLine, bound);
+        let missing = written(Some(&dir.join("none")), Awaited::FirstLine, bound);
         assert!(missing.is_late() && !missing.exists());
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -418,11 +418,11 @@ mod tests {
         let long = Duration::from_secs(30);
         let started = Instant::now();
         for path in [dir.clone(), PathBuf::from("/dev/null")] {
-            let written = gate(Some(&path), Awaited::LastText("x"), long);
-            assert_eq!(written.arrival, Arrival::Unreadable);
+            let read = written(Some(&path), Awaited::LastText("x"), long);
+            assert_eq!(read.arrival, Arrival::Unreadable);
         }
         assert_eq!(
-            gate(None, Awaited::LastText("x"), long).arrival,
+            written(None, Awaited::LastText("x"), long).arrival,
             Arrival::Unreadable
         );
         assert!(started.elapsed() < Duration::from_secs(5));

@@ -4,7 +4,7 @@
 //! shared notes as the base has them. Does I/O (git through `crate::git`:
 //! bounded, nothing of the repository's configuration runs).
 
-use crate::parallel::git::{self, commit_work, conflicted, head};
+use crate::parallel::branches::{self, commit_work, conflicted, head};
 use std::path::Path;
 
 /// Where a run starts.
@@ -31,9 +31,9 @@ pub fn enter(root: &Path, story: &str) -> Result<Entered, String> {
         format!("refs/remotes/origin/{branch}"),
     ]
     .into_iter()
-    .find(|r| git::git(root, &["rev-parse", "-q", "--verify", r]).is_ok());
+    .find(|r| branches::git(root, &["rev-parse", "-q", "--verify", r]).is_ok());
     let Some(from) = found else {
-        git::git(root, &["checkout", "-q", "-B", &branch])?;
+        branches::git(root, &["checkout", "-q", "-B", &branch])?;
         return Ok(Entered {
             branch,
             base,
@@ -41,9 +41,10 @@ pub fn enter(root: &Path, story: &str) -> Result<Entered, String> {
             conflicts: Vec::new(),
         });
     };
-    git::git(root, &["checkout", "-q", "-B", &branch, &from])?;
+    branches::git(root, &["checkout", "-q", "-B", &branch, &from])?;
     let message = format!("ralph: the loop's branch merged into {branch}");
-    let conflicts = match git::git(root, &["merge", "-q", "--no-edit", "-m", &message, &base]) {
+    let conflicts = match branches::git(root, &["merge", "-q", "--no-edit", "-m", &message, &base])
+    {
         Ok(_) => Vec::new(),
         Err(why) => {
             let files = conflicted(root);
@@ -79,7 +80,7 @@ pub fn commit(
 /// Keep the loop's files in the project out of every `git add` here
 /// (`.git/info/exclude`, which is not versioned).
 pub fn exclude_ralph_files(root: &Path) -> Result<(), String> {
-    let rel = git::git(root, &["rev-parse", "--git-path", "info/exclude"])?;
+    let rel = branches::git(root, &["rev-parse", "--git-path", "info/exclude"])?;
     let path = root.join(rel.trim());
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     let missing: Vec<&str> = super::story::EXCLUDE_LINES
