@@ -17,13 +17,13 @@
 // fuzz targets drive); the rest is the decision's own business.
 #![warn(unreachable_pub)]
 
+pub mod command_policy;
 mod file_tool;
 mod fresh;
 pub mod gather;
 mod glob;
 mod parallel;
 mod pinned;
-pub mod policy;
 mod prd;
 pub mod protect;
 mod settings;
@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-pub use policy::{Policy, PolicyError, Tier};
+pub use command_policy::{Policy, PolicyError, Tier};
 use protect::Hit;
 
 /// Told to the agent whenever it reaches for a loop file.
@@ -400,7 +400,7 @@ fn rewrite_chain(
     let mut reasons = Vec::new();
     // Back to front, so earlier byte ranges stay valid while splicing.
     for seg in segments.iter().rev() {
-        let (k, text) = policy::canonical_text(&seg.raw_words, &seg.words);
+        let (k, text) = command_policy::canonical_text(&seg.raw_words, &seg.words);
         if text.is_empty() {
             continue;
         }
@@ -454,14 +454,14 @@ fn policy_denial(cmd: &str, p: &Policy, policy_path: &str, depth: usize) -> Opti
                 return Some(r);
             }
         }
-        let (_, shallow) = policy::canonical_words(&seg.words);
+        let (_, shallow) = command_policy::canonical_words(&seg.words);
         // The same command once `sudo`, `command`, `nohup`, `xargs`, a path
         // like /usr/bin/ are peeled off.
         let deep = match protect::unwrap(&seg.words) {
             protect::Invocation::Exec { name, args, .. } => {
                 let mut w = vec![name];
-                w.extend(policy::without_global_options(&w[0], &args));
-                policy::canonical_words(&w).1
+                w.extend(command_policy::without_global_options(&w[0], &args));
+                command_policy::canonical_words(&w).1
             }
             protect::Invocation::Script { text, .. } => {
                 if let Some(r) = policy_denial(&text, p, policy_path, depth + 1) {
@@ -485,7 +485,8 @@ fn policy_denial(cmd: &str, p: &Policy, policy_path: &str, depth: usize) -> Opti
             protect::Invocation::Nothing => Vec::new(),
         };
         let matches = |prefix: &[String], bare: &[String]| {
-            policy::starts_with_words(&shallow, prefix) || policy::starts_with_words(&deep, bare)
+            command_policy::starts_with_words(&shallow, prefix)
+                || command_policy::starts_with_words(&deep, bare)
         };
         for d in &p.denies {
             if matches(&d.prefix, &d.bare_prefix) {
