@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::{
-    LoopContext, ToolCall, Verdict, in_client_memory, loop_file_reason, pinned, prd, settings,
-};
+use crate::context::{LoopContext, ToolCall, Verdict};
+use crate::pinned::{self, loop_file_reason};
+use crate::{prd, settings};
 
 /// Is `path` (absolute, normalised) the root-relative `rel` under either root?
 fn is_under_roots(path: &Path, rel: &Path, ctx: &LoopContext) -> bool {
@@ -90,7 +90,7 @@ fn protected_target(ctx: &LoopContext, candidates: &[&Path]) -> Option<String> {
     for dir in &ctx.protected_dirs {
         if candidates
             .iter()
-            .any(|p| p.starts_with(dir) && !in_client_memory(p, ctx))
+            .any(|p| p.starts_with(dir) && !ctx.in_client_memory(p))
         {
             return Some(loop_file_reason(
                 &dir.display().to_string(),

@@ -8,8 +8,8 @@
 //! command that writes is judged by the paths it names (absolute ones, and
 //! `..` climbing out of the worktree).
 
-use crate::protect;
-use crate::{LoopContext, ToolCall, fresh_main_write};
+use crate::context::{LoopContext, ToolCall};
+use crate::{fresh, protect};
 use serde_json::Value;
 use std::path::Path;
 
@@ -31,7 +31,7 @@ pub(crate) fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) 
     };
     let write = match &bash {
         Some(_) => "a Bash command that writes files".to_string(),
-        None => fresh_main_write(call, ctx)?,
+        None => fresh::main_write(call, ctx)?,
     };
     let in_main_tree =
         tree == ctx.root || !tree.starts_with(ctx.root.join(".claude").join("worktrees"));
