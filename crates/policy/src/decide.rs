@@ -42,30 +42,22 @@ pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> Guar
             ));
         wrap_notice_given = true;
     }
-    if let Some(worker) = ctx.fresh_main_thread
+    let verdict = if let Some(worker) = ctx.fresh_main_thread
         && let Some(what) = fresh::main_write(call, ctx)
     {
-        return GuardDecision {
-            verdict: Verdict::Deny(fresh::delegate_reason(&what, worker)),
-            system_message: (!messages.is_empty()).then(|| messages.join("\n")),
-            wrap_notice_given,
-        };
-    }
-    if let Some(tree) = &ctx.worker_tree
+        Verdict::Deny(fresh::delegate_reason(&what, worker))
+    } else if let Some(tree) = &ctx.worker_tree
         && let Some(why) = parallel::outside_worktree(call, ctx, tree)
     {
-        return GuardDecision {
-            verdict: Verdict::Deny(why),
-            system_message: (!messages.is_empty()).then(|| messages.join("\n")),
-            wrap_notice_given,
-        };
-    }
-    let verdict = match call.tool_name.as_str() {
-        "Bash" => decide_bash(call, policy, policy_path, ctx, &mut messages),
-        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" if ctx.loop_active => {
-            file_tool::decide_file(call, ctx)
+        Verdict::Deny(why)
+    } else {
+        match call.tool_name.as_str() {
+            "Bash" => decide_bash(call, policy, policy_path, ctx, &mut messages),
+            "Write" | "Edit" | "MultiEdit" | "NotebookEdit" if ctx.loop_active => {
+                file_tool::decide_file(call, ctx)
+            }
+            _ => Verdict::Allow,
         }
-        _ => Verdict::Allow,
     };
     GuardDecision {
         verdict,
