@@ -135,6 +135,12 @@ pub struct LoopContext {
 }
 
 impl LoopContext {
+    /// A path (absolute, normalised) under the project root, or under its
+    /// real path.
+    pub(crate) fn in_project(&self, path: &Path) -> bool {
+        path.starts_with(&self.root) || self.real_root.as_ref().is_some_and(|r| path.starts_with(r))
+    }
+
     /// A path in the client's auto-memory folder of a project
     /// (`<projects>/<project>/memory/...`): not a transcript.
     pub(crate) fn in_client_memory(&self, path: &Path) -> bool {

@@ -100,10 +100,7 @@ fn protected_target(ctx: &LoopContext, candidates: &[&Path]) -> Option<String> {
     }
     ctx.file_aliases
         .iter()
-        .find(|alias| {
-            !alias.starts_with(&ctx.root)
-                && !ctx.real_root.as_ref().is_some_and(|r| alias.starts_with(r))
-        })
+        .find(|alias| !ctx.in_project(alias))
         .map(|alias| {
             loop_file_reason(
                 &alias.display().to_string(),
