@@ -14,7 +14,9 @@
 
 // The crate's public face is what the guard binary, the bench, the tests
 // and the fuzz targets use (the gathering, the decision, and the readers the
-// fuzz targets drive); the rest is the decision's own business.
+// fuzz targets drive); the rest is the decision's own business. The modules
+// sit on floors (docs/architecture.md, "ralph-policy's floors"); none
+// imports from this root, which only hands on.
 #![warn(unreachable_pub)]
 
 pub mod command_policy;
