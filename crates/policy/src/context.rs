@@ -135,10 +135,15 @@ pub struct LoopContext {
 }
 
 impl LoopContext {
+    /// The project root, then its real path when that differs.
+    pub(crate) fn roots(&self) -> impl Iterator<Item = &Path> {
+        std::iter::once(self.root.as_path()).chain(self.real_root.as_deref())
+    }
+
     /// A path (absolute, normalised) under the project root, or under its
     /// real path.
     pub(crate) fn in_project(&self, path: &Path) -> bool {
-        path.starts_with(&self.root) || self.real_root.as_ref().is_some_and(|r| path.starts_with(r))
+        self.roots().any(|r| path.starts_with(r))
     }
 
     /// A path in the client's auto-memory folder of a project

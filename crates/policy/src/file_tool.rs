@@ -14,7 +14,7 @@ use crate::{prd, settings};
 
 /// Is `path` (absolute, normalised) the root-relative `rel` under either root?
 fn is_under_roots(path: &Path, rel: &Path, ctx: &LoopContext) -> bool {
-    path == ctx.root.join(rel) || ctx.real_root.as_ref().is_some_and(|r| path == r.join(rel))
+    ctx.roots().any(|r| path == r.join(rel))
 }
 
 pub(crate) fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
@@ -68,13 +68,7 @@ fn protected_target(ctx: &LoopContext, candidates: &[&Path]) -> Option<String> {
         }
     }
     for rel in &ctx.config_dirs {
-        let under = |p: &&Path| {
-            p.starts_with(ctx.root.join(rel))
-                || ctx
-                    .real_root
-                    .as_ref()
-                    .is_some_and(|r| p.starts_with(r.join(rel)))
-        };
+        let under = |p: &&Path| ctx.roots().any(|r| p.starts_with(r.join(rel)));
         if candidates.iter().any(under) {
             return Some(loop_file_reason(
                 &rel.display().to_string(),
