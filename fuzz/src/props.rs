@@ -10,7 +10,7 @@
 //! compiles in both crates.
 
 use ralph_core::{args, frontmatter, hook_input::HookInput, prd::Prd, state, transcript};
-use ralph_policy::{LoopContext, Policy, PolicySource, ToolCall, policy, protect, shell};
+use ralph_policy::{LoopContext, Policy, PolicySource, ToolCall, command_policy, protect, shell};
 use serde_json::Value;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -509,12 +509,12 @@ pub(super) fn policy_file(data: &[u8]) {
         Ok(p) => {
             for d in &p.denies {
                 assert!(!d.prefix.is_empty());
-                assert_eq!(policy::canonical_words(&d.prefix).1, d.prefix);
+                assert_eq!(command_policy::canonical_words(&d.prefix).1, d.prefix);
                 assert!(d.line >= 1 && d.line <= lines);
             }
             for pr in &p.protects {
                 assert!(!pr.prefix.is_empty());
-                assert_eq!(policy::canonical_words(&pr.prefix).1, pr.prefix);
+                assert_eq!(command_policy::canonical_words(&pr.prefix).1, pr.prefix);
             }
             for r in &p.rewrites {
                 assert!(r.line >= 1 && r.line <= lines);
@@ -569,9 +569,9 @@ pub(super) fn canon(data: &[u8]) {
     };
     // Words separated by NUL or newline, as a tokenizer could hand them over.
     let words: Vec<String> = text.split(['\0', '\n']).map(str::to_string).collect();
-    let (k, once) = policy::canonical_words(&words);
+    let (k, once) = command_policy::canonical_words(&words);
     assert!(k <= words.len());
-    let (_, twice) = policy::canonical_words(&once);
+    let (_, twice) = command_policy::canonical_words(&once);
     assert_eq!(
         twice, once,
         "canonical_words is not idempotent on {words:?}"

@@ -181,13 +181,17 @@ fn no_function_over_80_lines_nor_file_over_600() {
     );
 }
 
-/// The top-level modules of ralph-core (a file, or a folder counted as one),
-/// each with the modules its non-test code names as `crate::NAME`.
-fn core_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/core/src");
+/// A crate's top-level modules (a file, or a folder counted as one), each
+/// with the names its non-test code imports from the crate: `crate::NAME`,
+/// or each `NAME` of `crate::{NAME, ...}`.
+type Graph = std::collections::BTreeMap<String, std::collections::BTreeSet<String>>;
+
+/// The import graph of the crate whose sources are in `src` (from the root).
+fn crate_imports(src: &str) -> Graph {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
     let mut files = Vec::new();
     rust_files(&src, &mut files);
-    let mut graph = std::collections::BTreeMap::new();
+    let mut graph = Graph::new();
     for file in &files {
         let rel = file
             .strip_prefix(&src)
@@ -199,15 +203,17 @@ fn core_imports() -> std::collections::BTreeMap<String, std::collections::BTreeS
             continue;
         }
         let text = std::fs::read_to_string(file).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
-        let used: &mut std::collections::BTreeSet<String> =
-            graph.entry(top.to_string()).or_default();
-        for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
-            for (at, _) in line.match_indices("crate::") {
-                let name: String = line[at + "crate::".len()..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
-                    .collect();
+        let code: Vec<&str> = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect();
+        let code = code.join("\n");
+        let used = graph.entry(top.to_string()).or_default();
+        for (at, _) in code.match_indices("crate::") {
+            for name in names_after_crate(&code[at + "crate::".len()..]) {
                 if !name.is_empty() && name != top {
                     used.insert(name);
                 }
@@ -217,15 +223,45 @@ fn core_imports() -> std::collections::BTreeMap<String, std::collections::BTreeS
     graph
 }
 
-/// docs/architecture.md's layer table: `| N name | `module`, ... |`.
-fn documented_layers() -> std::collections::BTreeMap<String, (u32, String)> {
+/// The names that follow a `crate::`: one, or the first name of each item
+/// of a group (`{a, b::{C, d}}` gives `a` and `b`).
+fn names_after_crate(rest: &str) -> Vec<String> {
+    let name = |item: &str| -> String {
+        item.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let Some(group) = rest.strip_prefix('{') else {
+        return vec![name(rest)];
+    };
+    let (mut depth, mut start, mut names) = (0, 0, Vec::new());
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth > 0 => depth -= 1,
+            ',' | '}' if depth == 0 => {
+                names.push(name(&group[start..i]));
+                start = i + 1;
+                if c == '}' {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    names
+}
+
+/// docs/architecture.md's table under `heading`: `| N name | `module`, ... |`.
+fn documented_layers(heading: &str) -> std::collections::BTreeMap<String, (u32, String)> {
     let doc =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
             .unwrap();
     let section = doc
-        .split("## Layers")
+        .split(&format!("{heading}\n"))
         .nth(1)
-        .expect("docs/architecture.md has a \"## Layers\" section");
+        .unwrap_or_else(|| panic!("docs/architecture.md has a \"{heading}\" section"));
     let mut layers = std::collections::BTreeMap::new();
     for row in section.lines().take_while(|l| !l.starts_with("## ")) {
         let cells: Vec<&str> = row.split('|').map(str::trim).collect();
@@ -245,19 +281,24 @@ fn documented_layers() -> std::collections::BTreeMap<String, (u32, String)> {
     layers
 }
 
-#[test]
-fn every_core_module_sits_in_its_documented_layer_and_imports_none_above() {
-    let graph = core_imports();
-    let layers = documented_layers();
+/// What breaks the layers of the crate in `src` as the table under `heading`
+/// gives them: a module in no layer, a layer's module that is not there, an
+/// import from a layer above, and a name imported from the crate's root
+/// rather than from the module that holds it.
+fn imports_out_of_layer(src: &str, heading: &str) -> Vec<String> {
+    let graph = crate_imports(src);
+    let layers = documented_layers(heading);
     let mut wrong = Vec::new();
     for module in graph.keys() {
         if !layers.contains_key(module) {
-            wrong.push(format!("`{module}` is in no layer of docs/architecture.md"));
+            wrong.push(format!("`{module}` is in no row of \"{heading}\""));
         }
     }
     for module in layers.keys() {
         if !graph.contains_key(module) {
-            wrong.push(format!("the layers name `{module}`, which is no module"));
+            wrong.push(format!(
+                "\"{heading}\" names `{module}`, which is no module"
+            ));
         }
     }
     for (module, used) in &graph {
@@ -265,15 +306,30 @@ fn every_core_module_sits_in_its_documented_layer_and_imports_none_above() {
             continue;
         };
         for dep in used {
-            if let Some((theirs, their_name)) = layers.get(dep)
-                && theirs > own
-            {
-                wrong.push(format!(
+            match layers.get(dep) {
+                Some((theirs, their_name)) if theirs > own => wrong.push(format!(
                     "`{module}` ({own} {own_name}) imports `{dep}` ({theirs} {their_name}), a layer above"
-                ));
+                )),
+                None if !graph.contains_key(dep) => wrong.push(format!(
+                    "`{module}` imports `crate::{dep}`, which is no module (the crate's root only \
+                     hands on): import it from the module that holds it"
+                )),
+                _ => {}
             }
         }
     }
+    wrong
+}
+
+#[test]
+fn every_core_module_sits_in_its_documented_layer_and_imports_none_above() {
+    let wrong = imports_out_of_layer("crates/core/src", "## Layers");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn every_policy_module_sits_on_its_documented_floor_and_imports_none_above() {
+    let wrong = imports_out_of_layer("crates/policy/src", "## ralph-policy's floors");
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
@@ -320,10 +376,9 @@ impl Walk<'_> {
     }
 }
 
-#[test]
-fn no_core_module_imports_one_that_imports_it_back() {
-    // Tarjan's strongly connected components over the top-level modules.
-    let graph = core_imports();
+/// The circles of a crate's import graph (Tarjan's strongly connected
+/// components over its top-level modules), each as `a <-> b <-> ...`.
+fn circles(graph: &Graph) -> Vec<String> {
     let names: Vec<&String> = graph.keys().collect();
     let index_of = |n: &str| names.iter().position(|m| m.as_str() == n);
     let edges: Vec<Vec<usize>> = names
@@ -345,8 +400,7 @@ fn no_core_module_imports_one_that_imports_it_back() {
             walk.visit(v);
         }
     }
-    let circles: Vec<String> = walk
-        .circles
+    walk.circles
         .iter()
         .map(|c| {
             c.iter()
@@ -354,14 +408,37 @@ fn no_core_module_imports_one_that_imports_it_back() {
                 .collect::<Vec<_>>()
                 .join(" <-> ")
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn no_core_module_imports_one_that_imports_it_back() {
+    let graph = crate_imports("crates/core/src");
+    let n = graph.len();
     assert!(
         n > 30,
         "only {n} modules read: is the scan reading crates/core/src?"
     );
+    let circles = circles(&graph);
     assert!(
         circles.is_empty(),
         "ralph-core's modules import each other in a circle:\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn no_policy_module_imports_one_that_imports_it_back() {
+    let graph = crate_imports("crates/policy/src");
+    let n = graph.len();
+    assert!(
+        n > 10,
+        "only {n} modules read: is the scan reading crates/policy/src?"
+    );
+    let circles = circles(&graph);
+    assert!(
+        circles.is_empty(),
+        "ralph-policy's modules import each other in a circle:\n{}",
         circles.join("\n")
     );
 }

@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::MIB;
 use crate::args::Args;
 use crate::case::{Case, RSS_RUNS, Target};
-use crate::fixtures::{PROJECT_CHANGED, PROJECT_FILES};
 use crate::cases::Setup;
+use crate::fixtures::{PROJECT_CHANGED, PROJECT_FILES};
 
 const TRANSCRIPT_DIFF_TARGET_MS: f64 = 0.5;
 /// 6 MiB, in the KiB that `ru_maxrss` (and GNU time's `%M`) count in.

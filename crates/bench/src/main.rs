@@ -16,9 +16,9 @@
 
 mod args;
 mod case;
-mod fixtures;
-mod figures;
 mod cases;
+mod figures;
+mod fixtures;
 mod steady;
 mod transcripts;
 
@@ -27,8 +27,8 @@ use std::process::ExitCode;
 
 use args::Args;
 use case::Case;
-use figures::Stats;
 use cases::{Setup, TempRoot};
+use figures::Stats;
 
 const HOOK: &str = "ralph-stop-hook";
 const MIB: u64 = 1 << 20;

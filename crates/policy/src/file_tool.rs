@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::{
-    LoopContext, ToolCall, Verdict, in_client_memory, loop_file_reason, pinned, prd, settings,
-};
+use crate::context::{LoopContext, ToolCall, Verdict};
+use crate::pinned::{self, loop_file_reason};
+use crate::{prd, settings};
 
 /// Is `path` (absolute, normalised) the root-relative `rel` under either root?
 fn is_under_roots(path: &Path, rel: &Path, ctx: &LoopContext) -> bool {
-    path == ctx.root.join(rel) || ctx.real_root.as_ref().is_some_and(|r| path == r.join(rel))
+    ctx.roots().any(|r| path == r.join(rel))
 }
 
 pub(crate) fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
@@ -68,13 +68,7 @@ fn protected_target(ctx: &LoopContext, candidates: &[&Path]) -> Option<String> {
         }
     }
     for rel in &ctx.config_dirs {
-        let under = |p: &&Path| {
-            p.starts_with(ctx.root.join(rel))
-                || ctx
-                    .real_root
-                    .as_ref()
-                    .is_some_and(|r| p.starts_with(r.join(rel)))
-        };
+        let under = |p: &&Path| ctx.roots().any(|r| p.starts_with(r.join(rel)));
         if candidates.iter().any(under) {
             return Some(loop_file_reason(
                 &rel.display().to_string(),
@@ -90,7 +84,7 @@ fn protected_target(ctx: &LoopContext, candidates: &[&Path]) -> Option<String> {
     for dir in &ctx.protected_dirs {
         if candidates
             .iter()
-            .any(|p| p.starts_with(dir) && !in_client_memory(p, ctx))
+            .any(|p| p.starts_with(dir) && !ctx.in_client_memory(p))
         {
             return Some(loop_file_reason(
                 &dir.display().to_string(),
@@ -100,10 +94,7 @@ fn protected_target(ctx: &LoopContext, candidates: &[&Path]) -> Option<String> {
     }
     ctx.file_aliases
         .iter()
-        .find(|alias| {
-            !alias.starts_with(&ctx.root)
-                && !ctx.real_root.as_ref().is_some_and(|r| alias.starts_with(r))
-        })
+        .find(|alias| !ctx.in_project(alias))
         .map(|alias| {
             loop_file_reason(
                 &alias.display().to_string(),

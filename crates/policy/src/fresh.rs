@@ -8,7 +8,9 @@
 //! script from stdin, `python -c`). Like the rest of the guard, a rail for a
 //! cooperative model, not a sandbox.
 
-use crate::LoopContext;
+use serde_json::Value;
+
+use crate::context::{LoopContext, ToolCall};
 use crate::protect;
 
 /// Why the main thread's write is refused.
@@ -28,10 +30,26 @@ pub(crate) fn bash_writes(command: &str, ctx: &LoopContext) -> bool {
     protect::bash_writes(command, &ctx.cwd, &ctx.root, ctx.home.as_deref()).any()
 }
 
+/// What the main thread of a `--fresh` loop would write, in words; `None`
+/// for a call that only reads (a `--parallel` worker's refusal words a file
+/// tool's write the same way).
+pub(crate) fn main_write(call: &ToolCall, ctx: &LoopContext) -> Option<String> {
+    match call.tool_name.as_str() {
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => {
+            Some(format!("{} (a file change)", call.tool_name))
+        }
+        "Bash" => {
+            let command = call.tool_input.get("command").and_then(Value::as_str)?;
+            bash_writes(command, ctx).then(|| "a Bash command that writes files".to_string())
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::bash_writes;
-    use crate::LoopContext;
+    use crate::context::LoopContext;
 
     // Which commands write is `protect::writes`'s (its tests hold the
     // forms); this holds the wiring: the call's folder and the project.

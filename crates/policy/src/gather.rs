@@ -5,7 +5,8 @@
 //! environment. Everything is derived here, once per call, and then only
 //! used (ripgrep's `HiArgs` in spirit): the guard binary stays a thin shell.
 
-use crate::{LoopContext, PolicySource, ToolCall};
+use crate::command_policy::{Policy, Tier};
+use crate::context::{LoopContext, PolicySource, ToolCall};
 use ralph_core::frontmatter;
 use ralph_core::paths::{LoopPaths, POLICY_FILE, POLICY_FILE_ALT, PROTECTED_FILES, REVIEW_DIR};
 use ralph_core::store::{self, StoreError};
@@ -323,7 +324,7 @@ pub fn full_gate(root: &Path) -> Option<ralph_core::start::FullGate> {
     let (file, text) = [POLICY_FILE, POLICY_FILE_ALT]
         .into_iter()
         .find_map(|file| Some((file, store::read_optional(&root.join(file)).ok()??)))?;
-    let policy = crate::Policy::parse(&text).ok()?;
-    let command = policy.gate(crate::Tier::Full)?.to_string();
+    let policy = Policy::parse(&text).ok()?;
+    let command = policy.gate(Tier::Full)?.to_string();
     Some(ralph_core::start::FullGate { file, command })
 }

@@ -8,8 +8,8 @@
 //! command that writes is judged by the paths it names (absolute ones, and
 //! `..` climbing out of the worktree).
 
-use crate::protect;
-use crate::{LoopContext, ToolCall, fresh_main_write};
+use crate::context::{LoopContext, ToolCall};
+use crate::{fresh, protect};
 use serde_json::Value;
 use std::path::Path;
 
@@ -31,7 +31,7 @@ pub(crate) fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) 
     };
     let write = match &bash {
         Some(_) => "a Bash command that writes files".to_string(),
-        None => fresh_main_write(call, ctx)?,
+        None => fresh::main_write(call, ctx)?,
     };
     let in_main_tree =
         tree == ctx.root || !tree.starts_with(ctx.root.join(".claude").join("worktrees"));
@@ -59,11 +59,13 @@ pub(crate) fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) 
         Some(writes) if writes.shared_refs => Some(String::from(
             "ralph-guard: this Ralph loop runs with --parallel: this git command changes refs every worktree shares              (another branch, a tag, the loop's branch), so it is refused. Commit your work on your own branch;              ralph merges it.",
         )),
+        // In the project (the main tree, another worker's worktree): `/tmp`
+        // and the like stay free.
         Some(writes) => {
             let first = writes
                 .paths
                 .iter()
-                .find(|p| outside(p) && touches_project(p, ctx))?;
+                .find(|p| outside(p) && ctx.in_project(p))?;
             Some(refusal(&write, first, tree))
         }
         // A file tool: its target as named, with symlinked folders resolved,
@@ -78,12 +80,6 @@ pub(crate) fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) 
                 .map(|p| refusal(&write, p, tree))
         }
     }
-}
-
-/// A path in the project (the main tree, or another worker's worktree):
-/// what a worker must not write. `/tmp` and the like stay free.
-fn touches_project(p: &Path, ctx: &LoopContext) -> bool {
-    p.starts_with(&ctx.root) || ctx.real_root.as_ref().is_some_and(|r| p.starts_with(r))
 }
 
 fn refusal(write: &str, target: &Path, tree: &Path) -> String {

@@ -1,9 +1,9 @@
-//! The loop's configuration and pinned checks, as the guard words their
-//! refusals: the configuration (`.claude/ralph.toml`, the command policy,
+//! The loop's files, its configuration and pinned checks, as the guard words
+//! their refusals: the configuration (`.claude/ralph.toml`, the command policy,
 //! the reviewers' folder) is fixed at a loop's start, and a pinned file is
 //! part of a check (see `ralph_core::pins`). Pure.
 
-use crate::END_LOOP_HINT;
+use crate::context::END_LOOP_HINT;
 
 /// The project files that hold the loop's configuration (`.claude/ralph.toml`,
 /// the command policy, the reviewers' folder): fixed at the loop's start.
@@ -18,6 +18,17 @@ pub(crate) fn is_config(display: &str) -> bool {
     CONFIG_NAMES
         .iter()
         .any(|c| display == *c || display.starts_with(&format!("{c}/")))
+}
+
+/// A write to one of the loop's files (or its configuration), refused.
+pub(crate) fn loop_file_reason(display: &str, what: &str) -> String {
+    if is_config(display) {
+        return config_reason(display, what);
+    }
+    format!(
+        "ralph-guard: {what} {display}, which belongs to the running Ralph loop; the agent may read it but \
+         not write, move or delete it. {END_LOOP_HINT}"
+    )
 }
 
 /// A write to the loop's configuration, refused.

@@ -99,7 +99,8 @@ pub(crate) fn bash_reason(file: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{LoopContext, PolicySource, ToolCall, Verdict, decide};
+    use crate::context::{LoopContext, PolicySource, ToolCall, Verdict};
+    use crate::decide::decide;
     use serde_json::json;
 
     fn ctx(current: Option<&str>) -> LoopContext {

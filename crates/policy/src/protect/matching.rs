@@ -9,28 +9,13 @@
 //! it is not judged.
 //! Does I/O: whether a named target exists.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::effects::FindEffect;
 use super::wrappers::base;
 use super::{ARG, Hit, Kind, MAX_DEPTH};
-use crate::LoopContext;
+use crate::context::{LoopContext, normalize};
 use crate::{glob, shell};
-
-/// Lexically normalise: drop `.`, resolve `..`, keep it absolute.
-pub fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
 
 /// The loop context with the protected files worked out once per command:
 /// every check of every word needs them.
@@ -329,7 +314,7 @@ pub(super) fn classify_except(
                         && ancestor_counts(&path, kind, t, ctx))
             };
             // The client's auto-memory is in its protected `projects` folder.
-            let reaches = reaches && !(t.is_dir && crate::in_client_memory(&path, ctx));
+            let reaches = reaches && !(t.is_dir && ctx.in_client_memory(&path));
             if reaches {
                 return Some(t.hit());
             }

@@ -20,10 +20,10 @@ mod writes;
 
 use std::path::{Path, PathBuf};
 
-use crate::LoopContext;
+use crate::context::LoopContext;
+pub use crate::context::normalize;
 use crate::shell::{self, Segment};
 use effects::{Effect, effects, find_effect};
-pub use matching::normalize;
 use matching::{Checker, classify, classify_except, classify_find, classify_into, excluded};
 use scope::Scope;
 use wrappers::is_shell;
@@ -564,7 +564,7 @@ fn check_find(
 fn next_cwd(here: Option<&Path>, dir: Option<&str>) -> Option<PathBuf> {
     match dir {
         Some(d) if !d.contains('$') && !d.contains('`') && !d.starts_with('~') && d != "-" => {
-            here.map(|c| matching::normalize(&c.join(d)))
+            here.map(|c| normalize(&c.join(d)))
         }
         _ => None,
     }

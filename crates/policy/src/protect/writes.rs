@@ -11,10 +11,10 @@
 use std::path::{Path, PathBuf};
 
 use super::effects::{Effect, effects};
-use super::matching::normalize;
 use super::scope::Scope;
 use super::wrappers::{Invocation, is_shell, unwrap_full};
 use super::{ARG, MAX_DEPTH, run_dir};
+use crate::context::normalize;
 use crate::shell::{self, Segment};
 
 /// What a command writes, as far as the guard can read it.

@@ -1,0 +1,233 @@
+//! What the guard decides about, and what it answers: the tool call
+//! ([`ToolCall`]), the loop's facts the binary gathered ([`LoopContext`]),
+//! the command policy as found ([`PolicySource`]), and the answer
+//! ([`Verdict`], [`GuardDecision`] and its hook output). Every rule of the
+//! crate reads these; of the crate, they name only the command policy.
+//! Pure.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::command_policy::{Policy, PolicyError};
+
+/// Told to the agent whenever it reaches for a loop file.
+pub(crate) const END_LOOP_HINT: &str = "To end the loop, print the completion promise when it is true; \
+the user cancels the loop with /cancel-ralph.";
+
+/// Lexically normalise: drop `.`, resolve `..`, keep it absolute.
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The tool call as received on stdin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub tool_name: String,
+    pub tool_input: Value,
+}
+
+impl ToolCall {
+    /// The file a file tool (Write, Edit, MultiEdit, NotebookEdit) acts on,
+    /// as absolute and lexically normalised: a relative path is relative to
+    /// `cwd`, the hook's; `~/` is the home folder, as the client reads it.
+    pub(crate) fn file_target(&self, cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
+        let key = if self.tool_name == "NotebookEdit" {
+            "notebook_path"
+        } else {
+            "file_path"
+        };
+        let raw = self.tool_input.get(key).and_then(Value::as_str)?;
+        let path = match (raw.strip_prefix("~/"), home) {
+            (Some(rest), Some(h)) => h.join(rest),
+            _ if raw == "~" && home.is_some() => home.map(Path::to_path_buf)?,
+            _ => cwd.join(raw),
+        };
+        Some(normalize(&path))
+    }
+}
+
+/// Everything about the project the decision needs, read by the binary.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoopContext {
+    /// The project root (lexical, as resolved from the environment).
+    pub root: PathBuf,
+    /// The root with symlinks resolved, when known.
+    pub real_root: Option<PathBuf>,
+    /// The hook's `cwd`: relative paths in the tool call are relative to it.
+    pub cwd: PathBuf,
+    /// The state file exists: built-in protection applies.
+    pub loop_active: bool,
+    /// The protected files (relative) that ralph cannot put back once they
+    /// are gone: a `git stash -u` or `git clean` of the whole tree is denied
+    /// while one of them exists. The policy file is one; the loop's files are
+    /// not, since the state lives outside the tree and the Stop hook restores
+    /// the mirror and the PRD (unless `RALPH_DATA_DIR` puts the state inside
+    /// the tree: then all of them are).
+    pub kept_from_whole_tree: Vec<PathBuf>,
+    /// Loop-owned files, relative to the root.
+    pub loop_files: Vec<PathBuf>,
+    /// Which of `loop_files` and the PRD do not exist (relative). They stay
+    /// guarded against being created, but removing a folder above them or a
+    /// glob does not reach them.
+    pub missing: Vec<PathBuf>,
+    /// The PRD, relative to the root (`prd_file:` in the state, default `prd.json`).
+    pub prd_file: Option<PathBuf>,
+    /// The PRD's current text, for judging an Edit or a Write to it.
+    pub prd_current: Option<String>,
+    /// A `--fresh` loop runs and this call is not its worker's (the main
+    /// thread's, or another subagent's): it only dispatches, so its writes
+    /// are refused. The worker's `subagent_type` (`ralph:ralph-worker`, or
+    /// `ralph:ralph-parallel-worker` with `--parallel`), to name in the refusal.
+    pub fresh_main_thread: Option<&'static str>,
+    /// A `--parallel` loop runs and this call is one of its workers': the
+    /// worker's worktree (its `cwd`), the only place it may write (and the
+    /// loop's shared `progress.txt`).
+    pub worker_tree: Option<PathBuf>,
+    /// The worker's worktree no longer exists (the loop was cancelled, or
+    /// its story merged): read by the guard, so this crate stays pure.
+    pub worker_tree_gone: bool,
+    /// For file tools: the target with symlinked folders resolved, when it
+    /// differs from the lexical path.
+    pub file_real_path: Option<PathBuf>,
+    /// For file tools: protected files (absolute) that are the target itself
+    /// under another name, a hard link (same device and inode).
+    pub file_aliases: Vec<PathBuf>,
+    /// The user's home folder (`~`, `$HOME` in Bash paths), when known.
+    pub home: Option<PathBuf>,
+    /// Folders outside the project whose whole content belongs to the loop
+    /// (its data folder, where the authoritative state lives), absolute; only
+    /// those that exist.
+    pub protected_dirs: Vec<PathBuf>,
+    /// The client's `projects` folders (absolute) among `protected_dirs`:
+    /// its transcripts are kept from the agent, but each project's
+    /// auto-memory folder in it (`projects/<project>/memory/`) is the
+    /// agent's to write (the client's own feature).
+    pub client_projects: Vec<PathBuf>,
+    /// The checks recorded at loop start, story id -> verify command
+    /// (`story_checks:` in the state's frontmatter). A PRD edit may not
+    /// change or drop them.
+    pub story_checks: BTreeMap<String, String>,
+    /// The `[wrap]` rows of this policy were already reported to the user.
+    pub wrap_reported: bool,
+    /// Folders (relative) of the loop's configuration, fixed at its start
+    /// (`.claude/ralph-review`): no file in them may be written.
+    pub config_dirs: Vec<PathBuf>,
+    /// Files pinned by the loop (relative), with what pinned them (a check's
+    /// command, or `--pin GLOB`): `pins:` in the state's frontmatter.
+    pub pins: Vec<(PathBuf, String)>,
+    /// The client's settings files (absolute, `settings::settings_files`):
+    /// a file tool may not change their switches, Bash may not write them.
+    pub settings_files: Vec<PathBuf>,
+    /// For file tools aimed at one of `settings_files`: its current text.
+    pub settings_current: Option<String>,
+}
+
+impl LoopContext {
+    /// The project root, then its real path when that differs.
+    pub(crate) fn roots(&self) -> impl Iterator<Item = &Path> {
+        std::iter::once(self.root.as_path()).chain(self.real_root.as_deref())
+    }
+
+    /// A path (absolute, normalised) under the project root, or under its
+    /// real path.
+    pub(crate) fn in_project(&self, path: &Path) -> bool {
+        self.roots().any(|r| path.starts_with(r))
+    }
+
+    /// A path in the client's auto-memory folder of a project
+    /// (`<projects>/<project>/memory/...`): not a transcript.
+    pub(crate) fn in_client_memory(&self, path: &Path) -> bool {
+        self.client_projects.iter().any(|d| {
+            path.strip_prefix(d).is_ok_and(|rest| {
+                let mut parts = rest.components();
+                parts.next().is_some() && parts.next().is_some_and(|c| c.as_os_str() == "memory")
+            })
+        })
+    }
+}
+
+/// The policy as found on disk.
+#[derive(Debug)]
+pub enum PolicySource {
+    Absent,
+    /// It exists but does not parse: nothing is denied by it, and the user is
+    /// told on every call.
+    Broken {
+        path: String,
+        error: PolicyError,
+    },
+    Loaded {
+        path: String,
+        policy: Policy,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Allow,
+    Deny(String),
+    /// Run the call with this whole tool input instead.
+    Rewrite {
+        updated_input: Value,
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuardDecision {
+    pub verdict: Verdict,
+    /// Shown to the user (not the model).
+    pub system_message: Option<String>,
+    /// The `[wrap]` notice is part of `system_message`: remember it was given.
+    pub wrap_notice_given: bool,
+}
+
+impl GuardDecision {
+    /// The hook's stdout, or None when it should print nothing.
+    pub fn to_hook_output(&self) -> Option<Value> {
+        let mut out = serde_json::Map::new();
+        match &self.verdict {
+            Verdict::Allow => {}
+            Verdict::Deny(reason) => {
+                out.insert(
+                    "hookSpecificOutput".into(),
+                    json!({
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": "deny",
+                        "permissionDecisionReason": reason,
+                    }),
+                );
+            }
+            Verdict::Rewrite {
+                updated_input,
+                reason,
+            } => {
+                out.insert(
+                    "hookSpecificOutput".into(),
+                    json!({
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": "allow",
+                        "permissionDecisionReason": reason,
+                        "updatedInput": updated_input,
+                    }),
+                );
+            }
+        }
+        if let Some(m) = &self.system_message {
+            out.insert("systemMessage".into(), Value::String(m.clone()));
+        }
+        (!out.is_empty()).then_some(Value::Object(out))
+    }
+}
