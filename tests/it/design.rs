@@ -640,3 +640,203 @@ fn every_transcript_read_goes_through_one_wait() {
         "transcript's free functions read nothing: its readers are Written's"
     );
 }
+
+/// One name, one job (issue 35): a file or folder of ralph's crates is named
+/// for the one thing it holds, and a name found in two places means the same
+/// job in each. These are the names allowed to repeat, and why; any other
+/// repeat fails (name it for what it holds, or add it here with its reason).
+/// The test tools (`crates/fake-model`, `crates/bench`) are not ralph.
+const SAME_JOB: &[(&str, &str)] = &[
+    (
+        "disk",
+        "a feature's own files read and written (parallel, pins, review)",
+    ),
+    ("rules", "a feature's pure rules (continuity, start)"),
+    ("text", "every word a hook says (start, stop)"),
+    (
+        "gather",
+        "a hook's reads before it decides (the Stop, the guard)",
+    ),
+    ("decide", "a hook's pure decision (the Stop, the guard)"),
+    (
+        "merge_queue",
+        "a merge queue: one story at a time (parallel, ci)",
+    ),
+    ("run", "`ralph run`: its argv (args) and its rules (run/)"),
+    (
+        "start",
+        "starting a loop: its rules (core) and `ralph start` (crates/ralph)",
+    ),
+    (
+        "statusline",
+        "the status line: its rules (core) and its entry (ralph-setup)",
+    ),
+    (
+        "wave",
+        "`ralph plan`: the wave's rules (ci) and the verb (crates/ralph)",
+    ),
+    (
+        "merge",
+        "`ralph merge`: its rules (ci) and the verb (crates/ralph)",
+    ),
+    (
+        "story",
+        "`ralph run --story`: its rules (ci) and the verb (crates/ralph)",
+    ),
+    (
+        "fresh",
+        "`--fresh`: its rules (core) and its guard (policy)",
+    ),
+    (
+        "parallel",
+        "`--parallel`: its rules (core) and its guard (policy)",
+    ),
+    ("prd", "the PRD: its rules (core) and its guard (policy)"),
+    (
+        "control",
+        "the user's controls: carried out (core) and kept the user's (policy)",
+    ),
+    (
+        "git",
+        "git: run by ralph (core), and what it does to paths (a program of the guard's effects/)",
+    ),
+];
+
+#[test]
+fn a_name_means_one_job() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut places: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut stack: Vec<PathBuf> = ["crates/core/src", "crates/policy/src"]
+        .iter()
+        .chain(&[
+            "crates/stop-hook",
+            "crates/guard",
+            "crates/setup",
+            "crates/ralph",
+        ])
+        .map(|d| root.join(d))
+        .collect();
+    let top: Vec<PathBuf> = stack.clone();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+            if path.is_dir() {
+                stack.push(path.clone());
+            } else if path.extension().is_none_or(|e| e != "rs")
+                || ["mod", "main", "lib", "tests"].contains(&stem.as_str())
+                || stem.ends_with("_tests")
+            {
+                continue;
+            }
+            if !top.contains(&path) {
+                let rel = path.strip_prefix(root).unwrap().display().to_string();
+                places.entry(stem).or_default().push(rel);
+            }
+        }
+    }
+    let mut repeats: Vec<String> = places
+        .iter()
+        .filter(|(_, at)| at.len() > 1)
+        .map(|(stem, _)| stem.clone())
+        .collect();
+    repeats.sort();
+    let mut allowed: Vec<String> = SAME_JOB.iter().map(|(s, _)| s.to_string()).collect();
+    allowed.sort();
+    let new: Vec<String> = repeats
+        .iter()
+        .filter(|s| !allowed.contains(s))
+        .map(|s| format!("{s}: {}", places[s].join(", ")))
+        .collect();
+    assert!(
+        new.is_empty(),
+        "one name for two things: name each for what it holds, or list it in SAME_JOB with why\n{}",
+        new.join("\n")
+    );
+    let stale: Vec<&String> = allowed.iter().filter(|s| !repeats.contains(s)).collect();
+    assert!(
+        stale.is_empty(),
+        "SAME_JOB lists names that no longer repeat: {stale:?}"
+    );
+    // The glossary the names follow is the architecture page's first section.
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let glossary = doc.split("\n## ").nth(1).unwrap_or_default();
+    assert!(
+        glossary.starts_with("Glossary"),
+        "docs/architecture.md opens with its glossary"
+    );
+    for term in [
+        "loop",
+        "iteration",
+        "story",
+        "check",
+        "pin",
+        "seal",
+        "feed",
+        "lane",
+        "wave",
+        "merge queue",
+        "queued message",
+        "pass",
+        "gate",
+    ] {
+        assert!(
+            glossary.contains(&format!("**{term}**")),
+            "the glossary defines {term}"
+        );
+    }
+}
+
+/// No two of ralph's public types share a name (a `Verdict` of the guard and
+/// one of a reviewer read alike in a signature).
+#[test]
+fn a_type_name_means_one_thing() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in [
+        "crates/core/src",
+        "crates/policy/src",
+        "crates/stop-hook",
+        "crates/guard",
+        "crates/setup",
+        "crates/ralph",
+    ] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for line in code.lines() {
+            let l = line.trim_start();
+            let Some(rest) = [
+                "pub struct ",
+                "pub enum ",
+                "pub(crate) struct ",
+                "pub(crate) enum ",
+                "pub trait ",
+                "pub type ",
+            ]
+            .iter()
+            .find_map(|p| l.strip_prefix(p)) else {
+                continue;
+            };
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let rel = f.strip_prefix(root).unwrap().display().to_string();
+            seen.entry(name).or_default().push(rel);
+        }
+    }
+    let twice: Vec<String> = seen
+        .iter()
+        .filter(|(_, at)| at.len() > 1)
+        .map(|(n, at)| format!("{n}: {}", at.join(", ")))
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "types of one name for two things:\n{}",
+        twice.join("\n")
+    );
+}
