@@ -201,7 +201,7 @@ impl Code {
 }
 
 /// The reason code of a claim.
-pub const CLAIMED: &str = "claimed";
+pub(crate) const CLAIMED: &str = "claimed";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
@@ -249,23 +249,23 @@ impl Entry {
     }
 
     #[must_use]
-    pub fn with_pinned(mut self, pinned: bool) -> Entry {
+    pub(crate) fn with_pinned(mut self, pinned: bool) -> Entry {
         self.pinned = pinned;
         self
     }
 
     #[must_use]
-    pub fn with_transcript_late(mut self, waited: Option<std::time::Duration>) -> Entry {
+    pub(crate) fn with_transcript_late(mut self, waited: Option<std::time::Duration>) -> Entry {
         self.transcript_late_ms = waited.map(|d| d.as_millis() as u64);
         self
     }
 
-    pub fn with_worker(mut self, worker: Option<String>) -> Entry {
+    pub(crate) fn with_worker(mut self, worker: Option<String>) -> Entry {
         self.worker = worker;
         self
     }
 
-    pub fn with_story(mut self, story: Option<String>) -> Entry {
+    pub(crate) fn with_story(mut self, story: Option<String>) -> Entry {
         self.story = story;
         self
     }
@@ -275,7 +275,7 @@ impl Entry {
         self
     }
 
-    pub fn to_line(&self) -> String {
+    pub(crate) fn to_line(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
 }
@@ -286,7 +286,7 @@ pub fn append(path: &Path, entry: &Entry) -> Result<(), crate::store::StoreError
 }
 
 /// The last parseable entry of the log, reading only its tail.
-pub fn last_entry(path: &Path) -> Option<Entry> {
+pub(crate) fn last_entry(path: &Path) -> Option<Entry> {
     let mut f = File::open(path).ok()?;
     let len = f.metadata().ok()?.len();
     let start = len.saturating_sub(64 << 10);

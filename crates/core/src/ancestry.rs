@@ -87,8 +87,11 @@ fn undecided(me: &Proc, parent: Option<&Proc>) -> Origin {
     Origin::Other
 }
 
-/// The rule, over the chain from this process (`chain[0]`) upward.
-pub fn judge(chain: &[Proc]) -> Origin {
+/// The rule, over the chain from this process (`chain[0]`) upward: what
+/// [`this_origin`] decides reading the ancestors one at a time (the tests
+/// hand it whole chains).
+#[cfg(test)]
+fn judge(chain: &[Proc]) -> Origin {
     let Some(me) = chain.first() else {
         return Origin::Other;
     };
@@ -98,9 +101,9 @@ pub fn judge(chain: &[Proc]) -> Origin {
         .unwrap_or_else(|| undecided(me, chain.get(1)))
 }
 
-/// Who started this process (see [`judge`]): the ancestors are read one at
+/// Who started this process (`step` a parent at a time, then `undecided`): the ancestors are read one at
 /// a time, up to the first that decides (a hook: two).
-pub fn this_origin() -> Origin {
+pub(crate) fn this_origin() -> Origin {
     let me = this_process();
     let mut child = me.clone();
     let mut first_parent = None;
@@ -139,7 +142,7 @@ fn this_process() -> Proc {
 }
 
 /// This process and its ancestors (to init); only itself where `/proc` cannot be read.
-pub fn this_chain() -> Vec<Proc> {
+pub(crate) fn this_chain() -> Vec<Proc> {
     let me = this_process();
     let mut chain = vec![me];
     while chain.len() < MAX_DEPTH {
@@ -242,7 +245,7 @@ fn parent_id() -> u32 {
 }
 
 /// This process's pid and start time, as a pass names its issuer.
-pub fn this_process_id() -> Option<(u32, u64)> {
+pub(crate) fn this_process_id() -> Option<(u32, u64)> {
     let me = read_proc(std::process::id())?;
     (me.start > 0).then_some((me.pid, me.start))
 }
@@ -255,7 +258,7 @@ pub fn this_process_id() -> Option<(u32, u64)> {
 /// or, started detached (`setsid`), init right above it; ralph's own
 /// issuers are a hook (below its client) or `ralph run` (below the user's
 /// shell).
-pub fn issued_above(chain: &[Proc], issuer: (u32, u64), detached_ok: bool) -> bool {
+pub(crate) fn issued_above(chain: &[Proc], issuer: (u32, u64), detached_ok: bool) -> bool {
     if chain.iter().any(|p| is_agent(p.ai_agent.as_deref())) {
         return false;
     }

@@ -213,12 +213,12 @@ impl Budgets {
     }
 
     /// Are tokens counted (a token or a cost budget)?
-    pub fn counts_tokens(&self) -> bool {
+    pub(crate) fn counts_tokens(&self) -> bool {
         self.max_tokens.is_some() || self.max_cost.is_some()
     }
 
     /// The budgets after a turn that used `messages`.
-    pub fn after_turn(&self, messages: &[MessageUsage]) -> Budgets {
+    pub(crate) fn after_turn(&self, messages: &[MessageUsage]) -> Budgets {
         let mut next = self.clone();
         if !self.counts_tokens() {
             return next;

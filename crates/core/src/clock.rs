@@ -32,7 +32,7 @@ pub fn now_rfc3339() -> String {
 
 /// The Unix time of `2026-11-29T23:55:19Z` (also with fractional seconds,
 /// as `2026-11-29T23:55:19.123Z`); `None` for anything else.
-pub fn parse_rfc3339(text: &str) -> Option<u64> {
+pub(crate) fn parse_rfc3339(text: &str) -> Option<u64> {
     let t = text.trim().strip_suffix('Z')?;
     let (date, time) = t.split_once('T')?;
     let time = time.split_once('.').map_or(time, |(whole, _)| whole);

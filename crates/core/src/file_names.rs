@@ -12,19 +12,19 @@ pub const LAST_INJECTED_FILE: &str = ".claude/ralph-loop.last-injected";
 /// because the state file itself is replaced by rename on every write.
 pub const LOCK_FILE: &str = ".claude/ralph-loop.lock";
 /// Results of verify commands, with the tree they ran on.
-pub const VERIFY_FILE: &str = ".claude/ralph-loop.verify.json";
+pub(crate) const VERIFY_FILE: &str = ".claude/ralph-loop.verify.json";
 /// A blocker the agent writes when it cannot go on (frontmatter `story_id:`).
-pub const BLOCKER_FILE: &str = ".ralph-blocker.md";
+pub(crate) const BLOCKER_FILE: &str = ".ralph-blocker.md";
 /// Optional command policy for the guard (lockstride's format).
 pub const POLICY_FILE: &str = ".ralph/command-policy";
 /// Second, documented policy location; `.ralph/command-policy` wins when both exist.
 pub const POLICY_FILE_ALT: &str = ".claude/ralph-policy";
 
 /// The project's settings file (`notify`), read at a loop's start only.
-pub const SETTINGS_FILE: &str = ".claude/ralph.toml";
+pub(crate) const SETTINGS_FILE: &str = ".claude/ralph.toml";
 /// The custom reviewers' instructions (`NAME.md`).
 pub const REVIEW_DIR: &str = ".claude/ralph-review";
 /// The loop's configuration in the project, fixed at its start: while a loop
 /// runs, the agent may not write these (the guard), and a `--parallel`
 /// worker's change to them is not merged. The user edits them between loops.
-pub const CONFIG_FILES: [&str; 3] = [SETTINGS_FILE, POLICY_FILE, POLICY_FILE_ALT];
+pub(crate) const CONFIG_FILES: [&str; 3] = [SETTINGS_FILE, POLICY_FILE, POLICY_FILE_ALT];

@@ -17,7 +17,7 @@ pub fn plural(n: u64, word: &str) -> String {
 }
 
 /// "42 s", "3 min", "5 h", "2 days".
-pub fn duration(secs: u64) -> String {
+pub(crate) fn duration(secs: u64) -> String {
     match secs {
         0..60 => format!("{secs} s"),
         60..3600 => format!("{} min", secs / 60),
@@ -27,7 +27,7 @@ pub fn duration(secs: u64) -> String {
 }
 
 /// The first 8 characters of a session id, for messages; "(unclaimed)" when empty.
-pub fn short_session(session: &str) -> String {
+pub(crate) fn short_session(session: &str) -> String {
     if session.is_empty() {
         "(unclaimed)".into()
     } else {
@@ -36,7 +36,7 @@ pub fn short_session(session: &str) -> String {
 }
 
 /// `path` relative to `root` when it lies below it, else as it is.
-pub fn relative(root: &Path, path: &Path) -> String {
+pub(crate) fn relative(root: &Path, path: &Path) -> String {
     path.strip_prefix(root)
         .map(|r| r.display().to_string())
         .unwrap_or_else(|_| path.display().to_string())
@@ -44,7 +44,7 @@ pub fn relative(root: &Path, path: &Path) -> String {
 
 /// Text on one line of at most `max` characters (whitespace runs become one
 /// space; a longer text is cut and ends with `…`).
-pub fn one_line(text: &str, max: usize) -> String {
+pub(crate) fn one_line(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= max {
         flat

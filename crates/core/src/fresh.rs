@@ -14,24 +14,18 @@ pub const WORKER_TYPE: &str = "ralph:ralph-worker";
 
 /// A worker ends its report with this line when it believes its story done
 /// (`STORY DONE: US-1`); the SubagentStop hook then checks the claim.
-pub const DONE_MARKER: &str = "STORY DONE";
+pub(crate) const DONE_MARKER: &str = "STORY DONE";
 
 /// Whether a hook call comes from a ralph worker subagent.
-pub fn from_worker(input: &HookInput) -> bool {
+pub(crate) fn from_worker(input: &HookInput) -> bool {
     input.agent_type.as_deref() == Some(WORKER_TYPE)
-}
-
-/// Whether a hook call comes from the main thread (no `agent_id`: the
-/// client sets it on every call a subagent makes).
-pub fn from_main_thread(input: &HookInput) -> bool {
-    input.agent_id.is_none()
 }
 
 /// A worker still running in the background (2.1.328 runs agents in the
 /// background unless `run_in_background: false`): the main thread's turn
 /// ended before its worker's. The Stop then waits for the worker's report
 /// rather than feeding a second worker for the same story.
-pub fn worker_in_flight(tasks: &[BackgroundTask]) -> Option<&BackgroundTask> {
+pub(crate) fn worker_in_flight(tasks: &[BackgroundTask]) -> Option<&BackgroundTask> {
     tasks
         .iter()
         .find(|t| t.agent_type == WORKER_TYPE && t.status == "running")
@@ -41,7 +35,7 @@ pub fn worker_in_flight(tasks: &[BackgroundTask]) -> Option<&BackgroundTask> {
 /// reads the story from the PRD itself and every word here stays in the
 /// main thread's context for the rest of the loop. `note`: what the main
 /// thread must pass on (a refused claim), or empty.
-pub fn dispatch_story(prd_file: &str, id: &str, title: &str, note: &str) -> String {
+pub(crate) fn dispatch_story(prd_file: &str, id: &str, title: &str, note: &str) -> String {
     let title = if title.is_empty() {
         String::new()
     } else {
@@ -64,7 +58,7 @@ pub fn dispatch_story(prd_file: &str, id: &str, title: &str, note: &str) -> Stri
 
 /// The feed of a `--fresh` loop: the task (a story, or the prompt), wrapped
 /// in the instruction to hand it to a worker and do nothing else.
-pub fn dispatch(task: &str, story: Option<&str>) -> String {
+pub(crate) fn dispatch(task: &str, story: Option<&str>) -> String {
     let what = match story {
         Some(id) => format!("story {id}"),
         None => "the next iteration of the task".to_string(),
@@ -141,7 +135,7 @@ impl WorkerVerdict {
 }
 
 /// Whether the worker's last message claims `story` done.
-pub fn claims_done(said: &str, story: &str) -> bool {
+pub(crate) fn claims_done(said: &str, story: &str) -> bool {
     said.lines().any(|l| {
         l.trim()
             .trim_matches('`')
@@ -154,7 +148,7 @@ pub fn claims_done(said: &str, story: &str) -> bool {
 /// Judge a worker's stop. `blocked_before`: how many times this worker's
 /// stop was already blocked; `check`: the story's check result, run only
 /// when the story claims `passes`.
-pub fn judge_worker(
+pub(crate) fn judge_worker(
     claimed: bool,
     passes: bool,
     check: Option<&CheckResult>,
@@ -175,7 +169,12 @@ pub fn judge_worker(
 }
 
 /// The reason fed to a blocked worker.
-pub fn worker_block_reason(verdict: &WorkerVerdict, story: &str, attempt: u32, max: u32) -> String {
+pub(crate) fn worker_block_reason(
+    verdict: &WorkerVerdict,
+    story: &str,
+    attempt: u32,
+    max: u32,
+) -> String {
     let why = match verdict {
         WorkerVerdict::CheckFailed(c) => format!(
             "its check `{}` failed (exit {}{}):\n{}{}",
@@ -195,7 +194,12 @@ pub fn worker_block_reason(verdict: &WorkerVerdict, story: &str, attempt: u32, m
 }
 
 /// What the user sees when a worker is kept working.
-pub fn worker_kept_working(verdict: &WorkerVerdict, story: &str, blocked: u32, max: u32) -> String {
+pub(crate) fn worker_kept_working(
+    verdict: &WorkerVerdict,
+    story: &str,
+    blocked: u32,
+    max: u32,
+) -> String {
     format!(
         "🔁 Ralph worker for {story}: not done yet ({}); kept working ({blocked}/{max}).",
         verdict.as_str()
@@ -203,7 +207,7 @@ pub fn worker_kept_working(verdict: &WorkerVerdict, story: &str, blocked: u32, m
 }
 
 /// The worker's record could not be written.
-pub fn worker_record_not_saved(e: &dyn std::fmt::Display) -> String {
+pub(crate) fn worker_record_not_saved(e: &dyn std::fmt::Display) -> String {
     format!("ralph: the worker's record was not saved: {e}")
 }
 

@@ -81,7 +81,7 @@ pub fn step(
 /// The reads, under the loop lock; `None` when this stop is not the loop's
 /// to judge (another subagent, no running `--fresh` loop of this session,
 /// a PRD that cannot be read: the main Stop repairs it, a story it lacks).
-pub fn gather(paths: &LoopPaths, input: &HookInput) -> Option<WorkerInputs> {
+pub(crate) fn gather(paths: &LoopPaths, input: &HookInput) -> Option<WorkerInputs> {
     if !fresh::from_worker(input) {
         return None;
     }
@@ -160,7 +160,7 @@ pub fn plan(inputs: &WorkerInputs, ran: Option<&CheckResult>) -> WorkerPlan {
 
 /// The writes: the worker record (read by the main Stop and status) and
 /// one log line; the hook's answer.
-pub fn apply(
+pub(crate) fn apply(
     paths: &LoopPaths,
     session: &str,
     inputs: &WorkerInputs,

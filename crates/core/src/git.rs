@@ -39,15 +39,15 @@ use std::time::Duration;
 
 /// A read (status, diff, log, rev-parse) takes no longer than this on a
 /// sane repository.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(60);
 /// No git command ralph runs for a merge takes longer than this on a sane
 /// repository; one that does (a lock) is given up.
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The identity of ralph's commits when the user has none configured (a
 /// commit would fail otherwise); the user's own identity wins.
-pub const FALLBACK_NAME: &str = "ralph";
-pub const FALLBACK_EMAIL: &str = "ralph@localhost";
+pub(crate) const FALLBACK_NAME: &str = "ralph";
+pub(crate) const FALLBACK_EMAIL: &str = "ralph@localhost";
 
 /// Fixed command-line configuration of every call (see the module's top).
 const FIXED: &[&str] = &[
@@ -191,7 +191,7 @@ impl<'a> Git<'a> {
     }
 
     /// Use `index` (a file of ralph's) instead of the repository's index.
-    pub fn with_index(mut self, index: &'a Path) -> Git<'a> {
+    pub(crate) fn with_index(mut self, index: &'a Path) -> Git<'a> {
         self.index = Some(index);
         self
     }
@@ -276,7 +276,7 @@ impl<'a> Git<'a> {
 /// [`crate::git_config`]): the names of the drivers to neutralise, and the
 /// identity of commits.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RepoConfig {
+pub(crate) struct RepoConfig {
     pub filters: Vec<String>,
     pub merge_drivers: Vec<String>,
     pub diff_drivers: Vec<String>,
@@ -286,7 +286,7 @@ pub struct RepoConfig {
 
 impl RepoConfig {
     /// The `-c` values that leave each named driver without a command.
-    pub fn neutralising(&self) -> Vec<String> {
+    pub(crate) fn neutralising(&self) -> Vec<String> {
         let mut out = Vec::new();
         for n in &self.filters {
             for key in ["clean", "smudge", "process"] {
@@ -307,8 +307,9 @@ impl RepoConfig {
     }
 
     /// Read from `git config -z` output (`key\nvalue\0`...), with the
-    /// user's identity from `env` first.
-    pub fn parse(out: &[u8], env: impl Fn(&str) -> Option<String>) -> RepoConfig {
+    /// user's identity from `env` first (the tests' way to a `ConfigRead`).
+    #[cfg(test)]
+    fn parse(out: &[u8], env: impl Fn(&str) -> Option<String>) -> RepoConfig {
         let mut read = ConfigRead::default();
         for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
             let text = String::from_utf8_lossy(record);
@@ -319,7 +320,7 @@ impl RepoConfig {
     }
 
     /// The configuration as read, with the user's identity from `env` first.
-    pub fn from_read(read: ConfigRead, env: impl Fn(&str) -> Option<String>) -> RepoConfig {
+    pub(crate) fn from_read(read: ConfigRead, env: impl Fn(&str) -> Option<String>) -> RepoConfig {
         let pick = |var: &str, configured: Option<String>, fallback: &str| {
             env(var)
                 .or(configured)
@@ -347,7 +348,7 @@ pub fn cache_config_in(file: &Path) {
 }
 
 /// The configuration of `dir`, read at the first call for it in this process.
-pub fn repo_config(dir: &Path) -> Arc<RepoConfig> {
+pub(crate) fn repo_config(dir: &Path) -> Arc<RepoConfig> {
     static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<RepoConfig>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(c) = cache.lock().ok().and_then(|m| m.get(dir).cloned()) {

@@ -88,7 +88,7 @@ fn split_record(record: &[u8]) -> (String, String) {
 
 /// What one `git config -z --list --show-origin` said.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Listing {
+pub(crate) struct Listing {
     pub read: ConfigRead,
     /// The files values came from (as git names them: relative to where it ran).
     pub origins: Vec<PathBuf>,
@@ -101,7 +101,7 @@ pub struct Listing {
 }
 
 /// Parse `git config -z --list --show-origin` (`origin\0key\nvalue\0`...).
-pub fn parse_listing(out: &[u8]) -> Listing {
+pub(crate) fn parse_listing(out: &[u8]) -> Listing {
     let mut l = Listing {
         cacheable: true,
         ..Listing::default()
@@ -140,7 +140,11 @@ fn is_include(key: &str) -> bool {
 
 /// Where an include's path points, resolved as git does: `~/` from HOME,
 /// a relative path from the including file's folder.
-pub fn include_target(including: &Path, value: &str, home: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn include_target(
+    including: &Path,
+    value: &str,
+    home: Option<&Path>,
+) -> Option<PathBuf> {
     if let Some(rest) = value.strip_prefix("~/") {
         return home.map(|h| h.join(rest));
     }
@@ -153,7 +157,7 @@ pub fn include_target(including: &Path, value: &str, home: Option<&Path>) -> Opt
 
 /// A repository's git dir and common dir, found by walking up for `.git`
 /// (a folder, or a file `gitdir: …` of a worktree), canonical; no git spawned.
-pub fn find_git_dirs(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn find_git_dirs(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     let start = std::fs::canonicalize(dir).ok()?;
     let dot = start
         .ancestors()
@@ -176,7 +180,7 @@ pub fn find_git_dirs(dir: &Path) -> Option<(PathBuf, PathBuf)> {
 
 /// The standard places of git's configuration for this repository and
 /// environment, present or not.
-pub fn standard_files(
+pub(crate) fn standard_files(
     git_dir: &Path,
     common: &Path,
     env: &dyn Fn(&str) -> Option<String>,
@@ -293,12 +297,12 @@ impl CachedRead {
 
 /// The cache file's contents.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct CacheFile {
+pub(crate) struct CacheFile {
     pub entries: Vec<CachedRead>,
 }
 
 /// The key environment of this process.
-pub fn key_env(env: &dyn Fn(&str) -> Option<String>) -> Vec<(String, Option<String>)> {
+pub(crate) fn key_env(env: &dyn Fn(&str) -> Option<String>) -> Vec<(String, Option<String>)> {
     KEY_ENV.iter().map(|v| (v.to_string(), env(v))).collect()
 }
 
@@ -306,7 +310,11 @@ pub fn key_env(env: &dyn Fn(&str) -> Option<String>) -> Vec<(String, Option<Stri
 ///
 /// Only a cache ralph wrote counts (its seal): one rewritten by an
 /// interpreter the agent ran could hide a filter driver planted since.
-pub fn cached(file: &Path, git_dir: &Path, env: &[(String, Option<String>)]) -> Option<ConfigRead> {
+pub(crate) fn cached(
+    file: &Path,
+    git_dir: &Path,
+    env: &[(String, Option<String>)],
+) -> Option<ConfigRead> {
     let text = std::fs::read_to_string(file).ok()?;
     if crate::seal::check(file, &text) != crate::seal::Seal::Intact {
         return None;
@@ -322,7 +330,7 @@ pub fn cached(file: &Path, git_dir: &Path, env: &[(String, Option<String>)]) -> 
 
 /// Put `entry` in `file` (replacing its repository's), atomically. Best
 /// effort: a cache that cannot be written only costs the next process a read.
-pub fn remember(file: &Path, entry: CachedRead) {
+pub(crate) fn remember(file: &Path, entry: CachedRead) {
     let mut cache: CacheFile = std::fs::read(file)
         .ok()
         .and_then(|t| serde_json::from_slice(&t).ok())
@@ -338,7 +346,7 @@ pub fn remember(file: &Path, entry: CachedRead) {
 /// Every file the listing read or could read, present or not: the origins
 /// (relative to `dir`, where git ran), the standard places, the includes'
 /// targets, and HEAD when an include depends on the branch.
-pub fn watched(
+pub(crate) fn watched(
     dir: &Path,
     dirs: &(PathBuf, PathBuf),
     listing: &Listing,
@@ -364,7 +372,7 @@ pub fn watched(
 }
 
 /// Nanoseconds since the epoch, now.
-pub fn now_ns() -> i128 {
+pub(crate) fn now_ns() -> i128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128)

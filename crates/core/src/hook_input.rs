@@ -136,7 +136,7 @@ impl HookInput {
 
 /// The first JSON value of `reader`; nothing after it is read, so a pipe
 /// kept open after the value never makes a hook wait.
-pub fn first_value(reader: impl Read) -> Result<Value, InputError> {
+pub(crate) fn first_value(reader: impl Read) -> Result<Value, InputError> {
     let mut values = serde_json::Deserializer::from_reader(reader).into_iter::<Value>();
     match values.next() {
         None => Err(InputError::Empty),
@@ -160,7 +160,7 @@ pub fn first_value(reader: impl Read) -> Result<Value, InputError> {
 /// reader thread waits with the deadline, and is left blocked if it passes;
 /// the hook answers and exits soon after. A thread cost a Stop ~10 % of its
 /// time (measured: its start, its stack, the hand-over).
-pub fn stdin_first_value(secs: u64) -> Result<Value, InputError> {
+pub(crate) fn stdin_first_value(secs: u64) -> Result<Value, InputError> {
     #[cfg(unix)]
     let prefix = match here::read(secs) {
         here::Read::Done(result) => return result,

@@ -15,7 +15,6 @@
 //! the block is shown to the user as "Stop hook reported a problem".
 
 use serde::Serialize;
-use serde_json::Value;
 use std::io::Write;
 use std::panic::UnwindSafe;
 
@@ -63,14 +62,14 @@ impl FeedHook {
 /// named to them: typed in a Claude Code session, or in the terminal where
 /// `ralph run` drives the loop (its Stop hook holds the run's pass).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reader {
+pub(crate) enum Reader {
     Session,
     Terminal,
 }
 
 impl Reader {
     /// The command that goes on after a pause.
-    pub fn resume(self) -> &'static str {
+    pub(crate) fn resume(self) -> &'static str {
         match self {
             Reader::Session => "/ralph-resume",
             Reader::Terminal => "`ralph resume`",
@@ -78,7 +77,7 @@ impl Reader {
     }
 
     /// The command that ends the loop.
-    pub fn cancel(self) -> &'static str {
+    pub(crate) fn cancel(self) -> &'static str {
         match self {
             Reader::Session => "/cancel-ralph",
             Reader::Terminal => "`ralph cancel`",
@@ -107,13 +106,13 @@ pub enum FeedForm {
 
 /// The first client measured to continue a Stop and a SubagentStop on
 /// `additionalContext` (2.1.328, the pinned one; 2.1.332 does the same).
-pub const CONTEXT_FEED_SINCE: (u32, u32, u32) = (2, 1, 328);
+pub(crate) const CONTEXT_FEED_SINCE: (u32, u32, u32) = (2, 1, 328);
 
 impl FeedForm {
     /// The form for the client named by `AI_AGENT` (Claude Code sets it for
     /// its hooks: `claude-code_2-1-328_harness`): the context form from
     /// [`CONTEXT_FEED_SINCE`] on, the block for an older or unnamed client.
-    pub fn for_agent(ai_agent: Option<&str>) -> FeedForm {
+    pub(crate) fn for_agent(ai_agent: Option<&str>) -> FeedForm {
         match ai_agent.and_then(client_version) {
             Some(v) if v >= CONTEXT_FEED_SINCE => FeedForm::Context,
             _ => FeedForm::Block,
@@ -121,7 +120,7 @@ impl FeedForm {
     }
 
     /// The form for the client that runs this hook (its environment).
-    pub fn of_this_client() -> FeedForm {
+    pub(crate) fn of_this_client() -> FeedForm {
         FeedForm::for_agent(std::env::var("AI_AGENT").ok().as_deref())
     }
 }
@@ -179,7 +178,7 @@ impl HookOutput {
     }
 
     /// Feed the main thread's model `text` at a Stop, and show `message`.
-    pub fn stop_feed(text: String, message: String) -> HookOutput {
+    pub(crate) fn stop_feed(text: String, message: String) -> HookOutput {
         HookOutput::Feed {
             hook: FeedHook::Stop,
             text,
@@ -188,7 +187,7 @@ impl HookOutput {
     }
 
     /// What a feed (or a block) gives the model, to be added to.
-    pub fn fed_text(&self) -> Option<&str> {
+    pub(crate) fn fed_text(&self) -> Option<&str> {
         match self {
             HookOutput::Feed { text, .. } | HookOutput::Block { reason: text, .. } => Some(text),
             _ => None,
@@ -196,7 +195,7 @@ impl HookOutput {
     }
 
     /// The same answer with what it feeds the model changed by `edit`.
-    pub fn map_fed(self, edit: impl FnOnce(String) -> String) -> HookOutput {
+    pub(crate) fn map_fed(self, edit: impl FnOnce(String) -> String) -> HookOutput {
         match self {
             HookOutput::Feed {
                 hook,
@@ -218,8 +217,9 @@ impl HookOutput {
         }
     }
 
-    /// The JSON object to print, a feed in `form`, or `None` to print nothing.
-    pub fn to_json_as(&self, form: FeedForm) -> Option<Value> {
+    /// The JSON object it prints, a feed in `form` (the tests read it so).
+    #[cfg(test)]
+    fn to_json_as(&self, form: FeedForm) -> Option<serde_json::Value> {
         self.line(form)
             .map(|line| serde_json::to_value(line).unwrap_or_default())
     }
@@ -280,7 +280,7 @@ impl HookOutput {
 
     /// The same answer with `line` added to the user's message (on a line
     /// of its own); `Nothing` becomes `Allow`.
-    pub fn with_message_line(self, line: &str) -> HookOutput {
+    pub(crate) fn with_message_line(self, line: &str) -> HookOutput {
         let join = |message: String| {
             if message.is_empty() {
                 line.to_string()

@@ -77,7 +77,7 @@ impl Report {
 
     /// Seconds each iteration took: from one fed turn (a `block`) to the next
     /// decision that closed it.
-    pub fn iteration_times(&self) -> Vec<(u64, u64)> {
+    pub(crate) fn iteration_times(&self) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
         let mut open: Option<(u64, u64)> = None;
         for (e, at) in self.entries.iter().zip(&self.at) {

@@ -22,9 +22,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The project's settings file (one key is read: `notify`).
-pub const SETTINGS_FILE: &str = crate::paths::SETTINGS_FILE;
+pub(crate) const SETTINGS_FILE: &str = crate::paths::SETTINGS_FILE;
 /// How long a hook lets the notify command run before stopping it.
-pub const HOOK_LIMIT: Duration = Duration::from_secs(5);
+pub(crate) const HOOK_LIMIT: Duration = Duration::from_secs(5);
 
 /// A loop's end, as the notify command is told it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +41,7 @@ pub struct Ending {
 
 /// Is `entry` a loop's end worth telling the user about? A cancel is not
 /// (the user did it); a pause is (the loop waits for them).
-pub fn ending(entry: &Entry) -> Option<Ending> {
+pub(crate) fn ending(entry: &Entry) -> Option<Ending> {
     let outcome = match entry.decision.as_str() {
         "end" if crate::run::end::is_complete(&entry.reason) => "complete",
         "end" => "ended",
@@ -83,7 +83,7 @@ pub fn command_for(spec: &str) -> Option<String> {
 }
 
 /// `--notify desktop`: the first notifier the system has; none, nothing.
-pub const DESKTOP: &str = r#"t="ralph: $RALPH_OUTCOME"
+pub(crate) const DESKTOP: &str = r#"t="ralph: $RALPH_OUTCOME"
 if command -v notify-send >/dev/null 2>&1; then notify-send -a ralph "$t" "$RALPH_MESSAGE"
 elif command -v osascript >/dev/null 2>&1; then osascript -e 'on run a' -e 'display notification (item 2 of a) with title (item 1 of a)' -e 'end run' "$t" "$RALPH_MESSAGE"
 elif command -v powershell.exe >/dev/null 2>&1; then powershell.exe -NoProfile -Command "[Windows.UI.Notifications.ToastNotificationManager,Windows.UI.Notifications,ContentType=WindowsRuntime]>\$null; \$x=[Windows.UI.Notifications.ToastNotificationManager]::GetTemplateContent(1); \$x.GetElementsByTagName('text')[0].AppendChild(\$x.CreateTextNode(\$env:RALPH_MESSAGE))>\$null; [Windows.UI.Notifications.ToastNotificationManager]::CreateToastNotifier('ralph').Show([Windows.UI.Notifications.ToastNotification]::new(\$x))"
@@ -92,13 +92,13 @@ exit 0"#;
 
 /// `notify = "..."` in the project's `.claude/ralph.toml` (a basic TOML
 /// string on one line; anything else in the file is left to other readers).
-pub fn project_default(root: &Path) -> Option<String> {
+pub(crate) fn project_default(root: &Path) -> Option<String> {
     let text = store::read_optional(&root.join(SETTINGS_FILE)).ok()??;
     setting(&text, "notify")
 }
 
 /// The value of `key = "..."` (or `'...'`) at the top of a TOML text.
-pub fn setting(toml: &str, key: &str) -> Option<String> {
+pub(crate) fn setting(toml: &str, key: &str) -> Option<String> {
     for line in toml.lines() {
         let line = line.trim();
         if line.starts_with('[') {
@@ -145,7 +145,7 @@ pub fn resolve_at_start(own: Option<&str>, root: &Path) -> Option<String> {
 
 /// The command of a loop whose state says `loop_notify` (resolved at its
 /// start, see [`resolve_at_start`]). Reads no file.
-pub fn configured(_paths: &LoopPaths, loop_notify: Option<&str>) -> Option<String> {
+pub(crate) fn configured(_paths: &LoopPaths, loop_notify: Option<&str>) -> Option<String> {
     loop_notify.and_then(command_for)
 }
 
@@ -232,7 +232,7 @@ impl Pending {
 
     /// [`Pending::note`] for a loop whose state was read already (the Stop
     /// notes it from the state it gathered, under the lock, before applying).
-    pub fn for_loop(paths: &LoopPaths, notify: Option<&str>) -> Option<Pending> {
+    pub(crate) fn for_loop(paths: &LoopPaths, notify: Option<&str>) -> Option<Pending> {
         let cmd = configured(paths, notify)?;
         if crate::passes::run_session(paths).is_some() {
             return None;

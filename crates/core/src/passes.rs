@@ -98,13 +98,13 @@ impl Drop for Pass {
 }
 
 /// Is `token` the shape ralph issues (so that it can name no other file)?
-pub fn well_formed(token: &str) -> bool {
+pub(crate) fn well_formed(token: &str) -> bool {
     token.len() == TOKEN_LEN && token.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// The purpose of a live pass `token` of the loop at `paths`; `None` for a
 /// malformed, spent or unknown one.
-pub fn check(paths: &LoopPaths, token: &str) -> Option<Purpose> {
+pub(crate) fn check(paths: &LoopPaths, token: &str) -> Option<Purpose> {
     if !well_formed(token) {
         return None;
     }
@@ -129,7 +129,7 @@ fn issuer(text: &str) -> Option<(u32, u64)> {
 
 /// The pass this process was given, checked against the loop at `paths`.
 /// Costs nothing when the variable is unset (every ordinary hook call).
-pub fn presented(paths: &LoopPaths) -> Option<Purpose> {
+pub(crate) fn presented(paths: &LoopPaths) -> Option<Purpose> {
     let token = std::env::var(PASS_ENV).ok().filter(|t| !t.is_empty())?;
     check(paths, &token)
 }
@@ -140,7 +140,7 @@ pub fn in_reviewer_session(paths: &LoopPaths) -> bool {
 }
 
 /// The session of the `ralph run` this process belongs to (a live run pass).
-pub fn run_session(paths: &LoopPaths) -> Option<String> {
+pub(crate) fn run_session(paths: &LoopPaths) -> Option<String> {
     match presented(paths)? {
         Purpose::Run { session } => Some(session),
         Purpose::Reviewer => None,

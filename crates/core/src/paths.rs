@@ -38,9 +38,9 @@ use crate::verify::VerifyLog;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+pub(crate) use crate::file_names::{BLOCKER_FILE, SETTINGS_FILE, VERIFY_FILE};
 pub use crate::file_names::{
-    BLOCKER_FILE, CONFIG_FILES, LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, POLICY_FILE,
-    POLICY_FILE_ALT, REVIEW_DIR, SETTINGS_FILE, STATE_FILE, VERIFY_FILE,
+    LAST_INJECTED_FILE, LOCK_FILE, LOG_FILE, POLICY_FILE, POLICY_FILE_ALT, REVIEW_DIR, STATE_FILE,
 };
 
 /// A Stop sweeps the state's leftover temp files when the iteration it saves
@@ -177,7 +177,7 @@ pub fn data_root() -> PathBuf {
 /// The loop folder of the project at `root`: `loops/<folder name>-<hash>`,
 /// the hash of the canonical path (FNV-1a, stable across builds and hosts),
 /// so two projects with the same folder name never share a loop.
-pub fn loop_dir(data: &Path, root: &Path) -> PathBuf {
+pub(crate) fn loop_dir(data: &Path, root: &Path) -> PathBuf {
     let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     let text = canonical.to_string_lossy();
     let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
@@ -213,7 +213,7 @@ pub enum Mirror {
 
 impl Mirror {
     /// Someone changed the mirror since ralph wrote it.
-    pub fn tampered(self) -> bool {
+    pub(crate) fn tampered(self) -> bool {
         self != Mirror::Same
     }
 }
@@ -239,7 +239,7 @@ pub enum StateFile {
 
 /// One read of the state file itself and its seal ([`LoopPaths::read_own_state`]).
 #[derive(Debug)]
-pub struct OwnState {
+pub(crate) struct OwnState {
     /// `Ok(None)`: no state file (the project's file may be there to adopt).
     /// The text before its inline seal (see `seal`): what the state is.
     pub text: Result<Option<String>, StoreError>,
@@ -252,7 +252,7 @@ pub struct OwnState {
 impl OwnState {
     /// Where its seal is: inside and intact, its next write is one rename
     /// (no marker beside it).
-    pub fn form(&self) -> crate::seal::Form {
+    pub(crate) fn form(&self) -> crate::seal::Form {
         self.judged
             .as_ref()
             .map(crate::seal::Judged::form)
@@ -263,14 +263,14 @@ impl OwnState {
 /// One read of the loop's sealed records beside the state: the checks'
 /// results and the reviewers' verdicts ([`LoopPaths::read_own_records`]).
 #[derive(Debug, Clone)]
-pub struct OwnRecords {
+pub(crate) struct OwnRecords {
     pub verify: crate::seal::SealedText,
     pub review: crate::seal::SealedText,
 }
 
 impl OwnRecords {
     /// The checks' results as read (none: an empty log).
-    pub fn verify_log(&self) -> VerifyLog {
+    pub(crate) fn verify_log(&self) -> VerifyLog {
         self.verify
             .text
             .as_deref()
@@ -281,7 +281,7 @@ impl OwnRecords {
 
 /// The state file a save replaces, as read under the same lock.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Saved<'a> {
+pub(crate) struct Saved<'a> {
     /// Its text (`None`: there was no state file, the loop is adopted).
     pub text: Option<&'a str>,
     /// Where its seal was ([`OwnState::form`]).
@@ -321,7 +321,7 @@ impl LoopPaths {
     /// The state file itself (not the project's copy) and its seal, read
     /// once: a Stop checks the seal, reads the state and later seals the
     /// next one from this one read.
-    pub fn read_own_state(&self) -> OwnState {
+    pub(crate) fn read_own_state(&self) -> OwnState {
         let mut text = store::read_optional(&self.state);
         let judged = match &text {
             Ok(Some(t)) => Some(crate::seal::judge_inline(&self.state, t)),
@@ -336,7 +336,7 @@ impl LoopPaths {
 
     /// `verify.json` and `review.json`, each read once with its seal: the
     /// tamper check judges the texts a Stop then uses.
-    pub fn read_own_records(&self) -> OwnRecords {
+    pub(crate) fn read_own_records(&self) -> OwnRecords {
         OwnRecords {
             verify: crate::seal::read_sealed(&self.verify),
             review: crate::seal::read_sealed(&self.review),
@@ -345,7 +345,7 @@ impl LoopPaths {
 
     /// [`LoopPaths::read_state`] from a read of the state file already made
     /// (the project's file is read when there is no state file).
-    pub fn state_of(&self, own: OwnState) -> StateFile {
+    pub(crate) fn state_of(&self, own: OwnState) -> StateFile {
         let (found, own, seal) = match own.text {
             Ok(None) => (store::read_optional(&self.mirror), false, Seal::Unsealed),
             other => (other, true, own.seal),
@@ -370,14 +370,9 @@ impl LoopPaths {
         }
     }
 
-    /// Is the loop's state only the project's file (not adopted yet)?
-    pub fn adopting(&self) -> bool {
-        !self.state.exists() && self.mirror.exists()
-    }
-
     /// The project's mirror against the state's text `state_text` (one
     /// open, not following a link, and one `fstat`).
-    pub fn mirror_check(&self, state_text: &str) -> Mirror {
+    pub(crate) fn mirror_check(&self, state_text: &str) -> Mirror {
         match store::read_plain(&self.mirror) {
             Ok(None) => Mirror::Missing,
             Ok(Some(text)) if text == state_text => Mirror::Same,
@@ -390,7 +385,7 @@ impl LoopPaths {
     /// project. The state is what counts: a mirror that cannot be written
     /// (a link ralph will not write through) is returned as a note, not an
     /// error.
-    pub fn write_state(&self, text: &str) -> Result<Option<StoreError>, StoreError> {
+    pub(crate) fn write_state(&self, text: &str) -> Result<Option<StoreError>, StoreError> {
         crate::seal::write_inline(&self.state, text)?;
         Ok(store::atomic_write(&self.mirror, text.as_bytes()).err())
     }
@@ -402,7 +397,7 @@ impl LoopPaths {
     /// overwritten in place (`store::overwrite_plain`: no rename), any other
     /// (missing, edited, a link) is replaced by rename as before. So the
     /// mirror still holds exactly the state's text after every save.
-    pub fn write_state_over(
+    pub(crate) fn write_state_over(
         &self,
         text: &str,
         before: Saved<'_>,
@@ -417,7 +412,7 @@ impl LoopPaths {
 
     /// The user accepted the state as it is (`/ralph-resume` after a
     /// change outside ralph): sealed again, the mirror written from it.
-    pub fn accept_state(&self) -> Result<(), StoreError> {
+    pub(crate) fn accept_state(&self) -> Result<(), StoreError> {
         if let Some(body) = crate::seal::accept_inline(&self.state)? {
             let _ = store::atomic_write(&self.mirror, body.as_bytes());
         }
@@ -427,7 +422,7 @@ impl LoopPaths {
     /// Remove the temp files that killed writes of the state, its seal or
     /// its mirror left behind (a listing of two folders: the turn's own
     /// writes skip it, and a Stop runs it every [`SWEEP_EVERY`] iterations).
-    pub fn sweep_state_leftovers(&self) {
+    pub(crate) fn sweep_state_leftovers(&self) {
         for file in [
             &self.state,
             &crate::seal::seal_path(&self.state),
@@ -453,7 +448,7 @@ impl LoopPaths {
     /// A state that does not parse: kept in the project, beside the mirror,
     /// as `.claude/ralph-loop.local.md.corrupt-<time>` for the user to read;
     /// the mirror goes. Returns where it was kept.
-    pub fn move_state_aside(&self, unix_secs: u64) -> Result<PathBuf, StoreError> {
+    pub(crate) fn move_state_aside(&self, unix_secs: u64) -> Result<PathBuf, StoreError> {
         if !self.state.exists() {
             return store::move_aside(&self.mirror, unix_secs);
         }
@@ -472,7 +467,7 @@ impl LoopPaths {
     }
 
     /// Seconds since the state file was last written (0 when unknown).
-    pub fn state_age_secs(&self) -> u64 {
+    pub(crate) fn state_age_secs(&self) -> u64 {
         std::fs::metadata(&self.state)
             .and_then(|m| m.modified())
             .ok()
@@ -486,12 +481,12 @@ impl LoopPaths {
     }
 
     /// The agent's blocker, if it wrote one.
-    pub fn read_blocker(&self) -> Option<Blocker> {
+    pub(crate) fn read_blocker(&self) -> Option<Blocker> {
         read_hint(&self.blocker).map(|t| Blocker::parse(&t))
     }
 
     /// The re-injection counter, if it is there and readable.
-    pub fn read_last_injected(&self) -> Option<Injected> {
+    pub(crate) fn read_last_injected(&self) -> Option<Injected> {
         read_hint(&self.last_injected).and_then(|t| Injected::parse(&t))
     }
 
@@ -512,7 +507,7 @@ impl LoopPaths {
 
     /// The files that live only as long as the loop (not the log, nor the
     /// check results, which `status` still shows after it).
-    pub fn sidecars(&self) -> [&Path; 4] {
+    pub(crate) fn sidecars(&self) -> [&Path; 4] {
         [
             &self.last_injected,
             &self.turn_tools,
@@ -523,19 +518,22 @@ impl LoopPaths {
 
     /// `--fresh`: the last worker's run, if one was recorded (a small file;
     /// an unreadable one reads as none).
-    pub fn read_worker(&self) -> Option<crate::fresh::WorkerRecord> {
+    pub(crate) fn read_worker(&self) -> Option<crate::fresh::WorkerRecord> {
         let text = std::fs::read_to_string(&self.worker).ok()?;
         serde_json::from_str(&text).ok()
     }
 
     /// Record the last worker's run (atomically: status may read it).
-    pub fn write_worker(&self, record: &crate::fresh::WorkerRecord) -> Result<(), StoreError> {
+    pub(crate) fn write_worker(
+        &self,
+        record: &crate::fresh::WorkerRecord,
+    ) -> Result<(), StoreError> {
         let text = serde_json::to_string(record).unwrap_or_default();
         store::atomic_write(&self.worker, text.as_bytes())
     }
 
     /// A file the user named, relative to the project root (or absolute).
-    pub fn read_project_file(&self, file: &str) -> Result<String, FileError> {
+    pub(crate) fn read_project_file(&self, file: &str) -> Result<String, FileError> {
         let path = self.root.join(file);
         store::read_optional(&path)?.ok_or(FileError::Missing(path))
     }
@@ -572,7 +570,7 @@ pub fn project_root_from_env(hook_cwd: Option<&str>) -> PathBuf {
 
 /// The nearest folder at or above `start` holding `.git` (a folder, or a file
 /// for worktrees and submodules).
-pub fn git_root(start: &Path) -> Option<PathBuf> {
+pub(crate) fn git_root(start: &Path) -> Option<PathBuf> {
     let mut dir = Some(start);
     while let Some(d) = dir {
         if d.join(".git").exists() {
@@ -586,6 +584,7 @@ pub fn git_root(start: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file_names::CONFIG_FILES;
 
     #[test]
     fn env_dir_wins_over_cwd() {

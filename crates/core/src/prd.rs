@@ -109,7 +109,7 @@ impl Prd {
     /// (`story_checks`): an edit that weakens or drops a recorded check
     /// changes nothing about what runs.
     #[must_use]
-    pub fn with_recorded_checks(mut self, recorded: &BTreeMap<String, String>) -> Prd {
+    pub(crate) fn with_recorded_checks(mut self, recorded: &BTreeMap<String, String>) -> Prd {
         for story in &mut self.stories {
             if let Some(cmd) = recorded.get(&story.id) {
                 story.verify = Some(cmd.clone());
@@ -120,7 +120,7 @@ impl Prd {
 
     /// The checks to record: those recorded already, and the `verify` of each
     /// story seen for the first time.
-    pub fn checks_to_record(
+    pub(crate) fn checks_to_record(
         &self,
         recorded: &BTreeMap<String, String>,
     ) -> BTreeMap<String, String> {

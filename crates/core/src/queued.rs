@@ -170,7 +170,7 @@ pub enum QueueAction {
 
 impl QueueAction {
     /// The Stop does this instead of the loop's own step (a cancel, a yield).
-    pub fn preempts(&self) -> bool {
+    pub(crate) fn preempts(&self) -> bool {
         matches!(self, QueueAction::Cancel { .. } | QueueAction::Yield { .. })
     }
 }

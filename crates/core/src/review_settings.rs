@@ -4,11 +4,11 @@
 //! them; the review itself (`review`) is above. Pure.
 
 /// The built-in reviewers, in the order they are reported.
-pub const REVIEWERS: &[&str] = &["acceptance", "security", "quality"];
+pub(crate) const REVIEWERS: &[&str] = &["acceptance", "security", "quality"];
 /// The reviewer name given to `--review-cmd`.
-pub const CUSTOM: &str = "custom";
+pub(crate) const CUSTOM: &str = "custom";
 /// Review rounds before a loop that is still rejected stops.
-pub const DEFAULT_MAX_REVIEWS: u32 = 3;
+pub(crate) const DEFAULT_MAX_REVIEWS: u32 = 3;
 /// Seconds a reviewer may take.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;
 
@@ -44,17 +44,17 @@ impl Default for ReviewConfig {
 }
 
 impl ReviewConfig {
-    pub fn is_on(&self) -> bool {
+    pub(crate) fn is_on(&self) -> bool {
         !self.reviewers.is_empty()
     }
 
     /// Each story is reviewed as it is marked passing (`--review story`).
-    pub fn reviews_stories(&self) -> bool {
+    pub(crate) fn reviews_stories(&self) -> bool {
         self.reviewers.iter().any(|r| r == STORY)
     }
 
     /// The reviewers of the whole work, before the loop completes.
-    pub fn final_reviewers(&self) -> Vec<String> {
+    pub(crate) fn final_reviewers(&self) -> Vec<String> {
         self.reviewers
             .iter()
             .filter(|r| *r != STORY)
@@ -66,7 +66,7 @@ impl ReviewConfig {
 /// `--review LIST`: reviewer names separated by commas (`all` is every
 /// built-in one). `None` when a name is unknown (the word is then prompt
 /// text, or an error, as the caller decides).
-pub fn parse_list(text: &str) -> Option<Vec<String>> {
+pub(crate) fn parse_list(text: &str) -> Option<Vec<String>> {
     let mut names: Vec<String> = Vec::new();
     for part in text.split(',').map(str::trim) {
         let add: Vec<&str> = match part {

@@ -70,7 +70,11 @@ pub fn write(file: &Path, contents: &[u8]) -> Result<(), StoreError> {
 /// [`write`], when the caller read the file under the same lock: `before`
 /// is its text then (`None`: there was none), so it is not read again. No
 /// sweep of leftover temp files (see `store::atomic_replace`).
-pub fn write_over(file: &Path, contents: &[u8], before: Option<&str>) -> Result<(), StoreError> {
+pub(crate) fn write_over(
+    file: &Path,
+    contents: &[u8],
+    before: Option<&str>,
+) -> Result<(), StoreError> {
     let before = before.map(|t| digest(t.as_bytes())).unwrap_or_default();
     let seal = format!("{} {before}\n", digest(contents));
     store::atomic_replace(&seal_path(file), seal.as_bytes())?;
@@ -78,7 +82,7 @@ pub fn write_over(file: &Path, contents: &[u8], before: Option<&str>) -> Result<
 }
 
 /// Seal `file` as it is now (the user accepted it: `/ralph-resume`).
-pub fn accept(file: &Path) -> Result<(), StoreError> {
+pub(crate) fn accept(file: &Path) -> Result<(), StoreError> {
     match store::read_optional(file)? {
         Some(text) => {
             let seal = format!("{} \n", digest(text.as_bytes()));
@@ -89,12 +93,12 @@ pub fn accept(file: &Path) -> Result<(), StoreError> {
 }
 
 /// The file is gone: its seal goes too.
-pub fn remove(file: &Path) -> Result<(), StoreError> {
+pub(crate) fn remove(file: &Path) -> Result<(), StoreError> {
     store::remove_if_present(&seal_path(file)).map(|_| ())
 }
 
 /// `text`, as read from `file`, against its seal.
-pub fn check(file: &Path, text: &str) -> Seal {
+pub(crate) fn check(file: &Path, text: &str) -> Seal {
     match store::read_optional(&seal_path(file)) {
         Ok(Some(seal)) => judge(&seal, text),
         Ok(None) => Seal::Unsealed,
@@ -102,16 +106,11 @@ pub fn check(file: &Path, text: &str) -> Seal {
     }
 }
 
-/// Is `file` (absent: nothing to check) as ralph wrote it?
-pub fn check_file(file: &Path) -> Seal {
-    read_sealed(file).seal
-}
-
 /// A sealed record read once: its text and its seal's verdict on that very
 /// text. What is judged is what is used: a second read could see a file
 /// swapped in between.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SealedText {
+pub(crate) struct SealedText {
     /// `None`: not there, or unreadable (then `seal` is `Broken`).
     pub text: Option<String>,
     /// `Intact` when there is nothing to check.
@@ -119,7 +118,7 @@ pub struct SealedText {
 }
 
 /// Read `file` and judge it by its seal ([`check_file`], keeping the text).
-pub fn read_sealed(file: &Path) -> SealedText {
+pub(crate) fn read_sealed(file: &Path) -> SealedText {
     match store::read_optional(file) {
         Ok(Some(text)) => SealedText {
             seal: check(file, &text),
@@ -152,10 +151,10 @@ const INLINE_END: &str = " -->\n";
 
 /// What `<file>.seal` holds beside a file sealed inside: no digest, so a
 /// text that lost its inline seal matches nothing.
-pub const INLINE_MARKER: &str = "inline";
+pub(crate) const INLINE_MARKER: &str = "inline";
 
 /// `body` with its seal as the last line: what ralph writes as the state.
-pub fn sealed(body: &str) -> String {
+pub(crate) fn sealed(body: &str) -> String {
     let d = digest(body.as_bytes());
     let mut out = String::with_capacity(body.len() + INLINE_START.len() + d.len() + 5);
     out.push_str(body);
@@ -204,7 +203,7 @@ pub struct Judged {
 impl Judged {
     /// The text is in the inline form and intact: the next write needs no
     /// marker beside it.
-    pub fn inline_intact(&self) -> bool {
+    pub(crate) fn inline_intact(&self) -> bool {
         self.inline.is_some() && self.seal == Seal::Intact
     }
 
@@ -218,7 +217,7 @@ impl Judged {
     }
 
     /// Was `text` the body ralph sealed last (the project's copy, say)?
-    pub fn sealed_as(&self, file: &Path, text: &str) -> bool {
+    pub(crate) fn sealed_as(&self, file: &Path, text: &str) -> bool {
         match &self.inline {
             Some(d) => *d == digest(text.as_bytes()),
             None => check(file, text) == Seal::Intact,
@@ -229,7 +228,7 @@ impl Judged {
 /// The state `text` read from `file`, against its inline seal, else (the
 /// older form, or a seal line that does not match) `<file>.seal`. The
 /// steady case (an intact inline seal) reads nothing more.
-pub fn judge_inline(file: &Path, text: &str) -> Judged {
+pub(crate) fn judge_inline(file: &Path, text: &str) -> Judged {
     let (body, inline) = split_inline(text);
     let body_len = body.len();
     let inline = inline.map(str::to_string);
@@ -264,7 +263,7 @@ pub fn judge_inline(file: &Path, text: &str) -> Judged {
 /// state file), and whether it was already in the inline form; when it was
 /// not, the marker beside it is written first, naming the text it replaces,
 /// so a write cut short between the two leaves an intact older text.
-pub fn write_inline_over(
+pub(crate) fn write_inline_over(
     file: &Path,
     body: &str,
     before: Option<&str>,
@@ -282,7 +281,7 @@ pub fn write_inline_over(
 
 /// [`write_inline_over`] when nothing was read under the lock: the file is
 /// read for its form, and leftover temp files are swept.
-pub fn write_inline(file: &Path, body: &str) -> Result<(), StoreError> {
+pub(crate) fn write_inline(file: &Path, body: &str) -> Result<(), StoreError> {
     store::sweep_leftovers(file);
     store::sweep_leftovers(&seal_path(file));
     let text = store::read_optional(file).ok().flatten();
@@ -297,7 +296,7 @@ pub fn write_inline(file: &Path, body: &str) -> Result<(), StoreError> {
 
 /// The user accepted the state as it is now (`/ralph-resume`): sealed
 /// again, in the inline form; its body returned (`None`: no state).
-pub fn accept_inline(file: &Path) -> Result<Option<String>, StoreError> {
+pub(crate) fn accept_inline(file: &Path) -> Result<Option<String>, StoreError> {
     let Some(text) = store::read_optional(file)? else {
         remove(file)?;
         return Ok(None);
@@ -321,27 +320,27 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         let f = d.join("state.md");
-        assert_eq!(check_file(&f), Seal::Intact, "nothing there");
+        assert_eq!(read_sealed(&f).seal, Seal::Intact, "nothing there");
         std::fs::write(&f, "old").unwrap();
-        assert_eq!(check_file(&f), Seal::Unsealed);
+        assert_eq!(read_sealed(&f).seal, Seal::Unsealed);
         write(&f, b"iteration: 2").unwrap();
-        assert_eq!(check_file(&f), Seal::Intact);
+        assert_eq!(read_sealed(&f).seal, Seal::Intact);
         std::fs::write(&f, "iteration: 1").unwrap();
-        assert_eq!(check_file(&f), Seal::Broken);
+        assert_eq!(read_sealed(&f).seal, Seal::Broken);
         // A write cut short after the seal: the file before still counts.
         write(&f, b"iteration: 3").unwrap();
         std::fs::write(&f, "iteration: 3").unwrap();
         let seal = std::fs::read_to_string(seal_path(&f)).unwrap();
         let prev = format!("{} {}\n", digest(b"iteration: 4"), digest(b"iteration: 3"));
         std::fs::write(seal_path(&f), &prev).unwrap();
-        assert_eq!(check_file(&f), Seal::Intact, "{seal}");
+        assert_eq!(read_sealed(&f).seal, Seal::Intact, "{seal}");
         accept(&f).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(&f, "x").unwrap();
-        assert_eq!(check_file(&f), Seal::Broken);
+        assert_eq!(read_sealed(&f).seal, Seal::Broken);
         accept(&f).unwrap();
-        assert_eq!(check_file(&f), Seal::Intact);
+        assert_eq!(read_sealed(&f).seal, Seal::Intact);
         remove(&f).unwrap();
-        assert_eq!(check_file(&f), Seal::Unsealed);
+        assert_eq!(read_sealed(&f).seal, Seal::Unsealed);
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -95,11 +95,11 @@ const OLD_PAUSE_KEY: &str = "paused";
 const OLD_PAUSE_AT_KEY: &str = "paused_at";
 
 /// Default for `max_story_attempts`.
-pub const DEFAULT_MAX_STORY_ATTEMPTS: u32 = 5;
+pub(crate) const DEFAULT_MAX_STORY_ATTEMPTS: u32 = 5;
 /// Default for `max_stalls`: unchanged iterations in a row that stop the loop.
-pub const DEFAULT_MAX_STALLS: u32 = 3;
+pub(crate) const DEFAULT_MAX_STALLS: u32 = 3;
 /// The body written in PRD mode when the user gave no prompt of their own.
-pub const DEFAULT_PRD_PROMPT: &str =
+pub(crate) const DEFAULT_PRD_PROMPT: &str =
     "Work through the stories of the PRD one at a time, as the Ralph loop feeds them.\n";
 
 /// Why a state file cannot be used. Each names the field and what is wrong.
@@ -356,7 +356,7 @@ impl LoopState {
 /// official setup, or `ralph-setup start` from a terminal) belongs to the
 /// first session whose Stop sees it; a corrupt file that names another
 /// session is that session's to report.
-pub fn owns(owner: &str, session: &str) -> bool {
+pub(crate) fn owns(owner: &str, session: &str) -> bool {
     owner.is_empty() || owner == session
 }
 
@@ -427,7 +427,7 @@ pub fn updated_text(text: &str, new: &LoopState) -> String {
 /// a multi-line value) and `new` differs from `old` only in fields the line
 /// edits write (`edits_cover`), the edited text is `new` by construction and
 /// is not read back; any other text or change is read back as before.
-pub fn updated_text_from(text: &str, old: &LoopState, new: &LoopState) -> String {
+pub(crate) fn updated_text_from(text: &str, old: &LoopState, new: &LoopState) -> String {
     if edits_stand_alone(text)
         && edits_cover(old, new)
         && let Some(t) = line_edits(text, new)

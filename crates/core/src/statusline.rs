@@ -20,13 +20,13 @@ pub struct LineInput {
     #[serde(default)]
     pub cwd: Option<String>,
     #[serde(default)]
-    pub workspace: Option<Workspace>,
+    pub(crate) workspace: Option<Workspace>,
     #[serde(default)]
-    pub context_window: Option<ContextWindow>,
+    pub(crate) context_window: Option<ContextWindow>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct Workspace {
+pub(crate) struct Workspace {
     #[serde(default)]
     pub current_dir: Option<String>,
     #[serde(default)]
@@ -34,7 +34,7 @@ pub struct Workspace {
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ContextWindow {
+pub(crate) struct ContextWindow {
     /// `null` before the first reply.
     #[serde(default)]
     pub used_percentage: Option<f64>,
@@ -63,14 +63,14 @@ impl LineInput {
             .filter(|d| !d.is_empty())
     }
 
-    pub fn context_percent(&self) -> Option<f64> {
+    pub(crate) fn context_percent(&self) -> Option<f64> {
         self.context_window.as_ref()?.used_percentage
     }
 }
 
 /// How near the loop is to a limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
+pub(crate) enum Level {
     Green,
     /// From 70 % of the cap or of a budget.
     Yellow,
@@ -80,7 +80,7 @@ pub enum Level {
 
 impl Level {
     /// The level for the largest share `percent` (0-100+) spent of any limit.
-    pub fn of(percent: u64) -> Level {
+    pub(crate) fn of(percent: u64) -> Level {
         match percent {
             p if p >= 90 => Level::Red,
             p if p >= 70 => Level::Yellow,
@@ -209,13 +209,13 @@ impl StatusLine {
         }
     }
 
-    pub fn level(&self) -> Level {
+    pub(crate) fn level(&self) -> Level {
         Level::of(self.spent_percent)
     }
 }
 
 /// The largest share, in percent, of the cap and each budget the loop has spent.
-pub fn spent_percent(state: &LoopState, now: u64) -> u64 {
+pub(crate) fn spent_percent(state: &LoopState, now: u64) -> u64 {
     let share = |spent: u64, max: u64| (max > 0).then(|| spent.saturating_mul(100) / max);
     let b = &state.budgets;
     let elapsed = elapsed_secs(state.started_at.as_deref(), now);

@@ -38,7 +38,7 @@ pub fn sh_quote(text: &str) -> String {
 }
 
 /// Is `command` ralph's status line?
-pub fn is_ours(command: &str, ours: &str) -> bool {
+pub(crate) fn is_ours(command: &str, ours: &str) -> bool {
     command == ours || command.starts_with(&format!("{ours} --then "))
 }
 
@@ -61,7 +61,7 @@ fn render(map: Map<String, Value>) -> String {
 
 /// The settings `text` (`None`: no file) with ralph's status line `ours`,
 /// the user's own command kept under `--then`. `Ok(None)`: already there.
-pub fn with_statusline(text: Option<&str>, ours: &str) -> Result<Option<String>, String> {
+pub(crate) fn with_statusline(text: Option<&str>, ours: &str) -> Result<Option<String>, String> {
     let mut map = parse_object(text)?;
     let old = map.get("statusLine").cloned();
     let old_cmd = old
@@ -89,7 +89,11 @@ pub fn with_statusline(text: Option<&str>, ours: &str) -> Result<Option<String>,
 
 /// The settings `now` with ralph's status line taken out: `statusLine` as
 /// it was in `before` (or none). `Ok(None)`: ralph's line is not there.
-pub fn without_ours(now: &str, before: Option<&str>, ours: &str) -> Result<Option<String>, String> {
+pub(crate) fn without_ours(
+    now: &str,
+    before: Option<&str>,
+    ours: &str,
+) -> Result<Option<String>, String> {
     let mut map = parse_object(Some(now))?;
     let cmd = map
         .get("statusLine")

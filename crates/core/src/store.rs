@@ -46,7 +46,7 @@ impl StoreError {
     }
 
     /// The file is there but is not UTF-8 text.
-    pub fn is_not_text(&self) -> bool {
+    pub(crate) fn is_not_text(&self) -> bool {
         matches!(self, StoreError::Io { source, .. } if source.kind() == io::ErrorKind::InvalidData)
     }
 }
@@ -129,7 +129,7 @@ pub fn atomic_write(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
 /// time. Leftovers of a killed writer stay until the next sweeping write of
 /// the same file (session events, resume, setup), the loop's end, or a write
 /// that fails, which sweeps.
-pub fn atomic_replace(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
+pub(crate) fn atomic_replace(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
     // No refusal of a link here: a rename replaces the name itself (a
     // symbolic link, or one name of a hard-linked file), never writing
     // through it, so a planted link is simply replaced by ralph's file. A
@@ -176,7 +176,7 @@ pub fn atomic_replace(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
 /// `O_NOFOLLOW` and judged by `fstat` of what was opened); anything else
 /// there is removed and the write goes by [`atomic_replace`], as it does
 /// off Linux, on a file system without exchange, and for the first write.
-pub fn exchange_replace(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
+pub(crate) fn exchange_replace(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
     #[cfg(target_os = "linux")]
     if exchange::replace(path, contents) {
         return Ok(());
@@ -185,7 +185,7 @@ pub fn exchange_replace(path: &Path, contents: &[u8]) -> Result<(), StoreError> 
 }
 
 /// The spare beside `path` that [`exchange_replace`] swaps in.
-pub fn spare_path(path: &Path) -> PathBuf {
+pub(crate) fn spare_path(path: &Path) -> PathBuf {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     path.with_file_name(format!(".{name}.spare"))
 }
@@ -243,7 +243,7 @@ mod exchange {
 
 /// Remove the temp files of writes to `path` that were cut short
 /// (`.NAME.*.tmp` beside it).
-pub fn sweep_leftovers(path: &Path) {
+pub(crate) fn sweep_leftovers(path: &Path) {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     sweep_temp_files(dir, name);
@@ -253,7 +253,7 @@ pub fn sweep_leftovers(path: &Path) {
 /// special file, or a file with other hard links: writing it in place (the
 /// counter, the log) would change a file someone else chose. A missing
 /// target is fine.
-pub fn refuse_unsafe(path: &Path) -> Result<(), StoreError> {
+pub(crate) fn refuse_unsafe(path: &Path) -> Result<(), StoreError> {
     let Ok(meta) = fs::symlink_metadata(path) else {
         return Ok(());
     };
@@ -321,7 +321,7 @@ fn sweep_temp_files(dir: &Path, name: &str) {
 /// leaves it empty, which reads as "no counter" (one more attempt, still
 /// bounded by the cap), and it saves a file creation and a rename per turn,
 /// which cost 0.3 to 2 ms each on a busy disk (measured).
-pub fn overwrite_hint(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
+pub(crate) fn overwrite_hint(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
     // Written at offset 0 and then cut to length, never truncated to zero
     // first: ext4 flushes a file truncated to zero and rewritten
     // (auto_da_alloc), which is what made this write slow.
@@ -339,7 +339,7 @@ pub fn overwrite_hint(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
 }
 
 /// The largest file ralph reads whole (state, PRD, blocker, policy).
-pub const MAX_READ_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_READ_BYTES: u64 = 64 << 20;
 
 /// Read a file as text; `Ok(None)` when it does not exist. Only regular files
 /// of at most `MAX_READ_BYTES` are read: a FIFO would block the hook (inside
@@ -360,7 +360,7 @@ pub fn read_limited(path: &Path, limit: u64) -> Result<Option<String>, StoreErro
 /// followed), a special file or a file with other hard links is refused
 /// ([`StoreError::Unsafe`]), judged on the file opened, not by a second
 /// look at its name.
-pub fn read_plain(path: &Path) -> Result<Option<String>, StoreError> {
+pub(crate) fn read_plain(path: &Path) -> Result<Option<String>, StoreError> {
     read_checked(path, true, None)
 }
 
@@ -411,7 +411,7 @@ fn read_checked(
 /// nobody reads: [`exchange_replace`]). A link, a special file or
 /// one with other hard links is refused, on the file opened; a missing
 /// file too (`NotFound`): the caller then writes it by rename.
-pub fn overwrite_plain(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
+pub(crate) fn overwrite_plain(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
     let mut file = open_quietly(OpenOptions::new().write(true), path, true).map_err(|e| {
         if is_link_refusal(&e) {
             unsafe_file(path, "a symbolic link")
@@ -494,14 +494,14 @@ pub fn remove_if_present(path: &Path) -> Result<bool, StoreError> {
 
 /// Move a file aside as `NAME.corrupt-<unix time>` so nothing the user might
 /// need is lost; returns the new path.
-pub fn move_aside(path: &Path, unix_secs: u64) -> Result<PathBuf, StoreError> {
+pub(crate) fn move_aside(path: &Path, unix_secs: u64) -> Result<PathBuf, StoreError> {
     let target = aside_name(path, unix_secs);
     fs::rename(path, &target).map_err(|e| StoreError::io(path, e))?;
     Ok(target)
 }
 
 /// `PATH.corrupt-<unix time>` (with `-N` added while that name is taken).
-pub fn aside_name(path: &Path, unix_secs: u64) -> PathBuf {
+pub(crate) fn aside_name(path: &Path, unix_secs: u64) -> PathBuf {
     let mut target = PathBuf::from(format!("{}.corrupt-{unix_secs}", path.display()));
     let mut n = 1;
     while target.symlink_metadata().is_ok() {
@@ -512,7 +512,7 @@ pub fn aside_name(path: &Path, unix_secs: u64) -> PathBuf {
 }
 
 /// Append one line (a `\n` is added) in a single write.
-pub fn append_line(path: &Path, line: &str) -> Result<(), StoreError> {
+pub(crate) fn append_line(path: &Path, line: &str) -> Result<(), StoreError> {
     refuse_unsafe(path)?;
     let mut f = open_making_dir(path, OpenOptions::new().create(true).append(true))?;
     let mut buf = String::with_capacity(line.len() + 1);

@@ -44,14 +44,14 @@ pub fn record(path: &Path, session: &str, tool: &str) -> Result<(), StoreError> 
 /// The record's text; `None` when there is none (or it cannot be read).
 /// One open and one `fstat` of what was opened (a FIFO opens without
 /// blocking and is refused, as is a file over `MAX_BYTES`).
-pub fn read(path: &Path) -> Option<String> {
+pub(crate) fn read(path: &Path) -> Option<String> {
     store::read_limited(path, MAX_BYTES).ok().flatten()
 }
 
 /// Empty the record for the next turn (the Stop, under the loop lock),
 /// keeping the file: an empty record means "no guarded tool was called".
 /// A missing record stays missing (not recorded).
-pub fn reset(path: &Path) -> Result<(), StoreError> {
+pub(crate) fn reset(path: &Path) -> Result<(), StoreError> {
     store::refuse_unsafe(path)?;
     match OpenOptions::new().write(true).open(path) {
         Ok(f) => f.set_len(0).map_err(|e| StoreError::io(path, e)),
@@ -67,7 +67,7 @@ pub fn start(path: &Path) -> Result<(), StoreError> {
 
 /// The tools `session` called, oldest first. A loop no session has claimed
 /// yet (`session` empty) counts every line.
-pub fn tools_of(record: &str, session: &str) -> Vec<String> {
+pub(crate) fn tools_of(record: &str, session: &str) -> Vec<String> {
     record
         .lines()
         .filter_map(|line| line.split_once('\t'))

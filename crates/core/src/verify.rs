@@ -16,9 +16,9 @@ use std::collections::BTreeMap;
 /// Default time a verify command may take, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
 /// The output kept from a check: at most this many lines...
-pub const TAIL_LINES: usize = 60;
+pub(crate) const TAIL_LINES: usize = 60;
 /// ...and this many bytes.
-pub const TAIL_BYTES: usize = 8 * 1024;
+pub(crate) const TAIL_BYTES: usize = 8 * 1024;
 
 /// One run of a check command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,7 +62,7 @@ impl CheckResult {
     }
 
     /// The failure as the model should read it.
-    pub fn failure_report(&self, timeout_secs: u64) -> String {
+    pub(crate) fn failure_report(&self, timeout_secs: u64) -> String {
         let tail = if self.output_tail.trim().is_empty() {
             "(no output)".to_string()
         } else {
@@ -78,7 +78,7 @@ impl CheckResult {
 
     /// What the model is told when pinned files were put back before it
     /// ran ("" when none was).
-    pub fn put_back_note(&self) -> String {
+    pub(crate) fn put_back_note(&self) -> String {
         if self.put_back.is_empty() {
             return String::new();
         }
@@ -90,7 +90,7 @@ impl CheckResult {
 
     /// Mark it as run against the loop's pins, naming the files put back.
     #[must_use]
-    pub fn with_pins(mut self, pinned: bool, put_back: Vec<String>) -> Self {
+    pub(crate) fn with_pins(mut self, pinned: bool, put_back: Vec<String>) -> Self {
         self.pinned = pinned;
         self.put_back = put_back;
         self
@@ -123,7 +123,7 @@ impl VerifyLog {
 
 /// Keep the last `TAIL_LINES` lines and at most `TAIL_BYTES` bytes of `output`
 /// (cut on a character boundary).
-pub fn tail(output: &str) -> String {
+pub(crate) fn tail(output: &str) -> String {
     let lines: Vec<&str> = output.lines().collect();
     let from = lines.len().saturating_sub(TAIL_LINES);
     let joined = lines[from..].join("\n");

@@ -96,7 +96,7 @@ pub fn head(root: &Path) -> Option<String> {
 
 /// Run `command` with `sh -c` in `root`, at most `timeout`; of what it
 /// prints, the tail is kept.
-pub fn run_check(
+pub(crate) fn run_check(
     root: &Path,
     command: &str,
     timeout: Duration,

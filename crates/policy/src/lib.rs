@@ -33,6 +33,7 @@ pub mod protect;
 mod settings;
 pub mod shell;
 
-pub use command_policy::{Policy, PolicyError, Tier};
+pub use command_policy::Tier;
+pub use command_policy::{Policy, PolicyError};
 pub use context::{GuardDecision, LoopContext, PolicySource, ToolCall, Verdict};
 pub use decide::decide;

@@ -24,10 +24,11 @@ pub mod options;
 mod run;
 mod words;
 
-pub use run::{RunArgv, split_run_argv};
+pub use run::RunArgv;
+pub use run::split_run_argv;
 
 /// The most stories at once `--parallel` takes.
-pub const MAX_PARALLEL: u32 = 16;
+pub(crate) const MAX_PARALLEL: u32 = 16;
 
 /// The options of a loop start, as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,11 +66,6 @@ pub struct StartArgs {
     /// checks name (see `pins`).
     pub pin: Vec<String>,
     pub help: bool,
-}
-
-/// The in-client command's usage line.
-pub fn usage() -> String {
-    options::usage("/ralph-loop", false)
 }
 
 /// Why the arguments cannot start a loop: one line each, naming the option.
@@ -281,12 +277,12 @@ pub fn loop_command_args(text: &str) -> Option<&str> {
 /// Every spelling a user may type for each command: qualified by the plugin
 /// name, and unqualified (the client resolves an unqualified skill name).
 /// Messages spell each the first unqualified way (`tests/it/spelling.rs`).
-pub const LOOP_COMMANDS: &[&str] = &["/ralph:ralph-loop", "/ralph-loop"];
-pub const CANCEL_COMMANDS: &[&str] = &["/ralph:cancel-ralph", "/cancel-ralph"];
-pub const STATUS_COMMANDS: &[&str] = &["/ralph:ralph-status", "/ralph-status"];
-pub const RESUME_COMMANDS: &[&str] = &["/ralph:ralph-resume", "/ralph-resume"];
+pub(crate) const LOOP_COMMANDS: &[&str] = &["/ralph:ralph-loop", "/ralph-loop"];
+pub(crate) const CANCEL_COMMANDS: &[&str] = &["/ralph:cancel-ralph", "/cancel-ralph"];
+pub(crate) const STATUS_COMMANDS: &[&str] = &["/ralph:ralph-status", "/ralph-status"];
+pub(crate) const RESUME_COMMANDS: &[&str] = &["/ralph:ralph-resume", "/ralph-resume"];
 /// `/ralph:help` was the name before the commands became skills.
-pub const HELP_COMMANDS: &[&str] = &["/ralph:ralph-help", "/ralph-help", "/ralph:help"];
+pub(crate) const HELP_COMMANDS: &[&str] = &["/ralph:ralph-help", "/ralph-help", "/ralph:help"];
 /// The status line's skill; `statusline` was its name before (beside the
 /// client's own `/statusline`, hence the rename).
 pub const STATUSLINE_COMMANDS: &[&str] = &[
@@ -296,7 +292,7 @@ pub const STATUSLINE_COMMANDS: &[&str] = &[
 ];
 
 /// The text after one of `names` when `text` starts with it (then whitespace or end).
-pub fn command_args<'a>(text: &'a str, names: &[&str]) -> Option<&'a str> {
+pub(crate) fn command_args<'a>(text: &'a str, names: &[&str]) -> Option<&'a str> {
     let text = text.trim_start();
     names.iter().find_map(|name| {
         let rest = text.strip_prefix(name)?;

@@ -242,14 +242,14 @@ pub const OPTIONS: &[OptSpec] = &[
 ];
 
 /// `--help`, and `-h` when it is the only argument (in a prompt, `-h` is a word).
-pub const HELP_FLAG: &str = "--help";
+pub(crate) const HELP_FLAG: &str = "--help";
 
 /// The rule for `0`, stated once in every help.
-pub const ZERO_RULE: &str =
+pub(crate) const ZERO_RULE: &str =
     "0 turns a cap off; where nothing can be off (a timeout, a count of at least 1) 0 is refused.";
 
 /// The rule for durations, stated once in every help.
-pub const DURATION_RULE: &str = "DURATION: 90s, 10m, 2h, 1h30m or bare seconds.";
+pub(crate) const DURATION_RULE: &str = "DURATION: 90s, 10m, 2h, 1h30m or bare seconds.";
 
 /// The option named `name` (exactly) that `takes` allows.
 pub fn find(name: &str, run: bool) -> Option<&'static OptSpec> {
@@ -267,7 +267,7 @@ pub fn of(run: bool) -> impl Iterator<Item = &'static OptSpec> {
 
 /// The known option closest to a misspelt `name` (at most two edits, or
 /// one in three of its letters), for "did you mean".
-pub fn closest(name: &str, run: bool) -> Option<&'static str> {
+pub(crate) fn closest(name: &str, run: bool) -> Option<&'static str> {
     let typed = name.split('=').next().unwrap_or(name);
     let limit = (typed.len() / 3).clamp(1, 3);
     of(run)
@@ -303,22 +303,11 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// The options' lines of help, aligned: `  --name VALUE   help (default; 0)`.
-pub fn help_lines(run: bool) -> String {
+pub(crate) fn help_lines(run: bool) -> String {
     let width = of(run).map(|o| o.usage().len()).max().unwrap_or(0) + 2;
     of(run)
         .map(|o| format!("  {:width$}{}\n", o.usage(), o.line()))
         .collect()
-}
-
-/// One usage line: `COMMAND PROMPT... [--name VALUE]...`.
-pub fn usage(command: &str, run: bool) -> String {
-    let opts: Vec<String> = of(run)
-        .map(|o| {
-            let dots = if o.repeatable { "..." } else { "" };
-            format!("[{}]{dots}", o.usage())
-        })
-        .collect();
-    format!("{command} PROMPT... {}", opts.join(" "))
 }
 
 /// The options as a Markdown table (docs/options.md holds it, checked by

@@ -26,9 +26,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The history is ralph's merges and passes flips only.
-pub const EXIT_CLEAN: u8 = 0;
+pub(crate) const EXIT_CLEAN: u8 = 0;
 /// A commit ralph did not make (or not so): see the report.
-pub const EXIT_TAMPERED: u8 = 1;
+pub(crate) const EXIT_TAMPERED: u8 = 1;
 
 /// A commit the audit does not accept, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

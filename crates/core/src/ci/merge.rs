@@ -12,9 +12,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Every branch was merged, or had nothing to merge.
-pub const EXIT_MERGED: u8 = 0;
+pub(crate) const EXIT_MERGED: u8 = 0;
 /// At least one story goes back (conflict, failing check, refusal).
-pub const EXIT_SENT_BACK: u8 = 1;
+pub(crate) const EXIT_SENT_BACK: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 
 /// Paths a story branch may not change beyond those of `parallel::refuse`:
@@ -124,7 +124,7 @@ impl MergeReport {
 }
 
 /// The verdict in a few words.
-pub fn verdict_text(v: &MergeResult) -> String {
+pub(crate) fn verdict_text(v: &MergeResult) -> String {
     match v {
         MergeResult::Merged { commit, .. } => {
             format!("merged, check passed, marked passing ({})", short(commit))
@@ -171,7 +171,7 @@ pub fn story_of_branch(prd: &Prd, branch: &str) -> Option<String> {
 /// (`parallel::refuse::forbidden`), the PRD at all (ralph marks `passes`
 /// itself; a branch's `passes` is never trusted), the workflows, ralph's
 /// files.
-pub fn refusals(
+pub(crate) fn refusals(
     changed: &[String],
     prd_file: &str,
     pins: &BTreeMap<String, String>,

@@ -26,15 +26,15 @@ pub fn kept_out(prd_file: &str) -> Vec<String> {
 
 /// Lines for `.git/info/exclude`: the loop's files in the project, which a
 /// `git add -A` (the worker's, or the final commit) must not take.
-pub const EXCLUDE_LINES: [&str; 2] = ["/.claude/ralph-*", "/.ralph-blocker.md"];
+pub(crate) const EXCLUDE_LINES: [&str; 2] = ["/.claude/ralph-*", "/.ralph-blocker.md"];
 
 /// The exit codes of `ralph run --story`.
-pub const EXIT_DONE: u8 = 0;
-pub const EXIT_NOT_DONE: u8 = 1;
+pub(crate) const EXIT_DONE: u8 = 0;
+pub(crate) const EXIT_NOT_DONE: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
-pub const EXIT_USAGE_LIMIT: u8 = 3;
+pub(crate) const EXIT_USAGE_LIMIT: u8 = 3;
 pub const EXIT_ERROR: u8 = 4;
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 /// How a story's run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

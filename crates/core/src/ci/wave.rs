@@ -8,14 +8,14 @@ use crate::prd::{Prd, PrdError};
 use serde::Serialize;
 
 /// Stories can run: the matrix has at least one entry.
-pub const EXIT_RUN: u8 = 0;
+pub(crate) const EXIT_RUN: u8 = 0;
 /// A usage error: no PRD, or one that does not parse.
 pub const EXIT_USAGE: u8 = 2;
 /// Every story passes: nothing to run, the loop is done.
-pub const EXIT_DONE: u8 = 3;
+pub(crate) const EXIT_DONE: u8 = 3;
 /// Stories are left but none can run (a dependency cycle, or one on no
 /// story): no wave will ever change that; a person must.
-pub const EXIT_BLOCKED: u8 = 4;
+pub(crate) const EXIT_BLOCKED: u8 = 4;
 
 /// What the plan says of the PRD as a whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

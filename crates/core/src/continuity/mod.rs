@@ -7,7 +7,7 @@
 //!
 //! - [`rules`]: pure; which session starts remind, who may take a loop over.
 
-pub mod rules;
+pub(crate) mod rules;
 
 use crate::activity::{self, Action, Code, Entry};
 use crate::clock;

@@ -12,11 +12,11 @@
 
 /// How long after the owner's `/clear` its successor may claim the loop.
 /// The two events come within milliseconds of each other.
-pub const HANDOVER_SECS: u64 = 10;
+pub(crate) const HANDOVER_SECS: u64 = 10;
 
 /// Why a session started: `SessionStart`'s `source`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Startup,
     Resume,
     Clear,
@@ -25,7 +25,7 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn parse(source: Option<&str>) -> Source {
+    pub(crate) fn parse(source: Option<&str>) -> Source {
         match source {
             Some("startup") => Source::Startup,
             Some("resume") => Source::Resume,
@@ -38,14 +38,14 @@ impl Source {
     /// Does a session starting so lose what it knew of the loop? After a
     /// compaction or a resume it may not remember the loop's rules; a
     /// cleared session knows nothing (it is reminded once it took the loop).
-    pub fn reminds(self) -> bool {
+    pub(crate) fn reminds(self) -> bool {
         matches!(self, Source::Compact | Source::Resume | Source::Clear)
     }
 }
 
 /// The owner's session ended with `/clear`: who, when, in which client process.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Handover {
+pub(crate) struct Handover {
     pub session: String,
     /// Unix time.
     pub at: u64,
@@ -55,14 +55,14 @@ pub struct Handover {
 
 impl Handover {
     /// `SESSION UNIX_TIME [PID]`.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         match self.pid {
             Some(pid) => format!("{} {} {pid}\n", self.session, self.at),
             None => format!("{} {}\n", self.session, self.at),
         }
     }
 
-    pub fn parse(text: &str) -> Option<Handover> {
+    pub(crate) fn parse(text: &str) -> Option<Handover> {
         let mut words = text.split_whitespace();
         let session = words.next()?.to_string();
         let at = words.next()?.parse().ok()?;
@@ -76,7 +76,7 @@ impl Handover {
 /// (`handover`) moments ago, in the same client process when both hooks
 /// were told it. Anything else (another terminal, a stale hand-over, a
 /// fork) cannot take a loop.
-pub fn may_rebind(handover: &Handover, owner: &str, now: u64, pid: Option<u32>) -> bool {
+pub(crate) fn may_rebind(handover: &Handover, owner: &str, now: u64, pid: Option<u32>) -> bool {
     let fresh = now.saturating_sub(handover.at) <= HANDOVER_SECS && handover.at <= now + 1;
     let same_process = match (handover.pid, pid) {
         (Some(a), Some(b)) => a == b,

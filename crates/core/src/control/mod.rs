@@ -7,7 +7,8 @@
 mod help;
 pub(crate) mod status;
 
-pub use help::{help_text, terminal_help};
+pub use help::help_text;
+pub use help::terminal_help;
 
 use crate::activity::{self, Action, Code, Entry};
 use crate::clock;
@@ -121,14 +122,14 @@ impl Resumed {
 }
 
 /// The log line of a cancel: under the loop's session, wherever it was typed.
-pub fn cancel_entry(state: &LoopState, message: Option<&str>) -> Entry {
+pub(crate) fn cancel_entry(state: &LoopState, message: Option<&str>) -> Entry {
     let code = Code::Cancelled.as_str();
     Entry::now(&state.session_id, state.iteration, Action::Cancel, code).with_message(message)
 }
 
 /// A running loop was cancelled; `typed` is the command the user queued,
 /// when a Stop carried it out.
-pub fn cancelled(state: &LoopState, typed: Option<&str>) -> String {
+pub(crate) fn cancelled(state: &LoopState, typed: Option<&str>) -> String {
     let at = state.iteration_label(state.iteration);
     match typed {
         Some(t) => format!("🛑 Cancelled the Ralph loop at iteration {at}: you typed {t}."),
@@ -140,7 +141,7 @@ pub fn cancelled(state: &LoopState, typed: Option<&str>) -> String {
 }
 
 /// A turn ended on an API error and the loop waits (StopFailure).
-pub fn paused(state: &LoopState, pause: &Pause) -> String {
+pub(crate) fn paused(state: &LoopState, pause: &Pause) -> String {
     let resets = match &pause.resets_at {
         Some(r) => format!(" (the limit resets at {r})"),
         None => String::new(),
@@ -153,7 +154,7 @@ pub fn paused(state: &LoopState, pause: &Pause) -> String {
 }
 
 /// The loop goes on after a pause.
-pub fn resumed(pause: &Pause) -> String {
+pub(crate) fn resumed(pause: &Pause) -> String {
     format!(
         "▶ Ralph loop resumed (it was paused on {} since {}).",
         pause.reason.as_str(),
@@ -162,7 +163,7 @@ pub fn resumed(pause: &Pause) -> String {
 }
 
 /// After `/clear`, the new session took the loop over from the old one.
-pub fn rebound(old: &str, new: &str) -> String {
+pub(crate) fn rebound(old: &str, new: &str) -> String {
     format!(
         "🔁 Ralph loop: this session ({}) took over the loop of the session you cleared ({}).",
         short_session(new),
@@ -251,7 +252,7 @@ pub fn status(paths: &LoopPaths) -> Status {
 /// Code marks the agent's commands `AI_AGENT=…_agent`, its hooks `…_harness`,
 /// and the user's own terminal has neither (measured on 2.1.328:
 /// docs/client-measurements.md).
-pub fn run_by_agent(ai_agent: Option<&str>) -> bool {
+pub(crate) fn run_by_agent(ai_agent: Option<&str>) -> bool {
     ai_agent.is_some_and(|v| v.ends_with("_agent"))
 }
 

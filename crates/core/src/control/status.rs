@@ -283,7 +283,11 @@ impl Status {
     /// A loop paused because its files were changed outside ralph: whose
     /// it is and its iteration by ralph's last record, what changed, and
     /// how to go on.
-    pub fn tampered(project: String, t: &crate::tamper::Tamper, last: Option<Entry>) -> Status {
+    pub(crate) fn tampered(
+        project: String,
+        t: &crate::tamper::Tamper,
+        last: Option<Entry>,
+    ) -> Status {
         let since = last
             .as_ref()
             .filter(|e| e.decision == "tamper")

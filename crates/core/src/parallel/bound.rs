@@ -51,7 +51,7 @@ fn file(paths: &LoopPaths, agent: &str) -> Option<PathBuf> {
 }
 
 /// The record of worker `agent`.
-pub fn record(paths: &LoopPaths, agent: &str) -> Record {
+pub(crate) fn record(paths: &LoopPaths, agent: &str) -> Record {
     let Some(f) = file(paths, agent) else {
         return Record::None;
     };
@@ -93,7 +93,7 @@ pub fn bind_at_first_call(paths: &LoopPaths, session_transcript: Option<&str>, a
 
 /// The story of worker `agent`: ralph's record, else (no guarded call was
 /// made) its task as its transcript still holds it.
-pub fn story_of(
+pub(crate) fn story_of(
     paths: &LoopPaths,
     session_transcript: Option<&str>,
     agent: &str,
@@ -111,7 +111,7 @@ pub fn story_of(
 }
 
 /// The record goes with the worker's lane.
-pub fn forget(paths: &LoopPaths, agent: &str) {
+pub(crate) fn forget(paths: &LoopPaths, agent: &str) {
     if let Some(f) = file(paths, agent) {
         let _ = std::fs::remove_file(&f);
         let _ = seal::remove(&f);

@@ -37,7 +37,7 @@ pub fn head(dir: &Path) -> Result<String, String> {
 }
 
 /// The branch `dir` has checked out (empty when detached).
-pub fn current_branch(dir: &Path) -> String {
+pub(crate) fn current_branch(dir: &Path) -> String {
     git(dir, &["branch", "--show-current"])
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
@@ -85,7 +85,7 @@ pub fn commit_work(
 
 /// Name the worktree's branch after its story (`ralph/US-1`), replacing a
 /// leftover branch of that name.
-pub fn name_branch(worktree: &Path, branch: &str) -> Result<(), String> {
+pub(crate) fn name_branch(worktree: &Path, branch: &str) -> Result<(), String> {
     if current_branch(worktree) == branch {
         return Ok(());
     }
@@ -100,7 +100,7 @@ pub fn conflicted(dir: &Path) -> Vec<String> {
 }
 
 /// Files in `dir` that still hold a conflict marker line among `files`.
-pub fn markers_left(dir: &Path, files: &[String]) -> Vec<String> {
+pub(crate) fn markers_left(dir: &Path, files: &[String]) -> Vec<String> {
     files
         .iter()
         .filter(|f| {
@@ -132,7 +132,7 @@ pub fn in_the_way(root: &Path, branch: &str) -> Vec<String> {
 }
 
 /// Whether `dir` is in the middle of a merge (git's `MERGE_HEAD`).
-pub fn merge_in_progress(dir: &Path) -> bool {
+pub(crate) fn merge_in_progress(dir: &Path) -> bool {
     git(dir, &["rev-parse", "-q", "--verify", "MERGE_HEAD"]).is_ok()
 }
 

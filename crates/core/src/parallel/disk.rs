@@ -7,14 +7,14 @@ use crate::store::{self, StoreError};
 
 impl LoopPaths {
     /// `--parallel`: the board (an unreadable one reads as empty).
-    pub fn read_board(&self) -> Board {
+    pub(crate) fn read_board(&self) -> Board {
         read_hint(&self.board)
             .map(|t| Board::parse(&t))
             .unwrap_or_default()
     }
 
     /// `--parallel`: record the board (atomically: status may read it).
-    pub fn write_board(&self, board: &Board) -> Result<(), StoreError> {
+    pub(crate) fn write_board(&self, board: &Board) -> Result<(), StoreError> {
         store::atomic_write(&self.board, board.render().as_bytes())
     }
 }

@@ -24,7 +24,7 @@ use std::time::Duration;
 
 /// How long a worker's stop waits for the merges before its own (each may
 /// run a story's check).
-pub const MERGE_WAIT: Duration = Duration::from_secs(1800);
+pub(crate) const MERGE_WAIT: Duration = Duration::from_secs(1800);
 
 /// `SubagentStart` of a parallel worker: record its worktree (so it is
 /// removed whatever happens) and start it on the loop's branch as it is now
@@ -85,7 +85,7 @@ pub struct LaneSync {
 }
 
 /// The read half: the board against the Stop's `background_tasks`.
-pub fn lanes_to_sync(paths: &LoopPaths, input: &HookInput) -> LaneSync {
+pub(crate) fn lanes_to_sync(paths: &LoopPaths, input: &HookInput) -> LaneSync {
     let tasks = &input.background_tasks;
     let mut board = paths.read_board();
     if board.lanes.is_empty() {
@@ -129,7 +129,7 @@ pub fn lanes_to_sync(paths: &LoopPaths, input: &HookInput) -> LaneSync {
 
 /// The write half: the gone lanes' worktrees removed, the board written
 /// when something changed, one log line for the removals.
-pub fn sync_lanes(paths: &LoopPaths, sync: &LaneSync, session: &str, iteration: u64) {
+pub(crate) fn sync_lanes(paths: &LoopPaths, sync: &LaneSync, session: &str, iteration: u64) {
     for (agent, lane) in &sync.gone {
         let _ = remove_lane_worktree(paths, agent, lane);
     }
@@ -282,7 +282,7 @@ fn recover_cut_merge(paths: &LoopPaths, session: &str, iteration: u64) {
 /// Remove every worktree and branch the board names (the loop ended, was
 /// cancelled, or a new one starts over a crashed one's), and the board.
 /// Only what ralph recorded is touched. What was removed, in words.
-pub fn remove_all(paths: &LoopPaths, session: &str, iteration: u64) -> Option<String> {
+pub(crate) fn remove_all(paths: &LoopPaths, session: &str, iteration: u64) -> Option<String> {
     // A merge cut short is undone too, when no merge of ralph's is under way.
     if paths.merging.exists()
         && let Ok(_queue) = LoopLock::acquire(&paths.merge_lock, Duration::ZERO)

@@ -22,8 +22,8 @@ pub mod hooks;
 mod landing;
 mod lanes;
 mod merge_queue;
-pub mod refuse;
-pub mod strays;
+pub(crate) mod refuse;
+pub(crate) mod strays;
 
 use crate::hook_input::BackgroundTask;
 use crate::prd::{Prd, Story};
@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 pub const WORKER_TYPE: &str = "ralph:ralph-parallel-worker";
 
 /// The prefix of a story's branch: `ralph/US-1`.
-pub const BRANCH_PREFIX: &str = "ralph/";
+pub(crate) const BRANCH_PREFIX: &str = "ralph/";
 
 /// The notes every worker appends to, in the main tree (the guard's one
 /// exception to a worker's worktree: `ralph_policy::parallel::NOTES_FILE`).
@@ -64,7 +64,7 @@ pub fn story_branch(story: &str) -> String {
 
 /// The story a worker's task names: `Work story US-1 ...` (the prompt the
 /// main thread was told to write) or `story US-1` (the description).
-pub fn story_in_task(task: &str) -> Option<String> {
+pub(crate) fn story_in_task(task: &str) -> Option<String> {
     let at = task.find("story ")?;
     let id: String = task[at + "story ".len()..]
         .chars()
@@ -77,7 +77,7 @@ pub fn story_in_task(task: &str) -> Option<String> {
 /// The stories whose worker still runs, from the hook's `background_tasks`
 /// (each task's description, `story US-1`); a running worker whose
 /// description names no story still takes a place (`None`).
-pub fn in_flight(tasks: &[BackgroundTask]) -> Vec<Option<String>> {
+pub(crate) fn in_flight(tasks: &[BackgroundTask]) -> Vec<Option<String>> {
     tasks
         .iter()
         .filter(|t| t.agent_type == WORKER_TYPE && t.status == "running")
@@ -87,7 +87,11 @@ pub fn in_flight(tasks: &[BackgroundTask]) -> Vec<Option<String>> {
 
 /// The stories to hand out now: runnable (every dependency passing), not in
 /// flight, at most the free places.
-pub fn pick<'p>(prd: &'p Prd, in_flight: &[Option<String>], parallel: u32) -> Vec<&'p Story> {
+pub(crate) fn pick<'p>(
+    prd: &'p Prd,
+    in_flight: &[Option<String>],
+    parallel: u32,
+) -> Vec<&'p Story> {
     let free = (parallel as usize).saturating_sub(in_flight.len());
     prd.runnable()
         .into_iter()
@@ -103,7 +107,7 @@ pub fn pick<'p>(prd: &'p Prd, in_flight: &[Option<String>], parallel: u32) -> Ve
 /// The worker's task for one story, as the main thread passes it on. The
 /// worker runs in its worktree: the PRD and progress.txt are named by their
 /// paths in the main tree.
-pub fn task(prd_path: &str, progress_path: &str, story: &Story) -> String {
+pub(crate) fn task(prd_path: &str, progress_path: &str, story: &Story) -> String {
     let title = if story.title.is_empty() {
         String::new()
     } else {
@@ -117,12 +121,12 @@ pub fn task(prd_path: &str, progress_path: &str, story: &Story) -> String {
 
 /// A batch of stories as one key of the feed counter (`US-1+US-2`): the
 /// same batch fed again and again is a stuck one.
-pub fn batch_key(stories: &[&Story]) -> String {
+pub(crate) fn batch_key(stories: &[&Story]) -> String {
     ids(stories).join("+")
 }
 
 /// A batch of stories as the log names them (`US-1,US-2`).
-pub fn batch_names(stories: &[&Story]) -> String {
+pub(crate) fn batch_names(stories: &[&Story]) -> String {
     ids(stories).join(",")
 }
 
@@ -133,7 +137,7 @@ fn ids<'s>(stories: &[&'s Story]) -> Vec<&'s str> {
 /// The main thread's feed: hand these stories out, all at once. The
 /// workers run in their worktrees, so the PRD (`prd_file`, relative) and the
 /// notes are named by their paths in the main tree at `root`.
-pub fn dispatch(
+pub(crate) fn dispatch(
     parallel: u32,
     root: &std::path::Path,
     prd_file: &str,
@@ -235,7 +239,7 @@ impl Board {
 
 /// What came of a story's merge into the loop's branch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MergeOutcome {
+pub(crate) enum MergeOutcome {
     /// Merged, and its check passed on the merged tree (or it has none).
     Merged { commit: String },
     /// The merge conflicted in these files; the loop's branch was left as it
@@ -256,7 +260,7 @@ pub enum MergeOutcome {
 }
 
 impl MergeOutcome {
-    pub fn code(&self) -> crate::activity::Code {
+    pub(crate) fn code(&self) -> crate::activity::Code {
         use crate::activity::Code;
         match self {
             MergeOutcome::Merged { .. } => Code::StoryMerged,
@@ -270,7 +274,7 @@ impl MergeOutcome {
 }
 
 /// What the worker is told when its story is sent back (its stop blocked).
-pub fn send_back_reason(
+pub(crate) fn send_back_reason(
     story: &str,
     outcome: &MergeOutcome,
     timeout_secs: u64,
@@ -311,7 +315,7 @@ pub fn send_back_reason(
 }
 
 /// A worker stopped without claiming its story (`story`, when known).
-pub fn abandoned_message(story: Option<&str>) -> String {
+pub(crate) fn abandoned_message(story: Option<&str>) -> String {
     format!(
         "Ralph: the worker{} stopped without `{}`; its worktree was removed and the story goes out again.",
         story.map(|s| format!(" for {s}")).unwrap_or_default(),
@@ -320,14 +324,14 @@ pub fn abandoned_message(story: Option<&str>) -> String {
 }
 
 /// The worker's story passes already (another worker's merge).
-pub fn already_passes_message(story: &str) -> String {
+pub(crate) fn already_passes_message(story: &str) -> String {
     format!(
         "Ralph: story {story} already passes (another worker's work was merged); this worker's worktree was removed."
     )
 }
 
 /// Shown to the user when a story is merged or sent back.
-pub fn merge_message(story: &str, outcome: &MergeOutcome) -> String {
+pub(crate) fn merge_message(story: &str, outcome: &MergeOutcome) -> String {
     match outcome {
         MergeOutcome::Merged { commit } => {
             let short: String = commit.chars().take(9).collect();

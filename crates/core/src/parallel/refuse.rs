@@ -23,7 +23,10 @@ const SETTINGS_WHY: &str = "the client's settings for this project (hooks, envir
 const PRD_WHY: &str = "the PRD: ralph marks the story passing itself once it is merged; nothing else in it is the worker's to change";
 
 /// The files of `changed` a worker may not change, each with why.
-pub fn forbidden(changed: &[String], pins: &BTreeMap<String, String>) -> Vec<(String, String)> {
+pub(crate) fn forbidden(
+    changed: &[String],
+    pins: &BTreeMap<String, String>,
+) -> Vec<(String, String)> {
     changed
         .iter()
         .filter_map(|f| {
@@ -50,7 +53,7 @@ fn pin_why(why: &str) -> String {
 
 /// Does the worker's PRD differ from `base` in anything but the stories'
 /// `passes`? Text that is not JSON counts as changed when it differs.
-pub fn prd_changed(worker: &str, base: &str) -> bool {
+pub(crate) fn prd_changed(worker: &str, base: &str) -> bool {
     let parse = |t: &str| serde_json::from_str::<Value>(t.strip_prefix('\u{feff}').unwrap_or(t));
     match (parse(worker), parse(base)) {
         (Ok(w), Ok(b)) => without_passes(w) != without_passes(b),
@@ -72,7 +75,7 @@ fn without_passes(mut prd: Value) -> Value {
 }
 
 /// "a (why); b (why)" for the worker and the user.
-pub fn listed(files: &[(String, String)]) -> String {
+pub(crate) fn listed(files: &[(String, String)]) -> String {
     files
         .iter()
         .map(|(f, why)| format!("{f} ({why})"))
@@ -85,7 +88,7 @@ pub fn listed(files: &[(String, String)]) -> String {
 /// each of `bases` (the commit the worker started from, the loop's branch
 /// now). A change beyond `passes` from all of them is refused; no PRD in the
 /// worktree, or none to compare with, is not judged here.
-pub fn prd_refusal(
+pub(crate) fn prd_refusal(
     root: &Path,
     worktree: &Path,
     prd_file: &str,
@@ -122,7 +125,7 @@ fn committed(dir: &Path, commit: &str, path: &str) -> Option<String> {
 
 /// After the commit: what the worker's branch changes (against its merge
 /// base with `loop_head`) that it may not.
-pub fn branch_refusals(
+pub(crate) fn branch_refusals(
     worktree: &Path,
     loop_head: &str,
     pins: &BTreeMap<String, String>,

@@ -21,10 +21,10 @@ use crate::state::LoopState;
 use std::path::Path;
 
 /// The prefix of the branch Claude Code makes for a subagent's worktree.
-pub const CLIENT_BRANCH_PREFIX: &str = "worktree-agent-";
+pub(crate) const CLIENT_BRANCH_PREFIX: &str = "worktree-agent-";
 
 /// The branches a `git worktree list --porcelain` says are checked out.
-pub fn checked_out(porcelain: &str) -> Vec<String> {
+pub(crate) fn checked_out(porcelain: &str) -> Vec<String> {
     porcelain
         .lines()
         .filter_map(|l| l.strip_prefix("branch refs/heads/"))
@@ -35,14 +35,14 @@ pub fn checked_out(porcelain: &str) -> Vec<String> {
 /// When a branch was made: the oldest entry of its
 /// `git reflog show --date=unix --format=%gd` (`name@{1796144732}`, newest
 /// first). `None` without a reflog.
-pub fn created_at(reflog: &str) -> Option<u64> {
+pub(crate) fn created_at(reflog: &str) -> Option<u64> {
     let oldest = reflog.lines().rev().find(|l| !l.trim().is_empty())?;
     let (_, at) = oldest.trim().rsplit_once("@{")?;
     at.strip_suffix('}')?.parse().ok()
 }
 
 /// The strays in `root` made at or after Unix time `since` (see the module).
-pub fn strays(root: &Path, since: u64) -> Vec<String> {
+pub(crate) fn strays(root: &Path, since: u64) -> Vec<String> {
     let pattern = format!("refs/heads/{CLIENT_BRANCH_PREFIX}*");
     let Ok(listed) = branches::git(
         root,
@@ -82,7 +82,7 @@ pub fn strays(root: &Path, since: u64) -> Vec<String> {
 
 /// At a Stop of a running `--parallel` loop, the read half of the sweep:
 /// the strays made since the loop started.
-pub fn found(paths: &LoopPaths, state: &LoopState) -> Vec<String> {
+pub(crate) fn found(paths: &LoopPaths, state: &LoopState) -> Vec<String> {
     let Some(since) = state
         .started_at
         .as_deref()
@@ -94,7 +94,7 @@ pub fn found(paths: &LoopPaths, state: &LoopState) -> Vec<String> {
 }
 
 /// The write half of the sweep: the strays [`found`] removed, one log line.
-pub fn sweep(paths: &LoopPaths, found: &[String], session: &str, iteration: u64) {
+pub(crate) fn sweep(paths: &LoopPaths, found: &[String], session: &str, iteration: u64) {
     let removed: Vec<&str> = found
         .iter()
         .map(String::as_str)

@@ -16,20 +16,22 @@
 
 pub(crate) mod disk;
 
-pub use disk::{Guarded, PutBack, before_checks, told};
+pub use disk::Guarded;
+pub use disk::PutBack;
+pub use disk::{before_checks, told};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use thiserror::Error;
 
 /// At most this many pinned files...
-pub const MAX_FILES: usize = 2000;
+pub(crate) const MAX_FILES: usize = 2000;
 /// ...holding at most this many bytes in all.
-pub const MAX_BYTES: u64 = 32 << 20;
+pub(crate) const MAX_BYTES: u64 = 32 << 20;
 
 /// One pinned file as recorded at start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pin {
+pub(crate) struct Pin {
     /// Relative to the project root, `/`-separated.
     pub path: String,
     pub size: u64,
@@ -44,28 +46,28 @@ pub struct Pin {
 
 /// The manifest kept in the loop's folder (`pins/manifest.json`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     pub files: Vec<Pin>,
 }
 
 impl Manifest {
-    pub fn parse(text: &str) -> Manifest {
+    pub(crate) fn parse(text: &str) -> Manifest {
         serde_json::from_str(text).unwrap_or_default()
     }
 
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
     /// Path -> why, as the state's `pins:` line holds them (the guard's copy).
-    pub fn by_path(&self) -> BTreeMap<String, String> {
+    pub(crate) fn by_path(&self) -> BTreeMap<String, String> {
         self.files
             .iter()
             .map(|p| (p.path.clone(), p.why.clone()))
             .collect()
     }
 
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.files.iter().map(|p| p.size).sum()
     }
 }
@@ -86,8 +88,8 @@ pub enum PinError {
 }
 
 /// Where a user's glob came from, for the start error.
-pub const FROM_FLAG: &str = "--pin";
-pub const FROM_PRD: &str = "the PRD's \"pin\"";
+pub(crate) const FROM_FLAG: &str = "--pin";
+pub(crate) const FROM_PRD: &str = "the PRD's \"pin\"";
 
 /// Programs whose operands are code they run (a script, a test file): a
 /// check's `sh tests/check.sh`, `pytest tests/test_api.py`.
@@ -106,7 +108,7 @@ const WRAPPERS: &[&str] = &["env", "nice", "time", "command", "exec", "nohup", "
 /// `--config=ci/jest.json`; see `RUNNERS`), and `make -f FILE`. The files
 /// a check only reads (`grep -q ok out.txt`, `diff a b`) are the work, not
 /// the check: they are not pinned (`--pin` pins them).
-pub fn candidate_words(command: &str) -> Vec<String> {
+pub(crate) fn candidate_words(command: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for words in simple_commands(command) {
         let mut rest = words
@@ -234,7 +236,7 @@ fn simple_commands(command: &str) -> Vec<Vec<String>> {
 /// Does the `/`-separated relative `path` match `glob`? `*` and `?` stay
 /// within one name, `**` is any number of folders (`tests/**` is every
 /// file under `tests`), `[abc]` one of the characters.
-pub fn glob_matches(glob: &str, path: &str) -> bool {
+pub(crate) fn glob_matches(glob: &str, path: &str) -> bool {
     let g: Vec<&str> = glob.trim_start_matches("./").split('/').collect();
     let p: Vec<&str> = path.split('/').collect();
     match_parts(&g, &p)
@@ -284,7 +286,7 @@ fn name_from(g: &[char], n: &[char]) -> bool {
 
 /// The folder a glob's matches all lie under: its leading names without a
 /// wildcard (`tests/unit/**` -> `tests/unit`; `**/*.sh` -> ``).
-pub fn literal_prefix(glob: &str) -> String {
+pub(crate) fn literal_prefix(glob: &str) -> String {
     let parts: Vec<&str> = glob.trim_start_matches("./").split('/').collect();
     let fixed: Vec<&str> = parts[..parts.len().saturating_sub(1)]
         .iter()
@@ -295,7 +297,7 @@ pub fn literal_prefix(glob: &str) -> String {
 }
 
 /// A PRD's top-level `"pin"`: a list of globs (or one glob as a string).
-pub fn prd_globs(prd_text: &str) -> Vec<String> {
+pub(crate) fn prd_globs(prd_text: &str) -> Vec<String> {
     let text = prd_text.strip_prefix('\u{feff}').unwrap_or(prd_text);
     let Ok(serde_json::Value::Object(top)) = serde_json::from_str(text) else {
         return Vec::new();
@@ -314,7 +316,7 @@ pub fn prd_globs(prd_text: &str) -> Vec<String> {
 }
 
 /// FNV-1a 64 of `bytes`, as the manifest writes it.
-pub fn fnv1a(bytes: &[u8]) -> String {
+pub(crate) fn fnv1a(bytes: &[u8]) -> String {
     let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     });

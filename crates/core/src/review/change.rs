@@ -68,7 +68,7 @@ pub struct IgnoredFile {
 impl Request {
     /// The files not shown in the diff, and the ignored ones that appeared:
     /// lines for the prompt (empty when there are none).
-    pub fn unshown_text(&self) -> String {
+    pub(crate) fn unshown_text(&self) -> String {
         let mut out = String::new();
         for f in self.files.iter().filter(|f| !f.in_diff) {
             let why = match (f.status.as_str(), f.binary) {

@@ -6,7 +6,7 @@ use crate::paths::{LoopPaths, OwnRecords, read_hint};
 
 impl LoopPaths {
     /// The reviewers' verdicts on file.
-    pub fn read_review_log(&self) -> Option<ReviewLog> {
+    pub(crate) fn read_review_log(&self) -> Option<ReviewLog> {
         read_hint(&self.review).and_then(|t| ReviewLog::parse(&t))
     }
 }
@@ -14,7 +14,7 @@ impl LoopPaths {
 impl OwnRecords {
     /// The reviewers' verdicts as read with their seal (none, or not a
     /// log: an empty one).
-    pub fn review_log(&self) -> ReviewLog {
+    pub(crate) fn review_log(&self) -> ReviewLog {
         (self.review.text.as_deref())
             .and_then(ReviewLog::parse)
             .unwrap_or_default()

@@ -16,19 +16,19 @@ pub(crate) mod reviewers;
 
 pub use change::{ChangedFile, IgnoredFile};
 // The settings live with the state that keeps them; `review` is their face.
-pub use crate::review_settings::{
-    CUSTOM, DEFAULT_MAX_REVIEWS, DEFAULT_TIMEOUT_SECS, REVIEWERS, ReviewConfig, STORY, parse_list,
-};
+pub(crate) use crate::review_settings::CUSTOM;
+pub use crate::review_settings::ReviewConfig;
+pub use crate::review_settings::{DEFAULT_TIMEOUT_SECS, STORY};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The verdict's JSON Schema, given to `claude -p --json-schema`.
-pub const SCHEMA: &str = r#"{"type":"object","properties":{"verdict":{"type":"string","enum":["approved","rejected"]},"findings":{"type":"array","items":{"type":"object","properties":{"severity":{"type":"string","enum":["critical","high","medium","low"]},"file":{"type":"string"},"line":{"type":"integer"},"what":{"type":"string"},"fix":{"type":"string"}},"required":["severity","what"]}}},"required":["verdict","findings"]}"#;
+pub(crate) const SCHEMA: &str = r#"{"type":"object","properties":{"verdict":{"type":"string","enum":["approved","rejected"]},"findings":{"type":"array","items":{"type":"object","properties":{"severity":{"type":"string","enum":["critical","high","medium","low"]},"file":{"type":"string"},"line":{"type":"integer"},"what":{"type":"string"},"fix":{"type":"string"}},"required":["severity","what"]}}},"required":["verdict","findings"]}"#;
 
 /// The review log's key of a story's review.
-pub fn story_key(id: &str) -> String {
+pub(crate) fn story_key(id: &str) -> String {
     format!("{STORY}:{id}")
 }
 
@@ -60,7 +60,7 @@ impl Finding {
     }
 
     /// `[high] src/a.rs:3: what (fix: ...)`.
-    pub fn line_text(&self) -> String {
+    pub(crate) fn line_text(&self) -> String {
         let at = match (&self.file, self.line) {
             (Some(f), Some(l)) => format!(" {f}:{l}:"),
             (Some(f), None) => format!(" {f}:"),
@@ -156,17 +156,17 @@ pub struct Standing {
 }
 
 impl Standing {
-    pub fn all_approved(&self) -> bool {
+    pub(crate) fn all_approved(&self) -> bool {
         self.verdicts.iter().all(|(_, v)| v.approved())
     }
 
-    pub fn approvers(&self) -> Vec<&str> {
+    pub(crate) fn approvers(&self) -> Vec<&str> {
         self.verdicts.iter().map(|(n, _)| n.as_str()).collect()
     }
 
     /// The open findings, grouped by reviewer, most severe first; a
     /// reviewer that failed says why.
-    pub fn findings_text(&self) -> String {
+    pub(crate) fn findings_text(&self) -> String {
         let mut out = String::new();
         for (name, v) in self.verdicts.iter().filter(|(_, v)| !v.approved()) {
             match (&v.outcome, &v.error) {
@@ -191,7 +191,7 @@ impl Standing {
     }
 
     /// How many findings are open.
-    pub fn open_findings(&self) -> usize {
+    pub(crate) fn open_findings(&self) -> usize {
         self.verdicts
             .iter()
             .filter(|(_, v)| !v.approved())
@@ -202,7 +202,7 @@ impl Standing {
 
 /// The verdict of the loop's reviewers on the tree `fingerprint`, from the
 /// log: `None` while one of them has no verdict for it.
-pub fn standing(
+pub(crate) fn standing(
     log: &ReviewLog,
     reviewers: &[String],
     fingerprint: Option<&str>,
@@ -251,7 +251,7 @@ pub struct Request {
 }
 
 /// The verdict a reviewer gave, read from `{"verdict": ..., "findings": [...]}`.
-pub fn parse_verdict(value: &Value) -> Result<(ReviewResult, Vec<Finding>), String> {
+pub(crate) fn parse_verdict(value: &Value) -> Result<(ReviewResult, Vec<Finding>), String> {
     let outcome = match value.get("verdict").and_then(Value::as_str).map(str::trim) {
         Some(v) if v.eq_ignore_ascii_case("approved") => ReviewResult::Approved,
         Some(v) if v.eq_ignore_ascii_case("rejected") => ReviewResult::Rejected,
@@ -274,7 +274,7 @@ pub fn parse_verdict(value: &Value) -> Result<(ReviewResult, Vec<Finding>), Stri
 /// The verdict in `claude -p --output-format json` output: its
 /// `structured_output` (measured on 2.1.328: the client offers the model a
 /// `StructuredOutput` tool with the schema and puts its input there).
-pub fn verdict_of_claude(stdout: &str) -> Result<(ReviewResult, Vec<Finding>), String> {
+pub(crate) fn verdict_of_claude(stdout: &str) -> Result<(ReviewResult, Vec<Finding>), String> {
     let result: Value = serde_json::from_str(stdout.trim())
         .map_err(|_| format!("its output is not JSON: {}", one_line(&tail(stdout, 200))))?;
     if result.get("is_error").and_then(Value::as_bool) == Some(true) {
@@ -292,7 +292,7 @@ pub fn verdict_of_claude(stdout: &str) -> Result<(ReviewResult, Vec<Finding>), S
 
 /// The verdict a `--review-cmd` program printed (the last JSON object of
 /// its output, so a line of chatter before it does no harm).
-pub fn verdict_of_program(stdout: &str) -> Result<(ReviewResult, Vec<Finding>), String> {
+pub(crate) fn verdict_of_program(stdout: &str) -> Result<(ReviewResult, Vec<Finding>), String> {
     let text = stdout.trim();
     if let Ok(v) = serde_json::from_str::<Value>(text) {
         return parse_verdict(&v);
@@ -312,7 +312,7 @@ pub fn verdict_of_program(stdout: &str) -> Result<(ReviewResult, Vec<Finding>), 
 }
 
 /// The prompt of a built-in reviewer: its instructions, then the request.
-pub fn prompt(instructions: &str, request: &Request) -> String {
+pub(crate) fn prompt(instructions: &str, request: &Request) -> String {
     let criteria = if request.acceptance_criteria.is_empty() {
         "(none written: judge by the task)".to_string()
     } else {
@@ -346,7 +346,7 @@ fn or_none(s: &str) -> &str {
 }
 
 /// The built-in instructions of `name`.
-pub fn builtin_instructions(name: &str) -> &'static str {
+pub(crate) fn builtin_instructions(name: &str) -> &'static str {
     match name {
         "security" => include_str!("../../../../reviewers/security.md"),
         "quality" => include_str!("../../../../reviewers/quality.md"),
@@ -357,7 +357,7 @@ pub fn builtin_instructions(name: &str) -> &'static str {
 
 /// The system-prompt line that names a reviewer (the scripted model in the
 /// tests tells reviewers apart by it).
-pub fn system_line(name: &str) -> String {
+pub(crate) fn system_line(name: &str) -> String {
     format!(
         "You are ralph's {name} reviewer: an independent, read-only reviewer of a Ralph loop's work. You change nothing."
     )

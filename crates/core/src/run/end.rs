@@ -10,10 +10,10 @@
 use crate::activity::Entry;
 
 /// Exit codes of `ralph run`.
-pub const EXIT_COMPLETE: u8 = 0;
-pub const EXIT_NOT_COMPLETE: u8 = 1;
+pub(crate) const EXIT_COMPLETE: u8 = 0;
+pub(crate) const EXIT_NOT_COMPLETE: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 /// What the Stop hook printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,7 +155,7 @@ pub fn after_stop(entry: Option<&Entry>, hook_message: Option<&str>) -> AfterSto
 }
 
 /// The log reasons that mean the work is done.
-pub fn is_complete(reason: &str) -> bool {
+pub(crate) fn is_complete(reason: &str) -> bool {
     matches!(reason, "complete" | "all_stories_pass")
 }
 

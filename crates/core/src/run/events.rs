@@ -224,7 +224,7 @@ fn result_text(content: &Value) -> String {
 }
 
 /// What a tool call is about, in one line: the command, the file, the pattern.
-pub fn tool_summary(name: &str, input: &Value) -> String {
+pub(crate) fn tool_summary(name: &str, input: &Value) -> String {
     let field = |k: &str| input.get(k).and_then(Value::as_str);
     let picked = match name {
         "Bash" => field("command"),

@@ -127,7 +127,7 @@ fn last_lines(text: &str, n: usize) -> Option<String> {
 }
 
 /// A reset time written `...|1735689600` (Unix seconds) in a message.
-pub fn reset_from_text(text: &str) -> Option<u64> {
+pub(crate) fn reset_from_text(text: &str) -> Option<u64> {
     text.split('|').skip(1).find_map(|part| {
         let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
         (digits.len() >= 9).then(|| digits.parse().ok()).flatten()

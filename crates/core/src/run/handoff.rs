@@ -9,7 +9,7 @@ pub const HANDOFF_FILE: &str = ".claude/ralph-handoff.md";
 
 /// The line that starts the runner's section; everything from it on is the
 /// runner's and is rewritten, everything above it is the agent's.
-pub const RUNNER_MARK: &str =
+pub(crate) const RUNNER_MARK: &str =
     "<!-- ralph run: the section below is rewritten by the runner after every iteration -->";
 
 /// What the runner knows after an iteration.
@@ -29,7 +29,7 @@ pub struct RunnerNotes {
 }
 
 /// The agent's part of a hand-off file (without the runner's section).
-pub fn agent_part(text: &str) -> &str {
+pub(crate) fn agent_part(text: &str) -> &str {
     match text.find(RUNNER_MARK) {
         Some(i) => text[..i].trim_end(),
         None => text.trim_end(),

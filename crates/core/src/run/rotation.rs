@@ -18,11 +18,11 @@ use super::tokens::human;
 /// window (200k for most Claude models), the hand-off turn still needs room,
 /// and the client's own auto-compaction (near the end of the window)
 /// summarises the context in ways a loop cannot see.
-pub const DEFAULT_ROTATE_AT: u64 = 120_000;
+pub(crate) const DEFAULT_ROTATE_AT: u64 = 120_000;
 /// Default `--rotate-hard`: 160k, below the point where the client compacts
 /// by itself in a 200k window, and 40k above the soft threshold so a hand-off
 /// turn fits between the two.
-pub const DEFAULT_ROTATE_HARD: u64 = 160_000;
+pub(crate) const DEFAULT_ROTATE_HARD: u64 = 160_000;
 
 /// The thresholds; 0 turns one off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

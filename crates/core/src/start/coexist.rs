@@ -22,13 +22,13 @@ use std::path::Path;
 
 /// The official plugin's names: `ralph-loop` in the claude-plugins-official
 /// marketplace, `ralph-wiggum` in the claude-code repository's (its former name).
-pub const OFFICIAL_NAMES: [&str; 2] = ["ralph-loop", "ralph-wiggum"];
+pub(crate) const OFFICIAL_NAMES: [&str; 2] = ["ralph-loop", "ralph-wiggum"];
 
 /// The plugin ids (`name@marketplace`) of the official plugin that the
 /// settings enable, in order of precedence (user, then project, then
 /// local): a later file's `false` turns an earlier `true` off, as the client
 /// reads them. A file that does not parse counts as absent.
-pub fn others_enabled(settings: &[Option<&str>]) -> Vec<String> {
+pub(crate) fn others_enabled(settings: &[Option<&str>]) -> Vec<String> {
     let mut enabled: Vec<(String, bool)> = Vec::new();
     for text in settings.iter().flatten() {
         let Ok(Value::Object(top)) = serde_json::from_str::<Value>(text) else {
@@ -57,7 +57,7 @@ pub fn others_enabled(settings: &[Option<&str>]) -> Vec<String> {
 }
 
 /// The line for the start's summary (with its leading newline), or nothing.
-pub fn line(ids: &[String]) -> String {
+pub(crate) fn line(ids: &[String]) -> String {
     let Some(first) = ids.first() else {
         return String::new();
     };
@@ -73,7 +73,7 @@ pub fn line(ids: &[String]) -> String {
 /// Reads the user's settings and the project's (`.claude/settings.json`,
 /// `.claude/settings.local.json`) and says whether the official plugin is
 /// enabled. Never fails: an unreadable file counts as absent.
-pub fn note(root: &Path) -> String {
+pub(crate) fn note(root: &Path) -> String {
     let files = [
         statusline_install::settings_file(),
         root.join(".claude/settings.json"),

@@ -13,9 +13,9 @@
 //! policy crate): the binary finds the `[gates] full` row and passes it in
 //! as a [`FullGate`].
 
-pub mod coexist;
+pub(crate) mod coexist;
 pub mod commands;
-pub mod rules;
+pub(crate) mod rules;
 pub mod text;
 
 use crate::args::ArgsError;

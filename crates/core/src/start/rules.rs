@@ -16,13 +16,13 @@ use crate::state::{DEFAULT_MAX_STALLS, DEFAULT_MAX_STORY_ATTEMPTS, DEFAULT_PRD_P
 use std::collections::BTreeMap;
 
 /// A loop whose last decision is older than this is stale: a new start replaces it.
-pub const STALE_AFTER_SECS: u64 = 24 * 3600;
+pub(crate) const STALE_AFTER_SECS: u64 = 24 * 3600;
 /// The promise a PRD loop uses when none is given.
-pub const DEFAULT_PRD_PROMISE: &str = "RALPH-COMPLETE";
+pub(crate) const DEFAULT_PRD_PROMISE: &str = "RALPH-COMPLETE";
 
 /// What was in the state file when a start came.
 #[derive(Debug, Clone)]
-pub enum Existing {
+pub(crate) enum Existing {
     None,
     /// A state file that did not parse, now kept aside under this name.
     Corrupt(String),
@@ -34,7 +34,7 @@ pub enum Existing {
 
 /// What a start did to a loop that was there before (said to the user).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Prior {
+pub(crate) enum Prior {
     Fresh,
     ReplacedOwn { iteration: u64 },
     ReplacedStale { session: String, age_secs: u64 },
@@ -45,13 +45,13 @@ pub enum Prior {
 
 /// How the loop runs: the reason code of its `start` log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     Prompt,
     Prd,
 }
 
 impl Mode {
-    pub fn of(state: &LoopState) -> Mode {
+    pub(crate) fn of(state: &LoopState) -> Mode {
         if state.prd_file.is_some() {
             Mode::Prd
         } else {
@@ -59,7 +59,7 @@ impl Mode {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Prompt => "prompt",
             Mode::Prd => "prd",
@@ -68,7 +68,7 @@ impl Mode {
 }
 
 /// May a new loop start over `existing`? (`session` is the starter's, "" from a terminal.)
-pub fn check_existing(
+pub(crate) fn check_existing(
     existing: &Existing,
     session: &str,
     replace: bool,
@@ -101,7 +101,7 @@ pub fn check_existing(
 
 /// The prompt from words or a prompt file (whose frontmatter, if any, is not
 /// part of the prompt). Empty is allowed only in PRD mode.
-pub fn resolve_prompt(
+pub(crate) fn resolve_prompt(
     args: &StartArgs,
     prompt_file_text: Option<&str>,
 ) -> Result<String, StartError> {
@@ -134,7 +134,7 @@ pub fn resolve_prompt(
 
 /// Parse and validate a PRD at start (stricter than during the loop: ids
 /// unique, no dangling or cyclic dependency, at least one story).
-pub fn check_prd(path: &str, text: &str) -> Result<Prd, StartError> {
+pub(crate) fn check_prd(path: &str, text: &str) -> Result<Prd, StartError> {
     let checked = Prd::parse(text).and_then(|prd| {
         prd.validate()?;
         if prd.stories.is_empty() {
@@ -151,13 +151,13 @@ pub fn check_prd(path: &str, text: &str) -> Result<Prd, StartError> {
 
 /// The policy's `[gates] full` command verifies completion when the user
 /// gave no `--verify`.
-pub fn gate_used<'g>(args: &StartArgs, gate: Option<&'g FullGate>) -> Option<&'g FullGate> {
+pub(crate) fn gate_used<'g>(args: &StartArgs, gate: Option<&'g FullGate>) -> Option<&'g FullGate> {
     gate.filter(|_| args.verify.is_none())
 }
 
 /// Every check a new loop runs, as recorded at start: its `verify` (or
 /// the policy's gate) and each story's.
-pub fn checks_at_start(
+pub(crate) fn checks_at_start(
     args: &StartArgs,
     prd: Option<&Prd>,
     gate: Option<&FullGate>,
@@ -177,7 +177,7 @@ pub fn checks_at_start(
 }
 
 /// The user's pins: `--pin GLOB`s, then the PRD's `"pin"`.
-pub fn pin_globs(args: &StartArgs, prd_globs: &[String]) -> Vec<(&'static str, String)> {
+pub(crate) fn pin_globs(args: &StartArgs, prd_globs: &[String]) -> Vec<(&'static str, String)> {
     let flags = args.pin.iter().map(|g| (crate::pins::FROM_FLAG, g.clone()));
     let prd = prd_globs.iter().map(|g| (crate::pins::FROM_PRD, g.clone()));
     flags.chain(prd).collect()
@@ -185,7 +185,10 @@ pub fn pin_globs(args: &StartArgs, prd_globs: &[String]) -> Vec<(&'static str, S
 
 /// The model a cost budget is priced at: the session's `model`, which must
 /// be known and in the price table. `None` without `--max-cost`.
-pub fn cost_model(args: &StartArgs, model: Option<&str>) -> Result<Option<String>, StartError> {
+pub(crate) fn cost_model(
+    args: &StartArgs,
+    model: Option<&str>,
+) -> Result<Option<String>, StartError> {
     if args.max_cost.is_none() {
         return Ok(None);
     }
@@ -201,7 +204,7 @@ pub fn cost_model(args: &StartArgs, model: Option<&str>) -> Result<Option<String
 }
 
 /// The budgets of a new loop, nothing spent yet.
-pub fn budgets(args: &StartArgs, cost_model: Option<String>) -> Budgets {
+pub(crate) fn budgets(args: &StartArgs, cost_model: Option<String>) -> Budgets {
     Budgets {
         max_tokens: args.max_tokens,
         max_runtime_secs: args.max_runtime_secs,
@@ -214,7 +217,7 @@ pub fn budgets(args: &StartArgs, cost_model: Option<String>) -> Budgets {
 /// Who reviews the work of a new loop: `--review` names them; a
 /// `--review-cmd` alone is one reviewer, `custom`. The base commit is the
 /// caller's to read.
-pub fn review_config(args: &StartArgs) -> ReviewConfig {
+pub(crate) fn review_config(args: &StartArgs) -> ReviewConfig {
     let reviewers = match (&args.review, &args.review_cmd) {
         (Some(names), _) => names.clone(),
         (None, Some(_)) => vec![review::CUSTOM.to_string()],
@@ -231,7 +234,7 @@ pub fn review_config(args: &StartArgs) -> ReviewConfig {
 }
 
 /// The state of a new loop.
-pub fn new_state(
+pub(crate) fn new_state(
     args: &StartArgs,
     prompt: String,
     prd: Option<&Prd>,
@@ -289,7 +292,7 @@ pub fn new_state(
 
 /// The re-injection counter at start: the first story (`--parallel`: the
 /// first stories, as one key) counts as fed once.
-pub fn first_injection(prd: Option<&Prd>, parallel: u32) -> Option<Injected> {
+pub(crate) fn first_injection(prd: Option<&Prd>, parallel: u32) -> Option<Injected> {
     let prd = prd?;
     if parallel > 0 {
         let first = crate::parallel::pick(prd, &[], parallel);

@@ -17,7 +17,7 @@ use std::time::Duration;
 /// What a start tells the user: where and for whom it started, what it
 /// replaced, warnings, and the settings.
 #[derive(Debug, Clone, Copy)]
-pub struct StartReport<'a> {
+pub(crate) struct StartReport<'a> {
     pub root: &'a Path,
     pub session: &'a str,
     pub state: &'a LoopState,
@@ -29,7 +29,7 @@ pub struct StartReport<'a> {
 }
 
 impl StartReport<'_> {
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let state = self.state;
         let for_session = match self.session {
             "" => String::new(),
@@ -63,7 +63,7 @@ impl StartReport<'_> {
 }
 
 /// What a start did to the loop that was there before, if anything.
-pub fn prior_note(prior: &Prior) -> Option<String> {
+pub(crate) fn prior_note(prior: &Prior) -> Option<String> {
     Some(match prior {
         Prior::Fresh => return None,
         Prior::ReplacedOwn { iteration } => {
@@ -89,7 +89,7 @@ pub fn prior_note(prior: &Prior) -> Option<String> {
 
 /// Warnings to print with a start (e.g. a loop with no way to end but
 /// cancel). A budget bounds a loop as a cap does.
-pub fn warnings(state: &LoopState) -> Vec<String> {
+pub(crate) fn warnings(state: &LoopState) -> Vec<String> {
     let mut out = Vec::new();
     if state.max_iterations == 0 && !state.budgets.any() {
         let budget =
@@ -104,7 +104,7 @@ pub fn warnings(state: &LoopState) -> Vec<String> {
 
 /// The loop's budgets, one line ("" when it has none): what the user is
 /// shown at start, and the model is reminded of.
-pub fn budget_line(b: &Budgets) -> String {
+pub(crate) fn budget_line(b: &Budgets) -> String {
     let mut parts = Vec::new();
     if let Some(n) = b.max_tokens {
         parts.push(format!("{n} tokens (--max-tokens)"));
@@ -134,12 +134,12 @@ pub fn describe(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) ->
 }
 
 /// The prompt in one line of at most 160 characters, for the user's summary.
-pub fn prompt_preview(prompt: &str) -> String {
+pub(crate) fn prompt_preview(prompt: &str) -> String {
     one_line(prompt, 160)
 }
 
 /// The loop's settings: cap, promise, PRD progress (what the user is shown at start).
-pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
+pub(crate) fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "Iterations: {}\n",
@@ -213,7 +213,7 @@ pub fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
 }
 
 /// The task as the model starts on it: the prompt, or the first story's prompt.
-pub fn task(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) -> String {
+pub(crate) fn task(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) -> String {
     let mut out = String::new();
     if let (Some(prd), Some(file), true) = (prd, &state.prd_file, state.parallel > 0) {
         let stories = crate::parallel::pick(prd, &[], state.parallel);
@@ -268,7 +268,12 @@ pub fn task(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) -> Str
 /// that it is in a loop (`why`: what happened to the session, in words),
 /// the iteration, the settings (how to finish, the cap, budgets, checks),
 /// the rules, and the task or current story.
-pub fn reminder(state: &LoopState, prd: Option<&Prd>, why: &str, root: &std::path::Path) -> String {
+pub(crate) fn reminder(
+    state: &LoopState,
+    prd: Option<&Prd>,
+    why: &str,
+    root: &std::path::Path,
+) -> String {
     format!(
         "[Ralph loop reminder: {why}.] You are working in a Ralph loop, at iteration {}. Each time you end your turn, the Stop hook gives you the task again, until it is really done.\n{}Rules: work on the task below; never edit, move or delete the loop's files (.claude/ralph-loop.*) or fake progress; print the completion promise only when it is completely true, never to leave the loop; the user ends the loop with /cancel-ralph.\n{}",
         state.iteration_label(state.iteration),
@@ -278,7 +283,7 @@ pub fn reminder(state: &LoopState, prd: Option<&Prd>, why: &str, root: &std::pat
 }
 
 /// `show` with a loop running: the loop, as the model should start on it.
-pub fn show(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) -> String {
+pub(crate) fn show(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) -> String {
     format!(
         "A Ralph loop is active (iteration {}).\n{}",
         state.iteration_label(state.iteration),
@@ -287,7 +292,7 @@ pub fn show(state: &LoopState, prd: Option<&Prd>, root: &std::path::Path) -> Str
 }
 
 /// `show` with no loop: the start did not happen.
-pub fn show_none(root: &Path) -> String {
+pub(crate) fn show_none(root: &Path) -> String {
     format!(
         "ralph: no loop is active in {}: the start did not happen (see the message above; is the ralph plugin's UserPromptSubmit hook enabled?). Tell the user and stop.\n",
         root.display()
@@ -295,7 +300,7 @@ pub fn show_none(root: &Path) -> String {
 }
 
 /// `show` with a state file that cannot be used.
-pub fn show_corrupt(why: &dyn std::fmt::Display) -> String {
+pub(crate) fn show_corrupt(why: &dyn std::fmt::Display) -> String {
     format!("ralph: {STATE_FILE} is corrupt: {why}. Tell the user and stop.\n")
 }
 

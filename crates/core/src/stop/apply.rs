@@ -19,7 +19,7 @@ use crate::store::{self, StoreError};
 use crate::turn_tools;
 
 /// Write what the decision changes; the hook's answer.
-pub fn apply(
+pub(crate) fn apply(
     paths: &LoopPaths,
     inputs: &StopInputs,
     plan: &Plan,
@@ -217,7 +217,7 @@ fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> HookOutput {
 
 /// `--parallel`: the lanes of workers that no longer run go, with their
 /// worktrees, and the client's stray branches (what `gather` found).
-pub fn workers(paths: &LoopPaths, inputs: &StopInputs) {
+pub(crate) fn workers(paths: &LoopPaths, inputs: &StopInputs) {
     let (cleanup, iteration) = (&inputs.cleanup, inputs.state.iteration);
     crate::parallel::hooks::sync_lanes(paths, &cleanup.lanes, &inputs.session, iteration);
     if !cleanup.strays.is_empty() {
@@ -228,27 +228,23 @@ pub fn workers(paths: &LoopPaths, inputs: &StopInputs) {
 /// A duplicate Stop: the answer `again` (the last one, judged again),
 /// logged as a repeat; nothing else is written. After a yield the turn ends
 /// again (the user's message is still the next turn).
-pub fn repeat(
-    paths: &LoopPaths,
-    inputs: &StopInputs,
-    again: Decision,
-) -> Result<HookOutput, StoreError> {
+pub(crate) fn repeat(paths: &LoopPaths, inputs: &StopInputs, again: Decision) -> HookOutput {
     let state = &inputs.state;
     workers(paths, inputs);
     let code = Code::DuplicateStop.as_str();
     let entry = Entry::now(&inputs.session, state.iteration, Action::Repeat, code);
     let _ = log(paths, entry);
-    Ok(match again.next {
+    match again.next {
         Next::Feed { reason, .. } if !state.yielded => {
             super::next::feed(reason, text::repeated(&again.system_message))
         }
         _ => HookOutput::Nothing,
-    })
+    }
 }
 
 /// A queued `/ralph-status` or `/ralph-help` is answered in the Stop's
 /// message, once the decision is applied (so the status is current).
-pub fn answer_queued(paths: &LoopPaths, out: HookOutput, queue: &QueueAction) -> HookOutput {
+pub(crate) fn answer_queued(paths: &LoopPaths, out: HookOutput, queue: &QueueAction) -> HookOutput {
     let QueueAction::Answer { status, help } = queue else {
         return out;
     };
@@ -347,7 +343,7 @@ fn remove_sidecars(paths: &LoopPaths) {
 }
 
 /// A corrupt state file: stop the loop, keep the file aside, say which field.
-pub fn corrupt(
+pub(crate) fn corrupt(
     paths: &LoopPaths,
     session: &str,
     corrupt: &Corrupt,

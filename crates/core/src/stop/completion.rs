@@ -87,7 +87,7 @@ impl<'a> JudgedPrd<'a> {
     /// tree is the one it saw (`fingerprint`; without one it stands), and
     /// once the tree changed the story is reviewed again.
     #[must_use]
-    pub fn with_story_reviews(
+    pub(crate) fn with_story_reviews(
         self,
         reviews: &ReviewLog,
         fingerprint: Option<&str>,
@@ -128,7 +128,7 @@ impl<'a> JudgedPrd<'a> {
 /// hold it in an earlier text block. The turn read once written ends
 /// with that block already: it is not said twice (a fence opened in it
 /// would be closed by its copy); a turn read late adds nothing.
-pub fn said_this_turn(
+pub(crate) fn said_this_turn(
     state: &LoopState,
     last_message: Option<&str>,
     turn: Option<&Turn>,
@@ -146,7 +146,7 @@ pub fn said_this_turn(
 }
 
 /// The loop's completion promise is in what the assistant said.
-pub fn promise_kept(state: &LoopState, said: Option<&str>) -> bool {
+pub(crate) fn promise_kept(state: &LoopState, said: Option<&str>) -> bool {
     state
         .completion_promise
         .as_deref()
@@ -155,7 +155,7 @@ pub fn promise_kept(state: &LoopState, said: Option<&str>) -> bool {
 
 /// Does this Stop claim the work is done? Plain mode: the promise was kept.
 /// PRD mode: every story passes (as judged with its checks) and none vanished.
-pub fn claimed(
+pub(crate) fn claimed(
     state: &LoopState,
     said: Option<&str>,
     prd: Option<Result<&JudgedPrd, &PrdReadError>>,
@@ -186,7 +186,11 @@ pub struct Refusal {
 }
 
 /// Judge a claim with the loop's check (`loop_check`: its result on this tree).
-pub fn judge(state: &LoopState, claimed: bool, loop_check: Option<&CheckResult>) -> Completion {
+pub(crate) fn judge(
+    state: &LoopState,
+    claimed: bool,
+    loop_check: Option<&CheckResult>,
+) -> Completion {
     match (claimed, &state.verify, loop_check) {
         (false, _, _) => Completion::NotClaimed,
         (true, None, _) => Completion::Complete,

@@ -26,9 +26,10 @@
 
 use super::completion::{self, Completion, JudgedPrd, Refusal};
 use super::gather::StopInputs;
-pub use super::next::{Decision, Next, Then};
+pub(crate) use super::next::Decision;
+pub(crate) use super::next::{Next, Then};
 use super::plan::{Plan, ReviewStage};
-pub use super::workers::Workers;
+pub(crate) use super::workers::Workers;
 use crate::activity::Code;
 use crate::blocker::Blocker;
 use crate::budget::{Budget, Budgets};
@@ -43,7 +44,7 @@ use crate::verify::CheckResult;
 
 /// Everything the decision depends on.
 #[derive(Debug, Clone, Copy)]
-pub struct StopContext<'a> {
+pub(crate) struct StopContext<'a> {
     pub state: &'a LoopState,
     /// The assistant's text of this turn, as far as it could be seen.
     pub said: Option<&'a str>,
@@ -67,15 +68,15 @@ pub struct StopContext<'a> {
     /// `--parallel`: the stories whose worker still runs.
     pub in_flight: &'a [Option<String>],
     /// How busy the loop's workers are (`--fresh`, `--parallel`).
-    pub workers: Workers,
+    pub(crate) workers: Workers,
     /// The project root (the workers' tasks name the PRD by its path).
     pub root: &'a std::path::Path,
     /// Where the user reads the Stop's words (a session, or `ralph run`'s terminal).
-    pub reader: crate::hook_output::Reader,
+    pub(crate) reader: crate::hook_output::Reader,
 }
 
 impl<'a> StopContext<'a> {
-    pub fn new(inputs: &'a StopInputs, plan: &'a Plan<'a>) -> StopContext<'a> {
+    pub(crate) fn new(inputs: &'a StopInputs, plan: &'a Plan<'a>) -> StopContext<'a> {
         StopContext {
             state: &inputs.state,
             said: inputs.said.as_deref(),
@@ -100,7 +101,7 @@ impl<'a> StopContext<'a> {
 /// What a PRD loop feeds; the re-injection counter counts feeds of the
 /// same key in a row.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FeedKey {
+pub(crate) enum FeedKey {
     Story(String),
     /// The loop's final check failed while every story passes.
     FinalCheck,
@@ -116,7 +117,7 @@ pub enum FeedKey {
 
 impl FeedKey {
     /// As kept in the counter file: the story id, or a name in parentheses.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             FeedKey::Story(id) => id,
             FeedKey::FinalCheck => "(verify)",
@@ -130,7 +131,7 @@ impl FeedKey {
 
 /// How far a PRD's stories are, as the model is told with a feed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PrdProgress<'a> {
+pub(crate) struct PrdProgress<'a> {
     pub passing: usize,
     /// Stories in all, the vanished ones included.
     pub total: usize,
@@ -141,7 +142,7 @@ pub struct PrdProgress<'a> {
 
 /// What a Stop does, as data.
 #[derive(Debug, Clone)]
-pub enum Outcome<'a> {
+pub(crate) enum Outcome<'a> {
     /// The user queued this cancel command: the loop ends.
     CancelledByUser(&'a str),
     /// The user queued a message: the turn ends so the model gets it; the
@@ -199,7 +200,7 @@ pub enum Outcome<'a> {
 }
 
 impl Outcome<'_> {
-    pub fn code(&self) -> Code {
+    pub(crate) fn code(&self) -> Code {
         match self {
             Outcome::CancelledByUser(_) | Outcome::Cancelled => Code::Cancelled,
             Outcome::Yield => Code::UserMessage,
@@ -239,7 +240,7 @@ impl Outcome<'_> {
     }
 
     /// Whether the loop ends here.
-    pub fn ends(&self) -> bool {
+    pub(crate) fn ends(&self) -> bool {
         matches!(
             self,
             Outcome::CancelledByUser(_)
@@ -255,7 +256,7 @@ impl Outcome<'_> {
     }
 
     /// The story the log line is about.
-    pub fn story(&self) -> Option<String> {
+    pub(crate) fn story(&self) -> Option<String> {
         match self {
             Outcome::Story { story, .. } => Some(story.id.clone()),
             Outcome::Dispatch { stories, .. } => Some(crate::parallel::batch_names(stories)),
@@ -268,7 +269,7 @@ impl Outcome<'_> {
 
 /// The judgement of a Stop: what happens, and what it changes besides.
 #[derive(Debug, Clone)]
-pub struct Judgement<'a> {
+pub(crate) struct Judgement<'a> {
     pub outcome: Outcome<'a>,
     /// The new re-injection counter, to be written.
     pub injected: Option<Injected>,
@@ -276,12 +277,12 @@ pub struct Judgement<'a> {
     /// file is removed.
     pub remove_blocker: bool,
     /// Why a blocker was ignored, for the model.
-    pub ignored_blocker: Option<IgnoredBlocker>,
+    pub(crate) ignored_blocker: Option<IgnoredBlocker>,
 }
 
 /// Why `.ralph-blocker.md` did not pause the loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IgnoredBlocker {
+pub(crate) enum IgnoredBlocker {
     /// Only a PRD loop can be paused by a blocker.
     PlainMode,
     /// It names no story (`story_id:`), or one the PRD does not have.
@@ -289,7 +290,7 @@ pub enum IgnoredBlocker {
 }
 
 /// The rules, in their order (see the module's doc).
-pub fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
+pub(crate) fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
     if cx.workers == Workers::AllBusy {
         return alone(Outcome::WaitForWorkers);
     }

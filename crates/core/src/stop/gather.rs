@@ -37,7 +37,7 @@ pub enum Gathered {
 
 /// `--parallel`: what a Stop found left of workers, which its apply removes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WorkerCleanup {
+pub(crate) struct WorkerCleanup {
     /// The board against the running workers (see `parallel::hooks::LaneSync`).
     pub lanes: crate::parallel::hooks::LaneSync,
     /// Branches the client made for a worktree it then failed to make
@@ -88,7 +88,7 @@ pub struct StopInputs {
     pub usage: Vec<MessageUsage>,
     /// Where the user reads this Stop's words: `ralph run`'s terminal when
     /// the hook holds the run's pass, else the session.
-    pub reader: Reader,
+    pub(crate) reader: Reader,
     /// The transcript did not hold the turn when the wait's bound passed
     /// (how long it waited): the Stop decides on the client's words.
     pub transcript_late: Option<std::time::Duration>,
@@ -102,7 +102,7 @@ pub struct StopInputs {
     /// `--fresh`: a worker runs in the background (see `decide::Workers`).
     pub fresh_worker: bool,
     /// `--parallel`: what `apply` removes of workers gone.
-    pub cleanup: WorkerCleanup,
+    pub(crate) cleanup: WorkerCleanup,
     /// The project root.
     pub root: std::path::PathBuf,
     /// There is no state file yet: `text` is the project's file, adopted.
@@ -329,7 +329,7 @@ fn in_flight(paths: &LoopPaths, input: &HookInput, state: &LoopState) -> Vec<Opt
 // What is read, and when: the rules `gather` follows.
 
 /// Where the user reads this Stop's words.
-pub fn reader(paths: &LoopPaths) -> Reader {
+pub(crate) fn reader(paths: &LoopPaths) -> Reader {
     match crate::passes::run_session(paths) {
         Some(_) => Reader::Terminal,
         None => Reader::Session,
@@ -355,7 +355,7 @@ fn this_turn(turn: Turn, transcript: &Written) -> Turn {
 
 /// What this Stop does about the messages the user queued (see `queue`):
 /// those after the newest one an earlier Stop acted on (`queue_seen`).
-pub fn queue_action(state: &LoopState, queued: &[Queued]) -> QueueAction {
+pub(crate) fn queue_action(state: &LoopState, queued: &[Queued]) -> QueueAction {
     queued::action(queued, state.queue_seen.as_deref())
 }
 
@@ -400,7 +400,7 @@ pub fn turn_key(
 /// What the Stops before counted, when tokens are counted: from the second
 /// iteration on, the turn before's messages after the last one counted are
 /// counted too (its last message was usually not written yet at its Stop).
-pub fn counted_through(state: &LoopState) -> Option<CountedThrough<'_>> {
+pub(crate) fn counted_through(state: &LoopState) -> Option<CountedThrough<'_>> {
     let b = &state.budgets;
     (b.counts_tokens() && state.iteration > 1).then_some(CountedThrough(b.usage_seen.as_deref()))
 }
@@ -411,7 +411,7 @@ pub fn counted_through(state: &LoopState) -> Option<CountedThrough<'_>> {
 /// from its tools. At start, with no turn yet, `effect` is `Unknown`: the
 /// first Stop may need the tree to compare with.
 /// `guarded`: the turn was judged from the guard's record (`turn_tools`).
-pub fn wants_fingerprint(
+pub(crate) fn wants_fingerprint(
     state: &LoopState,
     prd: Option<&Prd>,
     effect: TurnEffect,

@@ -27,14 +27,14 @@
 //! reads the state afresh with their results.
 //! Does I/O: gather and apply, under the lock (the checks it hands back run in the binary).
 
-pub mod apply;
+pub(crate) mod apply;
 pub mod completion;
-pub mod decide;
+pub(crate) mod decide;
 pub mod gather;
-pub mod next;
+pub(crate) mod next;
 pub mod plan;
 pub mod text;
-pub mod workers;
+pub(crate) mod workers;
 
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
@@ -70,7 +70,7 @@ pub const MAX_ROUNDS: usize = 5;
 /// writes it before the hook starts. About nine times the slowest seen, and
 /// short beside a model's turn; a Stop that passes it is decided on the
 /// client's words and logged (`transcript_late_ms`).
-pub const TRANSCRIPT_BOUND: Duration = Duration::from_millis(1_000);
+pub(crate) const TRANSCRIPT_BOUND: Duration = Duration::from_millis(1_000);
 
 /// The Stop's transcript once it holds the turn the client says ended (its
 /// `last_assistant_message` as the newest text), or once the bound passed.
@@ -125,7 +125,7 @@ pub fn step(
     let mut plan = Plan::new(&inputs, ran);
     if plan.duplicate {
         let again = repeat_decision(&inputs, &plan);
-        return apply::repeat(paths, &inputs, again).map(Step::Done);
+        return Ok(Step::Done(apply::repeat(paths, &inputs, again)));
     }
     if let Some(jobs) = plan.jobs.take() {
         // Workers gone are cleaned up before the checks run, as at every round.
@@ -138,7 +138,7 @@ pub fn step(
 }
 
 /// Decide one Stop of a loop this session owns: judge, then word it.
-pub fn decision(cx: &StopContext) -> Decision {
+pub(crate) fn decision(cx: &StopContext) -> Decision {
     text::render(cx, decide::judge(cx))
 }
 

@@ -9,7 +9,7 @@ use crate::state::LoopState;
 
 /// What to do, and what to tell the model and the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Decision {
+pub(crate) struct Decision {
     pub code: Code,
     pub system_message: String,
     pub story: Option<String>,
@@ -18,7 +18,7 @@ pub struct Decision {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Keep the turn going and feed `reason` for `iteration` ([`feed`]).
     Feed {
         iteration: u64,
@@ -43,7 +43,7 @@ pub enum Next {
 /// What happens after a Stop, as decided from its outcome; `text` words
 /// it into a [`Next`] (the feed's text, the blocker's reason).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Then {
+pub(crate) enum Then {
     /// The loop goes on: the model is fed at `iteration`. `to_worker`: a
     /// `--fresh` feed other than a story's or a dispatch (which already are
     /// short dispatches): the main thread hands it to a worker as its task.
@@ -66,7 +66,7 @@ pub enum Then {
 
 impl Judgement<'_> {
     /// What happens next, for a loop in `state`.
-    pub fn then(&self, state: &LoopState) -> Then {
+    pub(crate) fn then(&self, state: &LoopState) -> Then {
         match &self.outcome {
             Outcome::Yield => Then::Yield,
             Outcome::CancelledByUser(_) => Then::Cancel,
@@ -90,6 +90,6 @@ impl Judgement<'_> {
 /// (`additionalContext`, from 2.1.328), else a block (`FeedForm`). Either
 /// way the turn goes on, and the client's cap of 8 continuations without a
 /// tool call is the same (docs/client-measurements.md).
-pub fn feed(reason: String, message: String) -> HookOutput {
+pub(crate) fn feed(reason: String, message: String) -> HookOutput {
     HookOutput::stop_feed(reason, message)
 }

@@ -103,17 +103,17 @@ pub struct Plan<'a> {
     /// Review rounds run so far, this Stop's included.
     pub review_rounds: u32,
     /// Where the review of a completion claim stands.
-    pub review: ReviewStage,
+    pub(crate) review: ReviewStage,
     /// PRD mode: the PRD as the loop judges it, or why it cannot be read.
     pub prd: Option<Result<JudgedPrd<'a>, &'a PrdReadError>>,
     pub completion: Completion,
     /// Checks to run first; the Stop is decided once they have run.
-    pub jobs: Option<Jobs>,
+    pub(crate) jobs: Option<Jobs>,
     /// A second Stop for the turn the last Stop answered (the same
     /// `turn_key`): it is answered again and nothing advances.
     pub duplicate: bool,
     /// How busy the loop's workers are: whether the Stop waits for them.
-    pub workers: Workers,
+    pub(crate) workers: Workers,
     /// The budgets with this turn's tokens and cost added.
     pub budgets: Budgets,
     /// Seconds since the loop started (`None` when its start is not known).
@@ -378,7 +378,7 @@ fn story_review_job(inputs: &StopInputs, awaiting: &[String]) -> ReviewJob {
 
 /// What the reviewers are told the loop was for: the task, or every story
 /// of the PRD with its acceptance criteria.
-pub fn brief(inputs: &StopInputs) -> Brief {
+pub(crate) fn brief(inputs: &StopInputs) -> Brief {
     let state = &inputs.state;
     let (task, acceptance_criteria) = match &inputs.prd {
         Some(Ok(prd)) => {
@@ -417,7 +417,7 @@ fn is_duplicate(inputs: &StopInputs) -> bool {
 impl Plan<'_> {
     /// The state as this Stop leaves it, at `iteration`: claimed, with the
     /// stall count and the tree it judged, the queue acted on.
-    pub fn state_after(&self, inputs: &StopInputs, iteration: u64) -> LoopState {
+    pub(crate) fn state_after(&self, inputs: &StopInputs, iteration: u64) -> LoopState {
         let state = &inputs.state;
         LoopState {
             iteration,
@@ -438,7 +438,7 @@ impl Plan<'_> {
 
     /// The state as a Stop that yields to the user leaves it: the same
     /// iteration and stall count, claimed, the queue acted on, `yielded`.
-    pub fn state_yielded(&self, inputs: &StopInputs) -> LoopState {
+    pub(crate) fn state_yielded(&self, inputs: &StopInputs) -> LoopState {
         let state = &inputs.state;
         LoopState {
             session_id: if self.claims {
@@ -479,7 +479,7 @@ fn reusable_loop_check<'l>(
 /// has no result yet, or when its last result failed on another tree. A
 /// passing result is reused, except when every story claims to pass (a
 /// completion claim) and the tree changed since: then it is run again.
-pub fn stories_to_check(
+pub(crate) fn stories_to_check(
     prd: &Prd,
     log: &VerifyLog,
     fingerprint: Option<&str>,

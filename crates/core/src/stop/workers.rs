@@ -7,7 +7,7 @@ use crate::state::LoopState;
 /// for them. `plan` works it out, `judge` follows it (its first rule, or
 /// when no other story can go out), and `apply` carries out the wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Workers {
+pub(crate) enum Workers {
     /// No worker runs (or the loop has none).
     Idle,
     /// `--parallel`: workers run and places are free: the rules decide; the
@@ -24,7 +24,11 @@ pub enum Workers {
 impl Workers {
     /// From the running workers: `in_flight` (`--parallel`), `fresh_worker`
     /// (a `--fresh` worker runs).
-    pub fn of(state: &LoopState, in_flight: &[Option<String>], fresh_worker: bool) -> Workers {
+    pub(crate) fn of(
+        state: &LoopState,
+        in_flight: &[Option<String>],
+        fresh_worker: bool,
+    ) -> Workers {
         let all_busy = if state.parallel > 0 {
             in_flight.len() >= state.parallel as usize
         } else {

@@ -533,7 +533,7 @@ fn blocks(content: Option<&Value>) -> impl Iterator<Item = &Value> {
 
 /// Where Claude Code (2.1.328) keeps a subagent's own transcript: beside the
 /// session's, `<session>/subagents/agent-<id>.jsonl`.
-pub fn subagent_transcript(
+pub(crate) fn subagent_transcript(
     session_transcript: &Path,
     agent_id: &str,
 ) -> Option<std::path::PathBuf> {
@@ -542,7 +542,8 @@ pub fn subagent_transcript(
 }
 
 mod wait;
-pub use wait::{Arrival, Awaited, Written, written};
+pub use wait::written;
+pub use wait::{Awaited, Written};
 
 #[cfg(test)]
 mod tests;

@@ -33,7 +33,7 @@ pub enum Awaited<'a> {
 
 /// How the transcript came to be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arrival {
+pub(crate) enum Arrival {
     /// It held what was awaited at the first look.
     AtOnce,
     /// It came while the wait lasted, after this long.
@@ -50,7 +50,7 @@ pub enum Arrival {
 #[derive(Debug)]
 pub struct Written {
     file: Option<(File, u64)>,
-    pub arrival: Arrival,
+    pub(crate) arrival: Arrival,
 }
 
 /// Wait until the transcript at `path` holds what is `awaited`, for at most
@@ -169,7 +169,7 @@ impl Written {
     }
 
     /// The bound passed before the transcript held what was awaited.
-    pub fn is_late(&self) -> bool {
+    pub(crate) fn is_late(&self) -> bool {
         matches!(self.arrival, Arrival::Late(_))
     }
 
@@ -201,7 +201,7 @@ impl Written {
 
     /// The model of the latest assistant message, looking at most at the
     /// last `max_bytes`.
-    pub fn last_model(&self, max_bytes: u64) -> Option<String> {
+    pub(crate) fn last_model(&self, max_bytes: u64) -> Option<String> {
         let (file, len) = self.file.as_ref()?;
         super::last_model_of(file, *len, max_bytes)
     }

@@ -26,8 +26,9 @@ use crate::shell::{self, Segment};
 use effects::{Effect, effects, find_effect};
 use matching::{Checker, classify, classify_except, classify_find, classify_into, excluded};
 use scope::Scope;
+pub use wrappers::Invocation;
 use wrappers::is_shell;
-pub use wrappers::{Invocation, unwrap};
+pub use wrappers::unwrap;
 pub(crate) use wrappers::{Unwrapped, unwrap_full};
 pub(crate) use writes::{Writes, bash_writes};
 

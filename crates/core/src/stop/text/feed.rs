@@ -121,7 +121,7 @@ fn dispatch_feed(cx: &StopContext, stories: &[&Story], standing: &PrdProgress) -
 }
 
 /// `--parallel`: the turn ends while workers run; where the stories stand.
-pub fn waiting_for_workers(
+pub(crate) fn waiting_for_workers(
     in_flight: &[Option<String>],
     board: &crate::parallel::Board,
     passing: &str,
@@ -276,7 +276,7 @@ fn preface(state: &LoopState, standing: &PrdProgress) -> String {
 }
 
 /// The prompt that feeds one story (also shown when a PRD loop starts).
-pub fn story_prompt(
+pub(crate) fn story_prompt(
     prd_name: &str,
     story: &Story,
     progress: &str,

@@ -19,7 +19,7 @@ use crate::state::LoopState;
 mod feed;
 
 use feed::feeding;
-pub use feed::{story_prompt, waiting_for_workers};
+pub(crate) use feed::{story_prompt, waiting_for_workers};
 
 /// Shown when the Stop hook panics.
 pub const INTERNAL_ERROR: &str = "ralph: the Stop hook hit an internal error (a bug: please report it); this stop is allowed and the loop state was left as it was.";
@@ -50,7 +50,7 @@ pub fn file_failed(e: &dyn std::fmt::Display) -> String {
 /// A corrupt state file, kept aside as `kept`.
 /// Told to the model when the project's copy of the loop's state was changed
 /// (by the agent, as far as ralph can tell): it was put back.
-pub fn tampered(mirror: Mirror) -> String {
+pub(crate) fn tampered(mirror: Mirror) -> String {
     let what = match mirror {
         Mirror::Missing => "was deleted",
         Mirror::Unsafe => {
@@ -63,7 +63,7 @@ pub fn tampered(mirror: Mirror) -> String {
     )
 }
 
-pub fn corrupt(iteration: u64, why: &str, kept: &str) -> String {
+pub(crate) fn corrupt(iteration: u64, why: &str, kept: &str) -> String {
     let at = if iteration > 0 {
         format!(" at iteration {iteration}")
     } else {
@@ -75,17 +75,17 @@ pub fn corrupt(iteration: u64, why: &str, kept: &str) -> String {
 }
 
 /// The answer to a Stop delivered twice for one turn: the same as the first.
-pub fn repeated(message: &str) -> String {
+pub(crate) fn repeated(message: &str) -> String {
     format!("{message} (this Stop came twice for one turn: answered again, not counted)")
 }
 
 /// The loop goes on after a pause on an API error.
-pub fn resumed(pause: &Pause, message: &str) -> String {
+pub(crate) fn resumed(pause: &Pause, message: &str) -> String {
     format!("{}\n{message}", control::resumed(pause))
 }
 
 /// Word a judgement: what happens next is the judgement's (`Judgement::then`).
-pub fn render(cx: &StopContext, j: Judgement) -> Decision {
+pub(crate) fn render(cx: &StopContext, j: Judgement) -> Decision {
     let state = cx.state;
     let code = j.outcome.code();
     let story = j.outcome.story();
@@ -282,7 +282,7 @@ fn waiting_for_user(state: &LoopState, why: &str, reader: Reader) -> String {
 }
 
 /// Why a blocker did not pause the loop, for the model.
-pub fn blocker_ignored(ignored: &IgnoredBlocker) -> String {
+pub(crate) fn blocker_ignored(ignored: &IgnoredBlocker) -> String {
     let why = match ignored {
         IgnoredBlocker::PlainMode => "a blocker pauses only a PRD loop".to_string(),
         IgnoredBlocker::NoSuchStory(id) if id.is_empty() => {
