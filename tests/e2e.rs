@@ -462,29 +462,46 @@ fn bin_dir() -> PathBuf {
 }
 
 /// The environment of every client run: nothing of the machine leaks in.
+/// A new user's has no RALPH_BIN_DIR and no cargo: the plugin downloads
+/// the release it is served.
 fn client_env(sandbox: &Sandbox, port: u16, api_key: &str) -> Vec<(String, String)> {
-    let path = std::env::var("PATH").unwrap_or_default();
     if let Some(installed) = &sandbox.new_user {
-        return newuser::client_env(installed, &sandbox.home, port, api_key);
+        return installed.env(&sandbox.home, port, api_key);
     }
     // The client the hooks start for `--review` (a user's is on PATH).
     let reviewer_client = claude_bin()
         .map(|c| c.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let more = [
+        ("RALPH_BIN_DIR", bin_dir().to_string_lossy().into_owned()),
+        ("RALPH_CLAUDE", reviewer_client),
+    ];
+    env_of(&path, &sandbox.home, port, api_key, more)
+}
+
+/// A client's whole environment: `path`, `home`, the scripted model at
+/// `port`, and `more`.
+fn env_of(
+    path: &str,
+    home: &Path,
+    port: u16,
+    api_key: &str,
+    more: impl IntoIterator<Item = (&'static str, String)>,
+) -> Vec<(String, String)> {
     [
-        ("PATH", path.as_str()),
-        ("HOME", &sandbox.home.to_string_lossy()),
-        ("LANG", "C.UTF-8"),
-        ("IS_SANDBOX", "1"),
-        ("ANTHROPIC_BASE_URL", &format!("http://127.0.0.1:{port}")),
-        ("ANTHROPIC_API_KEY", api_key),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-        ("DISABLE_AUTOUPDATER", "1"),
-        ("RALPH_BIN_DIR", &bin_dir().to_string_lossy()),
-        ("RALPH_CLAUDE", &reviewer_client),
+        ("PATH", path.to_string()),
+        ("HOME", home.to_string_lossy().into_owned()),
+        ("LANG", "C.UTF-8".into()),
+        ("IS_SANDBOX", "1".into()),
+        ("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}")),
+        ("ANTHROPIC_API_KEY", api_key.into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        ("DISABLE_AUTOUPDATER", "1".into()),
     ]
     .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .chain(more)
+    .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
 

@@ -4,7 +4,7 @@
 
 use ralph_core::activity::{self, Action, Entry};
 use ralph_core::paths::LoopPaths;
-use ralph_core::paths::StateFile;
+use ralph_core::state_file::StateFile;
 use ralph_core::store::{self, LOCK_WAIT, LoopLock};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// Whether the loop of `session` is still there (not cancelled, not replaced).
 pub(crate) fn loop_is_ours(paths: &LoopPaths, session: &str) -> bool {
-    match paths.read_state() {
+    match ralph_core::state_file::read(paths) {
         StateFile::Loop { state, .. } => state.session_id == session,
         // A corrupt file is the Stop hook's to report.
         StateFile::Corrupt { .. } | StateFile::Unreadable(_) => true,
@@ -31,13 +31,13 @@ pub(crate) fn end_loop(
     message: &str,
 ) -> Result<bool, String> {
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT).map_err(|e| e.to_string())?;
-    let StateFile::Loop { state, .. } = paths.read_state() else {
+    let StateFile::Loop { state, .. } = ralph_core::state_file::read(paths) else {
         return Ok(false);
     };
     if state.session_id != session {
         return Ok(false);
     }
-    paths.remove_state().map_err(|e| e.to_string())?;
+    ralph_core::state_file::remove(paths).map_err(|e| e.to_string())?;
     let _ = store::remove_if_present(&paths.last_injected);
     let entry = Entry::now(session, state.iteration, decision, reason).with_message(Some(message));
     let _ = activity::append(&paths.log, &entry);

@@ -15,7 +15,6 @@ mod prepare;
 mod run_files;
 mod runner;
 mod signals;
-mod start;
 mod story;
 mod terminal;
 mod wave;
@@ -28,6 +27,7 @@ use ralph_core::run::end::EXIT_USAGE;
 use ralph_core::run::failure::Pacing;
 use ralph_core::run::rotation::Thresholds;
 use ralph_core::run::units::{parse_duration, parse_tokens};
+use ralph_core::start::commands;
 use ralph_core::store;
 use std::path::Path;
 use std::process::ExitCode;
@@ -207,7 +207,11 @@ fn start(paths: &LoopPaths, session: Option<String>, argv: &[String]) -> ExitCod
         Ok(a) => a,
         Err(e) => return usage_error(&e.to_string()),
     };
-    match start::start(paths, &session, &a, None) {
+    let starter = commands::Starter {
+        session: &session,
+        ..commands::Starter::default()
+    };
+    match commands::start(paths, &a, &starter, ralph_policy::gather::full_gate) {
         Ok(started) => {
             print!("{}{}", started.summary, started.task);
             ExitCode::SUCCESS
@@ -223,7 +227,9 @@ fn report(paths: &LoopPaths, html: Option<&Path>) -> ExitCode {
         .ok()
         .flatten()
         .unwrap_or_default();
-    let Some(r) = ralph_core::loop_report::Report::of_log(&log, paths.read_verify_log()) else {
+    let Some(r) =
+        ralph_core::loop_report::Report::of_log(&log, ralph_core::verify::read_log(&paths.verify))
+    else {
         println!(
             "No Ralph loop has run here yet ({} is empty).",
             paths.log.display()

@@ -87,8 +87,14 @@ fn start_loop(
     claude: &str,
 ) -> Result<String, String> {
     let a = ralph_core::args::parse_argv(args).map_err(|e| e.to_string())?;
+    let starter = ralph_core::start::commands::Starter {
+        session,
+        transcript: None,
+        claude: Some(claude),
+    };
     let started =
-        crate::start::start(paths, session, &a, Some(claude)).map_err(|e| e.to_string())?;
+        ralph_core::start::commands::start(paths, &a, &starter, ralph_policy::gather::full_gate)
+            .map_err(|e| e.to_string())?;
     let summary = started.summary.split("\n\n").next().unwrap_or("");
     Ok(summary.trim_end().to_string())
 }

@@ -15,7 +15,6 @@ use crate::terminal::Out;
 use crate::{loop_files, run_files, signals};
 use ralph_core::activity::Action;
 use ralph_core::passes::{PASS_ENV, Pass, Purpose};
-use ralph_core::paths::StateFile;
 use ralph_core::paths::{LoopPaths, project_root_from_env};
 use ralph_core::run::display::{self, Style, Summary, Tone};
 use ralph_core::run::end::{
@@ -27,6 +26,7 @@ use ralph_core::run::handoff::{self, HANDOFF_FILE, RunnerNotes};
 use ralph_core::run::tokens::human;
 use ralph_core::run::units::human_duration;
 use ralph_core::state::LoopState;
+use ralph_core::state_file::StateFile;
 use ralph_core::{clock, start, store};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -124,7 +124,7 @@ impl Run<'_> {
             None => return self.halted(Halt::Cancelled, 0),
         };
         loop {
-            let state = match self.paths.read_state() {
+            let state = match ralph_core::state_file::read(&self.paths) {
                 StateFile::Loop { state: s, .. } if s.session_id == self.setup.session => s,
                 _ => return self.halted(Halt::Cancelled, self.iterations),
             };
@@ -182,7 +182,7 @@ impl Run<'_> {
     /// The first iteration's prompt: what the in-session loop shows the
     /// model at its start (settings and task, or the first story).
     fn first_prompt(&self) -> Option<String> {
-        match self.paths.read_state() {
+        match ralph_core::state_file::read(&self.paths) {
             StateFile::Loop { state, .. } if state.session_id == self.setup.session => {
                 let prd = self.prd(&state);
                 Some(start::text::describe(
@@ -199,14 +199,14 @@ impl Run<'_> {
         state
             .prd_file
             .as_deref()
-            .and_then(|f| self.paths.read_prd(f).ok())
+            .and_then(|f| ralph_core::prd::read(&self.paths.root, f).ok())
     }
 
     /// The PRD as the Stop hook judges it: a story whose check failed on
     /// the current tree does not pass, whatever the file says.
     fn judged_prd(&self, state: &LoopState) -> Option<ralph_core::prd::Prd> {
         let prd = self.prd(state)?;
-        let log = self.paths.read_verify_log().unwrap_or_default();
+        let log = ralph_core::verify::read_log(&self.paths.verify).unwrap_or_default();
         let judged = ralph_core::stop::completion::JudgedPrd::new(&prd, state, &log);
         Some(judged.prd.into_owned())
     }
@@ -442,7 +442,7 @@ impl Run<'_> {
         if existing.is_none() && ran.rotated.is_none() {
             return;
         }
-        let after = match self.paths.read_state() {
+        let after = match ralph_core::state_file::read(&self.paths) {
             StateFile::Loop { state: s, .. } => s,
             _ => return,
         };
@@ -470,7 +470,7 @@ impl Run<'_> {
             .max_by(|a, b| a.1.time.cmp(&b.1.time))?;
         let (who, r) = latest;
         // The timeout the check ran under, for "timed out after N s".
-        let timeout = match self.paths.read_state() {
+        let timeout = match ralph_core::state_file::read(&self.paths) {
             StateFile::Loop { state, .. } => state.verify_timeout,
             _ => ralph_core::verify::DEFAULT_TIMEOUT_SECS,
         };
@@ -516,7 +516,7 @@ impl Run<'_> {
     }
 
     fn cancelled_message(&self, iteration: u64) -> String {
-        if let StateFile::Loop { state, .. } = self.paths.read_state() {
+        if let StateFile::Loop { state, .. } = ralph_core::state_file::read(&self.paths) {
             return format!(
                 "🛑 Session {} took over this project's loop; this run stopped at iteration {iteration}.",
                 state.session_id

@@ -198,7 +198,7 @@ impl Ran {
 
 /// The story check's last run in the loop's folder, if it is still there.
 fn check_tail(root: &Path, story: &str) -> Option<CheckTail> {
-    let log = LoopPaths::new(root).read_verify_log()?;
+    let log = ralph_core::verify::read_log(&LoopPaths::new(root).verify)?;
     let r = log.stories.get(story)?;
     Some(CheckTail {
         command: r.command.clone(),

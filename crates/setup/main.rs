@@ -266,28 +266,18 @@ fn start_from_prompt(paths: &LoopPaths, input: &HookInput, raw: &str) -> HookOut
     }
 }
 
-/// Start a loop, with the policy's `[gates] full` row as the default check
-/// and, for a cost budget, the session's model (from its transcript).
+/// Start a loop for the session that typed `/ralph-loop` (its transcript
+/// tells the model, for a cost budget).
 fn start(
     paths: &LoopPaths,
     a: &StartArgs,
     session: &str,
     transcript: Option<&str>,
 ) -> Result<Started, StartError> {
-    let gate = a
-        .verify
-        .is_none()
-        .then(|| ralph_policy::gather::full_gate(&paths.root))
-        .flatten();
-    let model = a.max_cost.and_then(|_| {
-        let transcript = transcript.filter(|t| !t.is_empty()).map(Path::new);
-        commands::session_model(transcript, &paths.root)
-    });
     let starter = commands::Starter {
         session,
-        gate,
-        model,
+        transcript: transcript.filter(|t| !t.is_empty()).map(Path::new),
         claude: None,
     };
-    commands::start(paths, a, starter)
+    commands::start(paths, a, &starter, ralph_policy::gather::full_gate)
 }

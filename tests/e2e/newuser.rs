@@ -25,6 +25,15 @@ pub(crate) struct Installed {
     path: String,
 }
 
+impl Installed {
+    /// A new user's client environment: no RALPH_BIN_DIR, no cargo; the
+    /// release at the loopback server.
+    pub(crate) fn env(&self, home: &Path, port: u16, api_key: &str) -> Vec<(String, String)> {
+        let more = [("RALPH_RELEASE_URL", self.release_url.clone())];
+        super::env_of(&self.path, home, port, api_key, more)
+    }
+}
+
 /// Cargo.toml's version (the one the launcher and the archives use).
 fn version() -> String {
     let text = fs::read_to_string(Path::new(CHECKOUT).join("Cargo.toml")).unwrap_or_default();
@@ -175,29 +184,6 @@ fn serve(dir: PathBuf) -> Result<(u16, Served), String> {
     Ok((port, served))
 }
 
-/// The environment of a new user's client: no RALPH_BIN_DIR, no cargo.
-pub(crate) fn client_env(
-    installed: &Installed,
-    home: &Path,
-    port: u16,
-    api_key: &str,
-) -> Vec<(String, String)> {
-    [
-        ("PATH", installed.path.as_str()),
-        ("HOME", &home.to_string_lossy()),
-        ("LANG", "C.UTF-8"),
-        ("IS_SANDBOX", "1"),
-        ("ANTHROPIC_BASE_URL", &format!("http://127.0.0.1:{port}")),
-        ("ANTHROPIC_API_KEY", api_key),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-        ("DISABLE_AUTOUPDATER", "1"),
-        ("RALPH_RELEASE_URL", &installed.release_url),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
-}
-
 /// Sets up the release server and installs the plugin in `home`.
 pub(crate) fn install(
     claude: &Path,
@@ -237,7 +223,7 @@ pub(crate) fn install(
     };
     let repo = root.join("ralph-repo");
     plugin_repo(&repo)?;
-    let env = client_env(&installed, home, 9, "x");
+    let env = installed.env(home, 9, "x");
     let claude_cmd = |args: &[&str]| {
         let mut cmd = Command::new(claude);
         cmd.env_clear()

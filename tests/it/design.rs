@@ -663,10 +663,6 @@ const SAME_JOB: &[(&str, &str)] = &[
     ),
     ("run", "`ralph run`: its argv (args) and its rules (run/)"),
     (
-        "start",
-        "starting a loop: its rules (core) and `ralph start` (crates/ralph)",
-    ),
-    (
         "statusline",
         "the status line: its rules (core) and its entry (ralph-setup)",
     ),
@@ -853,6 +849,7 @@ const CARRIED: &[&str] = &[
     "BudgetStatus",
     "Budgets",
     "CachedRead",
+    "FullGateOf",
     "ChangedFile",
     "CheckResult",
     "ConfigRead",

@@ -9,22 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// The test's own git (never through the logging shim).
-fn git(dir: &Path, home: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", home)
-        .env_remove("XDG_CONFIG_HOME")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@x")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@x")
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
-
 fn chmod_x(p: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -80,7 +64,7 @@ impl Bench {
         chmod_x(&bin.join("git"));
         // The repository's own config includes the (empty) `inc.cfg`.
         std::fs::write(home.join("inc.cfg"), "").unwrap();
-        git(
+        git_at_home(
             &p.root,
             &home,
             &[
@@ -94,8 +78,8 @@ impl Bench {
         // compare it (a size change would tell it without the filter).
         p.write("a.txt", "turn 0\n");
         p.write(".gitignore", ".claude/\n");
-        git(&p.root, &home, &["add", "-A"]);
-        git(&p.root, &home, &["commit", "-qm", "base"]);
+        git_at_home(&p.root, &home, &["add", "-A"]);
+        git_at_home(&p.root, &home, &["commit", "-qm", "base"]);
         let path_env = format!(
             "{}:{}",
             bin.display(),

@@ -67,6 +67,22 @@ pub(crate) fn worker(p: &Project, agent: &str, story: &str) -> PathBuf {
     tree
 }
 
+/// The main thread's Stop while worker `agent` still works on `story`.
+pub(crate) fn main_stop_while_running(
+    p: &Project,
+    said: &str,
+    agent: &str,
+    story: &str,
+) -> Option<Value> {
+    let stop = json!({
+        "session_id": "s1", "cwd": p.root, "hook_event_name": "Stop",
+        "stop_hook_active": false, "last_assistant_message": said,
+        "background_tasks": [{"id": agent, "type": "subagent", "status": "running",
+                              "description": format!("story {story}"), "agent_type": WORKER}],
+    });
+    run_json(STOP, &[], &p.root, &stop.to_string())
+}
+
 fn worker_stop(p: &Project, agent: &str, tree: &Path, said: &str) -> Option<Value> {
     let v = json!({
         "session_id": "s1", "cwd": tree, "hook_event_name": "SubagentStop",
@@ -367,13 +383,7 @@ fn a_stop_removes_the_worktree_of_a_worker_that_no_longer_runs() {
     let dead = worker(&p, "g1", "US-1");
     let alive = worker(&p, "g2", "US-2");
     // The client was killed while g1 worked; `--continue` goes on, g2 runs.
-    let stop = json!({
-        "session_id": "s1", "cwd": p.root, "hook_event_name": "Stop",
-        "stop_hook_active": false, "last_assistant_message": "Resumed.",
-        "background_tasks": [{"id": "g2", "type": "subagent", "status": "running",
-                              "description": "story US-2", "agent_type": WORKER}],
-    });
-    let out = run_json(STOP, &[], &p.root, &stop.to_string());
+    let out = main_stop_while_running(&p, "Resumed.", "g2", "US-2");
     // US-1 goes out again at once (one place is free).
     assert!(
         reason(out.as_ref()).contains("description \"story US-1\""),

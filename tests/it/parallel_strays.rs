@@ -2,10 +2,9 @@
 //! worker's worktree (two `git worktree add` at once, under load: scenario
 //! 65b) is removed at the next Stop; every other branch stays.
 
-use serde_json::json;
 use std::process::Command;
 
-use crate::parallel::{WORKER, branches, logged, parallel_loop, worker};
+use crate::parallel::{branches, logged, main_stop_while_running, parallel_loop, worker};
 use crate::support::*;
 
 #[test]
@@ -27,13 +26,7 @@ fn a_stop_removes_the_branch_of_a_worktree_the_client_failed_to_make() {
     git(&p.root, &["commit", "-q", "--allow-empty", "-m", "work"]);
     git(&p.root, &["branch", "-f", "worktree-agent-work", "HEAD"]);
     git(&p.root, &["reset", "-q", "--hard", "HEAD~1"]);
-    let stop = json!({
-        "session_id": "s1", "cwd": p.root, "hook_event_name": "Stop",
-        "stop_hook_active": false, "last_assistant_message": "Noted.",
-        "background_tasks": [{"id": "g2", "type": "subagent", "status": "running",
-                              "description": "story US-2", "agent_type": WORKER}],
-    });
-    let out = run_json(STOP, &[], &p.root, &stop.to_string());
+    let out = main_stop_while_running(&p, "Noted.", "g2", "US-2");
     // US-1 goes out again (the failed call's story), as before.
     assert!(
         reason(out.as_ref()).contains("description \"story US-1\""),

@@ -622,7 +622,18 @@ pub(crate) fn exits_within(mut cmd: Command, stdin: Stdin<'_>, secs: u64) -> (bo
 /// `git ARGS` in `dir` with a fixed identity (tests make commits in fresh
 /// repositories); its stdout, or the test fails with git's stderr.
 pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
+    run_git(Command::new("git"), dir, args)
+}
+
+/// [`git`] with `home` as HOME (its own global configuration).
+pub(crate) fn git_at_home(dir: &Path, home: &Path, args: &[&str]) -> String {
+    let mut cmd = Command::new("git");
+    cmd.env("HOME", home).env_remove("XDG_CONFIG_HOME");
+    run_git(cmd, dir, args)
+}
+
+fn run_git(mut cmd: Command, dir: &Path, args: &[&str]) -> String {
+    let out = cmd
         .args(args)
         .current_dir(dir)
         .env("GIT_AUTHOR_NAME", "t")

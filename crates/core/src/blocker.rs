@@ -1,7 +1,7 @@
 //! `.ralph-blocker.md`: the agent's way to say "I cannot go on". Frontmatter
 //! `story_id:` names the story; the body explains. It halts the loop, and is
 //! removed automatically once that story passes.
-//! Pure.
+//! Pure, but for [`read`] (the file, when the agent wrote one).
 
 use crate::frontmatter;
 
@@ -39,6 +39,11 @@ impl Blocker {
         }
         Blocker { story_id, summary }
     }
+}
+
+/// The agent's blocker at `path`, if it wrote one.
+pub(crate) fn read(path: &std::path::Path) -> Option<Blocker> {
+    crate::store::read_hint(path).map(|t| Blocker::parse(&t))
 }
 
 #[cfg(test)]

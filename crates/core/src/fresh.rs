@@ -1,7 +1,7 @@
 //! `--fresh`: each story (or each iteration of a plain task) is worked by a
 //! `ralph:ralph-worker` subagent with a fresh context, so the main thread's
 //! conversation grows by a dispatch and a report per story, not by the work.
-//! Pure: what the main thread is told, when a Stop waits for a worker in
+//! Pure, but for [`read_worker`] and [`write_worker`] (the worker's record): what the main thread is told, when a Stop waits for a worker in
 //! flight, and how a worker's own stop (`SubagentStop`) is judged. The
 //! reads and writes are in `fresh_stop` (the hook) and the guard.
 
@@ -223,6 +223,22 @@ pub struct WorkerRecord {
     pub blocked: u32,
     /// `WorkerVerdict::as_str` of its last stop.
     pub outcome: String,
+}
+
+/// `--fresh`: the last worker's run recorded at `path`, if one was (a small
+/// file; an unreadable one reads as none).
+pub(crate) fn read_worker(path: &std::path::Path) -> Option<WorkerRecord> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Record the last worker's run at `path` (atomically: status may read it).
+pub(crate) fn write_worker(
+    path: &std::path::Path,
+    record: &WorkerRecord,
+) -> Result<(), crate::store::StoreError> {
+    let text = serde_json::to_string(record).unwrap_or_default();
+    crate::store::atomic_write(path, text.as_bytes())
 }
 
 #[cfg(test)]

@@ -11,8 +11,9 @@ use crate::activity::{self, Action, Entry};
 use crate::fresh::{self, WorkerRecord, WorkerVerdict};
 use crate::hook_input::HookInput;
 use crate::hook_output::{FeedHook, HookOutput};
-use crate::paths::{LoopPaths, StateFile};
+use crate::paths::LoopPaths;
 use crate::state::{LoopState, owns};
+use crate::state_file::StateFile;
 use crate::store::StoreError;
 use crate::verify::CheckResult;
 use std::time::Duration;
@@ -85,23 +86,23 @@ pub(crate) fn gather(paths: &LoopPaths, input: &HookInput) -> Option<WorkerInput
     if !fresh::from_worker(input) {
         return None;
     }
-    let StateFile::Loop { state, .. } = paths.read_state() else {
+    let StateFile::Loop { state, .. } = crate::state_file::read(paths) else {
         return None;
     };
     if !state.active || !state.fresh || !owns(&state.session_id, input.session()) {
         return None;
     }
     let agent_id = input.agent_id.clone().unwrap_or_default();
-    let previous = paths.read_worker().filter(|r| r.agent_id == agent_id);
+    let previous = crate::fresh::read_worker(&paths.worker).filter(|r| r.agent_id == agent_id);
     // The story this worker was handed: the one the loop fed last.
     let story_id = state
         .prd_file
         .as_ref()
-        .and_then(|_| paths.read_last_injected())
+        .and_then(|_| crate::reinject::read(&paths.last_injected))
         .map(|i| i.story_id);
     let story = match (&state.prd_file, story_id) {
         (Some(file), Some(id)) => {
-            let prd = paths.read_prd(file).ok()?;
+            let prd = crate::prd::read(&paths.root, file).ok()?;
             let story = prd
                 .with_recorded_checks(&state.story_checks)
                 .story(&id)?
@@ -168,7 +169,7 @@ pub(crate) fn apply(
     record: &WorkerRecord,
 ) -> HookOutput {
     let state = &inputs.state;
-    let saved = paths.write_worker(record);
+    let saved = crate::fresh::write_worker(&paths.worker, record);
     let entry = Entry::now(
         session,
         state.iteration,

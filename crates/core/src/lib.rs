@@ -54,6 +54,7 @@ pub mod run;
 pub mod seal;
 pub mod start;
 pub mod state;
+pub mod state_file;
 pub mod statusline;
 pub mod statusline_install;
 pub mod stop;

@@ -223,8 +223,8 @@ impl Pending {
         if crate::passes::run_session(paths).is_some() {
             return None;
         }
-        let own = match paths.read_state() {
-            crate::paths::StateFile::Loop { state, .. } => state.notify,
+        let own = match crate::state_file::read(paths) {
+            crate::state_file::StateFile::Loop { state, .. } => state.notify,
             _ => None,
         };
         Pending::for_loop(paths, own.as_deref())

@@ -2,7 +2,7 @@
 //!
 //! Reads snarktank's shape (`userStories`, `acceptanceCriteria`, `priority`,
 //! `passes`) and the common variants (`stories`, `acceptance_criteria`,
-//! `depends_on` / `dependsOn` / `dependencies`). Pure: callers pass the text.
+//! `depends_on` / `dependsOn` / `dependencies`). Pure but for [`read`], the file the loop names.
 
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -486,6 +486,21 @@ fn display(v: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
+}
+
+/// Why the loop's PRD cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PrdReadError {
+    #[error(transparent)]
+    File(#[from] crate::store::FileError),
+    #[error(transparent)]
+    Invalid(#[from] PrdError),
+}
+
+/// The loop's PRD `file` (relative to `root`) as it reads now (structure
+/// only, not validated).
+pub fn read(root: &std::path::Path, file: &str) -> Result<Prd, PrdReadError> {
+    Ok(Prd::parse(&crate::store::read_named(root, file)?)?)
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@
 //! git, no large file (the activity log is not read at all).
 
 use crate::budget::elapsed_secs;
-use crate::paths::{LoopPaths, StateFile};
+use crate::paths::LoopPaths;
 use crate::state::LoopState;
+use crate::state_file::StateFile;
 use serde::Deserialize;
 
 /// The part of the status-line JSON Claude Code sends on stdin that ralph
@@ -123,24 +124,28 @@ impl StatusLine {
         if !paths.has_loop() {
             return None;
         }
-        let StateFile::Loop { state, .. } = paths.read_state() else {
+        let StateFile::Loop { state, .. } = crate::state_file::read(paths) else {
             return None;
         };
         if !state.active {
             return None;
         }
         let stories = state.prd_file.as_deref().and_then(|file| {
-            let prd = paths.read_prd(file).ok()?;
+            let prd = crate::prd::read(&paths.root, file).ok()?;
             let (passing, total) = prd.progress();
             // --parallel: the stories the workers have now (`US-1+US-3`).
             let working = (state.parallel > 0)
-                .then(|| paths.read_board().working().join("+"))
+                .then(|| {
+                    crate::parallel::disk::read_board(&paths.board)
+                        .working()
+                        .join("+")
+                })
                 .filter(|w| !w.is_empty());
             let name = working.or_else(|| prd.next_runnable().map(|s| s.id.clone()));
             Some((name, passing, total))
         });
         let last = state.verify.as_ref().and_then(|cmd| {
-            let log = paths.read_verify_log()?;
+            let log = crate::verify::read_log(&paths.verify)?;
             log.r#loop.filter(|r| &r.command == cmd)
         });
         let verify = last.as_ref().map(crate::verify::CheckResult::passed);

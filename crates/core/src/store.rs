@@ -522,6 +522,27 @@ pub(crate) fn append_line(path: &Path, line: &str) -> Result<(), StoreError> {
         .map_err(|e| StoreError::io(path, e))
 }
 
+/// A file whose absence or unreadability only means "no hint" (a sidecar of
+/// the loop's: the counter, the blocker, the check results).
+pub(crate) fn read_hint(path: &Path) -> Option<String> {
+    read_optional(path).ok().flatten()
+}
+
+/// A file the user named (a PRD, a prompt file) could not be read.
+#[derive(Debug, Error)]
+pub enum FileError {
+    #[error("no such file ({})", .0.display())]
+    Missing(PathBuf),
+    #[error(transparent)]
+    Unreadable(#[from] StoreError),
+}
+
+/// A file the user named, relative to the project root (or absolute).
+pub(crate) fn read_named(root: &Path, file: &str) -> Result<String, FileError> {
+    let path = root.join(file);
+    read_optional(&path)?.ok_or(FileError::Missing(path))
+}
+
 #[cfg(test)]
 mod unsafe_target_tests {
     use super::*;

@@ -14,8 +14,9 @@
 use crate::activity::{self, Action, Entry};
 use crate::frontmatter;
 use crate::hook_output::{HookOutput, Reader};
-use crate::paths::{LoopPaths, OwnRecords, OwnState};
+use crate::paths::LoopPaths;
 use crate::seal::Seal;
+use crate::state_file::{OwnRecords, OwnState};
 use crate::store;
 
 /// The loop's files that failed their seal, told for the user.
@@ -30,7 +31,11 @@ pub struct Tamper {
 
 /// The changes to the loop's folder ralph did not make, if any.
 pub(crate) fn found(paths: &LoopPaths) -> Option<Tamper> {
-    found_in(paths, &paths.read_own_state(), &paths.read_own_records())
+    found_in(
+        paths,
+        &crate::state_file::read_own(paths),
+        &crate::state_file::read_records(paths),
+    )
 }
 
 /// [`found`], with the state file, the records and their seals as read

@@ -8,7 +8,7 @@
 //! This module holds the results and their wording; which checks run is
 //! `stop::plan`'s rule, what they mean for completion `stop::completion`'s,
 //! and `worktree` runs them.
-//! Pure.
+//! Pure, but for [`read_log`] (the results' file).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -135,6 +135,12 @@ pub(crate) fn tail(output: &str) -> String {
         cut += 1;
     }
     format!("…{}", &joined[cut..])
+}
+
+/// Check results so far (`verify.json` at `path`); `None` when there are
+/// none (or they cannot be read).
+pub fn read_log(path: &std::path::Path) -> Option<VerifyLog> {
+    crate::store::read_hint(path).map(|t| VerifyLog::parse(&t))
 }
 
 #[cfg(test)]

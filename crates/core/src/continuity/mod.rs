@@ -14,11 +14,12 @@ use crate::clock;
 use crate::control;
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
-use crate::paths::{LoopPaths, StateFile};
+use crate::paths::LoopPaths;
 use crate::pause::{self, Pause, PauseReason};
 use crate::start::text;
 use crate::state::owns;
 use crate::state::{self, LoopState};
+use crate::state_file::StateFile;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use rules::{Handover, Source};
 
@@ -55,7 +56,7 @@ fn session_start(
             None => return Ok(HookOutput::Nothing),
         }
     } else {
-        match paths.read_state() {
+        match crate::state_file::read(paths) {
             StateFile::Loop { state, .. } if owns(&state.session_id, session) => (*state, None),
             _ => return Ok(HookOutput::Nothing),
         }
@@ -66,7 +67,7 @@ fn session_start(
     let prd = state
         .prd_file
         .as_deref()
-        .and_then(|f| paths.read_prd(f).ok());
+        .and_then(|f| crate::prd::read(&paths.root, f).ok());
     Ok(HookOutput::Context {
         event: "SessionStart",
         context: text::reminder(&state, prd.as_ref(), why(source), &paths.root),
@@ -87,7 +88,7 @@ fn rebind(
     else {
         return Ok(None);
     };
-    let StateFile::Loop { text, state } = paths.read_state() else {
+    let StateFile::Loop { text, state } = crate::state_file::read(paths) else {
         return Ok(None);
     };
     let now = clock::unix_now();
@@ -99,7 +100,7 @@ fn rebind(
         session_id: session.to_string(),
         ..*state
     };
-    paths.write_state(&state::updated_text(&text, &next))?;
+    crate::state_file::write(paths, &state::updated_text(&text, &next))?;
     store::remove_if_present(&paths.handover)?;
     let entry = Entry::now(
         session,
@@ -126,7 +127,7 @@ fn session_end(
         return Ok(HookOutput::Nothing);
     }
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
-    match paths.read_state() {
+    match crate::state_file::read(paths) {
         StateFile::Loop { state, .. } if state.active && state.session_id == session => {
             let handover = Handover {
                 session: session.to_string(),
@@ -147,7 +148,7 @@ fn stop_failure(paths: &LoopPaths, input: &HookInput) -> Result<HookOutput, Stor
         return Ok(HookOutput::Nothing);
     }
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
-    let StateFile::Loop { text, state } = paths.read_state() else {
+    let StateFile::Loop { text, state } = crate::state_file::read(paths) else {
         return Ok(HookOutput::Nothing);
     };
     if !state.active || !owns(&state.session_id, input.session()) {
@@ -162,7 +163,7 @@ fn stop_failure(paths: &LoopPaths, input: &HookInput) -> Result<HookOutput, Stor
         api_error_pause: Some(pause.clone()),
         ..*state
     };
-    paths.write_state(&state::updated_text(&text, &next))?;
+    crate::state_file::write(paths, &state::updated_text(&text, &next))?;
     let reason = pause.reason.as_str();
     let entry = Entry::now(&next.session_id, next.iteration, Action::Pause, reason);
     let message = control::paused(&next, &pause);
@@ -177,7 +178,7 @@ pub fn resume_on_prompt(paths: &LoopPaths, session: &str) -> Result<Option<Strin
         return Ok(None);
     }
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
-    let StateFile::Loop { text, state } = paths.read_state() else {
+    let StateFile::Loop { text, state } = crate::state_file::read(paths) else {
         return Ok(None);
     };
     let Some(pause) = state.api_error_pause.clone() else {
@@ -190,7 +191,7 @@ pub fn resume_on_prompt(paths: &LoopPaths, session: &str) -> Result<Option<Strin
         api_error_pause: None,
         ..*state
     };
-    paths.write_state(&state::updated_text(&text, &next))?;
+    crate::state_file::write(paths, &state::updated_text(&text, &next))?;
     let entry = Entry::now(
         session,
         next.iteration,

@@ -13,19 +13,20 @@ pub use help::terminal_help;
 use crate::activity::{self, Action, Code, Entry};
 use crate::clock;
 use crate::fmt::{self, short_session};
-use crate::paths::{LoopPaths, StateFile};
+use crate::paths::LoopPaths;
 use crate::pause::Pause;
 use crate::state::LoopState;
+use crate::state_file::StateFile;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use status::Status;
 
 /// Cancel the project's loop, taking the lock; the message for the user either way.
 pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
-    let message = match paths.read_state() {
+    let message = match crate::state_file::read(paths) {
         StateFile::Missing => return Ok(nothing_to_cancel(paths)),
         StateFile::Loop { state, .. } => {
-            paths.remove_state()?;
+            crate::state_file::remove(paths)?;
             let _ = activity::append(&paths.log, &cancel_entry(&state, None));
             let mut message = cancelled(&state, None);
             // --parallel: the workers' worktrees and branches go too (a
@@ -55,7 +56,7 @@ pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
     if let Some(t) = crate::tamper::found(paths) {
         return accept_tampered(paths, &t);
     }
-    let (text, state) = match paths.read_state() {
+    let (text, state) = match crate::state_file::read(paths) {
         StateFile::Loop { text, state } => (text, state),
         StateFile::Missing => {
             return Ok(Resumed::No(
@@ -80,7 +81,7 @@ pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
         fresh: false,
         ..(*state).clone()
     };
-    paths.write_state(&crate::state::updated_text(&text, &resumed))?;
+    crate::state_file::write(paths, &crate::state::updated_text(&text, &resumed))?;
     let _ = store::remove_if_present(&paths.blocker);
     let entry = Entry::now(&state.session_id, state.iteration, Action::Resume, "user");
     let _ = activity::append(&paths.log, &entry.with_message(Some(&why)));
@@ -96,7 +97,7 @@ fn accept_tampered(paths: &LoopPaths, t: &crate::tamper::Tamper) -> Result<Resum
     for file in [&paths.verify, &paths.review] {
         crate::seal::accept(file)?;
     }
-    paths.accept_state()?;
+    crate::state_file::accept(paths)?;
     let why = t.changes.join("; ");
     let entry = Entry::now(&t.owner, t.iteration, Action::Resume, "user_accepted");
     let _ = activity::append(&paths.log, &entry.with_message(Some(&why)));
@@ -173,7 +174,7 @@ pub(crate) fn rebound(old: &str, new: &str) -> String {
 
 /// A state file that cannot be used is cancelled by keeping it aside.
 fn cancel_corrupt(paths: &LoopPaths, why: &dyn std::fmt::Display) -> Result<String, StoreError> {
-    let kept = paths.move_state_aside(clock::unix_now())?;
+    let kept = crate::state_file::move_aside(paths, clock::unix_now())?;
     Ok(format!(
         "🛑 Cancelled the Ralph loop; its state file was corrupt ({why}) and was kept as {}.",
         fmt::relative(&paths.root, &kept)
@@ -208,7 +209,7 @@ pub fn status(paths: &LoopPaths) -> Status {
     if let Some(t) = crate::tamper::found(paths) {
         return Status::tampered(project, &t, last);
     }
-    match paths.read_state() {
+    match crate::state_file::read(paths) {
         StateFile::Missing => Status::new(project, None, None, None, None, last),
         StateFile::Unreadable(e) => {
             Status::new(project, None, Some(e.to_string()), None, None, last)
@@ -217,13 +218,19 @@ pub fn status(paths: &LoopPaths) -> Status {
             Status::new(project, None, Some(error.to_string()), None, None, last)
         }
         StateFile::Loop { state, .. } => {
-            let prd = state.prd_file.as_deref().map(|f| paths.read_prd(f));
-            let checks = paths.read_verify_log();
+            let prd = state
+                .prd_file
+                .as_deref()
+                .map(|f| crate::prd::read(&paths.root, f));
+            let checks = crate::verify::read_log(&paths.verify);
             let now = Some(clock::unix_now());
             let mut status =
                 Status::at(project, Some(&state), None, prd.as_ref(), checks, last, now);
             status.state_file = Some(paths.state.display().to_string());
-            status.worker = state.fresh.then(|| paths.read_worker()).flatten();
+            status.worker = state
+                .fresh
+                .then(|| crate::fresh::read_worker(&paths.worker))
+                .flatten();
             if !state.pins.is_empty() {
                 let mut back: Vec<String> = crate::pins::disk::history(paths)
                     .into_iter()
@@ -235,11 +242,11 @@ pub fn status(paths: &LoopPaths) -> Status {
             if state.parallel > 0 {
                 status.parallel = Some(status::ParallelStatus::new(
                     state.parallel,
-                    &paths.read_board(),
+                    &crate::parallel::disk::read_board(&paths.board),
                 ));
             }
             if state.review.is_on() {
-                let log = paths.read_review_log().unwrap_or_default();
+                let log = crate::review::disk::read_log(&paths.review).unwrap_or_default();
                 status.review = Some(status::ReviewStatus::new(&state.review, &log));
             }
             status

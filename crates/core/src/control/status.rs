@@ -4,8 +4,8 @@
 
 use crate::activity::Entry;
 use crate::budget::{Budget, Budgets, PRICES_DATE};
-use crate::paths::PrdReadError;
 use crate::prd::Prd;
+use crate::prd::PrdReadError;
 use crate::review::{ReviewConfig, ReviewLog, ReviewResult, ReviewVerdict};
 use crate::run::units::human_duration;
 use crate::state::LoopState;

@@ -16,6 +16,7 @@
 //! not be read at the first call is recorded as unknown (an empty file), so
 //! a rewritten transcript is never read later.
 
+use crate::hook_input::HookInput;
 use crate::paths::LoopPaths;
 use crate::seal::{self, Seal};
 use crate::store;
@@ -108,6 +109,19 @@ pub(crate) fn story_of(
             super::story_in_task(&task)
         }
     }
+}
+
+/// `--parallel`: the story of each running worker, one per worker (a
+/// worker whose story is not known still takes a place: `None`): the
+/// description the main thread gave its call (`story US-1`), else ralph's
+/// record of it, else its task line ([`story_of`]).
+pub(crate) fn stories_in_flight(paths: &LoopPaths, input: &HookInput) -> Vec<Option<String>> {
+    let transcript = input.transcript_path.as_deref();
+    super::running_workers(&input.background_tasks)
+        .map(|t| {
+            super::story_in_task(&t.description).or_else(|| story_of(paths, transcript, &t.id))
+        })
+        .collect()
 }
 
 /// The record goes with the worker's lane.

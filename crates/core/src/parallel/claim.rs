@@ -80,7 +80,7 @@ pub(super) fn claim(paths: &LoopPaths, input: &HookInput) -> Result<Claim, HookO
                 ..seen.lane
             };
             seen.board.lanes.insert(seen.agent, lane.clone());
-            let _ = paths.write_board(&seen.board);
+            let _ = crate::parallel::disk::write_board(&paths.board, &seen.board);
             Ok(Claim {
                 state: seen.state,
                 story: found.id,
@@ -98,7 +98,7 @@ fn gather_claim(paths: &LoopPaths, input: &HookInput) -> Option<ClaimInputs> {
     let agent = input.agent_id.clone().unwrap_or_default();
     let state = worker_loop(paths, input)?;
     let worktree = worktree_of(paths, input)?;
-    let board = paths.read_board();
+    let board = crate::parallel::disk::read_board(&paths.board);
     let lane = board.lanes.get(&agent).cloned().unwrap_or_else(|| Lane {
         worktree: worktree.to_string_lossy().into_owned(),
         branch: branches::current_branch(&worktree),
@@ -111,7 +111,7 @@ fn gather_claim(paths: &LoopPaths, input: &HookInput) -> Option<ClaimInputs> {
     let prd = state
         .prd_file
         .as_deref()
-        .and_then(|f| paths.read_prd(f).ok())
+        .and_then(|f| crate::prd::read(&paths.root, f).ok())
         .map(|p| p.with_recorded_checks(&state.story_checks));
     let found = story
         .as_deref()

@@ -47,7 +47,7 @@ pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
         return HookOutput::Nothing;
     };
     let behind = branches::head(&worktree).ok().as_deref() != Some(base.as_str());
-    let mut board = paths.read_board();
+    let mut board = crate::parallel::disk::read_board(&paths.board);
     let lane = Lane {
         worktree: worktree.to_string_lossy().into_owned(),
         branch: branches::current_branch(&worktree),
@@ -62,7 +62,7 @@ pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
     board
         .lanes
         .insert(input.agent_id.clone().unwrap_or_default(), lane);
-    let _ = paths.write_board(&board);
+    let _ = crate::parallel::disk::write_board(&paths.board, &board);
     HookOutput::Nothing
 }
 
@@ -87,7 +87,7 @@ pub struct LaneSync {
 /// The read half: the board against the Stop's `background_tasks`.
 pub(crate) fn lanes_to_sync(paths: &LoopPaths, input: &HookInput) -> LaneSync {
     let tasks = &input.background_tasks;
-    let mut board = paths.read_board();
+    let mut board = crate::parallel::disk::read_board(&paths.board);
     if board.lanes.is_empty() {
         return LaneSync::default();
     }
@@ -134,7 +134,7 @@ pub(crate) fn sync_lanes(paths: &LoopPaths, sync: &LaneSync, session: &str, iter
         let _ = remove_lane_worktree(paths, agent, lane);
     }
     if let Some(board) = &sync.board {
-        let _ = paths.write_board(board);
+        let _ = crate::parallel::disk::write_board(&paths.board, board);
     }
     if !sync.gone_names.is_empty() {
         let text = format!(
@@ -289,7 +289,7 @@ pub(crate) fn remove_all(paths: &LoopPaths, session: &str, iteration: u64) -> Op
     {
         recover_cut_merge(paths, session, iteration);
     }
-    let board = paths.read_board();
+    let board = crate::parallel::disk::read_board(&paths.board);
     if board.lanes.is_empty() {
         let _ = store::remove_if_present(&paths.board);
         return None;

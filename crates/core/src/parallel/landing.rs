@@ -80,9 +80,8 @@ pub(super) fn merged(
 
 fn gather_merged(paths: &LoopPaths, claim: &Claim) -> MergedInputs {
     let prd_file = claim.state.prd_file.clone().unwrap_or_default();
-    let prd = paths
-        .read_project_file(&prd_file)
-        .map_err(|e| format!("{prd_file}: {e}"));
+    let prd =
+        crate::store::read_named(&paths.root, &prd_file).map_err(|e| format!("{prd_file}: {e}"));
     let verify = store::read_optional(&paths.verify)
         .ok()
         .flatten()
@@ -92,7 +91,7 @@ fn gather_merged(paths: &LoopPaths, claim: &Claim) -> MergedInputs {
         prd_file,
         prd,
         verify,
-        board: paths.read_board(),
+        board: crate::parallel::disk::read_board(&paths.board),
     }
 }
 
@@ -157,7 +156,7 @@ fn apply_merged(
     if let Some(log) = writes.verify {
         let _ = crate::seal::write(&paths.verify, log.render().as_bytes());
     }
-    if let Err(e) = paths.write_board(&writes.board) {
+    if let Err(e) = crate::parallel::disk::write_board(&paths.board, &writes.board) {
         problems.push(format!("board not written: {e}"));
     }
     if let Err(e) = remove_lane_worktree(paths, agent, lane) {
@@ -192,9 +191,13 @@ pub(super) fn sent_back(
         return HookOutput::Nothing;
     }
     let agent = input.agent_id.clone().unwrap_or_default();
-    let plan = plan_send_back(paths.read_board(), &agent, claim);
+    let plan = plan_send_back(
+        crate::parallel::disk::read_board(&paths.board),
+        &agent,
+        claim,
+    );
     let message = super::merge_message(&claim.story, &outcome);
-    let _ = paths.write_board(&plan.board);
+    let _ = crate::parallel::disk::write_board(&paths.board, &plan.board);
     log_merge(paths, input, claim, &outcome, &message);
     let max = claim.state.max_story_attempts;
     if plan.gave_up {

@@ -5,8 +5,9 @@
 
 use super::{Board, Lane, WORKER_TYPE, branches};
 use crate::hook_input::HookInput;
-use crate::paths::{LoopPaths, StateFile};
+use crate::paths::LoopPaths;
 use crate::state::{LoopState, owns};
+use crate::state_file::StateFile;
 use std::path::{Path, PathBuf};
 
 /// The running loop a parallel worker's hook call belongs to.
@@ -14,7 +15,7 @@ pub(super) fn worker_loop(paths: &LoopPaths, input: &HookInput) -> Option<LoopSt
     if input.agent_type.as_deref() != Some(WORKER_TYPE) {
         return None;
     }
-    let StateFile::Loop { state, .. } = paths.read_state() else {
+    let StateFile::Loop { state, .. } = crate::state_file::read(paths) else {
         return None;
     };
     let ours = owns(&state.session_id, input.session())
@@ -35,7 +36,7 @@ pub(super) fn worktree_of(paths: &LoopPaths, input: &HookInput) -> Option<PathBu
 /// main loop hands its story out again). Under the loop lock.
 pub(super) fn drop_lane(paths: &LoopPaths, board: &mut Board, agent: &str, lane: &Lane) {
     board.lanes.remove(agent);
-    let _ = paths.write_board(board);
+    let _ = crate::parallel::disk::write_board(&paths.board, board);
     let _ = remove_lane_worktree(paths, agent, lane);
 }
 

@@ -17,7 +17,7 @@
 pub mod bound;
 pub mod branches;
 mod claim;
-mod disk;
+pub(crate) mod disk;
 pub mod hooks;
 mod landing;
 mod lanes;
@@ -74,15 +74,11 @@ pub(crate) fn story_in_task(task: &str) -> Option<String> {
     (!id.is_empty()).then_some(id)
 }
 
-/// The stories whose worker still runs, from the hook's `background_tasks`
-/// (each task's description, `story US-1`); a running worker whose
-/// description names no story still takes a place (`None`).
-pub(crate) fn in_flight(tasks: &[BackgroundTask]) -> Vec<Option<String>> {
+/// The hook's `background_tasks` that are running `--parallel` workers.
+pub(crate) fn running_workers(tasks: &[BackgroundTask]) -> impl Iterator<Item = &BackgroundTask> {
     tasks
         .iter()
         .filter(|t| t.agent_type == WORKER_TYPE && t.status == "running")
-        .map(|t| story_in_task(&t.description))
-        .collect()
 }
 
 /// The stories to hand out now: runnable (every dependency passing), not in
@@ -415,7 +411,10 @@ mod tests {
             t("other", "running", "story US-3"),
             t(WORKER_TYPE, "running", "something"),
         ];
-        assert_eq!(in_flight(&tasks), [Some("US-1".to_string()), None]);
+        let stories: Vec<_> = running_workers(&tasks)
+            .map(|t| story_in_task(&t.description))
+            .collect();
+        assert_eq!(stories, [Some("US-1".to_string()), None]);
     }
 
     #[test]

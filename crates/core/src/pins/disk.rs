@@ -446,8 +446,8 @@ fn log_untrusted(paths: &LoopPaths, untrusted: &[String]) {
 
 /// One `pin` entry of the activity log, with the loop's session and iteration.
 fn log_pin(paths: &LoopPaths, reason: &str, message: &str) {
-    let (session, iteration) = match paths.read_state() {
-        crate::paths::StateFile::Loop { state, .. } => (state.session_id, state.iteration),
+    let (session, iteration) = match crate::state_file::read(paths) {
+        crate::state_file::StateFile::Loop { state, .. } => (state.session_id, state.iteration),
         _ => (String::new(), 0),
     };
     let entry = Entry::now(&session, iteration, Action::Pin, reason).with_message(Some(message));

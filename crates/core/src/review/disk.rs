@@ -2,21 +2,19 @@
 //! sealed): the typed read beside its type. Does I/O.
 
 use super::ReviewLog;
-use crate::paths::{LoopPaths, OwnRecords, read_hint};
+use crate::state_file::OwnRecords;
+use crate::store;
+use std::path::Path;
 
-impl LoopPaths {
-    /// The reviewers' verdicts on file.
-    pub(crate) fn read_review_log(&self) -> Option<ReviewLog> {
-        read_hint(&self.review).and_then(|t| ReviewLog::parse(&t))
-    }
+/// The reviewers' verdicts on file at `path`.
+pub(crate) fn read_log(path: &Path) -> Option<ReviewLog> {
+    store::read_hint(path).and_then(|t| ReviewLog::parse(&t))
 }
 
-impl OwnRecords {
-    /// The reviewers' verdicts as read with their seal (none, or not a
-    /// log: an empty one).
-    pub(crate) fn review_log(&self) -> ReviewLog {
-        (self.review.text.as_deref())
-            .and_then(ReviewLog::parse)
-            .unwrap_or_default()
-    }
+/// The reviewers' verdicts as `records` read them with their seal (none,
+/// or not a log: an empty one).
+pub(crate) fn log_of(records: &OwnRecords) -> ReviewLog {
+    (records.review.text.as_deref())
+        .and_then(ReviewLog::parse)
+        .unwrap_or_default()
 }

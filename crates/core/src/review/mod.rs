@@ -10,7 +10,7 @@
 //! (it reads the request as JSON on stdin and prints the verdict JSON).
 
 pub mod change;
-mod disk;
+pub(crate) mod disk;
 pub(crate) mod inputs;
 pub(crate) mod reviewers;
 

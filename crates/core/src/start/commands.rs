@@ -9,11 +9,14 @@ use crate::args::StartArgs;
 use crate::breaker::TurnEffect;
 use crate::clock;
 use crate::fmt;
-use crate::paths::{FileError, LoopPaths, PrdReadError, StateFile};
+use crate::paths::LoopPaths;
 use crate::pins;
 use crate::prd::Prd;
+use crate::prd::PrdReadError;
 use crate::state::LoopState;
+use crate::state_file::StateFile;
 use crate::stop::gather::wants_fingerprint;
+use crate::store::FileError;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
 use crate::transcript::{self, Awaited};
 use crate::turn_tools;
@@ -26,25 +29,36 @@ use std::time::Duration;
 pub struct Starter<'a> {
     /// The session that owns it (empty: the first session to stop claims it).
     pub session: &'a str,
-    /// The command policy's `[gates] full` row (the binaries read policies).
-    pub gate: Option<FullGate>,
-    /// The session's model, for a cost budget.
-    pub model: Option<String>,
+    /// Its transcript, where the session's model is read (a cost budget).
+    pub transcript: Option<&'a Path>,
     /// The client `ralph run` drives: the reviewers' too (else
     /// `RALPH_CLAUDE`, the session's client, `claude` on `PATH`).
     pub claude: Option<&'a str>,
 }
 
+/// The command policy's `[gates] full` row of a project, read by the
+/// binaries (ralph-core reads no policy): `ralph_policy::gather::full_gate`.
+pub type FullGateOf = fn(&Path) -> Option<FullGate>;
+
 /// Start a loop for `starter.session` ("" from a terminal: the first
-/// session to stop claims it). `starter.model` is the model the session
-/// uses, when known (see [`session_model`]).
-pub fn start(paths: &LoopPaths, args: &StartArgs, starter: Starter) -> Result<Started, StartError> {
-    let Starter {
-        session,
-        gate,
-        model,
-        claude,
-    } = starter;
+/// session to stop claims it). Without `--verify`, the command policy's
+/// `[gates] full` row (`full_gate`) is its check; with `--max-cost`, the
+/// session's model (see [`session_model`]) prices it.
+pub fn start(
+    paths: &LoopPaths,
+    args: &StartArgs,
+    starter: &Starter,
+    full_gate: FullGateOf,
+) -> Result<Started, StartError> {
+    let session = starter.session;
+    let gate = args
+        .verify
+        .is_none()
+        .then(|| full_gate(&paths.root))
+        .flatten();
+    let model = args
+        .max_cost
+        .and_then(|_| session_model(starter.transcript, &paths.root));
     let cost_model = rules::cost_model(args, model.as_deref())?;
     let (prompt, prd, prd_globs) = read_start_files(paths, args)?;
     if args.parallel.is_some() && worktree::head(&paths.root).is_none() {
@@ -76,8 +90,8 @@ pub fn start(paths: &LoopPaths, args: &StartArgs, starter: Starter) -> Result<St
     }
     write_new_loop(paths, &state, prd.as_ref())?;
     // The reviewers' instructions, their `claude`, the ignored paths: fixed now.
-    crate::review::inputs::record(paths, &state.review, claude)?;
-    let blocker = paths.read_blocker();
+    crate::review::inputs::record(paths, &state.review, starter.claude)?;
+    let blocker = crate::blocker::read(&paths.blocker);
     let report = StartReport {
         root: &paths.root,
         session,
@@ -107,23 +121,19 @@ fn read_start_files(
     args: &StartArgs,
 ) -> Result<(String, Option<Prd>, Vec<String>), StartError> {
     let prompt_file_text = match &args.prompt_file {
-        Some(file) => {
-            Some(
-                paths
-                    .read_project_file(file)
-                    .map_err(|why| StartError::PromptFile {
-                        path: file.clone(),
-                        why,
-                    })?,
-            )
-        }
+        Some(file) => Some(crate::store::read_named(&paths.root, file).map_err(|why| {
+            StartError::PromptFile {
+                path: file.clone(),
+                why,
+            }
+        })?),
         None => None,
     };
     let prompt = rules::resolve_prompt(args, prompt_file_text.as_deref())?;
     let mut prd_globs = Vec::new();
     let prd = match &args.prd_file {
         Some(file) => {
-            let text = paths.read_project_file(file).map_err(|e| match e {
+            let text = crate::store::read_named(&paths.root, file).map_err(|e| match e {
                 FileError::Missing(_) => StartError::PrdMissing(file.clone()),
                 e => StartError::Prd {
                     path: file.clone(),
@@ -166,7 +176,7 @@ fn parallel_note(root: &Path, prd_file: &str) -> String {
 /// `model` setting of the project (`.claude/settings.local.json`,
 /// `.claude/settings.json`) or the user (`~/.claude/settings.json`).
 /// Hooks are not told the model (measured, Claude Code 2.1.328).
-pub fn session_model(transcript: Option<&Path>, root: &Path) -> Option<String> {
+pub(crate) fn session_model(transcript: Option<&Path>, root: &Path) -> Option<String> {
     // A prompt's hook knows of no turn due: the transcript as it is.
     let written = transcript::written(transcript, Awaited::Nothing, Duration::ZERO);
     if let Some(m) = written.last_model(1 << 20) {
@@ -190,14 +200,14 @@ pub fn session_model(transcript: Option<&Path>, root: &Path) -> Option<String> {
 
 /// What is in the state file, a corrupt one moved aside.
 fn existing(paths: &LoopPaths) -> Result<Existing, StoreError> {
-    Ok(match paths.read_state() {
+    Ok(match crate::state_file::read(paths) {
         StateFile::Missing => Existing::None,
         StateFile::Loop { state, .. } => Existing::Loop {
             state,
-            age_secs: paths.state_age_secs(),
+            age_secs: crate::state_file::age_secs(paths),
         },
         StateFile::Unreadable(_) | StateFile::Corrupt { .. } => {
-            let kept = paths.move_state_aside(clock::unix_now())?;
+            let kept = crate::state_file::move_aside(paths, clock::unix_now())?;
             Existing::Corrupt(fmt::relative(&paths.root, &kept))
         }
     })
@@ -211,7 +221,7 @@ fn write_new_loop(
     prd: Option<&Prd>,
 ) -> Result<(), StoreError> {
     // A mirror that cannot be written is reported at the first Stop.
-    let _ = paths.write_state(&state.render())?;
+    let _ = crate::state_file::write(paths, &state.render())?;
     store::remove_if_present(&paths.verify)?;
     store::remove_if_present(&paths.review)?;
     crate::seal::remove(&paths.verify)?;
@@ -240,12 +250,12 @@ fn write_new_loop(
 /// For the /ralph-loop command body: the running loop, as the model
 /// should start on it (or why there is none).
 pub fn show(paths: &LoopPaths) -> String {
-    match paths.read_state() {
+    match crate::state_file::read(paths) {
         StateFile::Loop { state, .. } => {
             let prd = state
                 .prd_file
                 .as_deref()
-                .and_then(|f| paths.read_prd(f).ok());
+                .and_then(|f| crate::prd::read(&paths.root, f).ok());
             text::show(&state, prd.as_ref(), &paths.root)
         }
         StateFile::Missing => text::show_none(&paths.root),

@@ -19,7 +19,8 @@ pub(crate) mod rules;
 pub mod text;
 
 use crate::args::ArgsError;
-use crate::paths::{FileError, PrdReadError};
+use crate::prd::PrdReadError;
+use crate::store::FileError;
 use crate::store::StoreError;
 use thiserror::Error;
 

@@ -8,7 +8,7 @@ use crate::args::StartArgs;
 use crate::budget::{self, Budgets};
 use crate::fmt::{duration, short_session};
 use crate::frontmatter;
-use crate::paths::PrdReadError;
+use crate::prd::PrdReadError;
 use crate::prd::{Prd, PrdError};
 use crate::reinject::Injected;
 use crate::review::{self, ReviewConfig};

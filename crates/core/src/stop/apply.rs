@@ -12,9 +12,10 @@ use crate::clock;
 use crate::control;
 use crate::fmt;
 use crate::hook_output::HookOutput;
-use crate::paths::{LoopPaths, Saved};
+use crate::paths::LoopPaths;
 use crate::queued::QueueAction;
 use crate::state::{self, LoopState};
+use crate::state_file::Saved;
 use crate::store::{self, StoreError};
 use crate::turn_tools;
 
@@ -181,7 +182,7 @@ fn write_next(
 /// The last worker's outcome, for the main Stop's log line; cleared, so
 /// an iteration with no worker (the model ignored the dispatch) shows none.
 fn take_worker(paths: &LoopPaths) -> Option<String> {
-    let record = paths.read_worker()?;
+    let record = crate::fresh::read_worker(&paths.worker)?;
     let _ = store::remove_if_present(&paths.worker);
     Some(record.outcome)
 }
@@ -210,7 +211,7 @@ fn wait_for_worker(paths: &LoopPaths, inputs: &StopInputs) -> HookOutput {
     };
     HookOutput::allow(text::waiting_for_workers(
         &inputs.in_flight,
-        &paths.read_board(),
+        &crate::parallel::disk::read_board(&paths.board),
         &passing,
     ))
 }
@@ -278,12 +279,12 @@ fn save(paths: &LoopPaths, inputs: &StopInputs, next: &LoopState) -> Result<(), 
         text: (!inputs.adopting).then_some(inputs.text.as_str()),
         form: inputs.seal_form,
     };
-    paths.write_state_over(&updated, before, inputs.mirror)?;
+    crate::state_file::write_over(paths, &updated, before, inputs.mirror)?;
     // A hook killed between its temp file and the rename leaves the temp
     // file; listing the folders every turn costs more than it finds, so the
     // leftovers of killed turns go every few iterations.
     if next.iteration % crate::paths::SWEEP_EVERY == 0 {
-        paths.sweep_state_leftovers();
+        crate::state_file::sweep_leftovers(paths);
     }
     Ok(())
 }
@@ -330,7 +331,7 @@ fn remove_worktrees(paths: &LoopPaths, inputs: &StopInputs) -> Option<String> {
 
 /// The loop is over: its state and sidecars go (the log stays).
 fn remove_loop(paths: &LoopPaths) -> Result<(), StoreError> {
-    paths.remove_state()?;
+    crate::state_file::remove(paths)?;
     remove_sidecars(paths);
     Ok(())
 }
@@ -348,7 +349,7 @@ pub(crate) fn corrupt(
     session: &str,
     corrupt: &Corrupt,
 ) -> Result<HookOutput, StoreError> {
-    let kept = paths.move_state_aside(clock::unix_now())?;
+    let kept = crate::state_file::move_aside(paths, clock::unix_now())?;
     remove_sidecars(paths);
     let kept = fmt::relative(&paths.root, &kept);
     let message = text::corrupt(corrupt.iteration, &corrupt.why, &kept);

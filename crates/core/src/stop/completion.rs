@@ -14,8 +14,8 @@
 //! Where completion stands among the other rules (it is judged before the
 //! cap, so a true promise on the last turn completes) is `decide`'s order.
 
-use crate::paths::PrdReadError;
 use crate::prd::Prd;
+use crate::prd::PrdReadError;
 use crate::promise;
 use crate::review::{self, ReviewLog, ReviewVerdict};
 use crate::state::LoopState;

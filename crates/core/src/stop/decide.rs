@@ -33,7 +33,7 @@ pub(crate) use super::workers::Workers;
 use crate::activity::Code;
 use crate::blocker::Blocker;
 use crate::budget::{Budget, Budgets};
-use crate::paths::PrdReadError;
+use crate::prd::PrdReadError;
 use crate::prd::{Prd, Story};
 use crate::promise;
 use crate::queued::QueueAction;

@@ -11,13 +11,15 @@ use crate::budget::MessageUsage;
 use crate::frontmatter;
 use crate::hook_input::HookInput;
 use crate::hook_output::Reader;
-use crate::paths::{LoopPaths, Mirror, PrdReadError, StateFile};
+use crate::paths::LoopPaths;
 use crate::prd::Prd;
+use crate::prd::PrdReadError;
 use crate::queued::{self, QueueAction, Queued};
 use crate::reinject::Injected;
 use crate::review::ReviewLog;
 use crate::state::LoopState;
 use crate::state::owns;
+use crate::state_file::{Mirror, StateFile};
 use crate::store::StoreError;
 use crate::transcript::{self, CountedThrough, Turn, Written};
 use crate::verify::VerifyLog;
@@ -170,9 +172,7 @@ impl StopInputs {
         let queued = queued.unwrap_or_default();
         // The recorded checks are what run, whatever the PRD says now.
         let prd = state.prd_file.as_deref().map(|file| {
-            paths
-                .read_prd(file)
-                .map(|p| p.with_recorded_checks(&state.story_checks))
+            crate::prd::read(&paths.root, file).map(|p| p.with_recorded_checks(&state.story_checks))
         });
         let readable_prd = prd.as_ref().and_then(|p| p.as_ref().ok());
         // A queued cancel or message is acted on before anything else: the
@@ -184,17 +184,18 @@ impl StopInputs {
             } else {
                 None
             };
+        let (in_flight, cleanup) = workers(paths, input, &state);
         let mirror = if adopting {
             Mirror::Same
         } else {
-            paths.mirror_check(&text)
+            crate::state_file::mirror_check(paths, &text)
         };
         Ok(Gathered::Loop(Box::new(StopInputs {
             adopting,
             seal_form: found.seal_form,
-            in_flight: in_flight(paths, input, &state),
+            in_flight,
             fresh_worker: crate::fresh::worker_in_flight(&input.background_tasks).is_some(),
-            cleanup: cleanup(paths, input, &state),
+            cleanup,
             root: paths.root.clone(),
             session: session.to_string(),
             // A late transcript does not tell which turn this is: it counts.
@@ -215,10 +216,10 @@ impl StopInputs {
             state: *state,
             effect,
             prd,
-            blocker: paths.read_blocker(),
-            last_injected: paths.read_last_injected(),
+            blocker: crate::blocker::read(&paths.blocker),
+            last_injected: crate::reinject::read(&paths.last_injected),
             verify_log: found.records.verify_log(),
-            review_log: found.records.review_log(),
+            review_log: crate::review::disk::log_of(&found.records),
             fingerprint,
             queued,
             mirror,
@@ -233,8 +234,8 @@ impl StopInputs {
 /// are read once, here, and so are the checks' results and the reviewers'
 /// verdicts: what their seals judged is what the Stop uses.
 fn loop_state(paths: &LoopPaths, session: &str) -> Result<Result<Found, Gathered>, StoreError> {
-    let own = paths.read_own_state();
-    let records = paths.read_own_records();
+    let own = crate::state_file::read_own(paths);
+    let records = crate::state_file::read_records(paths);
     if let Some(t) = crate::tamper::found_in(paths, &own, &records) {
         if !owns(&t.owner, session) {
             return Ok(Err(Gathered::NotOurs));
@@ -243,7 +244,7 @@ fn loop_state(paths: &LoopPaths, session: &str) -> Result<Result<Found, Gathered
     }
     let adopting = matches!(own.text, Ok(None));
     let seal_form = own.form();
-    let (text, state) = match paths.state_of(own) {
+    let (text, state) = match crate::state_file::state_of(paths, own) {
         StateFile::Missing => return Ok(Err(Gathered::NotOurs)),
         StateFile::Unreadable(e) if e.is_not_text() => {
             return Ok(Err(Gathered::Corrupt(Corrupt {
@@ -288,42 +289,29 @@ struct Found {
     /// Where the state's seal was.
     seal_form: crate::seal::Form,
     /// The checks' results and the reviewers' verdicts, judged by their seals.
-    records: crate::paths::OwnRecords,
+    records: crate::state_file::OwnRecords,
 }
 
-/// `--parallel`, a running loop: what the Stop's apply removes of workers
-/// gone (their lanes on the board) and of the client's failed worktrees
-/// (stray branches).
-fn cleanup(paths: &LoopPaths, input: &HookInput, state: &LoopState) -> WorkerCleanup {
-    if state.parallel == 0 || !state.active {
-        return WorkerCleanup::default();
+/// `--parallel`: the stories of the running workers, and, in a running
+/// loop, what the Stop's apply removes of workers gone (their lanes on the
+/// board) and of the client's failed worktrees (stray branches).
+fn workers(
+    paths: &LoopPaths,
+    input: &HookInput,
+    state: &LoopState,
+) -> (Vec<Option<String>>, WorkerCleanup) {
+    if state.parallel == 0 {
+        return Default::default();
     }
-    WorkerCleanup {
+    let in_flight = crate::parallel::bound::stories_in_flight(paths, input);
+    if !state.active {
+        return (in_flight, WorkerCleanup::default());
+    }
+    let cleanup = WorkerCleanup {
         lanes: crate::parallel::hooks::lanes_to_sync(paths, input),
         strays: crate::parallel::strays::found(paths, state),
-    }
-}
-
-/// `--parallel`: the stories of the running workers, by their description,
-/// else by the task in their own transcript.
-fn in_flight(paths: &LoopPaths, input: &HookInput, state: &LoopState) -> Vec<Option<String>> {
-    if state.parallel == 0 {
-        return Vec::new();
-    }
-    let running = crate::parallel::in_flight(&input.background_tasks);
-    let workers = input
-        .background_tasks
-        .iter()
-        .filter(|t| t.agent_type == crate::parallel::WORKER_TYPE && t.status == "running");
-    running
-        .into_iter()
-        .zip(workers)
-        .map(|(story, task)| {
-            story.or_else(|| {
-                crate::parallel::bound::story_of(paths, input.transcript_path.as_deref(), &task.id)
-            })
-        })
-        .collect()
+    };
+    (in_flight, cleanup)
 }
 
 // What is read, and when: the rules `gather` follows.

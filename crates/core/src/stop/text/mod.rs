@@ -11,10 +11,11 @@ use crate::blocker::Blocker;
 use crate::control::{self, status};
 use crate::fmt::plural;
 use crate::hook_output::Reader;
-use crate::paths::{Mirror, STATE_FILE};
+use crate::paths::STATE_FILE;
 use crate::pause::Pause;
 use crate::prd::Story;
 use crate::state::LoopState;
+use crate::state_file::Mirror;
 
 mod feed;
 
