@@ -1000,3 +1000,21 @@ fn what_a_library_makes_public_is_used_outside_it() {
         "CARRIED lists types named outside now, or no longer public: {stale:?}"
     );
 }
+
+/// The files docs/architecture.md sends a newcomer to are there.
+#[test]
+fn every_file_the_architecture_doc_names_is_there() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let mut named = 0;
+    for span in doc.split('`').skip(1).step_by(2) {
+        if span.starts_with("crates/") && !span.contains(' ') {
+            named += 1;
+            assert!(
+                root.join(span).exists(),
+                "docs/architecture.md names {span}, which is not there"
+            );
+        }
+    }
+    assert!(named >= 8, "only {named} files named: is the doc read?");
+}
