@@ -11,6 +11,9 @@ pub(crate) struct Config {
     pub start_args: Vec<String>,
     pub claude: String,
     pub client_args: Vec<String>,
+    /// Run the clients in Claude Code's sandbox when this machine has it
+    /// (not `--no-sandbox`).
+    pub sandbox: bool,
     pub max_failures: u32,
     pub max_wait: Duration,
     pub notify: Option<String>,

@@ -312,6 +312,7 @@ fn config(a: RunArgv) -> Result<config::Config, String> {
         thresholds,
         iteration_timeout: Some(duration("--iteration-timeout")?).filter(|d| !d.is_zero()),
         pacing: pacing_from_env(),
+        sandbox: !a.given("--no-sandbox"),
         start_args: a.start,
         client_args: a.client,
     })

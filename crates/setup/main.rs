@@ -190,9 +190,7 @@ fn hook_event() -> HookOutput {
         return HookOutput::Nothing;
     };
     let paths = LoopPaths::new(project_root_from_env(input.cwd.as_deref()));
-    let pid = std::env::var("CLAUDE_PID")
-        .ok()
-        .and_then(|p| p.parse().ok());
+    let pid = client_pid();
     if input.hook_event_name.as_deref() == Some("StopFailure")
         && let Some(p) = ralph_core::notify::Pending::note(&paths)
     {
@@ -278,6 +276,14 @@ fn start(
         session,
         transcript: transcript.filter(|t| !t.is_empty()).map(Path::new),
         claude: None,
+        sandbox: ralph_core::sandbox::in_session(&paths.root, client_pid()),
     };
     commands::start(paths, a, &starter, ralph_policy::gather::full_gate)
+}
+
+/// The client that runs this hook (`CLAUDE_PID`, set for every hook).
+fn client_pid() -> Option<u32> {
+    std::env::var("CLAUDE_PID")
+        .ok()
+        .and_then(|p| p.parse().ok())
 }

@@ -218,7 +218,7 @@ fn the_cap_ends_the_run_and_a_guard_denial_reaches_the_model() {
 /// ends saying so in a terminal's words (issue 34: it said "the Stop hook
 /// did not decide" and named the slash commands).
 #[test]
-fn a_state_changed_outside_ralph_ends_the_run_paused_in_a_terminals_words() {
+fn a_state_changed_outside_ralph_without_the_sandbox_ends_the_run_paused_in_a_terminals_words() {
     let Some(claude) = claude() else { return };
     let p = Project::new("tampered");
     let rewrite = "python3 -c \"import glob, os; f = glob.glob(os.path.expanduser('~/.claude/ralph/loops/*/state.md'))[0]; open(f, 'a').write('x')\"";
@@ -226,8 +226,13 @@ fn a_state_changed_outside_ralph_ends_the_run_paused_in_a_terminals_words() {
         reply("Working.", vec![bash(rewrite)]),
         Reply::text("Done for now."),
     ]);
-    let f = finish(p.run_cmd(Some(&m), &claude, &["Work on it", "--max-iterations", "3"]));
+    // Without the sandbox the write lands, and is caught at the next Stop.
+    let args = ["Work on it", "--max-iterations", "3", "--no-sandbox"];
+    let mut cmd = p.run_cmd(Some(&m), &claude, &args);
+    cmd.args(["--", "--dangerously-skip-permissions"]);
+    let f = finish(cmd);
     f.expect_code(1);
+    f.shows("⚠️  sandbox off (--no-sandbox was given)");
     f.shows("⏸ Ralph loop paused");
     f.shows("`ralph resume` accepts the files as they are now; otherwise `ralph cancel`");
     f.shows("The run stopped; the loop stays paused.");
@@ -239,6 +244,69 @@ fn a_state_changed_outside_ralph_ends_the_run_paused_in_a_terminals_words() {
             .contains("\"outcome\": \"paused\"")
     );
     assert_eq!(p.decisions().last().unwrap(), "tamper/data_tampered");
+    p.done();
+}
+
+/// A first run with no client flags: the agent's commands run in the
+/// client's sandbox, where an interpreter's writes to ralph's folder, a
+/// pinned check, the client's settings and ralph's saved settings copy fail
+/// at the kernel, while the project's own files are written; the loop goes
+/// on untouched (no tamper pause) and completes on its check.
+#[test]
+fn in_the_sandbox_an_interpreters_writes_fail_and_the_loop_goes_on() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("sandboxed");
+    p.write("check.sh", "test -f done.txt\n");
+    p.write(".claude/settings.json", "{}\n");
+    let home_settings = p.home.join(".claude/settings.json");
+    std::fs::create_dir_all(home_settings.parent().unwrap()).unwrap();
+    std::fs::write(&home_settings, "{}\n").unwrap();
+    let before = p.home.join(".claude/ralph/statusline/before");
+    std::fs::create_dir_all(before.parent().unwrap()).unwrap();
+    std::fs::write(&before, "{}\n").unwrap();
+    let attempt = "import glob, os\nh = os.path.expanduser('~')\nfor f in glob.glob(h + '/.claude/ralph/loops/*/state.md') + ['check.sh', '.claude/settings.json', h + '/.claude/settings.json', h + '/.claude/ralph/statusline/before']:\n    try:\n        open(f, 'a').write('EVIL')\n        print('WROTE', f)\n    except OSError as e:\n        print('REFUSED', e.strerror, f)\n";
+    p.write("attempt.py", attempt);
+    let m = model(vec![
+        reply(
+            "Trying the loop's files, then the work.",
+            vec![bash("python3 attempt.py; echo x > done.txt")],
+        ),
+        Reply::text("Done. <promise>DONE</promise>"),
+    ]);
+    let args = [
+        "Do it",
+        "--verify",
+        "sh check.sh",
+        "--completion-promise",
+        "DONE",
+        "--max-iterations",
+        "3",
+    ];
+    let f = finish(p.run_cmd(Some(&m), &claude, &args));
+    f.expect_code(0);
+    f.shows("🔒 sandbox on");
+    f.shows("complete after 1 iteration");
+    let result = told(&m.main_requests()[1]);
+    assert_eq!(
+        result.matches("REFUSED Read-only file system").count(),
+        5,
+        "{result}"
+    );
+    assert!(!result.contains("WROTE"), "{result}");
+    assert_eq!(p.read("check.sh"), "test -f done.txt\n");
+    assert_eq!(p.read(".claude/settings.json"), "{}\n");
+    // (The client itself writes its own keys there.)
+    assert!(
+        !std::fs::read_to_string(&home_settings)
+            .unwrap()
+            .contains("EVIL")
+    );
+    assert_eq!(std::fs::read_to_string(&before).unwrap(), "{}\n");
+    assert!(
+        !p.decisions().iter().any(|d| d.starts_with("tamper")),
+        "{:?}",
+        p.decisions()
+    );
     p.done();
 }
 
@@ -355,16 +423,17 @@ fn a_client_that_keeps_failing_ends_the_run_with_its_message() {
     p.done();
 }
 
-/// A run whose first iteration records its shell's pid, then sleeps.
+/// A run whose first iteration marks that it started, then sleeps: its
+/// commands carry `tag` (their pids, inside the sandbox, are another
+/// namespace's).
 fn sleeping_run(
     p: &Project,
     claude: &std::path::Path,
-) -> (ralph_fake_model::FakeModel, std::process::Child) {
+) -> (ralph_fake_model::FakeModel, std::process::Child, String) {
+    let tag = format!("60.{}", std::process::id());
     let m = model(vec![reply(
         "Working for a long time.",
-        vec![bash(
-            "echo $$ > shell.pid; echo $PPID > parent.pid; sleep 60",
-        )],
+        vec![bash(&format!("echo go > started; sleep {tag}"))],
     )]);
     let child = p
         .run_cmd(Some(&m), claude, &["Long task", "--max-iterations", "5"])
@@ -375,20 +444,16 @@ fn sleeping_run(
     wait_for(
         "the scripted command to start",
         Duration::from_secs(60),
-        || !p.read("parent.pid").trim().is_empty(),
+        || !p.read("started").trim().is_empty(),
     );
-    (m, child)
-}
-
-fn pid_in(p: &Project, rel: &str) -> u32 {
-    p.read(rel).trim().parse().unwrap()
+    (m, child, tag)
 }
 
 #[test]
 fn sigint_mid_iteration_stops_the_client_and_cancels_the_loop() {
     let Some(claude) = claude() else { return };
     let p = Project::new("sigint");
-    let (_m, child) = sleeping_run(&p, &claude);
+    let (_m, child, tag) = sleeping_run(&p, &claude);
     let pid = child.id();
     Command::new("kill")
         .args(["-INT", &pid.to_string()])
@@ -397,10 +462,11 @@ fn sigint_mid_iteration_stops_the_client_and_cancels_the_loop() {
     let f = wait_output(child, Duration::from_secs(30));
     f.expect_code(130);
     f.shows("🛑 ralph run interrupted (SIGINT) at iteration 1: the client was stopped and the loop cancelled.");
-    for file in ["shell.pid", "parent.pid"] {
-        let pid = pid_in(&p, file);
-        assert!(!is_alive(pid), "{file} {pid} still runs");
-    }
+    let left = running_with(&tag);
+    assert!(
+        left.is_empty(),
+        "the iteration's commands still run: {left:?}"
+    );
     assert!(!p.path(STATE_FILE).exists());
     assert_eq!(p.decisions().last().unwrap(), "cancel/interrupted");
     let status = p.ralph(None).arg("status").output().unwrap();
@@ -417,7 +483,7 @@ fn sigint_mid_iteration_stops_the_client_and_cancels_the_loop() {
 fn cancel_from_outside_and_a_second_run_is_refused() {
     let Some(claude) = claude() else { return };
     let p = Project::new("cancel");
-    let (_m, child) = sleeping_run(&p, &claude);
+    let (_m, child, tag) = sleeping_run(&p, &claude);
     // A second run in the same project is refused while this one runs.
     let second = finish(p.run_cmd(None, &claude, &["Another task"]));
     second.expect_code(2);
@@ -431,10 +497,11 @@ fn cancel_from_outside_and_a_second_run_is_refused() {
     let f = wait_output(child, Duration::from_secs(30));
     f.expect_code(1);
     f.shows("🛑 The loop was cancelled (ralph cancel or /cancel-ralph) at iteration 1; the client was stopped.");
-    for file in ["shell.pid", "parent.pid"] {
-        let pid = pid_in(&p, file);
-        assert!(!is_alive(pid), "{file} {pid} still runs");
-    }
+    let left = running_with(&tag);
+    assert!(
+        left.is_empty(),
+        "the iteration's commands still run: {left:?}"
+    );
     assert!(
         p.run_file("outcome.json")
             .contains("\"outcome\": \"cancelled\"")
@@ -458,10 +525,9 @@ fn rotation_asks_for_a_handoff_and_the_next_iteration_gets_it() {
         },
         reply(
             "Writing my hand-off.",
-            vec![write(
-                &p,
-                ".claude/ralph-handoff.md",
-                "HANDOFF-NOTE: the parser is half done; next, wire the CLI.\n",
+            // With Bash: the client's file tools ask for approval in `.claude/`.
+            vec![bash(
+                "printf 'HANDOFF-NOTE: the parser is half done; next, wire the CLI.\\n' > .claude/ralph-handoff.md",
             )],
         ),
         Reply::text("Handed off."),

@@ -93,7 +93,8 @@ impl Project {
         cmd
     }
 
-    /// `ralph run --claude CLIENT ARGS -- --dangerously-skip-permissions`.
+    /// `ralph run --claude CLIENT ARGS`: no client flags, as a user's first
+    /// run (the run gives its clients the sandbox and their permissions).
     pub(crate) fn run_cmd(
         &self,
         model: Option<&FakeModel>,
@@ -101,11 +102,7 @@ impl Project {
         args: &[&str],
     ) -> Command {
         let mut cmd = self.ralph(model);
-        cmd.arg("run")
-            .arg("--claude")
-            .arg(claude)
-            .args(args)
-            .args(["--", "--dangerously-skip-permissions"]);
+        cmd.arg("run").arg("--claude").arg(claude).args(args);
         cmd
     }
 
@@ -267,6 +264,22 @@ pub(crate) fn conversation(r: &Recorded) -> Vec<Value> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The processes whose command line holds `tag` (zombies aside).
+pub(crate) fn running_with(tag: &str) -> Vec<String> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != std::process::id() && is_alive(*pid))
+        .filter_map(|pid| {
+            let cmd = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains(tag).then(|| format!("{pid}: {cmd}"))
+        })
+        .collect()
 }
 
 pub(crate) fn is_alive(pid: u32) -> bool {

@@ -51,6 +51,7 @@ pub(crate) mod reinject;
 pub mod review;
 pub(crate) mod review_settings;
 pub mod run;
+pub mod sandbox;
 pub mod seal;
 pub mod start;
 pub mod state;

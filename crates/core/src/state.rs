@@ -83,6 +83,9 @@ pub struct LoopState {
     /// `ralph:ralph-parallel-worker` in its own git worktree and merged into
     /// the loop's branch (see `parallel`). 0: one story at a time.
     pub parallel: u32,
+    /// Whether the agent's commands run in the client's sandbox, as seen at
+    /// the start (`sandbox::Seen`; `None`: not known).
+    pub sandbox: Option<bool>,
     /// The prompt body, verbatim.
     pub prompt: String,
 }
@@ -193,12 +196,8 @@ impl LoopState {
                     |n| n > 0,
                 )?
                 .unwrap_or(crate::verify::DEFAULT_TIMEOUT_SECS),
-            max_stalls: f
-                .small("max_stalls", "must be a whole number", any)?
-                .unwrap_or(DEFAULT_MAX_STALLS),
-            stalls: f
-                .small("stalls", "must be a whole number", any)?
-                .unwrap_or(0),
+            max_stalls: f.whole("max_stalls")?.unwrap_or(DEFAULT_MAX_STALLS),
+            stalls: f.whole("stalls")?.unwrap_or(0),
             last_fingerprint: f.get("last_fingerprint").and_then(scalar_text),
             queue_seen: f.get("queue_seen").and_then(scalar_text),
             yielded: f.flag("yielded")?,
@@ -211,9 +210,8 @@ impl LoopState {
                 .and_then(scalar_text)
                 .filter(|s| !s.is_empty()),
             fresh: f.flag("fresh")?,
-            parallel: f
-                .small("parallel", "must be a whole number", |_| true)?
-                .unwrap_or(0),
+            parallel: f.whole("parallel")?.unwrap_or(0),
+            sandbox: f.optional_flag("sandbox")?,
             prompt: Some(split.body.to_string())
                 .filter(|p| !p.trim().is_empty())
                 .ok_or(StateError::EmptyPrompt)?,
@@ -309,6 +307,9 @@ impl LoopState {
         }
         if self.parallel > 0 {
             lines.push(("parallel", self.parallel.to_string()));
+        }
+        if let Some(on) = self.sandbox {
+            lines.push(("sandbox", on.to_string()));
         }
         if let Some(p) = &self.api_error_pause {
             lines.push((PAUSE_KEY, quote(p.reason.as_str())));
@@ -551,6 +552,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         blocked: None,
         fresh: false,
         parallel: 0,
+        sandbox: None,
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
     }
 }
@@ -586,6 +588,20 @@ impl Fields {
 
     fn get(&self, field: &str) -> Option<&Value> {
         self.0.get(field).filter(|v| !v.is_null())
+    }
+
+    /// A small whole number, any value.
+    fn whole(&self, field: &'static str) -> Result<Option<u32>, StateError> {
+        self.small(field, "must be a whole number", |_| true)
+    }
+
+    /// `true` or `false`, absent meaning not known.
+    fn optional_flag(&self, field: &'static str) -> Result<Option<bool>, StateError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(bad(field, "must be true or false", v)),
+        }
     }
 
     /// `true` or `false`, absent meaning `false`.

@@ -51,6 +51,7 @@ fn round_trips_awkward_prompt_and_promise() {
         blocked: Some("story US-1 needs a human: \"key\" # x".into()),
         fresh: true,
         parallel: 3,
+        sandbox: None,
         api_error_pause: Some(Pause {
             reason: PauseReason::RateLimit,
             at: "2026-12-01T00:00:00Z".into(),

@@ -115,6 +115,9 @@ pub struct StatusLine {
     /// The largest share of a limit spent (cap or budget), in percent.
     pub spent_percent: u64,
     pub context_percent: Option<f64>,
+    /// The agent's commands run in Claude Code's sandbox (`🔒`), as seen at
+    /// the start.
+    pub sandboxed: bool,
 }
 
 impl StatusLine {
@@ -178,6 +181,7 @@ impl StatusLine {
             verify_pinned: false,
             spent_percent: spent_percent(state, now),
             context_percent,
+            sandboxed: state.sandbox == Some(true),
         }
     }
 
@@ -190,6 +194,9 @@ impl StatusLine {
         } else {
             format!("ralph {}", self.iteration)
         };
+        if self.sandboxed {
+            head.push_str(" 🔒");
+        }
         if let Some(w) = self.waiting {
             head.push(' ');
             head.push_str(w);

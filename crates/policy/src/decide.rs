@@ -75,6 +75,10 @@ fn control_reason(command: &str) -> String {
     )
 }
 
+/// A Bash call that asks to run outside Claude Code's sandbox: in a loop,
+/// the sandbox is what keeps the loop's files out of the command's reach.
+const UNSANDBOXED_REASON: &str = "ralph-guard: a Bash call with `dangerouslyDisableSandbox: true` is refused while a Ralph loop runs: the sandbox is what keeps the loop's files and checks out of a command's reach. Run the command inside the sandbox; if it truly needs more (a path, a domain), say so in your reply and the user can widen the sandbox's settings.";
+
 fn prd_removal_reason(display: &str) -> String {
     format!(
         "ralph-guard: this command would delete, empty or move away {display}, the PRD the Ralph loop feeds \
@@ -96,6 +100,11 @@ fn decide_bash(
         Some(p) if !p.rewrites.is_empty() => rewrite_chain(original, p, policy_path, messages),
         _ => (original.to_string(), Vec::new()),
     };
+    if ctx.loop_active
+        && call.tool_input.get("dangerouslyDisableSandbox") == Some(&Value::Bool(true))
+    {
+        return Verdict::Deny(UNSANDBOXED_REASON.to_string());
+    }
     if ctx.loop_active {
         match protect::check_bash(&command, ctx) {
             Some(Hit::Loop(d)) if settings::is_settings_name(&d) => {
@@ -357,6 +366,28 @@ mod tests {
         );
         assert!(denied(&e(r#",{"id":"B"}"#, "")), "drops story B");
         assert!(!denied(&e(r#"{"id":"B"}"#, r#"{"id":"B","passes":true}"#)));
+    }
+
+    #[test]
+    fn a_command_out_of_the_sandbox_is_refused_in_a_loop() {
+        let out = json!({"command": "npm test", "dangerouslyDisableSandbox": true});
+        let d = decide(&call("Bash", out.clone()), &PolicySource::Absent, &ctx());
+        let Verdict::Deny(why) = d.verdict else {
+            panic!("{:?}", d.verdict)
+        };
+        assert!(why.contains("dangerouslyDisableSandbox"), "{why}");
+        // Inside it, or asked false, the same command runs.
+        for input in [
+            json!({"command": "npm test"}),
+            json!({"command": "npm test", "dangerouslyDisableSandbox": false}),
+        ] {
+            let d = decide(&call("Bash", input), &PolicySource::Absent, &ctx());
+            assert_eq!(d.verdict, Verdict::Allow);
+        }
+        let mut c = ctx();
+        c.loop_active = false;
+        let d = decide(&call("Bash", out), &PolicySource::Absent, &c);
+        assert_eq!(d.verdict, Verdict::Allow);
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub(crate) const SWITCH_KEYS: &[&str] = &[
     "disableAllHooks",
     "enabledPlugins",
     "allowManagedHooksOnly",
+    // Turning the sandbox off, letting commands out of it, or widening
+    // where they may write would take away what keeps the loop's files
+    // out of their reach.
+    "sandbox",
 ];
 
 /// The settings files the client reads for this project: the project's
@@ -81,7 +85,7 @@ pub(crate) fn judge(current: Option<&str>, new: &str) -> Option<String> {
 pub(crate) fn edit_reason(file: &str, why: &str) -> String {
     format!(
         "ralph-guard: this change to {file} is refused while a Ralph loop runs: {why}. Those keys switch \
-         hooks off, redirect them or set ralph's variables ({}); only the user changes them. Other keys \
+         hooks off, redirect them, set ralph's variables or open the sandbox ({}); only the user changes them. Other keys \
          may be edited.",
         SWITCH_KEYS.join(", ")
     )
@@ -194,6 +198,19 @@ mod tests {
         );
         assert!(judge(None, r#"{"hooks":{"Stop":[]}}"#).is_some());
         assert!(judge(None, r#"{"enabledPlugins":{"ralph@ralph":false}}"#).is_some());
+        // The sandbox: off, commands let out, writes widened.
+        let boxed = r#"{"sandbox":{"enabled":true}}"#;
+        for opened in [
+            r#"{"sandbox":{"enabled":false}}"#,
+            r#"{"sandbox":{"enabled":true,"allowUnsandboxedCommands":true}}"#,
+            r#"{"sandbox":{"enabled":true,"filesystem":{"allowWrite":["~/.claude"]}}}"#,
+            "{}",
+        ] {
+            assert!(
+                judge(Some(boxed), opened).unwrap().contains("`sandbox`"),
+                "{opened}"
+            );
+        }
         assert!(judge(Some(cur), "not json").unwrap().contains("`env`"));
         assert_eq!(judge(Some(r#"{"model":"x"}"#), "x"), None);
         // A new file without switches, an empty one.

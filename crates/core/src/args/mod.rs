@@ -30,6 +30,16 @@ pub use run::split_run_argv;
 /// The most stories at once `--parallel` takes.
 pub(crate) const MAX_PARALLEL: u32 = 16;
 
+/// What a start asks of the client's sandbox.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SandboxAsk {
+    /// Used where it runs, said where it does not.
+    #[default]
+    WhereAble,
+    /// `--sandbox=require`: no loop without it.
+    Required,
+}
+
 /// The options of a loop start, as given.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StartArgs {
@@ -65,6 +75,9 @@ pub struct StartArgs {
     /// `--pin GLOB` (repeatable): files pinned at start besides those the
     /// checks name (see `pins`).
     pub pin: Vec<String>,
+    /// `--sandbox=require`: no loop unless the agent's commands run in the
+    /// client's sandbox.
+    pub sandbox: SandboxAsk,
     pub help: bool,
 }
 
@@ -218,6 +231,14 @@ impl StartArgs {
                 self.parallel = Some(n);
             }
             "--review" => self.review = Some(review_list(spec, &v)?),
+            "--sandbox" if v.is_empty() || v == "require" => self.sandbox = SandboxAsk::Required,
+            "--sandbox" => {
+                return Err(ArgsError::BadValue {
+                    flag: spec.name,
+                    value: v,
+                    what: "`require` (or nothing: the same)",
+                });
+            }
             "--pin" if v.trim().is_empty() => {
                 return Err(ArgsError::MissingValue(spec.name, spec.example));
             }
@@ -251,7 +272,11 @@ fn review_list(spec: &OptSpec, value: &str) -> Result<Vec<String>, ArgsError> {
 
 /// Whether `value` is one an optional value may be (`--review`'s names).
 fn optional_fits(spec: &OptSpec, value: &str) -> bool {
-    spec.name == "--review" && crate::review_settings::parse_list(value).is_some()
+    match spec.name {
+        "--review" => crate::review_settings::parse_list(value).is_some(),
+        "--sandbox" => value == "require",
+        _ => false,
+    }
 }
 
 /// The options seen so far: each once, unless it repeats by definition.

@@ -204,6 +204,8 @@ pub const OPTIONS: &[OptSpec] = &[
         .eg("'tests/**'")
         .repeatable(),
     opt("--replace", "", ValueKind::Switch, "take over another session's running loop in this project"),
+    opt("--sandbox", "require", ValueKind::Optional, "refuse to start unless the agent's commands run in Claude Code's sandbox (by default ralph uses it when it can and says when it cannot)")
+        .eg("require"),
     // `ralph run` only.
     opt("--claude", "PATH", ValueKind::Text, "the Claude Code client to run (default: $RALPH_CLAUDE, else `claude` on PATH)")
         .run_only()
@@ -233,6 +235,8 @@ pub const OPTIONS: &[OptSpec] = &[
         .zero(Zero::Off("no cap"))
         .run_only()
         .eg("30m"),
+    opt("--no-sandbox", "", ValueKind::Switch, "run the client without Claude Code's sandbox: ralph's files are then only guarded by reading commands, and what gets past is caught after the fact")
+        .run_only(),
     opt("--story", "ID", ValueKind::Text, "work on story ID of --prd-file (default prd.json) only, on branch ralph/ID; exit 0 done, 1 not done, 3 usage limit, 4 error (docs/github-actions.md)")
         .run_only()
         .eg("US-1"),

@@ -220,3 +220,39 @@ fn every_loop_option_parses() {
         );
     }
 }
+
+#[test]
+fn sandbox_require_is_the_only_value() {
+    assert_eq!(
+        parse_command_line("go").unwrap().sandbox,
+        SandboxAsk::WhereAble
+    );
+    for given in [
+        "go --sandbox=require",
+        "go --sandbox require",
+        "go --sandbox",
+    ] {
+        assert_eq!(
+            parse_command_line(given).unwrap().sandbox,
+            SandboxAsk::Required,
+            "{given}"
+        );
+    }
+    // A word after a bare --sandbox is the prompt's.
+    let a = parse_command_line("--sandbox fix it").unwrap();
+    assert_eq!(
+        (a.sandbox, a.prompt.as_str()),
+        (SandboxAsk::Required, "fix it")
+    );
+    let e = parse_command_line("go --sandbox=maybe").unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ArgsError::BadValue {
+                flag: "--sandbox",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}

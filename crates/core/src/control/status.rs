@@ -70,6 +70,10 @@ pub struct Status {
     /// `--parallel`: the stories in flight, merged, sent back.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parallel: Option<ParallelStatus>,
+    /// Whether the agent's commands run in Claude Code's sandbox, as seen
+    /// at the start (absent: not known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<bool>,
 }
 
 /// `--parallel`: where the stories stand in the merge queue.
@@ -277,6 +281,7 @@ impl Status {
                 .map(|s| PinsStatus::new(s, Vec::new())),
             worker: None,
             parallel: None,
+            sandbox: state.and_then(|s| s.sandbox),
         }
     }
 
@@ -393,6 +398,11 @@ impl Status {
         }
         if let Some(f) = &self.state_file {
             out.push_str(&format!("  state:     {f}\n"));
+        }
+        match self.sandbox {
+            Some(true) => out.push_str("  sandbox:   on (the agent's commands run in Claude Code's sandbox)\n"),
+            Some(false) => out.push_str("  sandbox:   off (ralph's guard reads each command; /sandbox turns it on for the next loop)\n"),
+            None => {}
         }
         if let Some(p) = &self.pins {
             out.push_str(&p.text());

@@ -71,7 +71,7 @@ pub fn prompt(base: &str, handoff: Option<&str>) -> String {
         ));
     }
     out.push_str(&format!(
-        "\n\n[ralph run: each iteration is a fresh session; what earlier iterations did is in the files and in {HANDOFF_FILE}. Before you end a turn with work left, update that file for the next session.]"
+        "\n\n[ralph run: each iteration is a fresh session; what earlier iterations did is in the files and in {HANDOFF_FILE}. Before you end a turn with work left, update that file for the next session (with a Bash command: the client asks approval for its file tools in `.claude/`).]"
     ));
     out
 }

@@ -78,7 +78,7 @@ pub fn check(t: Thresholds, context: u64, asked: bool) -> Rotation {
 /// What the agent is told when its context passes the soft threshold.
 pub fn handoff_request(context: u64, t: Thresholds) -> String {
     format!(
-        "ralph run: this session's context has reached {} tokens (rotation at {}). Finish the step you are on, then write your hand-off to {HANDOFF_FILE}: what you did, what is left, the files and commands that matter, and anything the next session must know. Then end your turn. The next iteration starts a fresh session that reads that file. Print the completion promise only if the whole task is really complete.",
+        "ralph run: this session's context has reached {} tokens (rotation at {}). Finish the step you are on, then write your hand-off to {HANDOFF_FILE} (with a Bash command such as `cat > {HANDOFF_FILE} <<'EOF'`: the client asks approval for its file tools in `.claude/`): what you did, what is left, the files and commands that matter, and anything the next session must know. Then end your turn. The next iteration starts a fresh session that reads that file. Print the completion promise only if the whole task is really complete.",
         human(context),
         human(t.soft)
     )

@@ -13,6 +13,7 @@ use crate::paths::LoopPaths;
 use crate::pins;
 use crate::prd::Prd;
 use crate::prd::PrdReadError;
+use crate::sandbox::Seen;
 use crate::state::LoopState;
 use crate::state_file::StateFile;
 use crate::stop::gather::wants_fingerprint;
@@ -34,6 +35,8 @@ pub struct Starter<'a> {
     /// The client `ralph run` drives: the reviewers' too (else
     /// `RALPH_CLAUDE`, the session's client, `claude` on `PATH`).
     pub claude: Option<&'a str>,
+    /// Whether the agent's commands will run in the client's sandbox.
+    pub sandbox: crate::sandbox::Seen,
 }
 
 /// The command policy's `[gates] full` row of a project, read by the
@@ -60,6 +63,15 @@ pub fn start(
         .max_cost
         .and_then(|_| session_model(starter.transcript, &paths.root));
     let cost_model = rules::cost_model(args, model.as_deref())?;
+    if args.sandbox == crate::args::SandboxAsk::Required {
+        match &starter.sandbox {
+            Seen::On(_) => {}
+            Seen::Off(why) => return Err(StartError::SandboxRequired(why.clone())),
+            Seen::Unknown => return Err(StartError::SandboxRequired(
+                "a loop started from a terminal does not know the session that will claim it (start it with /ralph-loop in the session, or with ralph run)".into(),
+            )),
+        }
+    }
     let (prompt, prd, prd_globs) = read_start_files(paths, args)?;
     if args.parallel.is_some() && worktree::head(&paths.root).is_none() {
         return Err(StartError::ParallelWithoutGit(
@@ -79,6 +91,7 @@ pub fn start(
     let now = clock::now_rfc3339();
     let mut state = rules::new_state(args, prompt, prd.as_ref(), gate, session, &now);
     state.budgets = rules::budgets(args, cost_model);
+    state.sandbox = starter.sandbox.flag();
     state.notify = crate::notify::resolve_at_start(args.notify.as_deref(), &paths.root);
     state.pins = pins::disk::record(paths, &wanted)?.by_path();
     if state.review.is_on() {

@@ -123,6 +123,10 @@ pub enum StartError {
         "--parallel needs a git repository with at least one commit in {0} (each story is worked in its own git worktree and merged): run `git init && git add -A && git commit -m start` first"
     )]
     ParallelWithoutGit(String),
+    #[error(
+        "--sandbox=require: the agent's commands would not run in Claude Code's sandbox: {0}; nothing was started"
+    )]
+    SandboxRequired(String),
     /// The files the checks depend on cannot be pinned (see `pins`).
     #[error("{0}")]
     Pins(#[from] crate::pins::PinError),

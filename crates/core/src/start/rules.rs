@@ -286,6 +286,7 @@ pub(crate) fn new_state(
         blocked: None,
         fresh: args.fresh || args.parallel.is_some(),
         parallel: args.parallel.unwrap_or(0),
+        sandbox: None,
         prompt,
     }
 }

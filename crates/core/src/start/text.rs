@@ -165,6 +165,7 @@ pub(crate) fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
         ));
     }
     out.push_str(&budget_line(&state.budgets));
+    out.push_str(sandbox_line(state.sandbox));
     let review = &state.review;
     if review.is_on() {
         let by = match &review.command {
@@ -210,6 +211,20 @@ pub(crate) fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
         }
     }
     out
+}
+
+/// Whether the agent's commands run in Claude Code's sandbox, as seen at
+/// the start ("" when not known: a loop started from a terminal).
+pub(crate) fn sandbox_line(sandbox: Option<bool>) -> &'static str {
+    match sandbox {
+        Some(true) => {
+            "Sandbox: on. The agent's Bash commands run in Claude Code's sandbox: ralph's folder is out of their reach, and pinned files are put back before each check.\n"
+        }
+        Some(false) => {
+            "Sandbox: off. The agent's commands run with your rights: ralph's guard reads each one, and a write it cannot see (an interpreter's) is caught afterwards and pauses the loop. Claude Code's sandbox would keep ralph's files out of the agent's reach: /sandbox in a session (ralph run uses it unless --no-sandbox).\n"
+        }
+        None => "",
+    }
 }
 
 /// The task as the model starts on it: the prompt, or the first story's prompt.
