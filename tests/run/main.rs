@@ -310,6 +310,50 @@ fn in_the_sandbox_an_interpreters_writes_fail_and_the_loop_goes_on() {
     p.done();
 }
 
+/// A story's usual end, `git add -A && git commit`, works inside the
+/// sandbox: the names the client binds `/dev/null` over are passed over by
+/// git there (the run's excludes), so nothing but the work is committed.
+#[test]
+fn a_story_commits_inside_the_sandbox() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("commit");
+    p.write(".gitignore", ".claude/ralph-*\n.claude/ralph-runs/\n");
+    let commit = "echo 1 > one.txt && git add -A && git -c user.name=w -c user.email=w@x commit -qm 'US-1: one' && echo COMMITTED; git status --porcelain";
+    let m = model(vec![
+        reply("Committing the story.", vec![bash(commit)]),
+        Reply::text("Done. <promise>DONE</promise>"),
+    ]);
+    let args = [
+        "Do it",
+        "--completion-promise",
+        "DONE",
+        "--max-iterations",
+        "2",
+    ];
+    let f = finish(p.run_cmd(Some(&m), &claude, &args));
+    f.expect_code(0);
+    let result = told(&m.main_requests()[1]);
+    assert!(result.contains("COMMITTED"), "{result}");
+    let shown = Command::new("git")
+        .args(["show", "--stat", "--format=%s", "HEAD"])
+        .current_dir(&p.dir)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.starts_with("US-1: one\n"), "{shown}");
+    for placeholder in [".bashrc", ".mcp.json", ".vscode", ".claude/agents"] {
+        assert!(
+            !shown.contains(placeholder),
+            "{placeholder} committed: {shown}"
+        );
+    }
+    assert!(
+        shown.contains("one.txt") && shown.contains(".gitignore"),
+        "{shown}"
+    );
+    p.done();
+}
+
 #[test]
 fn a_rate_limit_the_client_retries_is_waited_out_and_said() {
     let Some(claude) = claude() else { return };

@@ -172,10 +172,10 @@ pub fn in_session(root: &Path, client_pid: Option<u32>) -> Seen {
 const TURN_ON: &str = "turn it on with /sandbox, or \"sandbox\": {\"enabled\": true} in .claude/settings.json, then start again";
 
 /// The names the client's sandbox always protects in the working folder
-/// (measured, 2.1.328): one that does not exist there shows inside a
-/// sandboxed command as `/dev/null` bound in its place, an untracked
-/// character device that `git add -A` refuses.
-const ALWAYS_PROTECTED: [&str; 11] = [
+/// and its `.claude/` (measured, 2.1.328): one that does not exist there
+/// shows inside a sandboxed command as `/dev/null` bound in its place, an
+/// untracked character device that `git add -A` refuses.
+const ALWAYS_PROTECTED: [&str; 23] = [
     ".bash_profile",
     ".bashrc",
     ".gitconfig",
@@ -187,12 +187,54 @@ const ALWAYS_PROTECTED: [&str; 11] = [
     ".vscode",
     ".zprofile",
     ".zshrc",
+    ".claude/agents",
+    ".claude/commands",
+    ".claude/hooks",
+    ".claude/launch.json",
+    ".claude/loop.md",
+    ".claude/output-styles",
+    ".claude/routines",
+    ".claude/scheduled_tasks.json",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".claude/skills",
+    ".claude/workflows",
 ];
 
-/// The package registries a project's manifests fetch from: the domains a
-/// build or test run of that kind needs, by manifest.
-const REGISTRIES: &[(&str, &[&str])] = &[
-    (
+/// What a build or test run of a kind of project needs: the domains its
+/// package manager fetches from and the caches it writes under the home
+/// folder, by manifest (measured: `cargo fetch` fails with `Read-only file
+/// system` until `~/.cargo` may be written, `npm install` until `~/.npm`
+/// may; docs/client-measurements.md).
+struct Registry {
+    manifest: &'static str,
+    domains: &'static [&'static str],
+    caches: &'static [&'static str],
+}
+
+const fn registry(
+    manifest: &'static str,
+    domains: &'static [&'static str],
+    caches: &'static [&'static str],
+) -> Registry {
+    Registry {
+        manifest,
+        domains,
+        caches,
+    }
+}
+
+const PYPI: &[&str] = &["pypi.org", "files.pythonhosted.org"];
+const PIP_CACHE: &[&str] = &[".cache/pip"];
+const MAVEN: &[&str] = &["repo.maven.apache.org", "repo1.maven.org"];
+const GRADLE: &[&str] = &[
+    "repo.maven.apache.org",
+    "plugins.gradle.org",
+    "services.gradle.org",
+];
+
+const REGISTRIES: &[Registry] = &[
+    registry(
         "Cargo.toml",
         &[
             "crates.io",
@@ -200,34 +242,34 @@ const REGISTRIES: &[(&str, &[&str])] = &[
             "static.crates.io",
             "static.rust-lang.org",
         ],
+        &[".cargo/registry", ".cargo/git"],
     ),
-    (
+    registry(
         "package.json",
         &["registry.npmjs.org", "registry.yarnpkg.com"],
+        &[".npm", ".cache/yarn"],
     ),
-    ("pyproject.toml", &["pypi.org", "files.pythonhosted.org"]),
-    ("requirements.txt", &["pypi.org", "files.pythonhosted.org"]),
-    ("setup.py", &["pypi.org", "files.pythonhosted.org"]),
-    ("go.mod", &["proxy.golang.org", "sum.golang.org"]),
-    ("Gemfile", &["rubygems.org", "index.rubygems.org"]),
-    ("pom.xml", &["repo.maven.apache.org", "repo1.maven.org"]),
-    (
-        "build.gradle",
-        &[
-            "repo.maven.apache.org",
-            "plugins.gradle.org",
-            "services.gradle.org",
-        ],
+    registry("pyproject.toml", PYPI, PIP_CACHE),
+    registry("requirements.txt", PYPI, PIP_CACHE),
+    registry("setup.py", PYPI, PIP_CACHE),
+    registry(
+        "go.mod",
+        &["proxy.golang.org", "sum.golang.org"],
+        &["go/pkg/mod", ".cache/go-build"],
     ),
-    (
-        "build.gradle.kts",
-        &[
-            "repo.maven.apache.org",
-            "plugins.gradle.org",
-            "services.gradle.org",
-        ],
+    registry(
+        "Gemfile",
+        &["rubygems.org", "index.rubygems.org"],
+        &[".gem", ".bundle"],
     ),
-    ("composer.json", &["repo.packagist.org"]),
+    registry("pom.xml", MAVEN, &[".m2"]),
+    registry("build.gradle", GRADLE, &[".gradle", ".m2"]),
+    registry("build.gradle.kts", GRADLE, &[".gradle", ".m2"]),
+    registry(
+        "composer.json",
+        &["repo.packagist.org"],
+        &[".cache/composer"],
+    ),
 ];
 
 /// What `ralph run` asks of its clients' sandbox: computed once at the
@@ -240,6 +282,9 @@ pub struct RunSandbox {
     /// (`sandbox.network.allowedDomains` in their settings, which the
     /// client adds), with the manifest that asks for each.
     pub domains: Vec<(String, &'static str)>,
+    /// The package managers' caches the agent's commands may write (the
+    /// sandbox allows only the project and temporary files otherwise).
+    pub caches: Vec<PathBuf>,
     /// A git excludes file naming the placeholders (see
     /// [`ALWAYS_PROTECTED`]), with the user's own excludes first.
     pub excludes: Option<PathBuf>,
@@ -270,25 +315,25 @@ impl RunSandbox {
         }
         deny.sort();
         deny.dedup();
-        let mut domains: Vec<(String, &'static str)> = Vec::new();
-        for (manifest, hosts) in REGISTRIES {
-            if root.join(manifest).is_file() {
-                for host in *hosts {
-                    if !domains.iter().any(|(d, _)| d == host) {
-                        domains.push(((*host).to_string(), manifest));
-                    }
-                }
-            }
-        }
-        let absent: Vec<&str> = ALWAYS_PROTECTED
+        let (domains, caches) = needs(root, home_dir().as_deref());
+        // A denied path that does not exist gets a placeholder as well
+        // (measured: `.claude/ralph.toml`).
+        let denied_here = deny.iter().filter_map(|p| p.strip_prefix(root).ok());
+        let mut absent: Vec<String> = ALWAYS_PROTECTED
             .iter()
-            .copied()
-            .filter(|name| std::fs::symlink_metadata(root.join(name)).is_err())
+            .map(PathBuf::from)
+            .chain(denied_here.map(Path::to_path_buf))
+            .filter(|rel| !rel.starts_with(".git"))
+            .filter(|rel| std::fs::symlink_metadata(root.join(rel)).is_err())
+            .map(|rel| rel.display().to_string())
             .collect();
+        absent.sort();
+        absent.dedup();
         let excludes = write_excludes(paths, &absent);
         RunSandbox {
             deny_write: deny,
             domains,
+            caches,
             excludes,
         }
     }
@@ -305,13 +350,18 @@ impl RunSandbox {
             .map(|p| format!("/{}", p.display()))
             .collect();
         let domains: Vec<&str> = self.domains.iter().map(|(d, _)| d.as_str()).collect();
+        let caches: Vec<String> = self
+            .caches
+            .iter()
+            .map(|p| format!("/{}", p.display()))
+            .collect();
         let mut settings = json!({
             "sandbox": {
                 "enabled": true,
                 "failIfUnavailable": true,
                 "autoAllowBashIfSandboxed": true,
                 "allowUnsandboxedCommands": false,
-                "filesystem": {"denyWrite": deny},
+                "filesystem": {"denyWrite": deny, "allowWrite": caches},
                 "network": {"allowedDomains": domains},
             },
             "permissions": {"allow": ["Bash"]},
@@ -343,17 +393,66 @@ impl RunSandbox {
                 .collect::<Vec<_>>()
                 .join("; ")
         };
+        let caches = if self.caches.is_empty() {
+            String::new()
+        } else {
+            let shown: Vec<String> = self
+                .caches
+                .iter()
+                .map(|c| c.display().to_string())
+                .collect();
+            format!(" and the package caches {}", shown.join(", "))
+        };
         format!(
-            "🔒 sandbox on: the agent's commands run in Claude Code's sandbox, which may write the project but not ralph's folder, the pinned files, the loop's configuration, the client's settings or .git/config, .git/hooks, .git/info ({} paths denied); network: {network}, and your settings' sandbox.network.allowedDomains",
+            "🔒 sandbox on: the agent's commands run in Claude Code's sandbox, which may write the project{caches} but not ralph's folder, the pinned files, the loop's configuration, the client's settings or .git/config, .git/hooks, .git/info ({} paths denied); network: {network}, and your settings' sandbox.network.allowedDomains",
             self.deny_write.len()
         )
     }
 }
 
+/// The domains (with the manifest that asks for each) and the caches the
+/// manifests at `root` need. A cache folder that is not there yet is made:
+/// the sandbox can only open a folder that exists. `CARGO_HOME` moves
+/// cargo's.
+fn needs(root: &Path, home: Option<&Path>) -> (Vec<(String, &'static str)>, Vec<PathBuf>) {
+    let mut domains: Vec<(String, &'static str)> = Vec::new();
+    let mut caches: Vec<PathBuf> = Vec::new();
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    for r in REGISTRIES
+        .iter()
+        .filter(|r| root.join(r.manifest).is_file())
+    {
+        for host in r.domains {
+            if !domains.iter().any(|(d, _)| d == host) {
+                domains.push(((*host).to_string(), r.manifest));
+            }
+        }
+        for rel in r.caches {
+            let dir = match (rel.strip_prefix(".cargo/"), &cargo_home, home) {
+                (Some(sub), Some(ch), _) => ch.join(sub),
+                (_, _, Some(h)) => h.join(rel),
+                _ => continue,
+            };
+            if !caches.contains(&dir) && std::fs::create_dir_all(&dir).is_ok() {
+                caches.push(dir);
+            }
+        }
+    }
+    (domains, caches)
+}
+
+fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
 /// The excludes file in the loop's folder: the user's own global excludes
 /// (git's `core.excludesFile`, else `$XDG_CONFIG_HOME/git/ignore`), then
 /// the placeholders, anchored at the top of the work tree.
-fn write_excludes(paths: &LoopPaths, absent: &[&str]) -> Option<PathBuf> {
+fn write_excludes(paths: &LoopPaths, absent: &[String]) -> Option<PathBuf> {
     if absent.is_empty() {
         return None;
     }
@@ -361,9 +460,17 @@ fn write_excludes(paths: &LoopPaths, absent: &[&str]) -> Option<PathBuf> {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str("# ralph run: the names Claude Code's sandbox binds /dev/null over\n");
+    text.push_str("# ralph run: the names Claude Code's sandbox binds /dev/null over (absent, always protected or denied)\n");
     for name in absent {
-        text.push_str(&format!("/{name}\n"));
+        // A pattern's own characters are escaped: the name is literal.
+        let literal: String = name
+            .chars()
+            .flat_map(|c| match c {
+                '*' | '?' | '[' | '\\' | '!' | '#' => vec!['\\', c],
+                _ => vec![c],
+            })
+            .collect();
+        text.push_str(&format!("/{literal}\n"));
     }
     let file = paths.dir.join(EXCLUDES_FILE);
     crate::store::atomic_write(&file, text.as_bytes()).ok()?;
@@ -446,6 +553,38 @@ mod tests {
             plan.describe().contains("index.crates.io") && plan.describe().contains("(Cargo.toml)")
         );
         let _ = std::fs::remove_dir_all(root.parent().unwrap());
+    }
+
+    #[test]
+    fn a_manifest_opens_its_registry_and_its_caches() {
+        let (paths, _) = plan_in("needs", &["package.json", "requirements.txt"]);
+        let home = paths.root.parent().unwrap().join("home");
+        let (domains, caches) = needs(&paths.root, Some(&home));
+        let domains: Vec<&str> = domains.iter().map(|(d, _)| d.as_str()).collect();
+        assert_eq!(
+            domains,
+            [
+                "registry.npmjs.org",
+                "registry.yarnpkg.com",
+                "pypi.org",
+                "files.pythonhosted.org"
+            ]
+        );
+        assert_eq!(
+            caches,
+            [
+                home.join(".npm"),
+                home.join(".cache/yarn"),
+                home.join(".cache/pip")
+            ]
+        );
+        assert!(
+            caches.iter().all(|c| c.is_dir()),
+            "made, so the sandbox can open them"
+        );
+        let (none, no_caches) = needs(&home, Some(&home));
+        assert!(none.is_empty() && no_caches.is_empty());
+        let _ = std::fs::remove_dir_all(paths.root.parent().unwrap());
     }
 
     #[test]
