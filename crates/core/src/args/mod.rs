@@ -32,7 +32,7 @@ pub(crate) const MAX_PARALLEL: u32 = 16;
 
 /// What a start asks of the client's sandbox.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SandboxAsk {
+pub(crate) enum SandboxAsk {
     /// Used where it runs, said where it does not.
     #[default]
     WhereAble,
@@ -77,7 +77,7 @@ pub struct StartArgs {
     pub pin: Vec<String>,
     /// `--sandbox=require`: no loop unless the agent's commands run in the
     /// client's sandbox.
-    pub sandbox: SandboxAsk,
+    pub(crate) sandbox: SandboxAsk,
     pub help: bool,
 }
 
