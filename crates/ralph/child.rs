@@ -250,6 +250,17 @@ impl Watch<'_> {
 
     /// Signals, a cancelled loop, the timeout.
     fn check(&mut self, ran: &mut ClientRun, out: &mut Out) -> Option<Stop> {
+        for note in signals::take_ignored() {
+            out.line(&display::note(self.setup.style, Tone::Warn, &note));
+            loop_files::log(
+                &self.setup.paths,
+                &self.setup.session,
+                self.iteration,
+                Action::Tamper,
+                "signal_ignored",
+                &note,
+            );
+        }
         if let Some(sig) = signals::pending_signal() {
             ran.interrupted = Some(sig);
             return Some(Stop::Signal);

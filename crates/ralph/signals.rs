@@ -1,21 +1,59 @@
 //! The signals `ralph run` takes (SIGINT, SIGTERM, SIGHUP set a flag the
 //! runner polls) and sends (a client's process group stopped).
+//!
+//! A signal's sender (`si_pid`) is read on a thread of its own: one sent by
+//! a process below the runner (its client, the agent's commands: `kill -TERM
+//! $(ps -o ppid= -p $PPID)`) is ignored and noted for the runner to print and
+//! log; the user's (a terminal's Ctrl-C comes from the kernel, pid 0; a
+//! `kill` from another shell) stops the run as before. A sender already gone
+//! when its `/proc` entry is read (`/bin/kill` exits at once) is not known to
+//! be the run's, so it stops the run: the user's own `kill` must. A sender in
+//! a pid namespace nested in the runner's (the client's sandbox) is given by
+//! its pid in the runner's namespace, so it is found below the runner like
+//! any other; and a sandboxed command cannot name the runner's pid at all,
+//! the runner being outside its namespace (docs/client-measurements.md). A
+//! sender in a namespace the runner cannot see comes as pid 0: honoured.
 
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 static SIGNAL: AtomicUsize = AtomicUsize::new(0);
 
+/// Signals sent by the run's own descendants, ignored: what the runner prints.
+static IGNORED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// How far up a sender's parents are followed to find the runner.
+const MAX_DEPTH: usize = 64;
+
 /// SIGINT, SIGTERM and SIGHUP set a flag the runner polls (at least every
-/// 250 ms): the child is stopped and the loop cancelled by the runner itself.
+/// 250 ms): the child is stopped and the loop cancelled by the runner itself;
+/// unless the sender is one of the run's own processes (see the module).
+#[cfg(unix)]
+pub(crate) fn install_signal_flags() -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::iterator::SignalsInfo;
+    use signal_hook::iterator::exfiltrator::WithOrigin;
+    let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP])?;
+    std::thread::Builder::new()
+        .name("ralph-signals".into())
+        .spawn(move || {
+            for origin in signals.forever() {
+                let sender = origin.process.map(|p| p.pid.unsigned_abs());
+                match sender.and_then(|pid| from_descendant(pid, std::process::id())) {
+                    Some(who) => ignored(origin.signal, &who),
+                    None => SIGNAL.store(origin.signal as usize, Ordering::SeqCst),
+                }
+            }
+        })?;
+    Ok(())
+}
+
+#[cfg(not(unix))]
 pub(crate) fn install_signal_flags() -> std::io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    #[cfg(unix)]
-    let signals = [SIGINT, SIGTERM, signal_hook::consts::SIGHUP];
-    #[cfg(not(unix))]
-    let signals = [SIGINT, SIGTERM];
-    for sig in signals {
+    for sig in [SIGINT, SIGTERM] {
         signal_hook::flag::register_usize(sig, &SIGNAL, sig as usize)?;
     }
     Ok(())
@@ -27,6 +65,62 @@ pub(crate) fn pending_signal() -> Option<i32> {
         0 => None,
         s => Some(s as i32),
     }
+}
+
+/// The signals ignored since the last call, worded for the user.
+pub(crate) fn take_ignored() -> Vec<String> {
+    std::mem::take(
+        &mut *IGNORED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+}
+
+fn ignored(sig: i32, who: &str) {
+    let note = format!(
+        "ignored {} from {who}: a process of this run (its agent's) may not stop it; the run goes on (Ctrl-C or `ralph cancel` in your terminal stops it)",
+        signal_name(sig)
+    );
+    IGNORED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(note);
+}
+
+/// `pid` (named, with its parents up to the runner) when it is a process
+/// below the runner `me`, read from `/proc`; `None` when it is not, is the
+/// runner itself, is gone, or `/proc` cannot be read.
+fn from_descendant(pid: u32, me: u32) -> Option<String> {
+    let mut names = Vec::new();
+    let mut at = pid;
+    for _ in 0..MAX_DEPTH {
+        if at == me {
+            return (!names.is_empty()).then(|| format!("process {pid} ({})", names.join(" < ")));
+        }
+        if at <= 1 {
+            return None;
+        }
+        let (ppid, name) = parent_of(at)?;
+        names.push(name);
+        at = ppid;
+    }
+    None
+}
+
+/// A process's parent and name, from `/proc/PID/stat`.
+fn parent_of(pid: u32) -> Option<(u32, String)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `PID (COMM) STATE PPID …`; COMM may hold spaces and parentheses.
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let name = stat.get(open + 1..close)?.to_string();
+    let ppid = stat
+        .get(close + 1..)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some((ppid, name))
 }
 
 pub(crate) fn signal_name(sig: i32) -> String {

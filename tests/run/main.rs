@@ -523,6 +523,50 @@ fn sigint_mid_iteration_stops_the_client_and_cancels_the_loop() {
     p.done();
 }
 
+/// The agent signals its runner (the client's parent): the runner reads the
+/// sender, one of its own descendants, ignores the signal and says so, and
+/// the run goes on to its normal end. Outside the sandbox: inside it the
+/// agent's commands cannot see the runner's pid.
+#[test]
+fn a_signal_from_the_runs_own_agent_is_ignored_and_logged() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("agent-signal");
+    let m = model(vec![
+        reply(
+            "Stopping the runner.",
+            vec![bash(
+                "kill -TERM $(ps -o ppid= -p $PPID); kill -INT $(ps -o ppid= -p $PPID); sleep 1; echo still here",
+            )],
+        ),
+        Reply::text("Done. <promise>DONE</promise>"),
+    ]);
+    let args = [
+        "Work on it",
+        "--completion-promise",
+        "DONE",
+        "--max-iterations",
+        "3",
+        "--no-sandbox",
+        "--",
+        "--permission-mode",
+        "acceptEdits",
+        "--allowedTools",
+        "Bash",
+    ];
+    let f = finish(p.run_cmd(Some(&m), &claude, &args));
+    f.expect_code(0);
+    f.shows("ignored SIGTERM from process");
+    f.shows("ignored SIGINT from process");
+    f.shows("✅ Ralph loop complete after 1 iteration");
+    let decisions = p.decisions();
+    assert!(
+        decisions.iter().any(|d| d == "tamper/signal_ignored"),
+        "{decisions:?}"
+    );
+    assert_eq!(decisions.last().unwrap(), "end/complete");
+    p.done();
+}
+
 #[test]
 fn cancel_from_outside_and_a_second_run_is_refused() {
     let Some(claude) = claude() else { return };

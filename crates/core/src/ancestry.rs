@@ -76,9 +76,26 @@ fn step(child: &Proc, parent: &Proc) -> Option<Origin> {
     (named && !is_init(parent)).then_some(Origin::ClientHook)
 }
 
-/// Nothing above said who: a process detached to init is the agent's (a
-/// hook's runner waits for its hook), any other is neither.
-fn undecided(me: &Proc, parent: Option<&Proc>) -> Origin {
+/// The top of a chain that ends inside bubblewrap's pid namespace: its
+/// init, `bwrap`, with no parent to be seen. The client's sandbox runs each
+/// of the agent's Bash commands so (measured on 2.1.328:
+/// docs/client-measurements.md), and nothing inside can leave that
+/// namespace or rename its init; the user's terminal, the client and its
+/// hooks are outside it.
+fn is_sandbox_top(p: &Proc) -> bool {
+    p.pid == 1 && p.ppid == 0 && p.name == "bwrap"
+}
+
+/// Nothing above said who: a process inside bubblewrap's pid namespace
+/// (`top`, the last process the walk read) is the agent's, and so is one
+/// detached to init (a hook's runner waits for its hook); any other is
+/// neither.
+fn undecided(me: &Proc, parent: Option<&Proc>, top: Option<&Proc>) -> Origin {
+    if top.is_some_and(is_sandbox_top) {
+        return Origin::Agent(
+            "it runs inside a bubblewrap sandbox (the client's, for the agent's commands)".into(),
+        );
+    }
     if parent.is_some_and(is_init) && me.pid != 1 {
         return Origin::Agent(
             "it was detached from whoever started it (its parent is init)".into(),
@@ -98,7 +115,7 @@ fn judge(chain: &[Proc]) -> Origin {
     chain
         .windows(2)
         .find_map(|pair| step(&pair[0], &pair[1]))
-        .unwrap_or_else(|| undecided(me, chain.get(1)))
+        .unwrap_or_else(|| undecided(me, chain.get(1), chain.last()))
 }
 
 /// Who started this process (`step` a parent at a time, then `undecided`): the ancestors are read one at
@@ -118,26 +135,32 @@ pub(crate) fn this_origin() -> Origin {
             return origin;
         }
         first_parent.get_or_insert_with(|| parent.clone());
-        if parent.pid == 1 {
+        child = parent;
+        if child.pid == 1 {
             break;
         }
-        child = parent;
     }
-    undecided(&me, first_parent.as_ref())
+    undecided(&me, first_parent.as_ref(), Some(&child))
 }
 
 /// This process, its environment read from its variables (the same as its
-/// initial one for a hook, which never changes them). Where `/proc` cannot
-/// be read, no parent is found and the origin is undecided.
+/// initial one for a hook, which never changes them), its pid and parent
+/// read from `/proc/self/stat`: numbered as `/proc` numbers the others.
+/// Inside the client's sandbox they differ from `getpid`'s: the agent's
+/// command runs in a pid namespace nested in the one `/proc` was mounted
+/// for (`NSpid: 23 16`, measured), so `/proc/<getpid()>` is another
+/// process. Where `/proc` cannot be read, no parent is found and the origin
+/// is undecided.
 fn this_process() -> Proc {
     let var = |k: &str| std::env::var(k).ok();
+    let me = read_stat(Path::new("/proc/self"));
     Proc {
-        pid: std::process::id(),
-        ppid: parent_id(),
+        pid: me.as_ref().map_or_else(std::process::id, |m| m.0),
+        ppid: me.as_ref().map_or_else(parent_id, |m| m.1),
         name: String::new(),
         ai_agent: var("AI_AGENT"),
         claude_pid: var("CLAUDE_PID").and_then(|v| v.parse().ok()),
-        ..Proc::default()
+        start: me.map_or(0, |m| m.3),
     }
 }
 
@@ -196,17 +219,24 @@ fn read_all(path: &Path, cap: usize) -> Vec<u8> {
     buf
 }
 
-fn read_proc(pid: u32) -> Option<Proc> {
-    let dir = Path::new("/proc").join(pid.to_string());
+/// A process's `stat` under `dir`: its pid, parent, name and start time.
+fn read_stat(dir: &Path) -> Option<(u32, u32, String, u64)> {
     let stat = String::from_utf8(read_all(&dir.join("stat"), 1024)).ok()?;
     // `PID (COMM) STATE PPID …`; COMM may hold spaces and parentheses.
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
+    let pid = stat.get(..open)?.trim().parse().ok()?;
     let name = stat.get(open + 1..close)?.to_string();
     let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
     // Fields 4 (ppid) and 22 (starttime) of proc(5), counted after COMM.
     let ppid = fields.get(1)?.parse().ok()?;
     let start = fields.get(19).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Some((pid, ppid, name, start))
+}
+
+fn read_proc(pid: u32) -> Option<Proc> {
+    let dir = Path::new("/proc").join(pid.to_string());
+    let (_, ppid, name, start) = read_stat(&dir)?;
     let environ = read_all(&dir.join("environ"), 8 * 1024);
     let var = |key: &[u8]| env_var(&environ, key);
     Some(Proc {
@@ -246,7 +276,7 @@ fn parent_id() -> u32 {
 
 /// This process's pid and start time, as a pass names its issuer.
 pub(crate) fn this_process_id() -> Option<(u32, u64)> {
-    let me = read_proc(std::process::id())?;
+    let me = this_process();
     (me.start > 0).then_some((me.pid, me.start))
 }
 
@@ -408,6 +438,32 @@ mod tests {
             p(1, 0, "init", None, None),
         ];
         assert!(matches!(judge(&chain), Origin::Agent(_)));
+    }
+
+    #[test]
+    fn inside_the_clients_sandbox_is_the_agents_even_detached() {
+        // Measured on 2.1.328 (the client's bubblewrap): /proc is bwrap's
+        // pid namespace; the agent's shell's initial environment is
+        // readable there, its wrappers' are not.
+        let wrappers = [
+            p(8, 7, "3", None, None),
+            p(7, 2, "3", None, None),
+            p(2, 1, "bash", None, None),
+            p(1, 0, "bwrap", None, None),
+        ];
+        let mut chain = vec![
+            p(23, 9, "x", None, None),
+            p(9, 8, "bash", Some(AGENT), None),
+        ];
+        chain.extend(wrappers.iter().cloned());
+        assert!(matches!(judge(&chain), Origin::Agent(_)));
+        // setsid -f env -i x cancel: left to the namespace's inner init.
+        let mut chain = vec![p(11, 8, "x", None, None)];
+        chain.extend(wrappers.iter().cloned());
+        assert!(matches!(judge(&chain), Origin::Agent(why) if why.contains("sandbox")));
+        // A container's own init is not bubblewrap: the user's `docker exec` shell.
+        let chain = [p(40, 30, "ralph", None, None), p(30, 0, "bash", None, None)];
+        assert_eq!(judge(&chain), Origin::Other);
     }
 
     #[test]
