@@ -258,9 +258,10 @@ fn write_new_loop(
     // Recording starts with the loop: from now on the guard notes each turn's tools.
     turn_tools::start(&paths.turn_tools)?;
     match rules::first_injection(prd, state.parallel) {
-        Some(inj) => store::atomic_write(&paths.last_injected, inj.render().as_bytes())?,
+        Some(inj) => crate::state_file::write_injected(paths, &inj, crate::seal::Form::Beside)?,
         None => {
             store::remove_if_present(&paths.last_injected)?;
+            crate::seal::remove(&paths.last_injected)?;
         }
     }
     let mode = Mode::of(state).as_str();
