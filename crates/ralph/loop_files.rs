@@ -39,6 +39,7 @@ pub(crate) fn end_loop(
     }
     ralph_core::state_file::remove(paths).map_err(|e| e.to_string())?;
     let _ = store::remove_if_present(&paths.last_injected);
+    let _ = store::remove_if_present(&ralph_core::seal::seal_path(&paths.last_injected));
     let entry = Entry::now(session, state.iteration, decision, reason).with_message(Some(message));
     let _ = activity::append(&paths.log, &entry);
     Ok(true)

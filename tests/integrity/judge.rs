@@ -22,7 +22,8 @@ fn fed_story(st: &Value, reason: &str) -> Option<String> {
 ///
 /// 1. A planted command ran inside ralph: tampered.
 /// 2. The Stop fed the loop: the same loop (active, this session), one
-///    iteration on, its feed the task (plain loops), the story the case
+///    iteration on, its feed the task (plain loops; a review's findings
+///    when the review rejected the work), the story the case
 ///    names (`fed`), never the agent's words (`HIJACK`).
 /// 3. A `--parallel` Stop may let the turn end while workers run (a
 ///    `wait`): the loop goes on when nothing advanced (same iteration).
@@ -70,7 +71,9 @@ pub(crate) fn judge(
             st["session_id"]
         ));
     }
-    if !waits && !case.mode.prd() && !reason.contains(PROMPT) {
+    // A review's rejection feeds its findings, not the task.
+    let reviewed = st["last_decision"]["reason"] == "review_rejected";
+    if !waits && !case.mode.prd() && !reviewed && !reason.contains(PROMPT) {
         wrong.push("the feed is not the task".to_string());
     }
     if reason.contains(INJECTED) {

@@ -427,9 +427,22 @@ fn prd_reinjection_message_escalates() {
     prd_loop(&p, 2, PRD);
     let counter = p.loop_paths().last_injected;
     std::fs::create_dir_all(counter.parent().unwrap()).unwrap();
+    // A counter from before seals (no seal line, no marker) is read.
     std::fs::write(&counter, "US-001 2\n").unwrap();
     assert!(reason(p.stop("s1", None).as_ref()).contains("attempt 3 of 5"));
-    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "US-001 3\n");
+    let now = std::fs::read_to_string(&counter).unwrap();
+    assert!(
+        now.starts_with("US-001 3\n") && now.contains("ralph-seal"),
+        "{now}"
+    );
+    // Rewritten by something other than ralph (an interpreter): the loop
+    // pauses for the user, it does not end as stuck.
+    std::fs::write(&counter, "US-001 5\n").unwrap();
+    let out = p.stop("s1", None);
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    let m = message(out.as_ref());
+    assert!(m.contains("paused") && m.contains("last-injected"), "{m}");
+    assert!(p.state().is_some(), "the loop stays");
 }
 
 #[test]

@@ -25,7 +25,7 @@
 //! `LoopPaths` says where each file is, and only that: each file is read
 //! and written by the module that owns it (`state_file` the state and its
 //! mirror, `verify::read_log` the results, `blocker::read`,
-//! `reinject::read`, `fresh::read_worker`, `prd::read`, `parallel::disk`
+//! `state_file::read_injected`, `fresh::read_worker`, `prd::read`, `parallel::disk`
 //! the board, `review::disk` the verdicts). Does I/O (the git root's walk).
 
 use std::path::{Path, PathBuf};

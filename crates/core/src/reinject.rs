@@ -1,7 +1,9 @@
 //! `last-injected` in the loop's folder: `STORY_ID COUNT`, how many times in a
 //! row the same story was fed. Feeding a story again and again without it
 //! passing means the agent is stuck: the message escalates, then the loop stops.
-//! Pure, but for [`read`] (the counter's file).
+//! Pure: the file is sealed inside (`seal::write_inline_hint`) and read
+//! with its seal by `state_file` (a counter ralph did not write pauses the
+//! loop, `tamper`).
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Injected {
@@ -35,11 +37,6 @@ impl Injected {
             count,
         }
     }
-}
-
-/// The re-injection counter at `path`, if it is there and readable.
-pub(crate) fn read(path: &std::path::Path) -> Option<Injected> {
-    crate::store::read_hint(path).and_then(|t| Injected::parse(&t))
 }
 
 #[cfg(test)]

@@ -279,6 +279,51 @@ pub(crate) fn write_inline_over(
     store::exchange_replace(file, sealed(body).as_bytes())
 }
 
+/// Write a small record (`last-injected`) sealed inside, in place (no
+/// rename: `store::overwrite_hint`, what it cost before it was sealed).
+/// `form`: where its seal was as read under the same lock; when it was not
+/// inside and intact (a new loop, a loop from before, an accepted file), the
+/// marker beside it is written first, so a text without its seal line
+/// matches nothing from then on.
+pub(crate) fn write_inline_hint(file: &Path, body: &str, form: Form) -> Result<(), StoreError> {
+    if form == Form::Beside {
+        let marker = format!("{INLINE_MARKER} \n");
+        store::atomic_replace(&seal_path(file), marker.as_bytes())?;
+    }
+    store::overwrite_hint(file, sealed(body).as_bytes())
+}
+
+/// A small record sealed inside ([`write_inline_hint`]), read and judged:
+/// its body (the text before the seal line), the verdict, and where the
+/// seal was. One read when the seal inside is intact.
+pub(crate) fn read_inline(file: &Path) -> (SealedText, Form) {
+    match store::read_optional(file) {
+        Ok(Some(text)) => {
+            let judged = judge_inline(file, &text);
+            let body = text[..judged.body_len].to_string();
+            let read = SealedText {
+                text: Some(body),
+                seal: judged.seal,
+            };
+            (read, judged.form())
+        }
+        Ok(None) => (
+            SealedText {
+                text: None,
+                seal: Seal::Intact,
+            },
+            Form::Beside,
+        ),
+        Err(_) => (
+            SealedText {
+                text: None,
+                seal: Seal::Broken,
+            },
+            Form::Beside,
+        ),
+    }
+}
+
 /// [`write_inline_over`] when nothing was read under the lock: the file is
 /// read for its form, and leftover temp files are swept.
 pub(crate) fn write_inline(file: &Path, body: &str) -> Result<(), StoreError> {
@@ -341,6 +386,32 @@ mod tests {
         assert_eq!(read_sealed(&f).seal, Seal::Intact);
         remove(&f).unwrap();
         assert_eq!(read_sealed(&f).seal, Seal::Unsealed);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_counter_sealed_inside_is_written_in_place_and_a_forged_one_is_broken() {
+        let d = folder("hint");
+        let f = d.join("last-injected");
+        // From before seals: no marker, no seal line: read as it is.
+        std::fs::write(&f, "US-1 2\n").unwrap();
+        let (read, form) = read_inline(&f);
+        assert_eq!((read.seal, form), (Seal::Unsealed, Form::Beside));
+        write_inline_hint(&f, "US-1 3\n", form).unwrap();
+        let (read, form) = read_inline(&f);
+        assert_eq!((read.seal, form), (Seal::Intact, Form::Inside));
+        assert_eq!(read.text.as_deref(), Some("US-1 3\n"));
+        write_inline_hint(&f, "US-10 1\n", form).unwrap();
+        assert_eq!(read_inline(&f).0.text.as_deref(), Some("US-10 1\n"));
+        // An interpreter writes the counter: with or without a seal line of
+        // its own, it matches nothing.
+        std::fs::write(&f, "US-10 5\n").unwrap();
+        assert_eq!(read_inline(&f).0.seal, Seal::Broken);
+        std::fs::write(&f, sealed("US-10 5\n").replace("US-10 5", "US-10 4")).unwrap();
+        assert_eq!(read_inline(&f).0.seal, Seal::Broken);
+        // Accepted by the user: intact again.
+        accept_inline(&f).unwrap();
+        assert_eq!(read_inline(&f).0.seal, Seal::Intact);
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -79,6 +79,10 @@ impl OwnState {
 pub(crate) struct OwnRecords {
     pub verify: crate::seal::SealedText,
     pub review: crate::seal::SealedText,
+    /// `last-injected`, sealed inside (`seal::write_inline_hint`), and
+    /// where its seal was.
+    pub injected: crate::seal::SealedText,
+    pub injected_form: crate::seal::Form,
 }
 
 impl OwnRecords {
@@ -89,6 +93,15 @@ impl OwnRecords {
             .as_deref()
             .map(VerifyLog::parse)
             .unwrap_or_default()
+    }
+
+    /// The re-injection counter as read, when ralph wrote it (one that
+    /// failed its seal is the tamper check's, never counted).
+    pub(crate) fn counter(&self) -> Option<crate::reinject::Injected> {
+        (self.injected.seal != Seal::Broken)
+            .then_some(self.injected.text.as_deref())
+            .flatten()
+            .and_then(crate::reinject::Injected::parse)
     }
 }
 
@@ -126,13 +139,36 @@ pub(crate) fn read_own(paths: &LoopPaths) -> OwnState {
     let seal = judged.as_ref().map_or(Seal::Unsealed, |j| j.seal);
     OwnState { text, seal, judged }
 }
-/// `verify.json` and `review.json`, each read once with its seal: the
-/// tamper check judges the texts a Stop then uses.
+/// `verify.json`, `review.json` and `last-injected`, each read once with
+/// its seal: the tamper check judges the texts a Stop then uses. The
+/// counter's seal is inside it: no more reads than before it was sealed.
 pub(crate) fn read_records(paths: &LoopPaths) -> OwnRecords {
+    let (injected, injected_form) = crate::seal::read_inline(&paths.last_injected);
     OwnRecords {
         verify: crate::seal::read_sealed(&paths.verify),
         review: crate::seal::read_sealed(&paths.review),
+        injected,
+        injected_form,
     }
+}
+
+/// The re-injection counter alone, when ralph wrote it.
+pub(crate) fn read_injected(paths: &LoopPaths) -> Option<crate::reinject::Injected> {
+    let (injected, _) = crate::seal::read_inline(&paths.last_injected);
+    (injected.seal != Seal::Broken)
+        .then_some(injected.text)
+        .flatten()
+        .and_then(|t| crate::reinject::Injected::parse(&t))
+}
+
+/// Write the re-injection counter, sealed inside (`form`: where its seal
+/// was as read under the same lock).
+pub(crate) fn write_injected(
+    paths: &LoopPaths,
+    injected: &crate::reinject::Injected,
+    form: crate::seal::Form,
+) -> Result<(), StoreError> {
+    crate::seal::write_inline_hint(&paths.last_injected, &injected.render(), form)
 }
 /// [`read`] from a read of the state file already made
 /// (the project's file is read when there is no state file).

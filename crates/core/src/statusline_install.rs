@@ -10,7 +10,8 @@
 //! Undo puts `before` back byte for byte when the file is still what ralph
 //! wrote; when the user changed it since, only `statusLine` is put back (the
 //! rest of their edits stay). [`with_statusline`] and [`without_ours`] are
-//! pure; [`install`] and [`uninstall`] do I/O.
+//! pure; [`install`] and [`uninstall`] do I/O. `before` is sealed (`seal`):
+//! a copy ralph did not keep is never written back into the settings.
 
 use crate::store;
 use serde_json::{Map, Value};
@@ -140,12 +141,15 @@ pub fn install(settings: &Path, data: &Path, ours: &str) -> Result<String, Strin
     }
     match &text {
         Some(t) => {
-            store::atomic_write(&before, t.as_bytes()).map_err(err)?;
+            // Sealed: `off` writes it back into the user's settings only
+            // as ralph kept it.
+            crate::seal::write(&before, t.as_bytes()).map_err(err)?;
             store::remove_if_present(&absent).map_err(err)?;
         }
         None => {
             store::atomic_write(&absent, b"").map_err(err)?;
             store::remove_if_present(&before).map_err(err)?;
+            crate::seal::remove(&before).map_err(err)?;
         }
     }
     if let Some(dir) = settings.parent() {
@@ -177,11 +181,16 @@ pub fn uninstall(settings: &Path, data: &Path, ours: &str) -> Result<String, Str
     let (before, absent, after) = record(data);
     let now = store::read_optional(settings).map_err(err)?;
     let wrote = store::read_optional(&after).map_err(err)?;
-    let was = store::read_optional(&before).map_err(err)?;
+    let kept = crate::seal::read_sealed(&before);
+    if kept.seal != crate::seal::Seal::Intact {
+        return Err(untrusted_copy(settings, &before));
+    }
+    let was = kept.text;
     let forget = || {
         for f in [&before, &absent, &after] {
             let _ = store::remove_if_present(f);
         }
+        let _ = crate::seal::remove(&before);
     };
     let Some(now) = now else {
         forget();
@@ -222,6 +231,17 @@ pub fn uninstall(settings: &Path, data: &Path, ours: &str) -> Result<String, Str
     }
 }
 
+/// The one line said when the kept copy fails its seal (or has none): it
+/// is not written back.
+fn untrusted_copy(settings: &Path, before: &Path) -> String {
+    format!(
+        "{} was left alone: ralph's copy of it, {}, was changed by something other than ralph (or kept by an older ralph), so it is not written back: check that copy, then remove ralph's `statusLine` from {} by hand (and delete the copy).",
+        settings.display(),
+        before.display(),
+        settings.display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +275,34 @@ mod tests {
         let none = without_ours(&fresh, None, OURS).unwrap().unwrap();
         assert_eq!(none, "{}\n");
         assert_eq!(without_ours(text, None, OURS).unwrap(), None);
+    }
+
+    #[test]
+    fn a_kept_copy_changed_outside_ralph_is_not_written_back() {
+        let d = std::env::temp_dir().join(format!("ralph-sl-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let (settings, data) = (d.join("settings.json"), d.join("data"));
+        let mine = "{\"model\":\"opus\"}\n";
+        std::fs::write(&settings, mine).unwrap();
+        install(&settings, &data, OURS).unwrap();
+        // An honest round trip: exactly the bytes back.
+        uninstall(&settings, &data, OURS).unwrap();
+        assert_eq!(std::fs::read_to_string(&settings).unwrap(), mine);
+        // A hook planted in the kept copy: never written back.
+        install(&settings, &data, OURS).unwrap();
+        let before = record(&data).0;
+        std::fs::write(&before, "{\"hooks\":{\"SessionStart\":[]}}").unwrap();
+        let e = uninstall(&settings, &data, OURS).unwrap_err();
+        assert!(
+            e.contains("not written back") && e.contains("statusline/before"),
+            "{e}"
+        );
+        assert!(
+            !std::fs::read_to_string(&settings)
+                .unwrap()
+                .contains("hooks")
+        );
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -72,6 +72,10 @@ pub(crate) fn found_in(paths: &LoopPaths, own: &OwnState, records: &OwnRecords) 
     for (record, what) in [
         (&records.verify, "verify.json (the checks' results)"),
         (&records.review, "review.json (the reviewers' verdicts)"),
+        (
+            &records.injected,
+            "last-injected (how many times in a row the story was fed)",
+        ),
     ] {
         if record.seal == Seal::Broken {
             changes.push(format!("{what} was written by something other than ralph"));

@@ -43,6 +43,7 @@ pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
     };
     for file in paths.sidecars() {
         let _ = store::remove_if_present(file);
+        let _ = crate::seal::remove(file);
     }
     crate::pins::disk::forget(paths);
     Ok(message)
@@ -97,6 +98,7 @@ fn accept_tampered(paths: &LoopPaths, t: &crate::tamper::Tamper) -> Result<Resum
     for file in [&paths.verify, &paths.review] {
         crate::seal::accept(file)?;
     }
+    crate::seal::accept_inline(&paths.last_injected)?;
     crate::state_file::accept(paths)?;
     let why = t.changes.join("; ");
     let entry = Entry::now(&t.owner, t.iteration, Action::Resume, "user_accepted");

@@ -151,6 +151,19 @@ pub(crate) fn collect(
     Ok(out)
 }
 
+/// The files the `--review-cmd` program `command` runs, added to `wanted`
+/// as a check's are (`sh scripts/review.sh` pins `scripts/review.sh`): a
+/// review is a verdict too, so what it runs is fixed at start and put back
+/// before each review (reviews run in the same round as the checks, after
+/// [`before_checks`]).
+pub(crate) fn add_review_program(root: &Path, wanted: &mut Vec<(String, String)>, command: &str) {
+    for file in named_files(root, command) {
+        if !wanted.iter().any(|(p, _)| *p == file) {
+            wanted.push((file, format!("--review-cmd {command}")));
+        }
+    }
+}
+
 /// Keep a copy of each file of `wanted` in the loop's folder and write the
 /// manifest, replacing the pins of any earlier loop. Under the loop lock.
 pub(crate) fn record(paths: &LoopPaths, wanted: &[(String, String)]) -> Result<Manifest, PinError> {

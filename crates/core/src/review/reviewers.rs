@@ -94,6 +94,30 @@ pub(crate) fn review_all(
     })
 }
 
+/// Each reviewer of `reviews` failed without being run, saying `why` (what
+/// it would run was changed outside ralph: a verdict from it proves
+/// nothing).
+pub(crate) fn not_run(
+    reviews: &[(String, Brief)],
+    why: &str,
+    fingerprint: Option<&str>,
+) -> Vec<(String, ReviewVerdict)> {
+    reviews
+        .iter()
+        .map(|(name, _)| {
+            let verdict = ReviewVerdict {
+                outcome: ReviewResult::Failed,
+                findings: Vec::new(),
+                error: Some(why.to_string()),
+                fingerprint: fingerprint.map(str::to_string),
+                time: clock::now_rfc3339(),
+                duration_ms: 0,
+            };
+            (name.clone(), verdict)
+        })
+        .collect()
+}
+
 /// One review: the `--review-cmd` program, or `claude -p` with the
 /// reviewer's prompt (its instructions as kept at the loop's start) run by
 /// the `claude` recorded then.

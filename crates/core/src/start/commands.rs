@@ -82,7 +82,7 @@ pub fn start(
     // that matches nothing is a start error.
     let pin_globs = rules::pin_globs(args, &prd_globs);
     let checks = rules::checks_at_start(args, prd.as_ref(), gate.as_ref());
-    let wanted = pins::disk::collect(&paths.root, &checks, &pin_globs)?;
+    let wanted = wanted_pins(paths, args, &checks, &pin_globs)?;
     let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
     let prior = rules::check_existing(&existing(paths)?, session, args.replace)?;
     // Worktrees a crashed --parallel loop left behind go before a new loop starts.
@@ -124,6 +124,21 @@ pub fn start(
         summary,
         task: text::task(&state, prd.as_ref(), &paths.root),
     })
+}
+
+/// What a new loop pins: the files its checks run and the user's globs
+/// (`pins::disk::collect`), then those its `--review-cmd` program runs.
+fn wanted_pins(
+    paths: &LoopPaths,
+    args: &StartArgs,
+    checks: &[String],
+    globs: &[(&'static str, String)],
+) -> Result<Vec<(String, String)>, StartError> {
+    let mut wanted = pins::disk::collect(&paths.root, checks, globs)?;
+    if let Some(program) = rules::review_config(args).command {
+        pins::disk::add_review_program(&paths.root, &mut wanted, &program);
+    }
+    Ok(wanted)
 }
 
 /// What a start reads of the project before the lock: the prompt (the
@@ -243,9 +258,10 @@ fn write_new_loop(
     // Recording starts with the loop: from now on the guard notes each turn's tools.
     turn_tools::start(&paths.turn_tools)?;
     match rules::first_injection(prd, state.parallel) {
-        Some(inj) => store::atomic_write(&paths.last_injected, inj.render().as_bytes())?,
+        Some(inj) => crate::state_file::write_injected(paths, &inj, crate::seal::Form::Beside)?,
         None => {
             store::remove_if_present(&paths.last_injected)?;
+            crate::seal::remove(&paths.last_injected)?;
         }
     }
     let mode = Mode::of(state).as_str();

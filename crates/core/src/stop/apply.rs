@@ -128,7 +128,7 @@ fn write_next(
             next_turn(paths, inputs, message);
             if let Some(injected) = injected
                 && let Err(e) =
-                    store::overwrite_hint(&paths.last_injected, injected.render().as_bytes())
+                    crate::state_file::write_injected(paths, &injected, inputs.last_injected_form)
             {
                 message.push_str(&format!(" (re-injection counter not saved: {e})"));
             }
@@ -339,6 +339,7 @@ fn remove_loop(paths: &LoopPaths) -> Result<(), StoreError> {
 fn remove_sidecars(paths: &LoopPaths) {
     for file in paths.sidecars() {
         let _ = store::remove_if_present(file);
+        let _ = crate::seal::remove(file);
     }
     crate::pins::disk::forget(paths);
 }

@@ -71,6 +71,8 @@ pub struct StopInputs {
     pub prd: Option<Result<Prd, PrdReadError>>,
     pub blocker: Option<Blocker>,
     pub last_injected: Option<Injected>,
+    /// Where the counter's seal was (its next write is one in place).
+    pub last_injected_form: crate::seal::Form,
     /// Check results on file.
     pub verify_log: VerifyLog,
     /// The reviewers' verdicts on file.
@@ -217,7 +219,8 @@ impl StopInputs {
             effect,
             prd,
             blocker: crate::blocker::read(&paths.blocker),
-            last_injected: crate::reinject::read(&paths.last_injected),
+            last_injected: found.records.counter(),
+            last_injected_form: found.records.injected_form,
             verify_log: found.records.verify_log(),
             review_log: crate::review::disk::log_of(&found.records),
             fingerprint,

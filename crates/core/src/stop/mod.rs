@@ -181,13 +181,23 @@ impl Jobs {
             } else {
                 ran.reviews_done = true;
             }
-            let verdicts = review::reviewers::review_all(
-                paths,
-                &r.reviews,
-                r.command.as_deref(),
-                r.timeout,
-                self.fingerprint.as_deref(),
-            );
+            // The `--review-cmd` program is pinned like a check's files: a
+            // pinned copy ralph did not write runs no review.
+            let verdicts = if r.command.is_some() && !pins.untrusted.is_empty() {
+                let why = format!(
+                    "ralph did not run the review command: its pinned copy of {} in the loop's folder was changed outside ralph",
+                    pins.untrusted.join(", ")
+                );
+                review::reviewers::not_run(&r.reviews, &why, self.fingerprint.as_deref())
+            } else {
+                review::reviewers::review_all(
+                    paths,
+                    &r.reviews,
+                    r.command.as_deref(),
+                    r.timeout,
+                    self.fingerprint.as_deref(),
+                )
+            };
             ran.reviews.extend(verdicts);
         }
     }
