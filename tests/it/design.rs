@@ -911,7 +911,6 @@ const CARRIED: &[&str] = &[
     "StateError",
     "StopInputs",
     "Takes",
-    "Tamper",
     "Tier",
     "ToolRecord",
     "TurnEffect",
