@@ -129,7 +129,8 @@ impl Engine {
             ])
             .arg("--result")
             .arg(&result)
-            .args(["--", "--dangerously-skip-permissions"])
+            // As the workflow runs it: the runner is the sandbox there.
+            .args(["--no-sandbox", "--", "--dangerously-skip-permissions"])
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()

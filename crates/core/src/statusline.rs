@@ -310,6 +310,12 @@ mod tests {
             StatusLine::of(&s, None, None, None, 0).line(false),
             "ralph 2/10 blocked"
         );
+        // A loop whose agent's commands run in the sandbox says so.
+        s.sandbox = Some(true);
+        assert_eq!(
+            StatusLine::of(&s, None, None, None, 0).line(false),
+            "ralph 2/10 🔒 blocked"
+        );
     }
 
     #[test]
