@@ -162,7 +162,7 @@ fn sandboxed_client_args(cfg: &Config, seen: &Seen) -> Result<Vec<String>, Strin
 /// What a run without the sandbox is, in its first lines.
 fn unsandboxed_note(why: &str) -> String {
     format!(
-        "⚠️  sandbox off ({why}): the agent's commands run with your rights; ralph's guard reads each one, and a write it cannot see (an interpreter's) is only caught afterwards, pausing the loop. Without client flags, -p cannot approve the agent's Bash commands: pass them after `--` (e.g. `-- --permission-mode acceptEdits --allowedTools Bash`)."
+        "⚠️  sandbox off: {why}. The agent's commands run with your rights; ralph's guard reads each one, and a write it cannot see (an interpreter's) is only caught afterwards, pausing the loop. Without client flags, -p cannot approve the agent's Bash commands: pass them after `--` (e.g. `-- --permission-mode acceptEdits --allowedTools Bash`)."
     )
 }
 

@@ -232,7 +232,7 @@ fn a_state_changed_outside_ralph_without_the_sandbox_ends_the_run_paused_in_a_te
     cmd.args(["--", "--dangerously-skip-permissions"]);
     let f = finish(cmd);
     f.expect_code(1);
-    f.shows("⚠️  sandbox off (--no-sandbox was given)");
+    f.shows("⚠️  sandbox off: --no-sandbox was given.");
     f.shows("⏸ Ralph loop paused");
     f.shows("`ralph resume` accepts the files as they are now; otherwise `ralph cancel`");
     f.shows("The run stopped; the loop stays paused.");
@@ -678,6 +678,26 @@ fn usage_errors_start_nothing_and_help_gives_the_exit_codes() {
     let f = run(&["--claude", "/bin/false"]);
     f.expect_code(2);
     f.shows("no prompt");
+    // --sandbox=require where the sandbox cannot run: the packages named.
+    let bare = p.root.join("bare-path");
+    std::fs::create_dir_all(&bare).unwrap();
+    for program in ["git", "sh"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {program}")])
+            .output()
+            .unwrap();
+        let found = String::from_utf8_lossy(&found.stdout).trim().to_string();
+        std::os::unix::fs::symlink(found, bare.join(program)).unwrap();
+    }
+    let out = p
+        .ralph(None)
+        .env("PATH", &bare)
+        .args(["run", "x", "--sandbox=require", "--claude", "/bin/false"])
+        .output()
+        .unwrap();
+    let f = Finished::from_output(&out);
+    f.expect_code(2);
+    f.shows("--sandbox=require: the agent's commands would not run in Claude Code's sandbox: the sandbox needs bubblewrap and socat (install: sudo apt-get install bubblewrap socat");
     assert!(!p.path(STATE_FILE).exists());
     assert!(!p.path(".claude/ralph-runs").exists());
     let help = run(&["--help"]);
