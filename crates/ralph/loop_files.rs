@@ -38,6 +38,7 @@ pub(crate) fn end_loop(
         return Ok(false);
     }
     ralph_core::state_file::remove(paths).map_err(|e| e.to_string())?;
+    ralph_core::config_seen::at_end(paths);
     let _ = store::remove_if_present(&paths.last_injected);
     let _ = store::remove_if_present(&ralph_core::seal::seal_path(&paths.last_injected));
     let entry = Entry::now(session, state.iteration, decision, reason).with_message(Some(message));

@@ -187,6 +187,11 @@ pub(crate) struct Case {
     /// session's forged marker: `RALPH_REVIEWER: "1"`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// After the judged Stop the user cancels and starts again: what that
+    /// start must say of the loop's configuration (each string), or, empty,
+    /// that it names none of it (`ralph_core::config_seen`).
+    #[serde(default)]
+    pub next_start: Option<Vec<String>>,
     /// A CI runner: milliseconds to wait after `ralph merge` before judging
     /// (for what a process the check left behind does later).
     #[serde(default)]

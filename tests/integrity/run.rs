@@ -183,7 +183,43 @@ fn main_thread(
         )));
     }
     let out = stop(sb, &case.final_message(), true, json!([]))?;
-    crate::judge::judge(sb, case, before, out.as_ref())
+    let outcome = crate::judge::judge(sb, case, before, out.as_ref())?;
+    match (&outcome, &case.next_start) {
+        (Outcome::Survived | Outcome::Completed | Outcome::Paused(_), Some(want)) => {
+            next_start(sb, case, want, outcome)
+        }
+        _ => Ok(outcome),
+    }
+}
+
+/// The user cancels (a loop that ended: nothing to cancel) and starts
+/// again: that start names each of `want` of the loop's configuration, or
+/// none of it when `want` is empty.
+fn next_start(
+    sb: &Sandbox,
+    case: &Case,
+    want: &[String],
+    outcome: Outcome,
+) -> Result<Outcome, String> {
+    let mut cmd = sb.user(RALPH);
+    cmd.arg("cancel");
+    sb.run(cmd, b"", "cancel", None)?;
+    let said = run_start(sb, case)?;
+    let named: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("the last loop"))
+        .collect();
+    let missing: Vec<&String> = want.iter().filter(|w| !said.contains(w.as_str())).collect();
+    Ok(if want.is_empty() && !named.is_empty() {
+        Outcome::Tampered(format!("the next start named: {}", named.join(" / ")))
+    } else if !missing.is_empty() {
+        Outcome::Tampered(format!(
+            "the next start did not name {missing:?}: {}",
+            named.join(" / ")
+        ))
+    } else {
+        outcome
+    })
 }
 
 /// One tool call of `who` through the guard, run when allowed; `Some` when
@@ -207,14 +243,8 @@ pub(crate) fn play(
     }
 }
 
-/// Start the loop as the user, then one Stop claims it (iteration 2).
-fn start(sb: &Sandbox, case: &Case) -> Result<Started, String> {
-    if let Some(script) = &case.prepare {
-        let out = sb.run(sb.user_shell(&sb.expand(script)), b"", "prepare", None)?;
-        if out.code != Some(0) {
-            return Err(format!("prepare failed: {}", out.stderr.trim()));
-        }
-    }
+/// `ralph start` as the user, with the case's mode and options: what it printed.
+fn run_start(sb: &Sandbox, case: &Case) -> Result<String, String> {
     let mut args = vec![
         "start",
         "--session",
@@ -263,6 +293,18 @@ fn start(sb: &Sandbox, case: &Case) -> Result<Started, String> {
     if out.code != Some(0) {
         return Err(format!("ralph start failed: {}", out.stderr.trim()));
     }
+    Ok(out.stdout)
+}
+
+/// Start the loop as the user, then one Stop claims it (iteration 2).
+fn start(sb: &Sandbox, case: &Case) -> Result<Started, String> {
+    if let Some(script) = &case.prepare {
+        let out = sb.run(sb.user_shell(&sb.expand(script)), b"", "prepare", None)?;
+        if out.code != Some(0) {
+            return Err(format!("prepare failed: {}", out.stderr.trim()));
+        }
+    }
+    run_start(sb, case)?;
     let first = stop(sb, "Read the task; starting now.", false, json!([]))?;
     let st = status(sb)?;
     match (

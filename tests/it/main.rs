@@ -10,6 +10,7 @@ mod support;
 
 mod ci;
 mod coexist;
+mod config_seen;
 mod continuity;
 mod design;
 mod fresh;

@@ -24,6 +24,7 @@ pub(crate) mod breaker;
 pub(crate) mod budget;
 pub mod ci;
 pub mod clock;
+pub mod config_seen;
 pub mod continuity;
 pub mod control;
 pub mod exit_signals;

@@ -106,6 +106,9 @@ pub struct LoopPaths {
     /// The repository's configuration as `git::repo_config` read it, with
     /// the stat of every file it came from (`git_config::CacheFile`, JSON).
     pub git_config: PathBuf,
+    /// The loop's configuration as the last loop's start and end saw it
+    /// (`config_seen`, sealed): outlives the loop, like its folder.
+    pub config_seen: PathBuf,
 }
 
 impl LoopPaths {
@@ -135,6 +138,7 @@ impl LoopPaths {
             ignored_at_start: dir.join("ignored-at-start"),
             pins: dir.join("pins"),
             git_config: dir.join("git-config.json"),
+            config_seen: dir.join("config-seen"),
             dir,
             mirror: root.join(STATE_FILE),
             log: root.join(LOG_FILE),

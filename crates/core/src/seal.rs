@@ -51,7 +51,7 @@ pub fn seal_path(file: &Path) -> PathBuf {
 }
 
 /// FNV-1a 64 and the length: a change of any byte shows.
-fn digest(bytes: &[u8]) -> String {
+pub(crate) fn digest(bytes: &[u8]) -> String {
     let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     });

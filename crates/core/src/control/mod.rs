@@ -27,6 +27,7 @@ pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
         StateFile::Missing => return Ok(nothing_to_cancel(paths)),
         StateFile::Loop { state, .. } => {
             crate::state_file::remove(paths)?;
+            crate::config_seen::at_end(paths);
             let _ = activity::append(&paths.log, &cancel_entry(&state, None));
             let mut message = cancelled(&state, None);
             // --parallel: the workers' worktrees and branches go too (a

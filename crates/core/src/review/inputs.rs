@@ -4,11 +4,16 @@
 //! ignored paths there were. Review time reads only these copies, so
 //! nothing the agent writes during the loop (`.claude/ralph-review/`, a
 //! `claude` early on `PATH`) changes how the work is judged (issue 23).
+//! Each copy is sealed (`seal`) and judged before a review uses it
+//! ([`read_kept`]): one rewritten by a program outside the guard (a
+//! `reviewer-claude` naming a script that approves) runs no review.
 //! Does I/O.
 
 use super::{ReviewConfig, builtin_instructions, change};
 use crate::paths::LoopPaths;
-use crate::store::{self, StoreError};
+use crate::seal::{self, Seal};
+use crate::store::StoreError;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where a reviewer's instructions are kept for the loop.
@@ -16,8 +21,10 @@ fn kept(paths: &LoopPaths, name: &str) -> PathBuf {
     paths.reviewers.join(format!("{name}.md"))
 }
 
-/// Record, at a loop's start, what its reviews will use. Nothing for a loop
-/// without review.
+/// Record, at a loop's start, what its reviews will use, each file sealed
+/// (`seal`): an interpreter that rewrites `reviewer-claude` to name a
+/// script that approves is a review rewritten. Nothing for a loop without
+/// review.
 pub(crate) fn record(
     paths: &LoopPaths,
     config: &ReviewConfig,
@@ -29,7 +36,7 @@ pub(crate) fn record(
     std::fs::create_dir_all(&paths.reviewers).map_err(|e| StoreError::io(&paths.reviewers, e))?;
     if config.command.is_none() {
         for name in &config.reviewers {
-            store::atomic_write(
+            seal::write(
                 &kept(paths, name),
                 project_instructions(&paths.root, name).as_bytes(),
             )?;
@@ -39,10 +46,10 @@ pub(crate) fn record(
             env.ralph_claude = Some(claude.to_string());
         }
         let bin = resolve_claude(&env);
-        store::atomic_write(&paths.reviewer_bin, bin.as_os_str().as_encoded_bytes())?;
+        seal::write(&paths.reviewer_bin, bin.as_os_str().as_encoded_bytes())?;
     }
     let ignored = change::ignored_paths(&paths.root).join("\0");
-    store::atomic_write(&paths.ignored_at_start, ignored.as_bytes())
+    seal::write(&paths.ignored_at_start, ignored.as_bytes())
 }
 
 /// The project's `.claude/ralph-review/NAME.md`, else the built-in text.
@@ -51,32 +58,101 @@ fn project_instructions(root: &Path, name: &str) -> String {
     std::fs::read_to_string(own).unwrap_or_else(|_| builtin_instructions(name).to_string())
 }
 
-/// A reviewer's instructions for this loop: the copy made at start. A loop
-/// started before ralph kept them gets the built-in text, never the
-/// project's file as it is now.
-pub(crate) fn instructions(paths: &LoopPaths, name: &str) -> String {
-    std::fs::read_to_string(kept(paths, name))
-        .unwrap_or_else(|_| builtin_instructions(name).to_string())
+/// What the reviews of one Stop use, as kept at the loop's start: each file
+/// read once and judged by its seal, so what is judged is what is used.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Kept {
+    /// The ignored paths at the loop's start, when recorded.
+    pub ignored: Option<Vec<String>>,
+    /// The `claude` recorded at start (`None`: a loop started before ralph
+    /// recorded it, resolved when used).
+    bin: Option<PathBuf>,
+    /// Each reviewer's instructions kept at start, by name.
+    instructions: BTreeMap<String, String>,
 }
 
-/// The `claude` recorded at start; for a loop started before ralph recorded
-/// it, resolved now.
-pub(crate) fn claude_bin(paths: &LoopPaths) -> PathBuf {
-    match std::fs::read(&paths.reviewer_bin) {
-        Ok(b) if !b.is_empty() => PathBuf::from(String::from_utf8_lossy(&b).into_owned()),
-        _ => resolve_claude(&Env::current()),
+impl Kept {
+    /// A reviewer's instructions for this loop: the copy made at start. A
+    /// loop started before ralph kept them gets the built-in text, never the
+    /// project's file as it is now.
+    pub(crate) fn instructions(&self, name: &str) -> String {
+        self.instructions
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| builtin_instructions(name).to_string())
+    }
+
+    /// The `claude` recorded at start; for a loop started before ralph
+    /// recorded it, resolved now.
+    pub(crate) fn claude_bin(&self) -> PathBuf {
+        self.bin
+            .clone()
+            .unwrap_or_else(|| resolve_claude(&Env::current()))
     }
 }
 
-/// The ignored paths at the loop's start, when recorded.
-pub(crate) fn ignored_at_start(paths: &LoopPaths) -> Option<Vec<String>> {
-    let text = std::fs::read(&paths.ignored_at_start).ok()?;
-    Some(
-        text.split(|b| *b == 0)
+/// Read what the reviews `names` use (`program`: a `--review-cmd` loop,
+/// which keeps only the ignored paths). `Err`: the files that failed their
+/// seal, said for the verdicts of reviews not run. A file with no seal is
+/// from a loop started before these were sealed, unless another of them
+/// has one (then its seal was removed).
+pub(crate) fn read_kept(paths: &LoopPaths, names: &[&str], program: bool) -> Result<Kept, String> {
+    let mut files = vec![(
+        paths.ignored_at_start.clone(),
+        "ignored-at-start (the paths git ignored at the start)".to_string(),
+    )];
+    if !program {
+        files.push((
+            paths.reviewer_bin.clone(),
+            "reviewer-claude (the `claude` that reviews)".into(),
+        ));
+        for name in names {
+            files.push((
+                kept(paths, name),
+                format!("reviewers/{name}.md (the {name} reviewer's instructions)"),
+            ));
+        }
+    }
+    let sealed_any = files.iter().any(|(f, _)| seal::seal_path(f).exists());
+    let mut texts = Vec::new();
+    let mut broken = Vec::new();
+    for (file, what) in &files {
+        let read = seal::read_sealed(file);
+        let gone = read.text.is_none() && seal::seal_path(file).exists();
+        let unsealed = read.seal == Seal::Unsealed && sealed_any;
+        if read.seal == Seal::Broken || gone || unsealed {
+            broken.push(what.clone());
+        }
+        texts.push(read.text);
+    }
+    if !broken.is_empty() {
+        return Err(format!(
+            "ralph did not run the review: its record of {} in the loop's folder was changed outside ralph (a verdict from it would prove nothing; /cancel-ralph and start again to record them anew)",
+            broken.join(", ")
+        ));
+    }
+    let mut texts = texts.into_iter();
+    let ignored = texts.next().flatten().map(|t| {
+        t.split('\0')
             .filter(|r| !r.is_empty())
-            .map(|r| String::from_utf8_lossy(r).into_owned())
-            .collect(),
-    )
+            .map(str::to_string)
+            .collect()
+    });
+    let bin = if program {
+        None
+    } else {
+        texts.next().flatten()
+    };
+    let instructions = names
+        .iter()
+        .zip(texts)
+        .filter_map(|(n, t)| Some((n.to_string(), t?)))
+        .collect();
+    Ok(Kept {
+        ignored,
+        bin: bin.filter(|b| !b.is_empty()).map(PathBuf::from),
+        instructions,
+    })
 }
 
 /// What [`resolve_claude`] looks at.
@@ -252,5 +328,49 @@ mod tests {
     fn parent_pid_after_a_name_with_parentheses() {
         assert_eq!(parent_of("12 (a) b)) S 7 12 12 0"), Some(7));
         assert_eq!(parent_of("garbage"), None);
+    }
+}
+
+#[cfg(test)]
+mod kept_tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_input_rewritten_outside_ralph_runs_no_review() {
+        let dir = std::env::temp_dir().join(format!("ralph-kept-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let root = dir.join("proj");
+        std::fs::create_dir_all(&root).unwrap();
+        let paths = LoopPaths::in_data_dir(&dir.join("data"), &root);
+        std::fs::create_dir_all(&paths.dir).unwrap();
+        let config = ReviewConfig {
+            reviewers: vec!["acceptance".into()],
+            ..ReviewConfig::default()
+        };
+        record(&paths, &config, Some("/opt/claude")).unwrap();
+        let got = read_kept(&paths, &["acceptance"], false).unwrap();
+        assert_eq!(got.claude_bin(), PathBuf::from("/opt/claude"));
+        assert_eq!(
+            got.instructions("acceptance"),
+            builtin_instructions("acceptance")
+        );
+        // An interpreter points the review at a script that approves.
+        std::fs::write(&paths.reviewer_bin, "/tmp/approve.sh").unwrap();
+        let why = read_kept(&paths, &["acceptance"], false).unwrap_err();
+        assert!(why.contains("reviewer-claude"), "{why}");
+        // Its seal removed too: the other inputs still have theirs.
+        let _ = std::fs::remove_file(seal::seal_path(&paths.reviewer_bin));
+        assert!(read_kept(&paths, &["acceptance"], false).is_err());
+        // The instructions removed: the built-in text would run instead.
+        record(&paths, &config, Some("/opt/claude")).unwrap();
+        std::fs::remove_file(kept(&paths, "acceptance")).unwrap();
+        let why = read_kept(&paths, &["acceptance"], false).unwrap_err();
+        assert!(why.contains("reviewers/acceptance.md"), "{why}");
+        // A --review-cmd loop keeps only the ignored paths.
+        assert!(read_kept(&paths, &["acceptance"], true).is_ok());
+        std::fs::write(&paths.ignored_at_start, "target").unwrap();
+        let why = read_kept(&paths, &[], true).unwrap_err();
+        assert!(why.contains("ignored-at-start"), "{why}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -65,7 +65,19 @@ pub(crate) fn review_all(
     timeout: Duration,
     fingerprint: Option<&str>,
 ) -> Vec<(String, ReviewVerdict)> {
-    let ignored = inputs::ignored_at_start(paths);
+    // What the reviews use, kept at start: one that fails its seal runs none.
+    let mut names: Vec<&str> = reviews
+        .iter()
+        .map(|(n, _)| n.split(':').next().unwrap_or_default())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let kept = match inputs::read_kept(paths, &names, review_cmd.is_some()) {
+        Ok(kept) => kept,
+        Err(why) => return not_run(reviews, &why, fingerprint),
+    };
+    let ignored = &kept.ignored;
+    let kept = &kept;
     let mut changes: Vec<(Option<String>, Change)> = Vec::new();
     for (_, brief) in reviews {
         if !changes.iter().any(|(b, _)| *b == brief.base) {
@@ -85,7 +97,7 @@ pub(crate) fn review_all(
                         .map(|(_, c)| c.clone())
                         .unwrap_or_default();
                     let request = request(&paths.root, name, brief, &change);
-                    let verdict = review(paths, &request, review_cmd, timeout, fingerprint);
+                    let verdict = review(paths, kept, &request, review_cmd, timeout, fingerprint);
                     (name.clone(), verdict)
                 })
             })
@@ -123,6 +135,7 @@ pub(crate) fn not_run(
 /// the `claude` recorded then.
 pub(crate) fn review(
     paths: &LoopPaths,
+    kept: &inputs::Kept,
     request: &Request,
     review_cmd: Option<&str>,
     timeout: Duration,
@@ -130,7 +143,7 @@ pub(crate) fn review(
 ) -> ReviewVerdict {
     let started = Instant::now();
     let time = clock::now_rfc3339();
-    let (stdin, cmd, parse) = reviewer_command(paths, request, review_cmd);
+    let (stdin, cmd, parse) = reviewer_command(kept, request, review_cmd);
     let verdict = |outcome, findings, error| ReviewVerdict {
         outcome,
         findings,
@@ -159,7 +172,7 @@ type Parser = fn(&str) -> Result<(ReviewResult, Vec<super::Finding>), String>;
 /// with the reviewer's prompt (its instructions as kept at the loop's
 /// start), run by the `claude` recorded then.
 fn reviewer_command(
-    paths: &LoopPaths,
+    kept: &inputs::Kept,
     request: &Request,
     review_cmd: Option<&str>,
 ) -> (String, Command, Parser) {
@@ -171,8 +184,8 @@ fn reviewer_command(
     }
     // A story's review (`story:US-1`) is the `story` reviewer's.
     let name = request.reviewer.split(':').next().unwrap_or_default();
-    let instructions = inputs::instructions(paths, name);
-    let mut cmd = Command::new(inputs::claude_bin(paths));
+    let instructions = kept.instructions(name);
+    let mut cmd = Command::new(kept.claude_bin());
     cmd.args([
         "-p",
         "--output-format",
@@ -303,8 +316,10 @@ mod tests {
     fn a_program_that_fails_or_hangs_is_not_an_approval() {
         let paths = LoopPaths::in_data_dir(&std::env::temp_dir(), std::env::temp_dir());
         let r = request(&paths.root, "custom", &brief(), &Change::default());
+        let kept = inputs::Kept::default();
         let v = review(
             &paths,
+            &kept,
             &r,
             Some("echo oops; exit 3"),
             Duration::from_secs(20),
@@ -312,7 +327,14 @@ mod tests {
         );
         assert_eq!(v.outcome, ReviewResult::Failed);
         assert!(v.error.as_deref().unwrap().contains("exited 3"), "{v:?}");
-        let v = review(&paths, &r, Some("sleep 30"), Duration::from_secs(1), None);
+        let v = review(
+            &paths,
+            &kept,
+            &r,
+            Some("sleep 30"),
+            Duration::from_secs(1),
+            None,
+        );
         assert_eq!(v.outcome, ReviewResult::Failed);
         assert!(v.error.as_deref().unwrap().contains("timed out"), "{v:?}");
     }

@@ -106,6 +106,8 @@ pub fn start(
     crate::review::inputs::record(paths, &state.review, starter.claude)?;
     let blocker = crate::blocker::read(&paths.blocker);
     let report = StartReport {
+        // The configuration this loop read, against the last loop's record.
+        config: &crate::config_seen::at_start(paths, &now),
         root: &paths.root,
         session,
         state: &state,

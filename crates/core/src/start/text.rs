@@ -26,6 +26,9 @@ pub(crate) struct StartReport<'a> {
     /// The policy's gate, when it gave the `verify` command.
     pub gate: Option<&'a FullGate>,
     pub blocker: Option<&'a Blocker>,
+    /// The configuration files changed since the last loop, one line each
+    /// (`config_seen`).
+    pub config: &'a [String],
 }
 
 impl StartReport<'_> {
@@ -47,6 +50,7 @@ impl StartReport<'_> {
             ));
         }
         lines.extend(warnings(state));
+        lines.extend(self.config.iter().cloned());
         if let Some(b) = self.blocker {
             lines.push(format!(
                 "⚠️ .ralph-blocker.md is present (story {}): the loop halts at its first stop unless that story passes or you delete the file.",
@@ -407,6 +411,7 @@ mod tests {
             prior: &prior,
             gate: None,
             blocker: None,
+            config: &[],
         };
         let text = report.summary();
         assert!(

@@ -333,6 +333,7 @@ fn remove_worktrees(paths: &LoopPaths, inputs: &StopInputs) -> Option<String> {
 fn remove_loop(paths: &LoopPaths) -> Result<(), StoreError> {
     crate::state_file::remove(paths)?;
     remove_sidecars(paths);
+    crate::config_seen::at_end(paths);
     Ok(())
 }
 
