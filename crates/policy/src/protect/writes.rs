@@ -32,6 +32,23 @@ pub(crate) struct Writes {
     /// A git command changes refs shared by every worktree (another
     /// branch, the loop's own): see `effects::Effect::SharedRefs`.
     pub shared_refs: bool,
+    /// Paths the command replaces whole instead of writing into: made a
+    /// link (`ln`, `cp -s`), moved or copied onto (`mv`, `cp`, `install`,
+    /// `rsync`). A file shared as a regular file (the `--parallel` notes)
+    /// may be written, never replaced by something that is not one.
+    pub replaced: Vec<PathBuf>,
+    /// Symbolic links the command makes: where each lands and where it
+    /// points (`None`: a place known only at run time). Every path above is
+    /// read through them, whatever the order or nesting of the commands
+    /// (a link made in `sh -c` or after the write is followed too, erring
+    /// towards judging where a write may land).
+    pub links: Vec<(PathBuf, Option<PathBuf>)>,
+    /// The keys `git config` sets, with their values (`effects::Effect::
+    /// ConfigSet`): some make git run a program.
+    pub config_sets: Vec<(String, Option<String>)>,
+    /// Where the links themselves were made: judged as named (a link at a
+    /// path is a write of that path, not of what it points to).
+    made: Vec<PathBuf>,
 }
 
 impl Writes {
@@ -46,7 +63,59 @@ pub(crate) fn bash_writes(command: &str, cwd: &Path, root: &Path, home: Option<&
     let mut scope = Scope::new(Some(cwd.to_path_buf())).with_places(root, home);
     let mut out = Writes::default();
     walk(command, &mut scope, home, 0, &mut out);
+    if !out.links.is_empty() {
+        out.follow_links();
+    }
     out
+}
+
+/// How many links one path is followed through before the guard stops
+/// (a link pointing into itself).
+const MAX_HOPS: usize = 16;
+
+impl Writes {
+    /// Read every written path through the links the command makes.
+    fn follow_links(&mut self) {
+        let mut paths = Vec::with_capacity(self.paths.len());
+        for p in std::mem::take(&mut self.paths) {
+            match through_links(&p, &self.links) {
+                Some(real) => paths.push(real),
+                None => self.unseen = true,
+            }
+        }
+        // A replaced path is the entry itself: only its folder is followed.
+        for r in &mut self.replaced {
+            if let (Some(dir), Some(name)) = (r.parent(), r.file_name())
+                && let Some(real) = through_links(dir, &self.links)
+            {
+                *r = real.join(name);
+            }
+        }
+        paths.append(&mut self.made);
+        self.paths = paths;
+    }
+}
+
+/// `path` with every link the command made followed, the longest first;
+/// `None` when one points to a place known only at run time.
+pub(crate) fn through_links(path: &Path, links: &[(PathBuf, Option<PathBuf>)]) -> Option<PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..MAX_HOPS {
+        let Some((link, target)) = links
+            .iter()
+            .filter(|(l, _)| p.starts_with(l))
+            .max_by_key(|(l, _)| l.components().count())
+        else {
+            return Some(p);
+        };
+        let rest = p.strip_prefix(link).unwrap_or(Path::new(""));
+        let next = normalize(&target.as_ref()?.join(rest));
+        if next == p {
+            break;
+        }
+        p = next;
+    }
+    Some(p)
 }
 
 fn walk(command: &str, scope: &mut Scope, home: Option<&Path>, depth: usize, out: &mut Writes) {
@@ -190,10 +259,26 @@ fn exec(
         })
         .collect();
     let here = cwd.clone();
-    for e in effects(base, args) {
+    let all = effects(base, args);
+    let links_made = all.iter().any(|e| matches!(e, Effect::Symlink { .. }));
+    for e in all {
         match e {
             Effect::On(_, w) => place(&w, here.as_deref(), home, out),
-            Effect::Into { dest, .. } => place(&dest, here.as_deref(), home, out),
+            Effect::Into { dest, .. } => {
+                if let Some(p) = locate(&dest, here.as_deref(), home, out) {
+                    out.replaced.push(p.clone());
+                    if links_made {
+                        out.made.push(p);
+                    } else {
+                        out.paths.push(p);
+                    }
+                }
+            }
+            Effect::Symlink {
+                link,
+                target,
+                from_cwd,
+            } => link_made(&link, &target, from_cwd, here.as_deref(), home, out),
             Effect::Clean { paths, .. } => {
                 for p in &paths {
                     place(p, here.as_deref(), home, out);
@@ -207,6 +292,7 @@ fn exec(
             }
             Effect::Cd(d) => *cwd = super::next_cwd(here.as_deref(), d.as_deref()),
             Effect::SharedRefs => out.shared_refs = true,
+            Effect::ConfigSet { key, value } => out.config_sets.push((key, value)),
         }
     }
 }
@@ -237,6 +323,10 @@ fn find(
         );
         out.unseen |= inner.unseen;
         out.shared_refs |= inner.shared_refs;
+        out.links.append(&mut inner.links);
+        out.replaced.append(&mut inner.replaced);
+        out.made.append(&mut inner.made);
+        out.config_sets.append(&mut inner.config_sets);
         for p in inner.paths {
             if p.to_string_lossy().contains(ARG) {
                 writes_found = true;
@@ -283,12 +373,44 @@ fn harmless(target: &str) -> bool {
     ) || target.starts_with("/dev/fd/")
 }
 
+/// A symbolic link made at `link` to `target`: remembered, so the paths
+/// written through it are judged where they land.
+fn link_made(
+    link: &str,
+    target: &str,
+    from_cwd: bool,
+    here: Option<&Path>,
+    home: Option<&Path>,
+    out: &mut Writes,
+) {
+    let Some(at) = locate(link, here, home, out) else {
+        return;
+    };
+    let base = if from_cwd { here } else { at.parent() };
+    let mut scratch = Writes::default();
+    let to = locate(target, base, home, &mut scratch);
+    out.links.push((at, to));
+}
+
 /// Record `word` as a path written from `here` (`~` against the home
 /// folder); one whose place is known only at run time is unseen.
 fn place(word: &str, here: Option<&Path>, home: Option<&Path>, out: &mut Writes) {
+    if let Some(p) = locate(word, here, home, out) {
+        out.paths.push(p);
+    }
+}
+
+/// Where `word` lands from `here`; `None` (and the write unseen) when that
+/// is known only at run time.
+fn locate(
+    word: &str,
+    here: Option<&Path>,
+    home: Option<&Path>,
+    out: &mut Writes,
+) -> Option<PathBuf> {
     if word.contains('$') || word.contains('`') {
         out.unseen = true;
-        return;
+        return None;
     }
     let path = if word.starts_with('/') {
         normalize(Path::new(word))
@@ -301,9 +423,9 @@ fn place(word: &str, here: Option<&Path>, home: Option<&Path>, out: &mut Writes)
         normalize(&dir.join(word))
     } else {
         out.unseen = true;
-        return;
+        return None;
     };
-    out.paths.push(path);
+    Some(path)
 }
 
 #[cfg(test)]
