@@ -132,8 +132,13 @@ fn place(path: &Path, ctx: &LoopContext) -> Option<Place> {
     ctx.git_dirs.iter().find_map(|dir| {
         let rest = path.strip_prefix(dir).ok()?;
         let first = rest.components().next()?.as_os_str();
+        let depth = rest.components().count();
+        let last = rest.file_name()?.to_str()?;
         match first.to_str()? {
-            "config" if rest.components().count() == 1 => Some(Place::Config),
+            // With `extensions.worktreeConfig`, each worktree's
+            // `config.worktree` is read too (`worktrees/NAME/`).
+            "config" | "config.worktree" if depth == 1 => Some(Place::Config),
+            "worktrees" if depth == 3 && last == "config.worktree" => Some(Place::Config),
             "hooks" => Some(Place::Hooks),
             "info" => Some(Place::Info),
             _ => None,
@@ -336,6 +341,8 @@ mod tests {
             "ln -s ../../evil.sh .git/hooks/pre-commit",
             "echo '* filter=x' >> .git/info/attributes",
             "echo secret >> .git/info/exclude",
+            "echo '[core] fsmonitor = x' > .git/config.worktree",
+            "echo '[core] pager = x' > .git/worktrees/agent-a/config.worktree",
             // Through a link made in the same command.
             "ln -s .git/hooks h && echo x > h/pre-commit",
         ] {
@@ -348,6 +355,7 @@ mod tests {
         assert_eq!(bash_hole("git config user.email me@x", wt), None);
         assert_eq!(bash_hole("ln -s ../lib src/x", wt), None);
         assert_eq!(bash_hole("echo x > .gitattributes", "/p"), None);
+        assert_eq!(bash_hole("echo x > .git/worktrees/a/locked", "/p"), None);
     }
 
     #[test]
