@@ -142,11 +142,16 @@ fn decide_bash(
 /// program-running files. Where it writes is read once
 /// (`protect::bash_writes`) for the rules that judge by place.
 fn loop_refusal(command: &str, ctx: &LoopContext) -> Option<String> {
-    let writes = protect::bash_writes(command, &ctx.cwd, &ctx.root, ctx.home.as_deref());
-    if let Some(hole) = git_files::bash(&writes, ctx) {
-        return Some(hole.reason());
-    }
-    let hit = protect::check_bash(command, ctx).or_else(|| protect::check_linked(&writes, ctx))?;
+    let hit = match protect::check_bash(command, ctx) {
+        Some(hit) => hit,
+        None => {
+            let writes = protect::bash_writes(command, &ctx.cwd, &ctx.root, ctx.home.as_deref());
+            if let Some(hole) = git_files::bash(&writes, ctx) {
+                return Some(hole.reason());
+            }
+            protect::check_linked(&writes, ctx)?
+        }
+    };
     Some(match hit {
         Hit::Loop(d) if settings::is_settings_name(&d) => settings::bash_reason(&d),
         Hit::Loop(d) => pinned::loop_file_reason(&d, "this command would change"),
