@@ -242,6 +242,7 @@ mod tests {
             "ln -sT ../../.. up; touch up/src/new.rs".to_string(),
             "sh -c 'ln -s ../../.. up' && echo x >> up/src/lib.rs".to_string(),
             "ln -s ../../.. up && cd up && echo x >> src/lib.rs".to_string(),
+            "ln -s ../../../src s && echo x > s/../prd.json".to_string(),
             format!("ln -sf src/lib.rs {r}/progress.txt && echo x >> {r}/progress.txt"),
             format!("ln -sf {r}/src/lib.rs {r}/progress.txt"),
             format!("mv notes.txt {r}/progress.txt"),

@@ -8,7 +8,7 @@
 //! outside the worker's worktree?), so the three rules read a command one
 //! way. Pure.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use super::effects::{Effect, effects};
 use super::scope::Scope;
@@ -63,9 +63,7 @@ pub(crate) fn bash_writes(command: &str, cwd: &Path, root: &Path, home: Option<&
     let mut scope = Scope::new(Some(cwd.to_path_buf())).with_places(root, home);
     let mut out = Writes::default();
     walk(command, &mut scope, home, 0, &mut out);
-    if !out.links.is_empty() {
-        out.follow_links();
-    }
+    out.follow_links();
     out
 }
 
@@ -74,48 +72,62 @@ pub(crate) fn bash_writes(command: &str, cwd: &Path, root: &Path, home: Option<&
 const MAX_HOPS: usize = 16;
 
 impl Writes {
-    /// Read every written path through the links the command makes.
+    /// Every path as it lands: `.` and `..` taken and, for a link the
+    /// command made, followed, one component at a time as the kernel does
+    /// (so `up/../x` through a link `up` is the folder above the link's
+    /// target, not the folder holding `up`).
     fn follow_links(&mut self) {
+        let links = std::mem::take(&mut self.links);
         let mut paths = Vec::with_capacity(self.paths.len());
         for p in std::mem::take(&mut self.paths) {
-            match through_links(&p, &self.links) {
+            match through_links(&p, &links) {
                 Some(real) => paths.push(real),
                 None => self.unseen = true,
             }
         }
         // A replaced path is the entry itself: only its folder is followed.
         for r in &mut self.replaced {
-            if let (Some(dir), Some(name)) = (r.parent(), r.file_name())
-                && let Some(real) = through_links(dir, &self.links)
-            {
-                *r = real.join(name);
-            }
+            let name = r.file_name().map(std::ffi::OsStr::to_os_string);
+            *r = match (r.parent().and_then(|d| through_links(d, &links)), name) {
+                (Some(dir), Some(name)) => dir.join(name),
+                _ => normalize(r),
+            };
         }
-        paths.append(&mut self.made);
+        paths.extend(self.made.drain(..).map(|m| normalize(&m)));
         self.paths = paths;
+        self.links = links;
     }
 }
 
-/// `path` with every link the command made followed, the longest first;
-/// `None` when one points to a place known only at run time.
+/// `path` (absolute, as written) with `.` and `..` taken and every link the
+/// command made followed (the last one made at a path wins); `None` when
+/// one points to a place known only at run time.
 pub(crate) fn through_links(path: &Path, links: &[(PathBuf, Option<PathBuf>)]) -> Option<PathBuf> {
-    let mut p = path.to_path_buf();
-    for _ in 0..MAX_HOPS {
-        let Some((link, target)) = links
-            .iter()
-            .filter(|(l, _)| p.starts_with(l))
-            .max_by_key(|(l, _)| l.components().count())
-        else {
-            return Some(p);
-        };
-        let rest = p.strip_prefix(link).unwrap_or(Path::new(""));
-        let next = normalize(&target.as_ref()?.join(rest));
-        if next == p {
-            break;
+    let mut hops = 0;
+    resolve(path, links, &mut hops)
+}
+
+fn resolve(path: &Path, links: &[(PathBuf, Option<PathBuf>)], hops: &mut usize) -> Option<PathBuf> {
+    let mut cur = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                cur.pop();
+            }
+            Component::Normal(name) => {
+                cur.push(name);
+                if *hops < MAX_HOPS
+                    && let Some((_, target)) = links.iter().rev().find(|(l, _)| *l == cur)
+                {
+                    *hops += 1;
+                    cur = resolve(target.as_ref()?, links, hops)?;
+                }
+            }
+            other => cur.push(other.as_os_str()),
         }
-        p = next;
     }
-    Some(p)
+    Some(cur)
 }
 
 fn walk(command: &str, scope: &mut Scope, home: Option<&Path>, depth: usize, out: &mut Writes) {
@@ -386,10 +398,12 @@ fn link_made(
     let Some(at) = locate(link, here, home, out) else {
         return;
     };
+    // The target as written, from the link's folder (or the command's);
+    // it is followed itself when a path goes through the link.
     let base = if from_cwd { here } else { at.parent() };
     let mut scratch = Writes::default();
     let to = locate(target, base, home, &mut scratch);
-    out.links.push((at, to));
+    out.links.push((normalize(&at), to));
 }
 
 /// Record `word` as a path written from `here` (`~` against the home
@@ -400,8 +414,9 @@ fn place(word: &str, here: Option<&Path>, home: Option<&Path>, out: &mut Writes)
     }
 }
 
-/// Where `word` lands from `here`; `None` (and the write unseen) when that
-/// is known only at run time.
+/// Where `word` lands from `here`, as written (`.` and `..` are taken at
+/// the end, with the links the command made: `Writes::follow_links`);
+/// `None` (and the write unseen) when that is known only at run time.
 fn locate(
     word: &str,
     here: Option<&Path>,
@@ -413,14 +428,14 @@ fn locate(
         return None;
     }
     let path = if word.starts_with('/') {
-        normalize(Path::new(word))
+        PathBuf::from(word)
     } else if let (Some(rest), Some(h)) = (
         word.strip_prefix("~/").or((word == "~").then_some("")),
         home,
     ) {
-        normalize(&h.join(rest))
+        h.join(rest)
     } else if let Some(dir) = here {
-        normalize(&dir.join(word))
+        dir.join(word)
     } else {
         out.unseen = true;
         return None;
@@ -557,5 +572,56 @@ mod tests {
         ] {
             assert!(w(c).any(), "{c}");
         }
+    }
+
+    #[test]
+    fn links_made_in_the_command_are_followed() {
+        // The link's own path as named; what is written through it where it lands.
+        assert_eq!(
+            paths("ln -s .. up && echo x >> up/src/lib.rs"),
+            ["/p/src/lib.rs", "/p/wt/up"]
+        );
+        assert_eq!(paths("ln -sT /p/src s; touch s/a"), ["/p/src/a", "/p/wt/s"]);
+        // `ln -r`: the target is read from the command's folder.
+        assert_eq!(
+            paths("mkdir -p d && ln -sr src d/l && touch d/l/x"),
+            ["/p/wt/d", "/p/wt/src/x", "/p/wt/d/l"]
+        );
+        // Several sources, or `-t DIR`: each link is DIR/NAME.
+        assert_eq!(
+            paths("ln -s /p/a /p/b d && touch d/a/x d/b/y"),
+            ["/p/a/x", "/p/b/y", "/p/wt/d"]
+        );
+        assert_eq!(
+            paths("cp -s /p/src -t d; rm -f d/src/z"),
+            ["/p/src/z", "/p/wt/d"]
+        );
+        // A link made inside `sh -c`, a write after it, and a chain of links.
+        assert_eq!(
+            paths("sh -c 'ln -s .. a' && ln -s a/sub b && echo x > b/f"),
+            ["/p/sub/f", "/p/wt/a", "/p/wt/b"]
+        );
+        // `..` after a link climbs from where the link leads, as the kernel does.
+        assert_eq!(
+            paths("ln -s /p/src s && echo x > s/../lib.rs"),
+            ["/p/lib.rs", "/p/wt/s"]
+        );
+        // A link to a place known only at run time: what goes through it is unseen.
+        let unknown = w("ln -s \"$X\" up && echo x > up/f");
+        assert!(unknown.unseen && unknown.paths == [PathBuf::from("/p/wt/up")]);
+    }
+
+    #[test]
+    fn what_is_replaced_whole_is_told_apart() {
+        let r = |c: &str| w(c).replaced;
+        assert_eq!(r("ln -sf src/x /p/n"), [PathBuf::from("/p/n")]);
+        assert_eq!(r("mv a /p/n"), [PathBuf::from("/p/n")]);
+        assert_eq!(r("cp -P l /p/n"), [PathBuf::from("/p/n")]);
+        // Its folder through a link made in the command.
+        assert_eq!(
+            r("ln -s /p up; mv a up/n"),
+            [PathBuf::from("/p/wt/up"), PathBuf::from("/p/n")]
+        );
+        assert!(r("echo x >> /p/n && tee -a /p/n < f && sed -i s/a/b/ /p/n").is_empty());
     }
 }
