@@ -446,3 +446,22 @@ fn a_project_in_a_sub_folder_is_reviewed_with_its_repository_paths() {
     assert!(bin.binary && bin.size == Some(3), "{bin:?}");
     assert!(c.diff.contains("MARKER-SUB"), "{}", c.diff);
 }
+
+/// A worker's commit keeps the shared notes out even when they are a link
+/// (dangling, or into the main tree): a link committed there would land in
+/// the main tree as its `progress.txt`, and carry the next append.
+#[cfg(unix)]
+#[test]
+fn a_link_as_the_notes_is_never_committed() {
+    let (p, base) = repo("notes-link");
+    let wt = format!("{}-wt", p.root.display());
+    pgit::git(&p.root, &["worktree", "add", "-q", "-b", "story", &wt]).unwrap();
+    let wt = Path::new(&wt);
+    std::os::unix::fs::symlink("../nowhere/lib.rs", wt.join("progress.txt")).unwrap();
+    std::fs::write(wt.join("c.txt"), "story file\n").unwrap();
+    assert!(pgit::commit_work(wt, &base, &["progress.txt"], "story").unwrap());
+    let files = git(wt, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert!(files.contains("c.txt"), "{files}");
+    assert!(!files.contains("progress.txt"), "{files}");
+    assert!(wt.join("progress.txt").symlink_metadata().is_err());
+}

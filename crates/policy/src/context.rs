@@ -132,7 +132,73 @@ pub struct LoopContext {
     pub settings_files: Vec<PathBuf>,
     /// For file tools aimed at one of `settings_files`: its current text.
     pub settings_current: Option<String>,
+    /// The repository's own git folder, shared by every worktree (the
+    /// common dir: `.git`, or where a `.git` file's `commondir` leads), as
+    /// named and with links resolved: its config, hooks and info make git
+    /// run programs (`git_files`).
+    pub git_dirs: Vec<PathBuf>,
+    /// For file tools aimed at the repository's config: its current text.
+    pub git_config_current: Option<String>,
+    /// ralph's programs the hooks run (the guard's own folder,
+    /// `$RALPH_BIN_DIR`): a command is recognised as one of them by what
+    /// its program is, not only by its name.
+    pub ralph_programs: Vec<RalphProgram>,
+    /// Tells whether a file is one of `ralph_programs` (the same file, or a
+    /// copy): supplied by the gathering, which does the I/O, and called
+    /// only for a program named by a path outside the system's folders.
+    pub identify: Option<Identify>,
 }
+
+/// One of ralph's installed programs, as the gathering found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RalphProgram {
+    /// `ralph`, `ralph-setup`, `ralph-stop-hook`, `ralph-guard`.
+    pub name: String,
+    pub path: PathBuf,
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+}
+
+/// Which of ralph's programs the file at a path is, if any: a reader the
+/// gathering hands in, not a fact of the loop, so any two are equal (the
+/// contexts compare by their facts).
+#[derive(Clone, Copy)]
+pub struct Identify(pub fn(&Path, &[RalphProgram]) -> Option<String>);
+
+impl PartialEq for Identify {
+    fn eq(&self, _: &Identify) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Identify {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Identify")
+    }
+}
+
+impl LoopContext {
+    /// Which of ralph's programs `path` (absolute) is, by identity.
+    pub(crate) fn ralph_program_at(&self, path: &Path) -> Option<String> {
+        let identify = self.identify?;
+        if self.ralph_programs.is_empty() || SYSTEM_DIRS.iter().any(|d| path.starts_with(d)) {
+            return None;
+        }
+        (identify.0)(path, &self.ralph_programs)
+    }
+}
+
+/// Folders of the system's own programs: a program there is not a copy of
+/// ralph's (and is not looked at, so the common case costs nothing).
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr/bin",
+    "/usr/sbin",
+    "/bin",
+    "/sbin",
+    "/usr/lib",
+    "/nix/store",
+];
 
 impl LoopContext {
     /// The project root, then its real path when that differs.

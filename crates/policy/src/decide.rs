@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::command_policy::{self, Policy};
 use crate::context::{END_LOOP_HINT, GuardDecision, LoopContext, PolicySource, ToolCall, Verdict};
 use crate::protect::{self, Hit};
-use crate::{file_tool, fresh, parallel, pinned, settings, shell};
+use crate::{file_tool, fresh, git_files, parallel, pinned, settings, shell};
 
 /// Decide one tool call.
 pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> GuardDecision {
@@ -75,6 +75,14 @@ fn control_reason(command: &str) -> String {
     )
 }
 
+fn program_copy_reason(program: &str) -> String {
+    format!(
+        "ralph-guard: this command makes a link or copy of {program}, one of ralph's own programs, while a Ralph loop \
+         runs: a second name for it is not the agent's to make (ralph's entry points are the user's). Run \
+         `ralph-setup status` to read the loop's state. {END_LOOP_HINT}"
+    )
+}
+
 /// A Bash call that asks to run outside Claude Code's sandbox: in a loop,
 /// the sandbox is what keeps the loop's files out of the command's reach.
 const UNSANDBOXED_REASON: &str = "ralph-guard: a Bash call with `dangerouslyDisableSandbox: true` is refused while a Ralph loop runs: the sandbox is what keeps the loop's files and checks out of a command's reach. Run the command inside the sandbox; if it truly needs more (a path, a domain), say so in your reply and the user can widen the sandbox's settings.";
@@ -105,27 +113,10 @@ fn decide_bash(
     {
         return Verdict::Deny(UNSANDBOXED_REASON.to_string());
     }
-    if ctx.loop_active {
-        match protect::check_bash(&command, ctx) {
-            Some(Hit::Loop(d)) if settings::is_settings_name(&d) => {
-                return Verdict::Deny(settings::bash_reason(&d));
-            }
-            Some(Hit::Loop(d)) => {
-                return Verdict::Deny(pinned::loop_file_reason(&d, "this command would change"));
-            }
-            Some(Hit::Link(d)) => {
-                return Verdict::Deny(pinned::loop_file_reason(
-                    &d,
-                    "this command would make a hard link (a second name the guard does not know) to",
-                ));
-            }
-            Some(Hit::Prd(d)) => return Verdict::Deny(prd_removal_reason(&d)),
-            Some(Hit::Control(c)) => return Verdict::Deny(control_reason(&c)),
-            Some(Hit::Pinned { path, why }) => {
-                return Verdict::Deny(pinned::pinned_reason(&path, &why));
-            }
-            Some(Hit::Arg(_)) | None => {}
-        }
+    if ctx.loop_active
+        && let Some(why) = loop_refusal(&command, ctx)
+    {
+        return Verdict::Deny(why);
     }
     if let Some(p) = policy
         && let Some(reason) = policy_denial(&command, p, policy_path, 0)
@@ -143,6 +134,37 @@ fn decide_bash(
         updated_input: updated,
         reason: reasons.join("; "),
     }
+}
+
+/// Why a Bash command is refused while a loop runs: what it does to the
+/// loop's files, the PRD, ralph's entry points, pinned files (the paths it
+/// names, and those it reaches through a link it makes), and to git's
+/// program-running files. Where it writes is read once
+/// (`protect::bash_writes`) for the rules that judge by place.
+fn loop_refusal(command: &str, ctx: &LoopContext) -> Option<String> {
+    let hit = match protect::check_bash(command, ctx) {
+        Some(hit) => hit,
+        None => {
+            let writes = protect::bash_writes(command, &ctx.cwd, &ctx.root, ctx.home.as_deref());
+            if let Some(hole) = git_files::bash(&writes, ctx) {
+                return Some(hole.reason());
+            }
+            protect::check_linked(&writes, ctx)?
+        }
+    };
+    Some(match hit {
+        Hit::Loop(d) if settings::is_settings_name(&d) => settings::bash_reason(&d),
+        Hit::Loop(d) => pinned::loop_file_reason(&d, "this command would change"),
+        Hit::Link(d) => pinned::loop_file_reason(
+            &d,
+            "this command would make a hard link (a second name the guard does not know) to",
+        ),
+        Hit::Prd(d) => prd_removal_reason(&d),
+        Hit::Control(c) => control_reason(&c),
+        Hit::ProgramCopy(p) => program_copy_reason(&p),
+        Hit::Pinned { path, why } => pinned::pinned_reason(&path, &why),
+        Hit::Arg(_) => return None,
+    })
 }
 
 /// Apply the first matching `[rewrite]` rule to each command of the chain,
@@ -521,5 +543,78 @@ mod tests {
         assert!(!denied(&bash(
             "echo note >> /home/u/.claude/projects/-proj/memory/MEMORY.md"
         )));
+    }
+
+    #[test]
+    fn a_link_made_in_the_command_is_followed_to_the_loop_files() {
+        let mut c = ctx();
+        c.cwd = PathBuf::from("/proj");
+        let bash = |cmd: &str| {
+            decide(
+                &call("Bash", json!({ "command": cmd })),
+                &PolicySource::Absent,
+                &c,
+            )
+        };
+        for cmd in [
+            "ln -s .claude c && rm c/ralph-loop.local.md",
+            "ln -sfn .claude c; echo x > c/ralph-loop.local.md",
+            "sh -c 'ln -s .claude c' && sed -i s/a/b/ c/ralph-loop.local.md",
+        ] {
+            assert!(denied(&bash(cmd)), "{cmd}");
+        }
+        for cmd in [
+            "ln -s ../lib src/x",
+            "ln -s .claude c && cat c/ralph-loop.local.md",
+        ] {
+            assert!(!denied(&bash(cmd)), "{cmd}");
+        }
+    }
+
+    fn fake_identify(path: &std::path::Path, _: &[crate::context::RalphProgram]) -> Option<String> {
+        (path == std::path::Path::new("/tmp/x")).then(|| "ralph-setup".to_string())
+    }
+
+    #[test]
+    fn ralph_programs_are_known_by_what_they_are() {
+        let mut c = ctx();
+        c.cwd = PathBuf::from("/proj");
+        c.ralph_programs = vec![crate::context::RalphProgram {
+            name: "ralph-setup".into(),
+            path: PathBuf::from("/opt/ralph/bin/ralph-setup"),
+            dev: 1,
+            ino: 2,
+            size: 3,
+        }];
+        c.identify = Some(crate::context::Identify(fake_identify));
+        let bash = |cmd: &str| {
+            decide(
+                &call("Bash", json!({ "command": cmd })),
+                &PolicySource::Absent,
+                &c,
+            )
+        };
+        for cmd in [
+            "/tmp/x cancel",
+            "env -u AI_AGENT /tmp/x hook-prompt",
+            "cd /tmp && ./x cancel",
+            "ln -s \"$(command -v ralph-setup)\" \"$TMPDIR/x\" && env -u AI_AGENT \"$TMPDIR/x\" cancel",
+            "cp $(which ralph-setup) /tmp/y",
+            "ln -s /opt/ralph/bin/ralph-setup y",
+            "ln /tmp/x y",
+            "cp \"$RALPH_BIN_DIR/ralph-stop-hook\" y",
+        ] {
+            assert!(denied(&bash(cmd)), "{cmd}");
+        }
+        for cmd in [
+            "/tmp/x status",
+            "/tmp/other cancel",
+            "/usr/bin/git status",
+            "cp target/release/ralph-setup dist/",
+            "command -v ralph-setup",
+            "ls -l $(command -v ralph-setup)",
+        ] {
+            assert!(!denied(&bash(cmd)), "{cmd}");
+        }
     }
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::context::{LoopContext, ToolCall, Verdict};
 use crate::pinned::{self, loop_file_reason};
-use crate::{prd, settings};
+use crate::{git_files, prd, settings};
 
 /// Is `path` (absolute, normalised) the root-relative `rel` under either root?
 fn is_under_roots(path: &Path, rel: &Path, ctx: &LoopContext) -> bool {
@@ -31,6 +31,9 @@ pub(crate) fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
     }
     if let Some(why) = protected_target(ctx, &candidates) {
         return Verdict::Deny(why);
+    }
+    if let Some(hole) = git_files::file_tool(ctx, &candidates, &|current| new_text(call, current)) {
+        return Verdict::Deny(hole.reason());
     }
     prd_edit(call, ctx, &candidates)
 }
@@ -127,7 +130,7 @@ fn prd_edit(call: &ToolCall, ctx: &LoopContext, candidates: &[&Path]) -> Verdict
 
 /// The file's text after a Write, Edit or MultiEdit of `current`; `None`
 /// when it cannot be told (an edit that does not apply, another tool).
-fn new_text(call: &ToolCall, current: Option<&str>) -> Option<String> {
+pub(crate) fn new_text(call: &ToolCall, current: Option<&str>) -> Option<String> {
     let input = &call.tool_input;
     match call.tool_name.as_str() {
         "Write" => input

@@ -6,7 +6,7 @@
 //! used (ripgrep's `HiArgs` in spirit): the guard binary stays a thin shell.
 
 use crate::command_policy::{Policy, Tier};
-use crate::context::{LoopContext, PolicySource, ToolCall};
+use crate::context::{Identify, LoopContext, PolicySource, RalphProgram, ToolCall};
 use ralph_core::frontmatter;
 use ralph_core::paths::{LoopPaths, POLICY_FILE, POLICY_FILE_ALT, PROTECTED_FILES, REVIEW_DIR};
 use ralph_core::store::{self, StoreError};
@@ -116,6 +116,9 @@ pub fn context(c: &Call) -> LoopContext {
         .map(PathBuf::from);
     ctx.settings_files =
         crate::settings::settings_files(c.root, ctx.home.as_deref(), config_dir.as_deref());
+    ctx.git_dirs = git_dirs(c.root);
+    ctx.ralph_programs = ralph_programs();
+    ctx.identify = Some(Identify(identify));
     if c.call.tool_name != "Bash" {
         file_tool(c, &facts, &mut ctx);
     }
@@ -172,6 +175,14 @@ fn file_tool(c: &Call, facts: &StateFacts, ctx: &mut LoopContext) {
             ctx.settings_current = read_capped(real, POLICY_LIMIT).ok().flatten();
         }
         ctx.file_aliases = hard_link_aliases(&lexical, c.root, c.paths, &facts.prd);
+        if let Some(config) = ctx
+            .git_dirs
+            .iter()
+            .map(|d| d.join("config"))
+            .find(|f| *f == lexical || f == real)
+        {
+            ctx.git_config_current = read_capped(&config, POLICY_LIMIT).ok().flatten();
+        }
     }
     if matches!(c.call.tool_name.as_str(), "Write" | "Edit" | "MultiEdit") {
         ctx.prd_current = read_capped(&c.root.join(&facts.prd), PRD_LIMIT)
@@ -179,6 +190,115 @@ fn file_tool(c: &Call, facts: &StateFacts, ctx: &mut LoopContext) {
             .flatten();
         ctx.story_checks = facts.story_checks.clone();
     }
+}
+
+/// ralph's programs as installed where the hooks run them: this guard's own
+/// folder and `$RALPH_BIN_DIR`. A `stat` each (eight at most).
+#[cfg(unix)]
+fn ralph_programs() -> Vec<RalphProgram> {
+    use std::os::unix::fs::MetadataExt;
+    let dirs = [
+        std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().map(Path::to_path_buf)),
+        std::env::var_os("RALPH_BIN_DIR")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from),
+    ];
+    let mut out: Vec<RalphProgram> = Vec::new();
+    for dir in dirs.into_iter().flatten() {
+        for name in ["ralph", "ralph-setup", "ralph-stop-hook", "ralph-guard"] {
+            let path = dir.join(name);
+            let Ok(m) = fs::metadata(&path) else { continue };
+            if m.is_file() && !out.iter().any(|p| p.dev == m.dev() && p.ino == m.ino()) {
+                out.push(RalphProgram {
+                    name: name.to_string(),
+                    path,
+                    dev: m.dev(),
+                    ino: m.ino(),
+                    size: m.size(),
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(not(unix))]
+fn ralph_programs() -> Vec<RalphProgram> {
+    Vec::new()
+}
+
+/// How much of a same-sized file is compared with ralph's program: its
+/// first and last bytes (a copy is the same bytes; two builds differ in
+/// both their headers and their ends).
+const COMPARED: u64 = 64 << 10;
+
+/// Which of ralph's `programs` the file at `path` is: the same file (a
+/// link, or the program itself: same device and inode), or a copy (the
+/// same size, and the same first and last 64 KiB). One `stat`, and reads
+/// only for a file of exactly a program's size.
+#[cfg(unix)]
+fn identify(path: &Path, programs: &[RalphProgram]) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::metadata(path).ok().filter(fs::Metadata::is_file)?;
+    if let Some(p) = programs
+        .iter()
+        .find(|p| p.dev == m.dev() && p.ino == m.ino())
+    {
+        return Some(p.name.clone());
+    }
+    let ends = |file: &Path| -> Option<Vec<u8>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = fs::File::open(file).ok()?;
+        let mut buf = Vec::new();
+        (&mut f).take(COMPARED).read_to_end(&mut buf).ok()?;
+        f.seek(SeekFrom::End(-(COMPARED.min(m.size()) as i64)))
+            .ok()?;
+        f.take(COMPARED).read_to_end(&mut buf).ok()?;
+        Some(buf)
+    };
+    let mut mine = None;
+    programs
+        .iter()
+        .filter(|p| p.size == m.size())
+        .find_map(|p| {
+            let mine = mine.get_or_insert_with(|| ends(path)).as_ref()?;
+            (ends(&p.path).as_ref() == Some(mine)).then(|| p.name.clone())
+        })
+}
+
+#[cfg(not(unix))]
+fn identify(_path: &Path, _programs: &[RalphProgram]) -> Option<String> {
+    None
+}
+
+/// The repository's own git folder, which every worktree shares: the
+/// project's `.git` folder, or, when `.git` is a file (the project is
+/// itself a worktree), the folder it names and that folder's `commondir`.
+/// As found and with links resolved. One `lstat` when `.git` is a folder.
+fn git_dirs(root: &Path) -> Vec<PathBuf> {
+    let dot = root.join(".git");
+    let Ok(meta) = fs::symlink_metadata(&dot) else {
+        return Vec::new();
+    };
+    let dir = if meta.is_file() {
+        let Some(text) = read_capped(&dot, MARKER_LIMIT).ok().flatten() else {
+            return Vec::new();
+        };
+        let Some(named) = text.trim().strip_prefix("gitdir:") else {
+            return Vec::new();
+        };
+        let named = crate::context::normalize(&root.join(named.trim()));
+        match read_capped(&named.join("commondir"), MARKER_LIMIT) {
+            Ok(Some(common)) => crate::context::normalize(&named.join(common.trim())),
+            _ => named,
+        }
+    } else {
+        dot
+    };
+    let real = fs::canonicalize(&dir).ok().filter(|r| *r != dir);
+    std::iter::once(dir).chain(real).collect()
 }
 
 /// A file's text, or None when it does not exist: `store::read_optional`

@@ -25,6 +25,7 @@ mod decide;
 mod file_tool;
 mod fresh;
 pub mod gather;
+mod git_files;
 mod glob;
 mod parallel;
 mod pinned;
@@ -35,5 +36,7 @@ pub mod shell;
 
 pub use command_policy::Tier;
 pub use command_policy::{Policy, PolicyError};
-pub use context::{GuardDecision, LoopContext, PolicySource, ToolCall, Verdict};
+pub use context::{
+    GuardDecision, Identify, LoopContext, PolicySource, RalphProgram, ToolCall, Verdict,
+};
 pub use decide::decide;

@@ -53,11 +53,23 @@ pub(crate) fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) 
     let notes = ctx.root.join(NOTES_FILE);
     let outside = |p: &Path| !p.starts_with(tree) && p != notes;
     match bash {
+        // The notes are every worker's to append to, so they stay a
+        // regular file: a link put in their place would carry the next
+        // append (this worker's or another's) wherever it points.
+        Some(writes) if writes.replaced.contains(&notes) => Some(format!(
+            "ralph-guard: this Ralph loop runs with --parallel: the shared notes file {} is written only as a regular \
+             file; making a link there, or moving or copying something onto it, is refused. Append your notes to it \
+             instead (`echo '...' >> {}`).",
+            notes.display(),
+            notes.display()
+        )),
         // Refs are the repository's, shared by every worktree: moving the
         // loop's branch or deleting another worker's is not work in a
         // worktree, whatever folder git runs in.
         Some(writes) if writes.shared_refs => Some(String::from(
-            "ralph-guard: this Ralph loop runs with --parallel: this git command changes refs every worktree shares              (another branch, a tag, the loop's branch), so it is refused. Commit your work on your own branch;              ralph merges it.",
+            "ralph-guard: this Ralph loop runs with --parallel: this git command changes refs every worktree shares \
+             (another branch, a tag, the loop's branch), so it is refused. Commit your work on your own branch; \
+             ralph merges it.",
         )),
         // In the project (the main tree, another worker's worktree): `/tmp`
         // and the like stay free.
@@ -222,6 +234,30 @@ mod tests {
         ];
         for c in &refused {
             assert!(outside_worktree(c, &ctx, &tree).is_some(), "{c:?}");
+        }
+        // A link made in the same command is followed (`sh -c` too), and
+        // the shared notes stay a regular file.
+        for c in [
+            "ln -s ../../.. up && echo x >> up/src/lib.rs".to_string(),
+            "ln -sT ../../.. up; touch up/src/new.rs".to_string(),
+            "sh -c 'ln -s ../../.. up' && echo x >> up/src/lib.rs".to_string(),
+            "ln -s ../../.. up && cd up && echo x >> src/lib.rs".to_string(),
+            "ln -s ../../../src s && echo x > s/../prd.json".to_string(),
+            format!("ln -sf src/lib.rs {r}/progress.txt && echo x >> {r}/progress.txt"),
+            format!("ln -sf {r}/src/lib.rs {r}/progress.txt"),
+            format!("mv notes.txt {r}/progress.txt"),
+            format!("cp -P link {r}/progress.txt"),
+        ] {
+            let c = call("Bash", json!({ "command": c }));
+            assert!(outside_worktree(&c, &ctx, &tree).is_some(), "{c:?}");
+        }
+        for c in [
+            "ln -s ../lib src/x",
+            "ln -s ../lib src/x && echo y > src/x/f.rs",
+            "ln -sf /usr/bin/python3 .venv/python && touch .venv/python",
+        ] {
+            let c = call("Bash", json!({ "command": c }));
+            assert_eq!(outside_worktree(&c, &ctx, &tree), None, "{c:?}");
         }
         // A file tool through a link made in the worktree to the main PRD.
         let linked = LoopContext {

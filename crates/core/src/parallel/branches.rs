@@ -58,7 +58,10 @@ pub fn commit_work(
         let in_base = git(worktree, &["cat-file", "-e", &format!("{base}:{path}")]).is_ok();
         if in_base {
             git(worktree, &["checkout", base, "--", path])?;
-        } else if worktree.join(path).exists() {
+        } else if worktree.join(path).symlink_metadata().is_ok() {
+            // `symlink_metadata`, not `exists`: a link there (dangling, or
+            // into the main tree) is taken out too, never committed to land
+            // in the main tree as its shared notes.
             git(
                 worktree,
                 &["rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", path],

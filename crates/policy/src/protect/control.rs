@@ -7,8 +7,16 @@
 //! this_process_run_by_agent`, which also reads the process's ancestry).
 //! Pure.
 
+use std::path::Path;
+
 use super::argv::operands;
+use super::matching::Checker;
 use super::wrappers::is_shell;
+use super::{Hit, normalize};
+
+/// ralph's programs, by their installed names.
+pub(super) const RALPH_PROGRAMS: &[&str] =
+    &["ralph", "ralph-setup", "ralph-stop-hook", "ralph-guard"];
 
 /// The entry point `program ARGS` runs that is not the agent's, worded for
 /// it, if any. `program` is the last component of the word naming the
@@ -41,6 +49,46 @@ pub(super) fn loop_control(program: &str, args: &[String]) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Which of ralph's programs the file a word names is (absolute, or from
+/// the command's folder), judged by what it is; the word is a path.
+pub(super) fn ralph_program(word: &str, cwd: Option<&Path>, ctx: &Checker) -> Option<String> {
+    if !word.contains('/') || word.contains(['$', '`']) {
+        return None;
+    }
+    let path = match cwd {
+        _ if word.starts_with('/') => normalize(Path::new(word)),
+        Some(c) => normalize(&c.join(word)),
+        None => return None,
+    };
+    ctx.ralph_program_at(&path)
+}
+
+/// A link or copy whose source is one of ralph's programs: found to be one,
+/// or named like one outside the project (the project's own build of ralph,
+/// when ralph develops itself, stays the agent's to copy).
+pub(super) fn copies_ralph(
+    name: &str,
+    sources: &[String],
+    cwd: Option<&Path>,
+    ctx: &Checker,
+) -> Option<Hit> {
+    if !matches!(name, "ln" | "cp" | "install" | "rsync" | "link") {
+        return None;
+    }
+    sources.iter().find_map(|s| {
+        if let Some(real) = ralph_program(s, cwd, ctx) {
+            return Some(Hit::ProgramCopy(real));
+        }
+        let base = s.rsplit('/').next().unwrap_or(s);
+        let base = base.strip_suffix(".exe").unwrap_or(base);
+        let in_project = !s.contains(['$', '`']) && {
+            let abs = cwd.map(|c| normalize(&c.join(s)));
+            abs.is_some_and(|a| ctx.in_project(&a))
+        };
+        (RALPH_PROGRAMS.contains(&base) && !in_project).then(|| Hit::ProgramCopy(base.to_string()))
+    })
 }
 
 /// `ralph-setup SUBCOMMAND`: the read-only ones pass; any other (start,

@@ -249,6 +249,18 @@ pub(super) fn expand_known(word: &str, cwd: Option<&Path>, ctx: &Checker) -> Str
 }
 
 /// Does `kind` applied to `word` reach a protected file?
+/// Absolute paths a command writes, read through the links it made
+/// (`writes::Writes`): judged as written there, when it made any.
+pub(super) fn classify_linked(paths: &[PathBuf], linked: bool, ctx: &Checker) -> Option<Hit> {
+    if !linked {
+        return None;
+    }
+    paths
+        .iter()
+        .find_map(|p| classify(&p.to_string_lossy(), Kind::Write, None, ctx))
+        .filter(|h| !matches!(h, Hit::Arg(_)))
+}
+
 pub(super) fn classify(word: &str, kind: Kind, cwd: Option<&Path>, ctx: &Checker) -> Option<Hit> {
     classify_except(word, kind, cwd, ctx, &|_| false, 0)
 }

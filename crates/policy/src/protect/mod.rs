@@ -84,6 +84,9 @@ pub enum Hit {
     /// A file pinned by the loop (part of a check, or pinned by the user):
     /// its relative path and what pinned it.
     Pinned { path: String, why: String },
+    /// A link or copy made of one of ralph's programs (by name, or found to
+    /// be one): a second name the guard would not know it by.
+    ProgramCopy(String),
     /// The command acts on its operands this way (internal: see [`ARG`];
     /// never returned by [`check_bash`]).
     Arg(Kind),
@@ -116,11 +119,19 @@ impl Found {
 /// Why a Bash command is denied, if it is.
 pub fn check_bash(command: &str, ctx: &LoopContext) -> Option<Hit> {
     let ck = Checker::new(ctx);
-    let mut scope = Scope::new(Some(ctx.cwd.clone())).with_places(&ctx.root, ctx.home.as_deref());
+    let mut scope = Scope::new(Some(ctx.cwd.clone()))
+        .with_places(&ctx.root, ctx.home.as_deref())
+        .with_programs(&ctx.ralph_programs);
     match check_script(command, &ck, &mut scope, 0) {
         Some(Hit::Arg(_)) => None,
         h => h,
     }
+}
+
+/// The paths a command writes through a symbolic link it makes itself
+/// (`ln -s .claude c && rm c/ralph-loop.lock`), judged where they land.
+pub(crate) fn check_linked(writes: &Writes, ctx: &LoopContext) -> Option<Hit> {
+    matching::classify_linked(&writes.paths, !writes.links.is_empty(), &Checker::new(ctx))
 }
 
 /// Each simple command of `command` in turn; a `cd` or an assignment holds
@@ -372,6 +383,13 @@ fn check_exec(
     if let Some(c) = control::loop_control(program, args) {
         return Some(Hit::Control(c));
     }
+    // A path to one of ralph's programs under another name (a link, a copy).
+    let word = at.u.program_word.as_deref().unwrap_or(name);
+    if let Some(real) = control::ralph_program(word, cwd.as_deref(), ctx)
+        && let Some(c) = control::loop_control(&real, args)
+    {
+        return Some(Hit::Control(format!("{c} (run as {word})")));
+    }
     if name.contains('$') || name.contains('`') {
         return check_dynamic_program(at.seg, args, ctx, scope, cwd.as_deref(), depth);
     }
@@ -508,6 +526,11 @@ fn check_effects(
     let here = here.as_deref();
     let mut found = Found::default();
     for e in effects(name, args) {
+        if let Effect::Into { sources, .. } = &e
+            && found.add(control::copies_ralph(name, sources, here, ctx))
+        {
+            return found.0;
+        }
         let h = match &e {
             Effect::On(Kind::HardLink, w) => match classify(w, Kind::HardLink, here, ctx) {
                 Some(Hit::Loop(d) | Hit::Pinned { path: d, .. }) => Some(Hit::Link(d)),
@@ -526,9 +549,13 @@ fn check_effects(
                 *cwd = next_cwd(here, dir.as_deref());
                 None
             }
-            // Judged by the `--fresh` and `--parallel` rules (`writes`);
+            // Judged over `writes` (the `--fresh` and `--parallel` rules,
+            // links followed: `check_linked`, git's keys: `git_files`);
             // loop files are judged by the paths git names.
-            Effect::Repo(_) | Effect::SharedRefs => None,
+            Effect::Repo(_)
+            | Effect::SharedRefs
+            | Effect::Symlink { .. }
+            | Effect::ConfigSet { .. } => None,
         };
         if found.add(h) {
             return found.0;

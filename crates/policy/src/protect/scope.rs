@@ -33,6 +33,8 @@ pub(super) struct Scope {
     vars: HashMap<String, Vec<String>>,
     /// Scripts written by this command: (file name, text).
     scripts: Vec<(String, String)>,
+    /// ralph's programs (name, path), for `$(command -v ralph-setup)`.
+    programs: Vec<(String, String)>,
 }
 
 impl Scope {
@@ -48,6 +50,29 @@ impl Scope {
         self.root = Some(root.display().to_string());
         self.home = home.map(|h| h.display().to_string());
         self
+    }
+
+    /// Also knows where ralph's programs are (`command -v`, `which`).
+    pub(super) fn with_programs(mut self, programs: &[crate::context::RalphProgram]) -> Scope {
+        self.programs = programs
+            .iter()
+            .map(|p| (p.name.clone(), p.path.display().to_string()))
+            .collect();
+        self
+    }
+
+    /// What `command -v NAME`, `which NAME` or `type -P NAME` prints for
+    /// one of ralph's programs: its installed path.
+    fn program_lookup(&self, words: &[String]) -> Option<String> {
+        let (finder, rest) = words.split_first()?;
+        let name = match (finder.as_str(), rest) {
+            ("command", [flag, name]) if flag == "-v" || flag == "-V" => name,
+            ("which", [name]) => name,
+            ("type", [flag, name]) if flag == "-P" || flag == "-p" => name,
+            _ => return None,
+        };
+        let (_, path) = self.programs.iter().find(|(n, _)| n == name)?;
+        Some(format!("{path}\n"))
     }
 
     /// The value(s) of a variable, when known: assigned earlier in the
@@ -284,6 +309,9 @@ impl Scope {
     /// What a segment visibly prints: `echo`, `printf`, `cat` of a heredoc,
     /// a here-string or a script this command wrote.
     pub(super) fn produced_text(&self, words: &[String], seg: &Segment) -> Option<String> {
+        if let Some(path) = self.program_lookup(words) {
+            return Some(path);
+        }
         let Invocation::Exec { name, args, .. } = unwrap(words) else {
             return None;
         };

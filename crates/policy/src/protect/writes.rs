@@ -8,7 +8,7 @@
 //! outside the worker's worktree?), so the three rules read a command one
 //! way. Pure.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use super::effects::{Effect, effects};
 use super::scope::Scope;
@@ -32,6 +32,23 @@ pub(crate) struct Writes {
     /// A git command changes refs shared by every worktree (another
     /// branch, the loop's own): see `effects::Effect::SharedRefs`.
     pub shared_refs: bool,
+    /// Paths the command replaces whole instead of writing into: made a
+    /// link (`ln`, `cp -s`), moved or copied onto (`mv`, `cp`, `install`,
+    /// `rsync`). A file shared as a regular file (the `--parallel` notes)
+    /// may be written, never replaced by something that is not one.
+    pub replaced: Vec<PathBuf>,
+    /// Symbolic links the command makes: where each lands and where it
+    /// points (`None`: a place known only at run time). Every path above is
+    /// read through them, whatever the order or nesting of the commands
+    /// (a link made in `sh -c` or after the write is followed too, erring
+    /// towards judging where a write may land).
+    pub links: Vec<(PathBuf, Option<PathBuf>)>,
+    /// The keys `git config` sets, with their values (`effects::Effect::
+    /// ConfigSet`): some make git run a program.
+    pub config_sets: Vec<(String, Option<String>)>,
+    /// Where the links themselves were made: judged as named (a link at a
+    /// path is a write of that path, not of what it points to).
+    made: Vec<PathBuf>,
 }
 
 impl Writes {
@@ -46,7 +63,71 @@ pub(crate) fn bash_writes(command: &str, cwd: &Path, root: &Path, home: Option<&
     let mut scope = Scope::new(Some(cwd.to_path_buf())).with_places(root, home);
     let mut out = Writes::default();
     walk(command, &mut scope, home, 0, &mut out);
+    out.follow_links();
     out
+}
+
+/// How many links one path is followed through before the guard stops
+/// (a link pointing into itself).
+const MAX_HOPS: usize = 16;
+
+impl Writes {
+    /// Every path as it lands: `.` and `..` taken and, for a link the
+    /// command made, followed, one component at a time as the kernel does
+    /// (so `up/../x` through a link `up` is the folder above the link's
+    /// target, not the folder holding `up`).
+    fn follow_links(&mut self) {
+        let links = std::mem::take(&mut self.links);
+        let mut paths = Vec::with_capacity(self.paths.len());
+        for p in std::mem::take(&mut self.paths) {
+            match through_links(&p, &links) {
+                Some(real) => paths.push(real),
+                None => self.unseen = true,
+            }
+        }
+        // A replaced path is the entry itself: only its folder is followed.
+        for r in &mut self.replaced {
+            let name = r.file_name().map(std::ffi::OsStr::to_os_string);
+            *r = match (r.parent().and_then(|d| through_links(d, &links)), name) {
+                (Some(dir), Some(name)) => dir.join(name),
+                _ => normalize(r),
+            };
+        }
+        paths.extend(self.made.drain(..).map(|m| normalize(&m)));
+        self.paths = paths;
+        self.links = links;
+    }
+}
+
+/// `path` (absolute, as written) with `.` and `..` taken and every link the
+/// command made followed (the last one made at a path wins); `None` when
+/// one points to a place known only at run time.
+pub(crate) fn through_links(path: &Path, links: &[(PathBuf, Option<PathBuf>)]) -> Option<PathBuf> {
+    let mut hops = 0;
+    resolve(path, links, &mut hops)
+}
+
+fn resolve(path: &Path, links: &[(PathBuf, Option<PathBuf>)], hops: &mut usize) -> Option<PathBuf> {
+    let mut cur = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                cur.pop();
+            }
+            Component::Normal(name) => {
+                cur.push(name);
+                if *hops < MAX_HOPS
+                    && let Some((_, target)) = links.iter().rev().find(|(l, _)| *l == cur)
+                {
+                    *hops += 1;
+                    cur = resolve(target.as_ref()?, links, hops)?;
+                }
+            }
+            other => cur.push(other.as_os_str()),
+        }
+    }
+    Some(cur)
 }
 
 fn walk(command: &str, scope: &mut Scope, home: Option<&Path>, depth: usize, out: &mut Writes) {
@@ -190,10 +271,26 @@ fn exec(
         })
         .collect();
     let here = cwd.clone();
-    for e in effects(base, args) {
+    let all = effects(base, args);
+    let links_made = all.iter().any(|e| matches!(e, Effect::Symlink { .. }));
+    for e in all {
         match e {
             Effect::On(_, w) => place(&w, here.as_deref(), home, out),
-            Effect::Into { dest, .. } => place(&dest, here.as_deref(), home, out),
+            Effect::Into { dest, .. } => {
+                if let Some(p) = locate(&dest, here.as_deref(), home, out) {
+                    out.replaced.push(p.clone());
+                    if links_made {
+                        out.made.push(p);
+                    } else {
+                        out.paths.push(p);
+                    }
+                }
+            }
+            Effect::Symlink {
+                link,
+                target,
+                from_cwd,
+            } => link_made(&link, &target, from_cwd, here.as_deref(), home, out),
             Effect::Clean { paths, .. } => {
                 for p in &paths {
                     place(p, here.as_deref(), home, out);
@@ -207,6 +304,7 @@ fn exec(
             }
             Effect::Cd(d) => *cwd = super::next_cwd(here.as_deref(), d.as_deref()),
             Effect::SharedRefs => out.shared_refs = true,
+            Effect::ConfigSet { key, value } => out.config_sets.push((key, value)),
         }
     }
 }
@@ -237,6 +335,10 @@ fn find(
         );
         out.unseen |= inner.unseen;
         out.shared_refs |= inner.shared_refs;
+        out.links.append(&mut inner.links);
+        out.replaced.append(&mut inner.replaced);
+        out.made.append(&mut inner.made);
+        out.config_sets.append(&mut inner.config_sets);
         for p in inner.paths {
             if p.to_string_lossy().contains(ARG) {
                 writes_found = true;
@@ -283,27 +385,62 @@ fn harmless(target: &str) -> bool {
     ) || target.starts_with("/dev/fd/")
 }
 
+/// A symbolic link made at `link` to `target`: remembered, so the paths
+/// written through it are judged where they land.
+fn link_made(
+    link: &str,
+    target: &str,
+    from_cwd: bool,
+    here: Option<&Path>,
+    home: Option<&Path>,
+    out: &mut Writes,
+) {
+    let Some(at) = locate(link, here, home, out) else {
+        return;
+    };
+    // The target as written, from the link's folder (or the command's);
+    // it is followed itself when a path goes through the link.
+    let base = if from_cwd { here } else { at.parent() };
+    let mut scratch = Writes::default();
+    let to = locate(target, base, home, &mut scratch);
+    out.links.push((normalize(&at), to));
+}
+
 /// Record `word` as a path written from `here` (`~` against the home
 /// folder); one whose place is known only at run time is unseen.
 fn place(word: &str, here: Option<&Path>, home: Option<&Path>, out: &mut Writes) {
+    if let Some(p) = locate(word, here, home, out) {
+        out.paths.push(p);
+    }
+}
+
+/// Where `word` lands from `here`, as written (`.` and `..` are taken at
+/// the end, with the links the command made: `Writes::follow_links`);
+/// `None` (and the write unseen) when that is known only at run time.
+fn locate(
+    word: &str,
+    here: Option<&Path>,
+    home: Option<&Path>,
+    out: &mut Writes,
+) -> Option<PathBuf> {
     if word.contains('$') || word.contains('`') {
         out.unseen = true;
-        return;
+        return None;
     }
     let path = if word.starts_with('/') {
-        normalize(Path::new(word))
+        PathBuf::from(word)
     } else if let (Some(rest), Some(h)) = (
         word.strip_prefix("~/").or((word == "~").then_some("")),
         home,
     ) {
-        normalize(&h.join(rest))
+        h.join(rest)
     } else if let Some(dir) = here {
-        normalize(&dir.join(word))
+        dir.join(word)
     } else {
         out.unseen = true;
-        return;
+        return None;
     };
-    out.paths.push(path);
+    Some(path)
 }
 
 #[cfg(test)]
@@ -435,5 +572,56 @@ mod tests {
         ] {
             assert!(w(c).any(), "{c}");
         }
+    }
+
+    #[test]
+    fn links_made_in_the_command_are_followed() {
+        // The link's own path as named; what is written through it where it lands.
+        assert_eq!(
+            paths("ln -s .. up && echo x >> up/src/lib.rs"),
+            ["/p/src/lib.rs", "/p/wt/up"]
+        );
+        assert_eq!(paths("ln -sT /p/src s; touch s/a"), ["/p/src/a", "/p/wt/s"]);
+        // `ln -r`: the target is read from the command's folder.
+        assert_eq!(
+            paths("mkdir -p d && ln -sr src d/l && touch d/l/x"),
+            ["/p/wt/d", "/p/wt/src/x", "/p/wt/d/l"]
+        );
+        // Several sources, or `-t DIR`: each link is DIR/NAME.
+        assert_eq!(
+            paths("ln -s /p/a /p/b d && touch d/a/x d/b/y"),
+            ["/p/a/x", "/p/b/y", "/p/wt/d"]
+        );
+        assert_eq!(
+            paths("cp -s /p/src -t d; rm -f d/src/z"),
+            ["/p/src/z", "/p/wt/d"]
+        );
+        // A link made inside `sh -c`, a write after it, and a chain of links.
+        assert_eq!(
+            paths("sh -c 'ln -s .. a' && ln -s a/sub b && echo x > b/f"),
+            ["/p/sub/f", "/p/wt/a", "/p/wt/b"]
+        );
+        // `..` after a link climbs from where the link leads, as the kernel does.
+        assert_eq!(
+            paths("ln -s /p/src s && echo x > s/../lib.rs"),
+            ["/p/lib.rs", "/p/wt/s"]
+        );
+        // A link to a place known only at run time: what goes through it is unseen.
+        let unknown = w("ln -s \"$X\" up && echo x > up/f");
+        assert!(unknown.unseen && unknown.paths == [PathBuf::from("/p/wt/up")]);
+    }
+
+    #[test]
+    fn what_is_replaced_whole_is_told_apart() {
+        let r = |c: &str| w(c).replaced;
+        assert_eq!(r("ln -sf src/x /p/n"), [PathBuf::from("/p/n")]);
+        assert_eq!(r("mv a /p/n"), [PathBuf::from("/p/n")]);
+        assert_eq!(r("cp -P l /p/n"), [PathBuf::from("/p/n")]);
+        // Its folder through a link made in the command.
+        assert_eq!(
+            r("ln -s /p up; mv a up/n"),
+            [PathBuf::from("/p/wt/up"), PathBuf::from("/p/n")]
+        );
+        assert!(r("echo x >> /p/n && tee -a /p/n < f && sed -i s/a/b/ /p/n").is_empty());
     }
 }

@@ -122,7 +122,7 @@ pub(super) fn copy_effects(name: &str, args: &[String]) -> Vec<Effect> {
     let mut out = if hard {
         on(Kind::HardLink, c.sources.clone())
     } else {
-        Vec::new()
+        symlinks(name, &c)
     };
     match c.dest {
         // `rsync --delete src/ dest/` empties dest of what src lacks.
@@ -136,6 +136,50 @@ pub(super) fn copy_effects(name: &str, args: &[String]) -> Vec<Effect> {
         None => {}
     }
     out
+}
+
+/// The symbolic links `ln -s` and `cp -s` make: where each lands (the
+/// destination itself, or the source's name inside a `-t` folder or when
+/// several sources are given) and what it points to, as written. A link
+/// made earlier in the same command is followed by the writes after it
+/// (`ln -s ../../.. up && echo x >> up/src/lib.rs`). A single destination is
+/// taken as the link's own name (`ln -s A B`): whether B is an existing
+/// folder is known only on disk, and taking it as the link errs towards
+/// judging the write as going where the link points.
+fn symlinks(name: &str, c: &CopyArgs) -> Vec<Effect> {
+    let symbolic = match name {
+        "ln" => has_opt(&c.opts, &["-s", "--symbolic"]),
+        "cp" => has_opt(&c.opts, &["-s", "--symbolic-link"]),
+        _ => false,
+    };
+    let Some(dest) = c.dest.as_deref().filter(|_| symbolic) else {
+        return Vec::new();
+    };
+    let into_folder = opt(&c.opts, &["-t", "--target-directory"]).is_some()
+        || c.sources.len() > 1
+        || dest.ends_with('/');
+    // `ln -r`: the target is read from the command's folder, not the link's.
+    let from_cwd = name == "ln" && has_opt(&c.opts, &["-r", "--relative"]);
+    c.sources
+        .iter()
+        .map(|source| {
+            let link = if into_folder {
+                let base = source
+                    .trim_end_matches('/')
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(source);
+                format!("{}/{base}", dest.trim_end_matches('/'))
+            } else {
+                dest.to_string()
+            };
+            Effect::Symlink {
+                link,
+                target: source.clone(),
+                from_cwd,
+            }
+        })
+        .collect()
 }
 
 /// `mv SOURCE... DEST`: the sources go away, and land on (or in) DEST.

@@ -52,6 +52,9 @@ pub(super) fn git_effects(args: &[String]) -> Vec<Effect> {
     let rest = &args[(i + 1).min(args.len())..];
     let mut out = git_path_effects(sub, rest);
     out.extend(git_repo_effects(sub, rest));
+    if sub == "config" {
+        out.extend(config_sets(rest));
+    }
     let here = |p: String| match &dir {
         Some(d) if !p.starts_with('/') && !p.starts_with('$') && !p.starts_with('~') => {
             format!("{d}/{p}")
@@ -274,6 +277,58 @@ const CONFIG_CHANGES: &[&str] = &[
     "--remove-section",
     "--rename-section",
 ];
+
+/// The keys `git config ARGS` sets (with the value when given): the old
+/// form `[--add|--replace-all] KEY VALUE`, the new `set KEY VALUE`;
+/// `--edit` (or `edit`, which opens the file in `$GIT_EDITOR`) and a
+/// section renamed onto another (`--rename-section OLD NEW`) set keys the
+/// guard cannot see: named `NEW.*`, and `*` for an edit. Reads and unsets
+/// set nothing.
+fn config_sets(rest: &[String]) -> Vec<Effect> {
+    let (ops, opts) = operands(
+        rest,
+        "ft",
+        &[
+            "--file",
+            "--blob",
+            "--type",
+            "--default",
+            "--comment",
+            "--value",
+        ],
+    );
+    let flag = |names: &[&str]| has_opt(&opts, names);
+    let set = |key: &str, value: Option<&String>| Effect::ConfigSet {
+        key: key.to_string(),
+        value: value.cloned(),
+    };
+    let first = ops.first().map(String::as_str);
+    if flag(&["-e", "--edit"]) || first == Some("edit") {
+        return vec![set("*", None)];
+    }
+    if flag(&["--rename-section"]) || first == Some("rename-section") {
+        let new = if first == Some("rename-section") {
+            ops.get(2)
+        } else {
+            ops.get(1)
+        };
+        return new
+            .map(|n| set(&format!("{n}.*"), None))
+            .into_iter()
+            .collect();
+    }
+    if flag(CONFIG_READS) || flag(&["--unset", "--unset-all", "--remove-section"]) {
+        return Vec::new();
+    }
+    match ops.as_slice() {
+        [verb, key, value, ..] if verb == "set" => vec![set(key, Some(value))],
+        [verb, ..] if matches!(verb.as_str(), "get" | "list" | "unset" | "remove-section") => {
+            Vec::new()
+        }
+        [key, value, ..] => vec![set(key, Some(value))],
+        _ => Vec::new(),
+    }
+}
 
 /// Whether the subcommand, with these operands and options, writes.
 fn git_writes(sub: &str, ops: &[String], opts: &[(String, String)]) -> bool {

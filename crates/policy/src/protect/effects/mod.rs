@@ -42,6 +42,23 @@ pub(super) enum Effect {
     /// shares, not just its own branch (`update-ref`, `branch -D/-f/-m`,
     /// `tag -d`, `symbolic-ref NAME REF`): a `--parallel` worker may not.
     SharedRefs,
+    /// A symbolic link made at `link` (as written, relative to the folder
+    /// the command runs in) pointing to `target` (as written: relative to
+    /// the link's folder, or to the command's with `from_cwd`, `ln -r`).
+    /// The destination is also an [`Effect::Into`]; this says what later
+    /// paths through `link` reach.
+    Symlink {
+        link: String,
+        target: String,
+        from_cwd: bool,
+    },
+    /// `git config` sets `key` (as written; `*` for `--edit`, whose keys
+    /// are not seen; `SECTION.*` for a section renamed onto SECTION) to
+    /// `value`, in whichever file it writes (`--local`, `--global`, `-f`).
+    ConfigSet {
+        key: String,
+        value: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

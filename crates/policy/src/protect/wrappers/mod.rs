@@ -54,6 +54,9 @@ pub(crate) struct Unwrapped {
     pub xargs_repl: Option<String>,
     /// `xargs -a FILE`: the operands come from a file, not from stdin.
     pub xargs_from_file: bool,
+    /// The word naming the program run, as written (`/tmp/x` for `x`): a
+    /// path is looked at for what it is.
+    pub program_word: Option<String>,
 }
 
 /// A program's or file's own name (`/bin/rm` -> `rm`). A word computed at
@@ -94,6 +97,7 @@ pub(crate) fn unwrap_full(words: &[String]) -> Unwrapped {
         writes: Vec::new(),
         xargs_repl: None,
         xargs_from_file: false,
+        program_word: None,
     };
     let mut i = 0;
     let mut via_xargs = false;
@@ -108,6 +112,11 @@ pub(crate) fn unwrap_full(words: &[String]) -> Unwrapped {
         match peel(words, i, name, via_xargs, &mut u) {
             Step::Next(next) => i = next,
             Step::Done(invocation) => {
+                if let Invocation::Exec { name: n, .. } = &invocation
+                    && n == name
+                {
+                    u.program_word = Some(w.to_string());
+                }
                 u.invocation = invocation;
                 return u;
             }
