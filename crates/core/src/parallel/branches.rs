@@ -92,7 +92,13 @@ pub(crate) fn name_branch(worktree: &Path, branch: &str) -> Result<(), String> {
     if current_branch(worktree) == branch {
         return Ok(());
     }
-    git(worktree, &["branch", "-M", branch]).map(|_| ())
+    // `git branch -M` renames the ref, then moves the branch's section of
+    // the shared `.git/config`: two workers ending at once contend for
+    // that file's lock, and the loser fails after its ref was renamed
+    // (`ralph run`'s parallel test, 2 runs in 15). The ref is what counts.
+    git(worktree, &["branch", "-M", branch])
+        .map(|_| ())
+        .or_else(|e| (current_branch(worktree) == branch).then_some(()).ok_or(e))
 }
 
 /// Files with unresolved conflicts in `dir`.
