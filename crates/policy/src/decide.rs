@@ -322,6 +322,15 @@ mod tests {
         }
     }
 
+    /// The decision on one Bash command in `c`, with no command policy.
+    fn bash_in(c: &LoopContext, cmd: &str) -> GuardDecision {
+        decide(
+            &call("Bash", json!({ "command": cmd })),
+            &PolicySource::Absent,
+            c,
+        )
+    }
+
     fn denied(d: &GuardDecision) -> bool {
         matches!(d.verdict, Verdict::Deny(_))
     }
@@ -530,13 +539,7 @@ mod tests {
             &c,
             "/home/u/.claude/projects/-proj/memory/MEMORY.md"
         )));
-        let bash = |cmd: &str| {
-            decide(
-                &call("Bash", json!({"command": cmd})),
-                &PolicySource::Absent,
-                &c,
-            )
-        };
+        let bash = |cmd: &str| bash_in(&c, cmd);
         assert!(denied(&bash(
             "echo x >> /home/u/.claude/projects/-proj/s1.jsonl"
         )));
@@ -549,13 +552,7 @@ mod tests {
     fn a_link_made_in_the_command_is_followed_to_the_loop_files() {
         let mut c = ctx();
         c.cwd = PathBuf::from("/proj");
-        let bash = |cmd: &str| {
-            decide(
-                &call("Bash", json!({ "command": cmd })),
-                &PolicySource::Absent,
-                &c,
-            )
-        };
+        let bash = |cmd: &str| bash_in(&c, cmd);
         for cmd in [
             "ln -s .claude c && rm c/ralph-loop.local.md",
             "ln -sfn .claude c; echo x > c/ralph-loop.local.md",
@@ -587,13 +584,7 @@ mod tests {
             size: 3,
         }];
         c.identify = Some(crate::context::Identify(fake_identify));
-        let bash = |cmd: &str| {
-            decide(
-                &call("Bash", json!({ "command": cmd })),
-                &PolicySource::Absent,
-                &c,
-            )
-        };
+        let bash = |cmd: &str| bash_in(&c, cmd);
         for cmd in [
             "/tmp/x cancel",
             "env -u AI_AGENT /tmp/x hook-prompt",
