@@ -840,6 +840,9 @@ fn a_type_name_means_one_thing() {
 /// out carries them (a field, an argument, a result the binaries use without
 /// naming its type): the compiler keeps them public (`private_interfaces`).
 const CARRIED: &[&str] = &[
+    "IterationScore",
+    "ScoreSummary",
+    "LogScore",
     "ArgsError",
     "Audit",
     "BackgroundTask",
@@ -864,6 +867,7 @@ const CARRIED: &[&str] = &[
     "FullGateOf",
     "Gate",
     "Gathered",
+    "History",
     "GitError",
     "Guarded",
     "HandedStory",

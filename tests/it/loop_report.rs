@@ -53,7 +53,7 @@ fn the_text_report_tells_how_it_went() {
 }
 
 /// Debian's package, or another Chromium on PATH.
-fn browser() -> Option<String> {
+pub(crate) fn browser() -> Option<String> {
     ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|b| {
@@ -65,7 +65,7 @@ fn browser() -> Option<String> {
         .map(str::to_string)
 }
 
-fn headless(browser: &str, args: &[&str], page: &Path) -> std::process::Output {
+pub(crate) fn headless(browser: &str, args: &[&str], page: &Path) -> std::process::Output {
     Command::new(browser)
         .args([
             "--headless",

@@ -36,6 +36,7 @@ mod pins;
 mod ralph_cli;
 mod readme;
 mod review;
+mod score;
 mod setup_cli;
 mod statusline;
 mod statusline_install;

@@ -20,6 +20,11 @@ fn client_json(root: &std::path::Path, used: &str) -> String {
     )
 }
 
+/// The loop's status line for `p`, without colour, as the client shows it.
+pub(crate) fn plain_line(p: &Project) -> String {
+    statusline(p, &[], &client_json(&p.root, "null"), Some("1"))
+}
+
 /// `ralph-setup statusline ARGS` with `stdin`, from another folder (the
 /// client's JSON names the project), NO_COLOR as given.
 fn statusline(p: &Project, args: &[&str], stdin: &str, no_color: Option<&str>) -> String {

@@ -100,6 +100,9 @@ pub enum Code {
     StoryStuck,
     /// The no-progress breaker: the tree did not change for `max_stalls` iterations.
     Stalled,
+    /// The plateau rule: `max_plateau` iterations changed the tree without
+    /// beating the best score.
+    Plateau,
     /// The state file does not parse (decided from the file alone, before `decide`).
     Corrupt,
     /// A Stop let the turn end for a message the user typed meanwhile.
@@ -169,6 +172,7 @@ impl Code {
             Code::Deadlock => "deadlock",
             Code::StoryStuck => "story_stuck",
             Code::Stalled => "stalled",
+            Code::Plateau => "plateau",
             Code::Corrupt => "corrupt",
             Code::UserMessage => "user_message",
             Code::TokenBudget => "token_budget",
@@ -229,6 +233,33 @@ pub struct Entry {
     /// client handed over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_late_ms: Option<u64>,
+    /// The iteration's score, when this Stop scored one, and the tokens
+    /// spent by then: the report draws them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<LogScore>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+}
+
+/// A score as a log line carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogScore {
+    /// The iteration measured (a feed's line names the next one).
+    pub at: u64,
+    /// `tests 41/50`, `score 87.5`, `check fails`.
+    pub text: String,
+    /// Its points (tests passed, the number, 1 or 0), in thousandths.
+    pub milli: i64,
+    /// Tests that passed at an earlier iteration and fail now.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub regressions: u32,
+    /// The measure's best so far.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub best: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Entry {
@@ -245,7 +276,19 @@ impl Entry {
             worker: None,
             pinned: false,
             transcript_late_ms: None,
+            score: None,
+            tokens: None,
         }
+    }
+
+    /// The score this Stop measured, with the tokens spent by then.
+    #[must_use]
+    pub(crate) fn with_score(mut self, score: Option<LogScore>, tokens: u64) -> Entry {
+        if score.is_some() {
+            self.tokens = (tokens > 0).then_some(tokens);
+        }
+        self.score = score;
+        self
     }
 
     #[must_use]

@@ -3,12 +3,32 @@
 //! output to temp files. Below `git` and `worktree`, which both run through
 //! it. Does I/O (spawns processes).
 
-use crate::verify;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The output kept from a check: at most this many lines...
+pub(crate) const TAIL_LINES: usize = 60;
+/// ...and this many bytes.
+pub(crate) const TAIL_BYTES: usize = 8 * 1024;
+
+/// Keep the last `TAIL_LINES` lines and at most `TAIL_BYTES` bytes of `output`
+/// (cut on a character boundary).
+pub(crate) fn tail(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    let from = lines.len().saturating_sub(TAIL_LINES);
+    let joined = lines[from..].join("\n");
+    if joined.len() <= TAIL_BYTES {
+        return joined;
+    }
+    let mut cut = joined.len() - TAIL_BYTES;
+    while !joined.is_char_boundary(cut) {
+        cut += 1;
+    }
+    format!("…{}", &joined[cut..])
+}
 
 /// A process run by [`run_bounded`].
 #[derive(Debug)]
@@ -19,16 +39,35 @@ pub(crate) struct Bounded {
     pub output: String,
 }
 
+/// The most of a check's output read for its score (its end: runners
+/// print their summary last).
+pub(crate) const SCORE_READ_LIMIT: u64 = 8 << 20;
+
 /// Run `cmd` (no stdin) in its own process group, so a timeout kills the
 /// whole tree it started, at most `timeout`; stdout and stderr go to a temp
-/// file (no pipe to fill up), of which the tail is kept.
-pub(crate) fn run_bounded(cmd: &mut Command, timeout: Duration) -> std::io::Result<Bounded> {
-    let (exit, timed_out, [output, _]) = spawn_bounded(cmd, timeout, false)?;
-    Ok(Bounded {
+/// file (no pipe to fill up): its tail, and its end up to
+/// [`SCORE_READ_LIMIT`] (a check's score is read from it, `score::runners`).
+pub(crate) fn run_bounded(
+    cmd: &mut Command,
+    timeout: Duration,
+) -> std::io::Result<(Bounded, String)> {
+    let (exit, timed_out, [output, _]) = spawn_bounded(cmd, timeout, Keep::Whole)?;
+    let whole = String::from_utf8_lossy(&output).into_owned();
+    let bounded = Bounded {
         exit,
         timed_out,
-        output: verify::tail(&String::from_utf8_lossy(&output)),
-    })
+        output: tail(&whole),
+    };
+    Ok((bounded, whole))
+}
+
+/// What [`spawn_bounded`] keeps of the output.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// stdout and stderr together, up to [`SCORE_READ_LIMIT`] of the end.
+    Whole,
+    /// stdout whole and apart, stderr's end.
+    Apart,
 }
 
 /// A process run by [`run_bounded_capture`]: its whole stdout (up to
@@ -50,25 +89,26 @@ pub(crate) fn run_bounded_capture(
     cmd: &mut Command,
     timeout: Duration,
 ) -> std::io::Result<Captured> {
-    let (exit, timed_out, [stdout, stderr]) = spawn_bounded(cmd, timeout, true)?;
+    let (exit, timed_out, [stdout, stderr]) = spawn_bounded(cmd, timeout, Keep::Apart)?;
     Ok(Captured {
         exit,
         timed_out,
         stdout,
-        stderr_tail: verify::tail(&String::from_utf8_lossy(&stderr)),
+        stderr_tail: tail(&String::from_utf8_lossy(&stderr)),
     })
 }
 
 /// The one way ralph runs a process it waits for: no stdin, its own process
 /// group (a timeout kills the whole tree), output to temp files (no pipe to
-/// fill up), removed after. `apart`: stdout and stderr in two files (stdout
-/// read whole, up to [`CAPTURE_LIMIT`]; stderr's tail), else one file, its
-/// tail in the first slot.
+/// fill up), removed after. `Keep::Apart`: stdout and stderr in two files
+/// (stdout read whole, up to [`CAPTURE_LIMIT`]; stderr's tail), else one
+/// file, its end in the first slot.
 fn spawn_bounded(
     cmd: &mut Command,
     timeout: Duration,
-    apart: bool,
+    keep: Keep,
 ) -> std::io::Result<(Option<i32>, bool, [Vec<u8>; 2])> {
+    let apart = keep == Keep::Apart;
     static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let started = Instant::now();
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -95,10 +135,10 @@ fn spawn_bounded(
     }
     let mut child = cmd.spawn().inspect_err(|_| cleanup())?;
     let (exit, timed_out) = wait_bounded(&mut child, started, timeout);
-    let texts = if apart {
-        [read_all(&out_path), read_end(&err_path)]
-    } else {
-        [read_end(&out_path), Vec::new()]
+    let tail = (TAIL_BYTES as u64) * 4;
+    let texts = match keep {
+        Keep::Apart => [read_all(&out_path), read_end(&err_path, tail)],
+        Keep::Whole => [read_end(&out_path, SCORE_READ_LIMIT), Vec::new()],
     };
     cleanup();
     Ok((exit, timed_out, texts))
@@ -138,14 +178,13 @@ fn kill_group(pid: u32) {
         .status();
 }
 
-/// The end of a possibly huge output file, without reading it whole
-/// (enough for [`verify::tail`]).
-fn read_end(path: &Path) -> Vec<u8> {
+/// The last `keep` bytes of a possibly huge output file, without reading
+/// it whole.
+fn read_end(path: &Path, keep: u64) -> Vec<u8> {
     let Ok(mut f) = File::open(path) else {
         return Vec::new();
     };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let keep = (verify::TAIL_BYTES as u64) * 4;
     if len > keep {
         use std::io::{Seek, SeekFrom};
         let _ = f.seek(SeekFrom::Start(len - keep));
@@ -162,4 +201,20 @@ fn read_all(path: &Path) -> Vec<u8> {
         let _ = f.take(CAPTURE_LIMIT).read_to_end(&mut buf);
     }
     buf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_is_bounded() {
+        let long: String = (0..200).map(|i| format!("line {i}\n")).collect();
+        let t = tail(&long);
+        assert_eq!(t.lines().count(), TAIL_LINES);
+        assert!(t.ends_with("line 199"));
+        let wide = "é".repeat(10_000);
+        assert!(tail(&wide).len() <= TAIL_BYTES + 4);
+    }
+
 }

@@ -26,6 +26,18 @@ pub(crate) fn duration(secs: u64) -> String {
     }
 }
 
+/// "850", "310k", "1.2M": a token count at a glance.
+pub(crate) fn tokens(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{}k", n / 1_000),
+        _ => {
+            let tenths = n / 100_000;
+            format!("{}.{}M", tenths / 10, tenths % 10)
+        }
+    }
+}
+
 /// The first 8 characters of a session id, for messages; "(unclaimed)" when empty.
 pub(crate) fn short_session(session: &str) -> String {
     if session.is_empty() {

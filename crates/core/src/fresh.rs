@@ -256,6 +256,7 @@ mod tests {
             duration_ms: 1,
             pinned: false,
             put_back: Vec::new(),
+            score: None,
         }
     }
 

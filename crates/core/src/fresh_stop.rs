@@ -230,6 +230,7 @@ mod tests {
             duration_ms: 1,
             pinned: false,
             put_back: Vec::new(),
+            score: None,
         };
         let WorkerPlan::Judged { verdict, record } = plan(&claimed, Some(&failed)) else {
             panic!("judged once the check ran");

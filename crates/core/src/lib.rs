@@ -53,6 +53,7 @@ pub mod review;
 pub(crate) mod review_settings;
 pub mod run;
 pub mod sandbox;
+pub mod score;
 pub mod seal;
 pub mod start;
 pub mod state;

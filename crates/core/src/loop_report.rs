@@ -5,7 +5,8 @@
 //! self-contained file (inline CSS and SVG: no network, no external assets)
 //! with a chart of iterations over time. Pure: the binary reads the log.
 
-use crate::activity::Entry;
+use crate::activity::{Entry, LogScore};
+use crate::score::summary::sparkline;
 use crate::clock::parse_rfc3339;
 use crate::fmt::plural;
 use crate::run::units::human_duration;
@@ -193,6 +194,9 @@ impl Report {
             "refusals: {refusals} · stalls ended it: {} · tampering restored: {tamper}\n",
             if stalls > 0 { "yes" } else { "no" }
         ));
+        if let Some(line) = self.score_line() {
+            out.push_str(&line);
+        }
         let stories = self.stories();
         if !stories.is_empty() {
             out.push_str("\nStories (fed at → moved past at, from the start)\n");
@@ -240,8 +244,9 @@ impl Report {
         let (summary, rest) = text.split_once("\nTimeline\n").unwrap_or((&text, ""));
         let _ = write!(
             body,
-            "<h1>Ralph loop report</h1>\n<p class=\"how\">{}</p>\n<figure>{}<figcaption>Iterations over time (minutes since the start)</figcaption></figure>\n<pre>{}</pre>\n<h2>Timeline</h2>\n<table id=\"timeline\"><tr><th>time</th><th>iteration</th><th>decision</th><th>reason</th><th>story</th></tr>\n",
+            "<h1>Ralph loop report</h1>\n<p class=\"how\">{}</p>\n{}<figure>{}<figcaption>Iterations over time (minutes since the start)</figcaption></figure>\n<pre>{}</pre>\n<h2>Timeline</h2>\n<table id=\"timeline\"><tr><th>time</th><th>iteration</th><th>decision</th><th>reason</th><th>story</th></tr>\n",
             esc(&self.ending()),
+            self.score_figure(),
             self.chart(),
             esc(summary.trim_start_matches("Ralph loop report\n\n")),
         );
@@ -309,12 +314,121 @@ impl Report {
     }
 }
 
+impl Report {
+    /// Each scored iteration's entry and score, in order.
+    fn scores(&self) -> Vec<(&Entry, &LogScore)> {
+        self.entries
+            .iter()
+            .filter_map(|e| e.score.as_ref().map(|s| (e, s)))
+            .collect()
+    }
+
+    /// `score: ▁▃▅▆▆ tests 43/50 now; best tests 44/50 at iteration 4,
+    /// nothing gained after it (3 iterations, 310k tokens since)`.
+    fn score_line(&self) -> Option<String> {
+        let scores = self.scores();
+        let (last, now) = *scores.last()?;
+        let points: Vec<f64> = scores.iter().map(|(_, s)| s.milli as f64 / 1000.0).collect();
+        let (best_entry, best) = scores
+            .iter()
+            .rev()
+            .filter(|(_, s)| s.best)
+            .copied()
+            .next()
+            .unwrap_or(scores[0]);
+        let mut line = format!(
+            "score:    {} {} now; best {} at iteration {}",
+            sparkline(&points),
+            now.text,
+            best.text,
+            best.at
+        );
+        let after = now.at.saturating_sub(best.at);
+        if after > 0 {
+            line.push_str(&format!(", nothing gained after it ({}", plural(after, "iteration")));
+            if let (Some(a), Some(b)) = (best_entry.tokens, last.tokens) {
+                line.push_str(&format!(", {} tokens", crate::fmt::tokens(b.saturating_sub(a))));
+            }
+            line.push(')');
+        }
+        let regressions: u32 = scores.iter().map(|(_, s)| s.regressions).sum();
+        if regressions > 0 {
+            line.push_str(&format!("; {} named", plural(u64::from(regressions), "regression")));
+        }
+        line.push('\n');
+        Some(line)
+    }
+
+    /// The score per scored iteration (a line, the best ringed, regressions
+    /// in red) over the tokens each spent (bars), as inline SVG.
+    fn score_figure(&self) -> String {
+        let scores = self.scores();
+        if scores.is_empty() {
+            return String::new();
+        }
+        let (w, h, pad) = (640.0_f64, 220.0_f64, 36.0_f64);
+        let lo = scores.iter().map(|(_, s)| s.milli).min().unwrap_or(0).min(0) as f64;
+        let hi = scores.iter().map(|(_, s)| s.milli).max().unwrap_or(1).max(1) as f64;
+        let it_max = scores.last().map_or(1, |(_, s)| s.at).max(1) as f64;
+        let x = |i: u64| pad + (i as f64 / it_max) * (w - 2.0 * pad);
+        let y = |m: i64| h - pad - ((m as f64 - lo) / (hi - lo).max(1.0)) * (h - 2.0 * pad);
+        let spent: Vec<u64> = scores
+            .iter()
+            .scan(0_u64, |before, (e, _)| {
+                let now = e.tokens.unwrap_or(*before);
+                let d = now.saturating_sub(*before);
+                *before = now;
+                Some(d)
+            })
+            .collect();
+        let spent_max = spent.iter().copied().max().unwrap_or(0).max(1) as f64;
+        let (mut bars, mut points, mut dots) = (String::new(), String::new(), String::new());
+        for ((_, s), d) in scores.iter().zip(&spent) {
+            let bar = (*d as f64 / spent_max) * (h - 2.0 * pad) * 0.35;
+            let _ = write!(
+                bars,
+                "<rect class=\"spent\" x=\"{:.1}\" y=\"{:.1}\" width=\"6\" height=\"{bar:.1}\"><title>#{} {} tokens</title></rect>",
+                x(s.at) - 3.0,
+                h - pad - bar,
+                s.at,
+                crate::fmt::tokens(*d)
+            );
+            let _ = write!(points, "{:.1},{:.1} ", x(s.at), y(s.milli));
+            let class = if s.regressions > 0 { "regression" } else if s.best { "best" } else { "score" };
+            let _ = write!(
+                dots,
+                "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{}\"><title>#{} {}{}</title></circle>",
+                x(s.at),
+                y(s.milli),
+                if s.best { 6 } else { 4 },
+                s.at,
+                esc(&s.text),
+                if s.regressions > 0 { format!(", {} regressed", s.regressions) } else { String::new() }
+            );
+        }
+        format!(
+            "<figure><svg id=\"score\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"score per iteration\">\
+<line x1=\"{pad}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" class=\"axis\"/><line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{b}\" class=\"axis\"/>\
+<text x=\"{pad}\" y=\"{ty}\">0</text><text x=\"{r}\" y=\"{ty}\" text-anchor=\"end\">iteration {itmax}</text>\
+<text x=\"4\" y=\"{py}\">{top}</text>{bars}<polyline points=\"{points}\" class=\"line score\"/>{dots}</svg>\
+<figcaption>Score per iteration (the best ringed, regressions in red) over the tokens each spent (grey)</figcaption></figure>\n",
+            b = h - pad,
+            r = w - pad,
+            ty = h - pad + 16.0,
+            py = pad + 4.0,
+            itmax = it_max as u64,
+            top = crate::score::number_text(hi / 1000.0),
+        )
+    }
+}
+
 const CSS: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:52em;color:#222}\
 h1{font-size:1.5em}pre{background:#f6f6f6;padding:.8em;overflow:auto}\
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.2em .5em;text-align:left}\
 .axis{stroke:#888}.line{fill:none;stroke:#36c;stroke-width:2}\
 circle{fill:#36c}circle.end{fill:#2a2}circle.pause,circle.cancel{fill:#c80}circle.tamper{fill:#c22}\
-tr.end td{font-weight:bold}svg text{font-size:11px;fill:#555}";
+tr.end td{font-weight:bold}svg text{font-size:11px;fill:#555}\
+rect.spent{fill:#ccc}circle.best{fill:#2a2;stroke:#151;stroke-width:2}circle.regression{fill:#c22}";
 
 /// `1:02:03` or `2:03` from seconds.
 fn clock_of(secs: u64) -> String {

@@ -72,6 +72,8 @@ pub struct LoopPaths {
     pub lock: PathBuf,
     pub blocker: PathBuf,
     pub verify: PathBuf,
+    /// The loop's scores, one per scored iteration (`score::history`, sealed).
+    pub scores: PathBuf,
     /// The reviewers' verdicts (`--review`), as the Stop hook recorded them.
     pub review: PathBuf,
     /// The tools each turn called, recorded by the guard (see `turn_tools`).
@@ -126,6 +128,7 @@ impl LoopPaths {
             last_injected: dir.join("last-injected"),
             lock: dir.join("lock"),
             verify: dir.join("verify.json"),
+            scores: dir.join("scores.json"),
             review: dir.join("review.json"),
             turn_tools: dir.join("turn-tools"),
             worker: dir.join("worker"),

@@ -53,6 +53,11 @@ pub struct LoopState {
     pub max_stalls: u32,
     /// Unchanged iterations in a row so far.
     pub stalls: u32,
+    /// `--score`: the command that measures each iteration that changed the
+    /// tree (`None`: the check measures: the story's, else `verify`).
+    pub score: Option<String>,
+    /// Scored iterations in a row without a new best that stop the loop (0 = never).
+    pub max_plateau: u32,
     /// The working-tree fingerprint at the last decision.
     pub last_fingerprint: Option<String>,
     /// The timestamp of the newest message the user queued that a Stop has
@@ -101,6 +106,10 @@ const OLD_PAUSE_AT_KEY: &str = "paused_at";
 pub(crate) const DEFAULT_MAX_STORY_ATTEMPTS: u32 = 5;
 /// Default for `max_stalls`: unchanged iterations in a row that stop the loop.
 pub(crate) const DEFAULT_MAX_STALLS: u32 = 3;
+/// Default for `max_plateau`: five paid iterations that each changed the code
+/// and none moved the measure is a loop going round, not a hard step (a step
+/// that needs more sets it higher); see docs/long-loops.md.
+pub(crate) const DEFAULT_MAX_PLATEAU: u32 = 5;
 /// The body written in PRD mode when the user gave no prompt of their own.
 pub(crate) const DEFAULT_PRD_PROMPT: &str =
     "Work through the stories of the PRD one at a time, as the Ralph loop feeds them.\n";
@@ -198,6 +207,10 @@ impl LoopState {
                 .unwrap_or(crate::verify::DEFAULT_TIMEOUT_SECS),
             max_stalls: f.whole("max_stalls")?.unwrap_or(DEFAULT_MAX_STALLS),
             stalls: f.whole("stalls")?.unwrap_or(0),
+            score: f
+                .text("score", "must be a command")?
+                .filter(|s| !s.trim().is_empty()),
+            max_plateau: f.whole("max_plateau")?.unwrap_or(DEFAULT_MAX_PLATEAU),
             last_fingerprint: f.get("last_fingerprint").and_then(scalar_text),
             queue_seen: f.get("queue_seen").and_then(scalar_text),
             yielded: f.flag("yielded")?,
@@ -304,6 +317,12 @@ impl LoopState {
         }
         if self.fresh {
             lines.push(("fresh", "true".into()));
+        }
+        if let Some(cmd) = &self.score {
+            lines.push(("score", quote(cmd)));
+        }
+        if self.max_plateau != DEFAULT_MAX_PLATEAU {
+            lines.push(("max_plateau", self.max_plateau.to_string()));
         }
         if self.parallel > 0 {
             lines.push(("parallel", self.parallel.to_string()));
@@ -542,6 +561,8 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         verify_timeout: 300,
         max_stalls: 3,
         stalls: 0,
+        score: None,
+        max_plateau: DEFAULT_MAX_PLATEAU,
         last_fingerprint: None,
         queue_seen: None,
         yielded: false,

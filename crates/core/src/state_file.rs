@@ -79,6 +79,8 @@ impl OwnState {
 pub(crate) struct OwnRecords {
     pub verify: crate::seal::SealedText,
     pub review: crate::seal::SealedText,
+    /// The loop's scores (`score::history`).
+    pub scores: crate::seal::SealedText,
     /// `last-injected`, sealed inside (`seal::write_inline_hint`), and
     /// where its seal was.
     pub injected: crate::seal::SealedText,
@@ -93,6 +95,12 @@ impl OwnRecords {
             .as_deref()
             .map(VerifyLog::parse)
             .unwrap_or_default()
+    }
+
+    /// The loop's scores as read (a record ralph did not write stopped the
+    /// Stop at the tamper check: none).
+    pub(crate) fn scores(&self) -> crate::score::history::History {
+        crate::score::history::of_sealed(&self.scores).unwrap_or_default()
     }
 
     /// The re-injection counter as read, when ralph wrote it (one that
@@ -147,6 +155,7 @@ pub(crate) fn read_records(paths: &LoopPaths) -> OwnRecords {
     OwnRecords {
         verify: crate::seal::read_sealed(&paths.verify),
         review: crate::seal::read_sealed(&paths.review),
+        scores: crate::seal::read_sealed(&paths.scores),
         injected,
         injected_form,
     }

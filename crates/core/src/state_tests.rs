@@ -44,6 +44,8 @@ fn round_trips_awkward_prompt_and_promise() {
         verify_timeout: 60,
         max_stalls: 3,
         stalls: 1,
+        score: Some("sh score.sh \"$X\"".into()),
+        max_plateau: 8,
         last_fingerprint: Some("abc".into()),
         queue_seen: None,
         yielded: false,

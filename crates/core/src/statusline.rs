@@ -118,6 +118,8 @@ pub struct StatusLine {
     /// The agent's commands run in Claude Code's sandbox (`🔒`), as seen at
     /// the start.
     pub sandboxed: bool,
+    /// The loop's score and its trend (`tests 41/50 ↑3`).
+    pub score: Option<String>,
 }
 
 impl StatusLine {
@@ -154,6 +156,12 @@ impl StatusLine {
         let verify = last.as_ref().map(crate::verify::CheckResult::passed);
         let mut line = StatusLine::of(&state, stories, verify, input.context_percent(), now);
         line.verify_pinned = last.is_some_and(|r| r.pinned);
+        // A loop with a measure has scores once an iteration changed the tree.
+        if state.verify.is_some() || state.score.is_some() || state.prd_file.is_some() {
+            let history = crate::score::history::read(&paths.scores);
+            line.score = crate::score::summary::ScoreSummary::of(&history, state.max_plateau)
+                .map(|s| s.glance());
+        }
         Some(line)
     }
 
@@ -182,6 +190,7 @@ impl StatusLine {
             spent_percent: spent_percent(state, now),
             context_percent,
             sandboxed: state.sandbox == Some(true),
+            score: None,
         }
     }
 
@@ -209,6 +218,9 @@ impl StatusLine {
         if let Some(passed) = self.verify {
             let pin = if self.verify_pinned { "📌" } else { "" };
             parts.push(format!("verify {}{pin}", if passed { "✔" } else { "✘" }));
+        }
+        if let Some(score) = &self.score {
+            parts.push(score.clone());
         }
         if let Some(pct) = self.context_percent {
             parts.push(format!("{} % ctx", pct.round() as u64));

@@ -72,6 +72,7 @@ pub(crate) fn found_in(paths: &LoopPaths, own: &OwnState, records: &OwnRecords) 
     for (record, what) in [
         (&records.verify, "verify.json (the checks' results)"),
         (&records.review, "review.json (the reviewers' verdicts)"),
+        (&records.scores, "scores.json (the score of each iteration)"),
         (
             &records.injected,
             "last-injected (how many times in a row the story was fed)",

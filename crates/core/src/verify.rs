@@ -15,10 +15,6 @@ use std::collections::BTreeMap;
 
 /// Default time a verify command may take, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
-/// The output kept from a check: at most this many lines...
-pub(crate) const TAIL_LINES: usize = 60;
-/// ...and this many bytes.
-pub(crate) const TAIL_BYTES: usize = 8 * 1024;
 
 /// One run of a check command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,7 +24,7 @@ pub struct CheckResult {
     pub exit: Option<i32>,
     #[serde(default)]
     pub timed_out: bool,
-    /// The last lines of stdout+stderr, bounded by `TAIL_LINES` / `TAIL_BYTES`.
+    /// The last lines of stdout+stderr, bounded by `bounded::TAIL_LINES` / `TAIL_BYTES`.
     #[serde(default)]
     pub output_tail: String,
     /// The working tree it ran on (`worktree::fingerprint`), if known.
@@ -43,6 +39,10 @@ pub struct CheckResult {
     /// Pinned files that differed and were put back just before it ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub put_back: Vec<String>,
+    /// What its output measured (`score::runners`): tests passed and
+    /// failed, a number, or its exit alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<crate::score::Score>,
 }
 
 impl CheckResult {
@@ -121,39 +121,8 @@ impl VerifyLog {
     }
 }
 
-/// Keep the last `TAIL_LINES` lines and at most `TAIL_BYTES` bytes of `output`
-/// (cut on a character boundary).
-pub(crate) fn tail(output: &str) -> String {
-    let lines: Vec<&str> = output.lines().collect();
-    let from = lines.len().saturating_sub(TAIL_LINES);
-    let joined = lines[from..].join("\n");
-    if joined.len() <= TAIL_BYTES {
-        return joined;
-    }
-    let mut cut = joined.len() - TAIL_BYTES;
-    while !joined.is_char_boundary(cut) {
-        cut += 1;
-    }
-    format!("…{}", &joined[cut..])
-}
-
 /// Check results so far (`verify.json` at `path`); `None` when there are
 /// none (or they cannot be read).
 pub fn read_log(path: &std::path::Path) -> Option<VerifyLog> {
     crate::store::read_hint(path).map(|t| VerifyLog::parse(&t))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tail_is_bounded() {
-        let long: String = (0..200).map(|i| format!("line {i}\n")).collect();
-        let t = tail(&long);
-        assert_eq!(t.lines().count(), TAIL_LINES);
-        assert!(t.ends_with("line 199"));
-        let wide = "é".repeat(10_000);
-        assert!(tail(&wide).len() <= TAIL_BYTES + 4);
-    }
 }

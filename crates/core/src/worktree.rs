@@ -103,12 +103,18 @@ pub(crate) fn run_check(
     fingerprint: Option<String>,
 ) -> CheckResult {
     let started = Instant::now();
+    let since = std::time::SystemTime::now();
     let time = clock::now_rfc3339();
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(command).current_dir(root);
-    let (exit, timed_out, output_tail) = match run_bounded(&mut cmd, timeout) {
-        Ok(b) => (b.exit, b.timed_out, b.output),
-        Err(e) => (None, false, format!("could not start `sh -c`: {e}")),
+    let (exit, timed_out, output_tail, score) = match run_bounded(&mut cmd, timeout) {
+        Ok((b, whole)) => {
+            let passed = b.exit == Some(0) && !b.timed_out;
+            let score = junit_report(root, command, since)
+                .unwrap_or_else(|| crate::score::runners::read(&whole, passed, true));
+            (b.exit, b.timed_out, b.output, Some(score))
+        }
+        Err(e) => (None, false, format!("could not start `sh -c`: {e}"), None),
     };
     CheckResult {
         command: command.to_string(),
@@ -120,7 +126,29 @@ pub(crate) fn run_check(
         duration_ms: started.elapsed().as_millis() as u64,
         pinned: false,
         put_back: Vec::new(),
+        score,
     }
+}
+
+/// The JUnit XML report a check's command names (`--junitxml=out.xml`,
+/// `--junit-xml out.xml`, `mochaFile=out.xml`, `report.xml`), when it was
+/// written by this run, read as a score.
+fn junit_report(
+    root: &Path,
+    command: &str,
+    since: std::time::SystemTime,
+) -> Option<crate::score::Score> {
+    command
+        .split(|c: char| c.is_whitespace() || c == '=' || c == '\'' || c == '"')
+        .filter(|word| word.ends_with(".xml"))
+        .find_map(|word| {
+            let path = root.join(word);
+            let meta = std::fs::metadata(&path).ok()?;
+            if meta.len() > crate::bounded::SCORE_READ_LIMIT || meta.modified().ok()? < since {
+                return None;
+            }
+            crate::score::runners::junit(&std::fs::read_to_string(&path).ok()?)
+        })
 }
 
 /// FNV-1a, 64 bit: a stable fingerprint hash with no dependency.

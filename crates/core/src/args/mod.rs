@@ -53,6 +53,10 @@ pub struct StartArgs {
     pub verify: Option<String>,
     pub verify_timeout: Option<u64>,
     pub max_stalls: Option<u32>,
+    /// `--score CMD`: the command that measures each iteration (default: the check).
+    pub score: Option<String>,
+    /// `--max-plateau N`: scored iterations in a row without a new best that stop the loop.
+    pub max_plateau: Option<u32>,
     /// Budgets: tokens, seconds of wall time, dollars (`0`, no cap: `None`).
     pub max_tokens: Option<u64>,
     pub max_runtime_secs: Option<u64>,
@@ -205,6 +209,7 @@ impl StartArgs {
         match spec.name {
             "--max-iterations" => self.max_iterations = Some(count(spec, &v)?),
             "--max-stalls" => self.max_stalls = Some(small(spec, &v)?),
+            "--max-plateau" => self.max_plateau = Some(small(spec, &v)?),
             "--max-story-attempts" => self.max_story_attempts = Some(small(spec, &v)?),
             "--max-reviews" => self.max_reviews = Some(small(spec, &v)?),
             "--verify-timeout" => self.verify_timeout = Some(seconds(spec, &v)?),
@@ -246,6 +251,7 @@ impl StartArgs {
             "--replace" => self.replace = true,
             "--fresh" => self.fresh = true,
             "--verify" => self.verify = text(),
+            "--score" => self.score = text(),
             "--notify" => self.notify = text(),
             "--completion-promise" => self.completion_promise = text(),
             "--prd-file" => self.prd_file = text(),

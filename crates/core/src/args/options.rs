@@ -169,6 +169,12 @@ pub const OPTIONS: &[OptSpec] = &[
         .default("3")
         .zero(Zero::Off("off"))
         .eg("3"),
+    opt("--score", "CMD", ValueKind::Text, "measure each iteration that changes the code with CMD: its tests' counts, else the last number it prints (higher is better); default: the check")
+        .eg("\"./score.sh\""),
+    opt("--max-plateau", "N", ValueKind::Count, "stop after N iterations in a row that change the code without beating the best score (kept as refs/ralph/best)")
+        .default("5")
+        .zero(Zero::Off("off"))
+        .eg("8"),
     opt("--max-story-attempts", "N", ValueKind::Count, "stop when one story is fed N times in a row without passing")
         .default("5")
         .zero(AT_LEAST_ONE)

@@ -96,7 +96,7 @@ pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
 /// user resumes it: the files are accepted as they are now (sealed again,
 /// the project's copy written from the state).
 fn accept_tampered(paths: &LoopPaths, t: &crate::tamper::Tamper) -> Result<Resumed, StoreError> {
-    for file in [&paths.verify, &paths.review] {
+    for file in [&paths.verify, &paths.review, &paths.scores] {
         crate::seal::accept(file)?;
     }
     crate::seal::accept_inline(&paths.last_injected)?;
@@ -230,6 +230,8 @@ pub fn status(paths: &LoopPaths) -> Status {
             let mut status =
                 Status::at(project, Some(&state), None, prd.as_ref(), checks, last, now);
             status.state_file = Some(paths.state.display().to_string());
+            status.score =
+                crate::score::summary::ScoreSummary::of(&crate::score::history::read(&paths.scores), state.max_plateau);
             status.worker = state
                 .fresh
                 .then(|| crate::fresh::read_worker(&paths.worker))

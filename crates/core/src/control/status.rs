@@ -74,6 +74,10 @@ pub struct Status {
     /// at the start (absent: not known).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<bool>,
+    /// The loop's measure: its score now, the trend, the best, the curve
+    /// (set by the caller, from the loop's scores).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<crate::score::summary::ScoreSummary>,
 }
 
 /// `--parallel`: where the stories stand in the merge queue.
@@ -282,6 +286,7 @@ impl Status {
             worker: None,
             parallel: None,
             sandbox: state.and_then(|s| s.sandbox),
+            score: None,
         }
     }
 
@@ -403,6 +408,9 @@ impl Status {
             Some(true) => out.push_str("  sandbox:   on (the agent's commands run in Claude Code's sandbox)\n"),
             Some(false) => out.push_str("  sandbox:   off (ralph's guard reads each command; /sandbox turns it on for the next loop)\n"),
             None => {}
+        }
+        if let Some(s) = &self.score {
+            out.push_str(&s.text());
         }
         if let Some(p) = &self.pins {
             out.push_str(&p.text());

@@ -382,6 +382,7 @@ impl Guarded {
             duration_ms: 0,
             pinned: true,
             put_back: Vec::new(),
+            score: None,
         }
     }
 }

@@ -256,6 +256,9 @@ fn write_new_loop(
     store::remove_if_present(&paths.review)?;
     crate::seal::remove(&paths.verify)?;
     crate::seal::remove(&paths.review)?;
+    // A new loop, a new measure.
+    store::remove_if_present(&paths.scores)?;
+    crate::seal::remove(&paths.scores)?;
     store::remove_if_present(&paths.handover)?;
     // Recording starts with the loop: from now on the guard notes each turn's tools.
     turn_tools::start(&paths.turn_tools)?;

@@ -276,6 +276,10 @@ pub(crate) fn new_state(
             .unwrap_or(crate::verify::DEFAULT_TIMEOUT_SECS),
         max_stalls: args.max_stalls.unwrap_or(DEFAULT_MAX_STALLS),
         stalls: 0,
+        score: args.score.clone().filter(|s| !s.trim().is_empty()),
+        max_plateau: args
+            .max_plateau
+            .unwrap_or(crate::state::DEFAULT_MAX_PLATEAU),
         last_fingerprint: None,
         queue_seen: None,
         yielded: false,

@@ -183,6 +183,7 @@ pub(crate) fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
             review.timeout_secs
         ));
     }
+    out.push_str(&measure_line(state, prd));
     if state.max_stalls > 0 {
         out.push_str(&format!(
             "No-progress breaker: the loop stops after {} in a row that leave the working tree unchanged (git repositories).\n",
@@ -215,6 +216,30 @@ pub(crate) fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
         }
     }
     out
+}
+
+/// How the loop is measured at each iteration that changes the code, and
+/// the plateau rule ("" without a measure).
+fn measure_line(state: &LoopState, prd: Option<&Prd>) -> String {
+    let by = match (&state.score, prd, &state.verify) {
+        (Some(cmd), _, _) => format!("`{cmd}` (its tests' counts, else the last number it prints)"),
+        (None, Some(p), _) if p.stories.iter().any(|s| s.verify.is_some()) => {
+            "each story's check (its tests' counts where the runner prints them)".to_string()
+        }
+        (None, _, Some(v)) => format!("`{v}` (its tests' counts where the runner prints them)"),
+        _ => return String::new(),
+    };
+    let rule = if state.max_plateau > 0 {
+        format!(
+            "; the loop stops after {} in a row that change the code without beating the best score (--max-plateau {}, 0 turns it off), and the best tree is kept as {}",
+            plural(u64::from(state.max_plateau), "iteration"),
+            state.max_plateau,
+            crate::score::tree::BEST_REF
+        )
+    } else {
+        String::new()
+    };
+    format!("Score: each iteration that changes the code is measured by {by}{rule}.\n")
 }
 
 /// Whether the agent's commands run in Claude Code's sandbox, as seen at

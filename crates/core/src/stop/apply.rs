@@ -29,13 +29,7 @@ pub(crate) fn apply(
     let session = inputs.session.as_str();
     let state = &inputs.state;
     workers(paths, inputs);
-    if plan.ran_checks {
-        let _ = crate::seal::write(&paths.verify, plan.verify_log.render().as_bytes());
-    }
-    if let Some(log) = &plan.reviews_to_save {
-        // The hook's own record is the only verdict that counts.
-        let _ = crate::seal::write(&paths.review, log.render().as_bytes());
-    }
+    save_records(paths, plan);
     // --parallel: workers run and nothing else can go out; nothing advances.
     if decision.next == Next::Wait {
         return Ok(wait_for_worker(paths, inputs));
@@ -87,7 +81,11 @@ pub(crate) fn apply(
         .with_worker(worker)
         // Every check of a loop with pins runs against them.
         .with_pinned(plan.ran_checks && !state.pins.is_empty())
-        .with_transcript_late(inputs.transcript_late);
+        .with_transcript_late(inputs.transcript_late)
+        .with_score(
+            plan.scored.as_ref().and_then(super::measure::Scored::log_score),
+            plan.budgets.tokens,
+        );
     if let Err(e) = log(paths, entry) {
         message.push_str(&format!(" (activity log not written: {e})"));
     }
@@ -95,6 +93,21 @@ pub(crate) fn apply(
         Some(reason) => super::next::feed(reason, message),
         None => HookOutput::allow(message),
     })
+}
+
+/// The checks' results, the reviewers' verdicts and the scores this Stop
+/// adds to, sealed.
+fn save_records(paths: &LoopPaths, plan: &Plan) {
+    if plan.ran_checks {
+        let _ = crate::seal::write(&paths.verify, plan.verify_log.render().as_bytes());
+    }
+    if let Some(log) = &plan.reviews_to_save {
+        // The hook's own record is the only verdict that counts.
+        let _ = crate::seal::write(&paths.review, log.render().as_bytes());
+    }
+    if let Some(scored) = &plan.scored {
+        let _ = crate::score::history::write(&paths.scores, &scored.history);
+    }
 }
 
 /// The decision's next step written: the state saved before a feed, a

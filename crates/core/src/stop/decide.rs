@@ -28,6 +28,7 @@ use super::completion::{self, Completion, JudgedPrd, Refusal};
 use super::gather::StopInputs;
 pub(crate) use super::next::Decision;
 pub(crate) use super::next::{Next, Then};
+use super::measure::Scored;
 use super::plan::{Plan, ReviewStage};
 pub(crate) use super::workers::Workers;
 use crate::activity::Code;
@@ -65,6 +66,10 @@ pub(crate) struct StopContext<'a> {
     pub budgets: &'a Budgets,
     /// Seconds since the loop started, when known.
     pub elapsed_secs: Option<u64>,
+    /// This Stop's score and what it means (`stop::measure`).
+    pub scored: Option<&'a Scored>,
+    /// The loop's scores before this Stop.
+    pub scores: &'a crate::score::history::History,
     /// `--parallel`: the stories whose worker still runs.
     pub in_flight: &'a [Option<String>],
     /// How busy the loop's workers are (`--fresh`, `--parallel`).
@@ -90,6 +95,8 @@ impl<'a> StopContext<'a> {
             stalls: plan.stalls,
             budgets: &plan.budgets,
             elapsed_secs: plan.elapsed_secs,
+            scored: plan.scored.as_ref(),
+            scores: &inputs.scores,
             in_flight: &inputs.in_flight,
             workers: plan.workers,
             root: &inputs.root,
@@ -158,6 +165,9 @@ pub(crate) enum Outcome<'a> {
     /// A token, runtime or cost budget is spent.
     BudgetSpent(Budget),
     Stalled,
+    /// `--max-plateau` scored iterations in a row changed the tree without
+    /// beating the best score (`stop::measure`).
+    Plateau,
     /// The reviewers still reject the work after `max_reviews` rounds.
     ReviewsExhausted(&'a Standing),
     // The loop waits for the user (it stays, and each Stop lets the session stop):
@@ -211,6 +221,7 @@ impl Outcome<'_> {
             Outcome::BudgetSpent(Budget::Runtime) => Code::RuntimeBudget,
             Outcome::BudgetSpent(Budget::Cost) => Code::CostBudget,
             Outcome::Stalled => Code::Stalled,
+            Outcome::Plateau => Code::Plateau,
             // A story's review refused it only once its checks passed.
             Outcome::ReviewRejected(_)
             | Outcome::Story {
@@ -251,6 +262,7 @@ impl Outcome<'_> {
                 | Outcome::ReviewsExhausted(_)
                 | Outcome::BudgetSpent(_)
                 | Outcome::Stalled
+                | Outcome::Plateau
                 | Outcome::StoryStuck(_)
         )
     }
@@ -505,13 +517,19 @@ fn reviewed<'a>(cx: &StopContext<'a>, complete: Outcome<'a>) -> Reviewed<'a> {
 }
 
 /// The cap first: when several apply on the same turn, the user's own limit
-/// is the reason to give. Then the budgets, then the no-progress breaker.
+/// is the reason to give. Then the budgets, then the no-progress breaker,
+/// then the plateau rule.
 fn limit_reached<'a>(cx: &StopContext) -> Option<Outcome<'a>> {
     let state = cx.state;
     cap_reached(state)
         .or_else(|| cx.budgets.spent(cx.elapsed_secs).map(Outcome::BudgetSpent))
         .or_else(|| {
             (state.max_stalls > 0 && cx.stalls >= state.max_stalls).then_some(Outcome::Stalled)
+        })
+        .or_else(|| {
+            cx.scored
+                .is_some_and(|s| s.plateaued(state.max_plateau))
+                .then_some(Outcome::Plateau)
         })
 }
 

@@ -23,6 +23,9 @@ struct Case {
     in_flight: Vec<Option<String>>,
     /// `--fresh`: a worker runs in the background.
     fresh_worker: bool,
+    /// This Stop's score and what it means.
+    scored: Option<crate::stop::measure::Scored>,
+    scores: crate::score::history::History,
 }
 
 impl Case {
@@ -42,6 +45,8 @@ impl Case {
             review_rounds: 0,
             in_flight: Vec::new(),
             fresh_worker: false,
+            scored: None,
+            scores: crate::score::history::History::default(),
         }
     }
 
@@ -73,6 +78,8 @@ impl Case {
             elapsed_secs: self.elapsed_secs,
             review: &self.review,
             review_rounds: self.review_rounds,
+            scored: self.scored.as_ref(),
+            scores: &self.scores,
             in_flight: &self.in_flight,
             workers: Workers::of(&self.state, &self.in_flight, self.fresh_worker),
             root: std::path::Path::new("/p"),
@@ -130,6 +137,7 @@ fn check(cmd: &str, exit: Option<i32>, timed_out: bool, out: &str) -> CheckResul
         duration_ms: 5,
         pinned: false,
         put_back: Vec::new(),
+        score: None,
     }
 }
 
@@ -442,6 +450,98 @@ fn no_progress_breaker_fires_at_n_but_a_true_promise_still_completes() {
     let mut off = state(5, 0, None);
     off.max_stalls = 0;
     assert_eq!(stalled(&off, "x", 99).decide().code, Code::Continue);
+}
+
+/// Scores of `passed` out of 10 at iterations 1, 2, ... (the last this Stop's).
+fn scored(passed: &[u32], regressed: &[&str]) -> crate::stop::measure::Scored {
+    use crate::score::history::{History, IterationScore, Regression};
+    use crate::score::{Runner, Score};
+    let mut history = History::default();
+    for (i, p) in passed.iter().enumerate() {
+        let score = Score {
+            reader: Runner::Pytest,
+            passed: *p,
+            failed: 10 - p,
+            milli: None,
+            failing: Vec::new(),
+            passing: Vec::new(),
+        };
+        let entry = IterationScore {
+            iteration: i as u64 + 1,
+            time: "t".into(),
+            story: None,
+            command: "pytest".into(),
+            score,
+            fingerprint: format!("f{i}"),
+            tree: None,
+            commit: Some(format!("c0ffee{i}")),
+            tokens: (i as u64 + 1) * 100_000,
+            cost: None,
+        };
+        history = history.with(entry, &[]);
+    }
+    let regressions = regressed
+        .iter()
+        .map(|t| Regression {
+            test: (*t).to_string(),
+            passed_at: 2,
+            tree: None,
+        })
+        .collect();
+    crate::stop::measure::Scored {
+        new_best: history.standing().is_some_and(|s| std::ptr::eq(s.best, s.newest)),
+        history,
+        regressions,
+        changed: vec![(2, vec!["src/date.rs".into()])],
+    }
+}
+
+#[test]
+fn the_plateau_rule_stops_a_loop_that_edits_without_gaining_and_names_the_best() {
+    let s = state(6, 20, Some("DONE"));
+    let with = |passed: &[u32], said| Case {
+        scored: Some(scored(passed, &[])),
+        ..Case::new(s.clone(), Some(said))
+    };
+    // Four scored iterations since the best (iteration 2): one short of 5.
+    let d = with(&[3, 6, 6, 5, 6, 6], "x").decide();
+    assert_eq!(d.code, Code::Continue);
+    let (_, reason, _) = fed(&d);
+    assert!(reason.contains("Score (`pytest`): tests 6/10 (= since iteration 5); best tests 6/10 at iteration 2."), "{reason}");
+    assert!(reason.contains("4 iterations of 5 that changed the code without beating the best"), "{reason}");
+    assert!(d.system_message.ends_with(" · tests 6/10 ="), "{}", d.system_message);
+    // The fifth: the loop stops, naming the best, its commit and the way back.
+    let d = with(&[3, 6, 6, 5, 6, 6, 6], "x").decide();
+    assert_eq!(d.code, Code::Plateau);
+    assert!(d.system_message.contains("5 iterations in a row changed the code without beating the best score, tests 6/10 at iteration 2 (plateau rule, --max-plateau 5)"), "{}", d.system_message);
+    assert!(d.system_message.contains("refs/ralph/best (commit c0ffee1)"), "{}", d.system_message);
+    assert!(d.system_message.contains("git restore --source=refs/ralph/best -- ."), "{}", d.system_message);
+    assert!(d.system_message.contains("spent 500k tokens"), "{}", d.system_message);
+    // A loop that gains is never stopped by it; a true promise still completes.
+    assert_eq!(with(&[1, 2, 3, 4, 5, 6, 7], "x").decide().code, Code::Continue);
+    assert_eq!(with(&[3, 6, 6, 6, 6, 6, 6], "<promise>DONE</promise>").decide().code, Code::Complete);
+    // Off with 0; the cap is the reason given on the turn it is reached too.
+    let mut off = s.clone();
+    off.max_plateau = 0;
+    let case = Case { scored: Some(scored(&[6, 6, 6, 6, 6, 6, 6], &[])), ..Case::new(off, Some("x")) };
+    assert_eq!(case.decide().code, Code::Continue);
+    let capped = Case { scored: Some(scored(&[6, 6, 6, 6, 6, 6, 6], &[])), ..Case::new(state(20, 20, None), Some("x")) };
+    assert_eq!(capped.decide().code, Code::MaxIterations);
+}
+
+#[test]
+fn a_regression_is_named_with_its_iteration_and_what_changed_since() {
+    let case = Case {
+        scored: Some(scored(&[5, 7, 6], &["t_parse_date"])),
+        ..Case::new(state(3, 20, None), Some("x"))
+    };
+    let d = case.decide();
+    let (_, reason, _) = fed(&d);
+    assert!(
+        reason.contains("- t_parse_date passed at iteration 2 and fails now; since then you changed src/date.rs."),
+        "{reason}"
+    );
+    assert!(reason.contains("tests 6/10 (↓1 since iteration 2); best tests 7/10 at iteration 2."), "{reason}");
 }
 
 #[test]

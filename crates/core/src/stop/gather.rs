@@ -77,6 +77,8 @@ pub struct StopInputs {
     pub verify_log: VerifyLog,
     /// The reviewers' verdicts on file.
     pub review_log: ReviewLog,
+    /// The loop's scores so far (`score::history`).
+    pub scores: crate::score::history::History,
     /// The working tree now, when the plan needs it (`None` outside git).
     pub fingerprint: Option<String>,
     /// Messages the user typed meanwhile, still waiting in the client's queue.
@@ -170,8 +172,7 @@ impl StopInputs {
             .map(|t| this_turn(t, transcript));
         let (tool_record, recorded) = ToolRecord::read(paths, &state.session_id);
         let effect = breaker::turn_effect(recorded.as_deref(), turn.as_ref(), last_message);
-        let queued = turn.as_ref().map(|t| queued::pending(&t.queue));
-        let queued = queued.unwrap_or_default();
+        let queued = turn.as_ref().map_or_else(Vec::new, |t| queued::pending(&t.queue));
         // The recorded checks are what run, whatever the PRD says now.
         let prd = state.prd_file.as_deref().map(|file| {
             crate::prd::read(&paths.root, file).map(|p| p.with_recorded_checks(&state.story_checks))
@@ -223,6 +224,7 @@ impl StopInputs {
             last_injected_form: found.records.injected_form,
             verify_log: found.records.verify_log(),
             review_log: crate::review::disk::log_of(&found.records),
+            scores: found.records.scores(),
             fingerprint,
             queued,
             mirror,
@@ -409,9 +411,11 @@ pub(crate) fn wants_fingerprint(
     guarded: bool,
 ) -> bool {
     // Check results and review verdicts are kept per tree.
+    // So are scores, on each tree an iteration changed (`stop::measure`).
     let checks_may_run = state.verify.is_some()
+        || state.score.is_some()
         || state.review.is_on()
-        || prd.is_some_and(|p| p.stories.iter().any(|s| s.passes && s.verify.is_some()));
+        || prd.is_some_and(|p| p.stories.iter().any(|s| s.verify.is_some()));
     // An edited turn is progress whatever the tree says. With the guard's
     // record the tree is not looked at, whatever the repository's size:
     // the next turns are judged by their record too, and the breaker's

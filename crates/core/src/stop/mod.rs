@@ -31,6 +31,7 @@ pub(crate) mod apply;
 pub mod completion;
 pub(crate) mod decide;
 pub mod gather;
+pub(crate) mod measure;
 pub(crate) mod next;
 pub mod plan;
 pub mod text;
@@ -175,6 +176,11 @@ impl Jobs {
         if let Some(cmd) = &self.loop_verify {
             ran.loop_check = Some(check(cmd));
         }
+        if let Some(measure) = self.score.clone() {
+            ran.score_done = true;
+            let result = check(&measure.command);
+            ran.score = Some(score_run(paths, measure, result, self.iteration));
+        }
         if let Some(r) = self.reviews {
             if r.stories {
                 ran.story_reviews_done = true;
@@ -200,5 +206,47 @@ impl Jobs {
             };
             ran.reviews.extend(verdicts);
         }
+    }
+}
+
+/// A score run's tree recorded (ralph's commit of it, `refs/ralph/best`
+/// moved to it when it is the measure's best), and, for each earlier
+/// iteration a test failing now passed at, the files changed since. Outside
+/// the lock: git may take a while on a large tree.
+fn score_run(
+    paths: &LoopPaths,
+    measure: measure::Measure,
+    result: crate::verify::CheckResult,
+    iteration: u64,
+) -> measure::ScoreRun {
+    use crate::score::tree;
+    let label = result
+        .score
+        .as_ref()
+        .map_or_else(|| "no score".to_string(), |s| s.label());
+    let message = format!("ralph: iteration {iteration}, {label}\n\n{}", measure.command);
+    let (tree, commit) = tree::snapshot(&paths.root, &message).unzip();
+    let history = crate::score::history::read(&paths.scores);
+    let score = measure::score_of(&result, measure.numbered);
+    if let Some(c) = &commit
+        && history.would_be_best(&measure.command, measure.story.as_deref(), &score)
+    {
+        tree::set_best(&paths.root, c);
+    }
+    let mut changed: Vec<(u64, Vec<String>)> = Vec::new();
+    for r in history.regressions(&score) {
+        if changed.len() >= 3 || changed.iter().any(|(i, _)| *i == r.passed_at) {
+            continue;
+        }
+        if let (Some(then), Some(now)) = (&r.tree, &tree) {
+            changed.push((r.passed_at, tree::changed(&paths.root, then, now)));
+        }
+    }
+    measure::ScoreRun {
+        measure,
+        result,
+        tree,
+        commit,
+        changed,
     }
 }

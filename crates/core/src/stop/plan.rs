@@ -8,6 +8,7 @@
 
 use super::completion::{self, Completion, JudgedPrd};
 use super::gather::{StopInputs, queue_action};
+use super::measure::{self, Measure, ScoreRun, Scored};
 use super::workers::Workers;
 use crate::breaker::{self, TurnEffect};
 use crate::budget::{self, Budgets};
@@ -33,6 +34,9 @@ pub struct Ran {
     pub story_reviews_done: bool,
     /// The verdicts of either, by reviewer (`story:ID` for a story's).
     pub reviews: Vec<(String, ReviewVerdict)>,
+    /// The measure's score ran (once per Stop), and what it gave.
+    pub(crate) score_done: bool,
+    pub(crate) score: Option<ScoreRun>,
 }
 
 /// Checks to run outside the lock, before the Stop is decided.
@@ -47,6 +51,10 @@ pub struct Jobs {
     pub fingerprint: Option<String>,
     /// Reviewers to run, once every check passed and completion stands.
     pub reviews: Option<ReviewJob>,
+    /// The measure to score the tree with (`stop::measure`).
+    pub(crate) score: Option<Measure>,
+    /// The iteration the checks are for.
+    pub(crate) iteration: u64,
 }
 
 /// The reviewers a Stop runs (see `review`).
@@ -64,11 +72,22 @@ impl Jobs {
     /// How long they may take in all, for the watchdog: checks one after
     /// another, reviewers side by side.
     pub fn budget(&self) -> Duration {
-        let checks = self.stories.len() + usize::from(self.loop_verify.is_some());
+        let checks = self.stories.len()
+            + usize::from(self.loop_verify.is_some())
+            + usize::from(self.score.is_some());
         let reviews = self.reviews.as_ref().map_or(Duration::ZERO, |r| r.timeout);
-        self.timeout * checks as u32 + reviews
+        // A score's commit of the tree: a few git calls, each bounded.
+        let snapshot = if self.score.is_some() {
+            SNAPSHOT_MARGIN
+        } else {
+            Duration::ZERO
+        };
+        self.timeout * checks as u32 + reviews + snapshot
     }
 }
+
+/// Time allowed, beside the score itself, for the commit of the scored tree.
+const SNAPSHOT_MARGIN: Duration = Duration::from_secs(60);
 
 /// Where the review of a completion claim stands (`--review`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +137,9 @@ pub struct Plan<'a> {
     pub budgets: Budgets,
     /// Seconds since the loop started (`None` when its start is not known).
     pub elapsed_secs: Option<u64>,
+    /// The iteration's score and what it means (`stop::measure`), when
+    /// this Stop scored one.
+    pub(crate) scored: Option<Scored>,
 }
 
 impl<'a> Plan<'a> {
@@ -136,26 +158,24 @@ impl<'a> Plan<'a> {
         // is answered again: no check runs. Nor while workers run: their
         // merges change the tree under a check (each merged story was
         // checked in the merge queue; all of them are again at the end).
-        let workers_run = workers != Workers::Idle;
-        let no_checks = ran.stories_done || queue.preempts() || duplicate || workers_run;
+        let not_now = queue.preempts() || duplicate || workers != Workers::Idle;
+        let no_checks = ran.stories_done || not_now;
+        let score_job = measure::job(inputs, ran.score_done || not_now);
         let story_jobs = match (&inputs.prd, no_checks) {
             (Some(Ok(p)), false) => stories_to_check(p, &log, fingerprint),
             _ => Vec::new(),
         };
-        let claimed = completion::claimed(
-            state,
-            inputs.said.as_deref(),
-            prd.as_ref().map(|p| p.as_ref().map_err(|e| *e)),
-        );
+        let claimed = claimed(inputs, prd.as_ref());
         let loop_check = ran
             .loop_check
             .as_ref()
             .or_else(|| reusable_loop_check(state, &log, fingerprint));
+        // After the score: the same command on the same tree is not run twice.
         let loop_verify = state
             .verify
             .clone()
             .filter(|_| claimed && loop_check.is_none() && story_jobs.is_empty())
-            .filter(|_| !queue.preempts() && !duplicate);
+            .filter(|_| !queue.preempts() && !duplicate && score_job.is_none());
         // A story that passes its checks is reviewed before anything else
         // is judged of it (`--review story`), once per Stop.
         let awaiting: &[String] = match &prd {
@@ -165,7 +185,7 @@ impl<'a> Plan<'a> {
         let story_review = (!awaiting.is_empty() && !queue.preempts() && !duplicate)
             .then(|| story_review_job(inputs, awaiting));
         let loop_verify = loop_verify.filter(|_| story_review.is_none());
-        let jobs = Jobs::of(inputs, story_jobs, loop_verify, story_review);
+        let jobs = Jobs::of(inputs, story_jobs, loop_verify, story_review, score_job);
         let completion = completion::judge(state, claimed, loop_check);
         let reviewing = completion == Completion::Complete
             && !state.review.final_reviewers().is_empty()
@@ -176,12 +196,17 @@ impl<'a> Plan<'a> {
         } else {
             (ReviewStage::Off, jobs)
         };
+        let budgets = state.budgets.after_turn(&inputs.usage);
+        let scored = (!not_now && jobs.is_none())
+            .then(|| measure::of_stop(inputs, ran.score.as_ref(), &budgets))
+            .flatten();
         Plan {
+            scored,
             claims: state.session_id.is_empty() && !inputs.session.is_empty(),
             queue,
             queue_seen,
             stalls,
-            ran_checks: ran.stories_done || ran.loop_check.is_some(),
+            ran_checks: ran.stories_done || ran.loop_check.is_some() || ran.score.is_some(),
             review_rounds: review_log.rounds,
             reviews_to_save: (ran.reviews_done || ran.story_reviews_done).then_some(review_log),
             review,
@@ -192,10 +217,16 @@ impl<'a> Plan<'a> {
             jobs: jobs.filter(|_| workers != Workers::AllBusy),
             duplicate,
             workers,
-            budgets: state.budgets.after_turn(&inputs.usage),
+            budgets,
             elapsed_secs: budget::elapsed_secs(state.started_at.as_deref(), inputs.now),
         }
     }
+}
+
+/// Whether this turn claims completion (the promise, or every story).
+fn claimed(inputs: &StopInputs, prd: Option<&Result<JudgedPrd, &PrdReadError>>) -> bool {
+    let prd = prd.map(|p| p.as_ref().map_err(|e| *e));
+    completion::claimed(&inputs.state, inputs.said.as_deref(), prd)
 }
 
 /// PRD mode: the PRD as the loop judges it (with the stories' reviews under
@@ -257,6 +288,11 @@ fn logs_with(inputs: &StopInputs, ran: &Ran) -> (VerifyLog, ReviewLog) {
     }
     if let Some(r) = &ran.loop_check {
         log.r#loop = Some(r.clone());
+    } else if let Some(s) = &ran.score
+        && Some(&s.result.command) == inputs.state.verify.as_ref()
+    {
+        // The loop's check ran as the score: its result on this tree.
+        log.r#loop = Some(s.result.clone());
     }
     let mut review_log = inputs.review_log.clone();
     if ran.reviews_done {
@@ -317,6 +353,8 @@ fn review_stage(
     let jobs = Jobs {
         stories: Vec::new(),
         loop_verify: None,
+        score: None,
+        iteration: inputs.state.iteration,
         timeout: Duration::from_secs(inputs.state.verify_timeout),
         fingerprint: inputs.fingerprint.clone(),
         reviews: Some(ReviewJob {
@@ -338,10 +376,14 @@ impl Jobs {
         stories: Vec<(String, String)>,
         loop_verify: Option<String>,
         reviews: Option<ReviewJob>,
+        score: Option<Measure>,
     ) -> Option<Jobs> {
-        (!stories.is_empty() || loop_verify.is_some() || reviews.is_some()).then(|| Jobs {
+        let any = !stories.is_empty() || loop_verify.is_some() || reviews.is_some();
+        (any || score.is_some()).then(|| Jobs {
             stories,
             loop_verify,
+            score,
+            iteration: inputs.state.iteration,
             timeout: Duration::from_secs(inputs.state.verify_timeout),
             fingerprint: inputs.fingerprint.clone(),
             reviews,
@@ -517,6 +559,7 @@ mod tests {
             duration_ms: 1,
             pinned: false,
             put_back: Vec::new(),
+            score: None,
         }
     }
 

@@ -18,6 +18,7 @@ use crate::state::LoopState;
 use crate::state_file::Mirror;
 
 mod feed;
+mod score_words;
 
 use feed::feeding;
 pub(crate) use feed::{story_prompt, waiting_for_workers};
@@ -104,7 +105,16 @@ pub(crate) fn render(cx: &StopContext, j: Judgement) -> Decision {
             (waiting_for_user(state, &why, cx.reader), Next::Hold { why })
         }
         (Then::Wait, _) => (String::new(), Next::Wait),
-        (Then::End { iterations }, end) => (ending(cx, end), Next::End { iterations }),
+        (Then::End { iterations }, end) => {
+            let mut words = ending(cx, end);
+            if matches!(
+                end,
+                Outcome::MaxIterations | Outcome::BudgetSpent(_) | Outcome::Stalled | Outcome::StoryStuck(_)
+            ) {
+                words.push_str(&score_words::best_at_end(cx));
+            }
+            (words, Next::End { iterations })
+        }
         (
             Then::Feed {
                 iteration,
@@ -113,7 +123,15 @@ pub(crate) fn render(cx: &StopContext, j: Judgement) -> Decision {
             },
             feed,
         ) => {
-            let (reason, message) = feeding(cx, feed);
+            let (reason, mut message) = feeding(cx, feed);
+            // The iteration's score, its trend and what regressed.
+            let reason = match score_words::note(cx) {
+                Some(note) => format!("{reason}\n\n{note}"),
+                None => reason,
+            };
+            if let Some(short) = score_words::short(cx) {
+                message.push_str(&format!(" · {short}"));
+            }
             let reason = if to_worker {
                 crate::fresh::dispatch(&reason, story.as_deref())
             } else {
@@ -191,6 +209,7 @@ fn ending(cx: &StopContext, outcome: &Outcome) -> String {
             status::spent_of(*budget, cx.budgets, cx.elapsed_secs),
             budget.flag()
         ),
+        Outcome::Plateau => score_words::plateau_end(cx, &after),
         Outcome::Stalled => format!(
             "⛔ Ralph loop stopped after {after}: the working tree did not change for {} in a row (no-progress breaker, --max-stalls {}). Look at the last turns, adjust the prompt, and start again.",
             plural(u64::from(cx.stalls), "iteration"),

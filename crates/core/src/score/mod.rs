@@ -1,0 +1,220 @@
+//! The loop's measure: how far the work is, read from what its check (or
+//! `--score` command) prints, at each Stop that changed the tree. A score is
+//! a test runner's count (passed and failed, with the failing tests' names
+//! and, where the runner lists them, the passing ones), else the number a
+//! `--score` command prints last, else the check's exit (pass or fail).
+//! [`runners`] reads the output (pure); [`history`] keeps the scores of the
+//! loop (`scores.json` in the loop's folder, sealed) and holds the rules
+//! over them: the best, the plateau, the regressions.
+//! Pure, but for [`history::read`] and [`history::write`], and [`tree`]
+//! (the commits of the scored trees, through git).
+
+pub mod history;
+pub(crate) mod runners;
+pub mod summary;
+pub(crate) mod tree;
+
+use serde::{Deserialize, Serialize};
+
+/// Failing tests named at most, in a score and in what the model reads.
+pub(crate) const MAX_FAILING: usize = 50;
+/// Passing tests named at most (they say which failures are regressions).
+pub(crate) const MAX_PASSING: usize = 5_000;
+
+/// What a score was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Runner {
+    Cargo,
+    Nextest,
+    Pytest,
+    GoTest,
+    Jest,
+    Vitest,
+    NodeTest,
+    Mocha,
+    Rspec,
+    Phpunit,
+    Ctest,
+    Junit,
+    /// A line such as `12 passed, 3 failed`, whatever printed it.
+    Plain,
+    /// The number a `--score` command printed last.
+    Number,
+    /// Nothing to read: the exit code alone.
+    Exit,
+}
+
+impl Runner {
+    /// Whether scores read so can rise step by step (a count, a number):
+    /// only those can plateau. A pass/fail check is 0 until it is done.
+    pub(crate) fn graded(self) -> bool {
+        !matches!(self, Runner::Exit)
+    }
+
+    pub(crate) fn counts_tests(self) -> bool {
+        !matches!(self, Runner::Number | Runner::Exit)
+    }
+}
+
+/// One measure of the work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Score {
+    pub reader: Runner,
+    /// Tests that passed (for `Exit`: 1 when the check passed).
+    #[serde(default)]
+    pub passed: u32,
+    /// Tests that failed, errors included (for `Exit`: 1 when it failed).
+    #[serde(default)]
+    pub failed: u32,
+    /// `Number`: the value printed, in thousandths (exact to compare).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub milli: Option<i64>,
+    /// The failing tests' names, at most [`MAX_FAILING`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing: Vec<String>,
+    /// The passing tests' names where the runner lists them (kept in
+    /// memory for the regressions, not in the history).
+    #[serde(skip)]
+    pub passing: Vec<String>,
+}
+
+impl Score {
+    /// A check read by its exit alone.
+    pub(crate) fn of_exit(passed: bool) -> Score {
+        Score {
+            reader: Runner::Exit,
+            passed: u32::from(passed),
+            failed: u32::from(!passed),
+            milli: None,
+            failing: Vec::new(),
+            passing: Vec::new(),
+        }
+    }
+
+    /// Whether this score is better than `best`: more tests pass (or as
+    /// many, and fewer fail), a higher number, a check that now passes. A
+    /// score read another way than `best` is a new measure: it counts as
+    /// better, so the plateau starts again from it.
+    pub(crate) fn beats(&self, best: &Score) -> bool {
+        if self.reader.counts_tests() != best.reader.counts_tests()
+            || (self.reader == Runner::Number) != (best.reader == Runner::Number)
+        {
+            return true;
+        }
+        match self.reader {
+            Runner::Number => self.milli > best.milli,
+            _ => {
+                self.passed > best.passed
+                    || (self.passed == best.passed && self.failed < best.failed)
+            }
+        }
+    }
+
+    /// The points it counts for a trend: tests passed, the number, or 1/0.
+    pub(crate) fn points(&self) -> f64 {
+        match self.milli {
+            Some(m) if self.reader == Runner::Number => m as f64 / 1000.0,
+            _ => f64::from(self.passed),
+        }
+    }
+
+    /// `tests 41/50`, `score 87.5`, `check passes`.
+    pub fn label(&self) -> String {
+        match self.reader {
+            Runner::Number => format!("score {}", milli_text(self.milli.unwrap_or(0))),
+            Runner::Exit if self.passed > 0 => "check passes".into(),
+            Runner::Exit => "check fails".into(),
+            _ => format!("tests {}/{}", self.passed, self.passed + self.failed),
+        }
+    }
+
+    /// The short form a log line and the status line carry: `41/50`, `87.5`, `pass`.
+    pub fn short(&self) -> String {
+        match self.reader {
+            Runner::Number => milli_text(self.milli.unwrap_or(0)),
+            Runner::Exit if self.passed > 0 => "pass".into(),
+            Runner::Exit => "fail".into(),
+            _ => format!("{}/{}", self.passed, self.passed + self.failed),
+        }
+    }
+}
+
+/// The change from `before` to `now`, as the status line shows it: `↑3`,
+/// `↓2`, `=` (nothing for a pass/fail check, or scores read differently).
+pub fn trend(now: &Score, before: Option<&Score>) -> String {
+    let Some(before) = before else {
+        return String::new();
+    };
+    if !now.reader.graded() || now.reader.counts_tests() != before.reader.counts_tests() {
+        return String::new();
+    }
+    let diff = now.points() - before.points();
+    if diff.abs() < 1e-9 {
+        "=".into()
+    } else if diff > 0.0 {
+        format!("↑{}", number_text(diff))
+    } else {
+        format!("↓{}", number_text(-diff))
+    }
+}
+
+/// Thousandths as a short decimal: `87.5`, `3`, `-0.25`.
+fn milli_text(milli: i64) -> String {
+    number_text(milli as f64 / 1000.0)
+}
+
+pub(crate) fn number_text(v: f64) -> String {
+    let text = format!("{v:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tests(passed: u32, failed: u32) -> Score {
+        Score {
+            reader: Runner::Cargo,
+            passed,
+            failed,
+            milli: None,
+            failing: Vec::new(),
+            passing: Vec::new(),
+        }
+    }
+
+    fn number(milli: i64) -> Score {
+        Score {
+            reader: Runner::Number,
+            milli: Some(milli),
+            ..Score::of_exit(true)
+        }
+    }
+
+    #[test]
+    fn more_passing_or_fewer_failing_beats_the_best() {
+        assert!(tests(42, 8).beats(&tests(41, 9)));
+        assert!(tests(41, 8).beats(&tests(41, 9)), "a failing test removed");
+        assert!(!tests(41, 9).beats(&tests(41, 9)), "the same is no gain");
+        assert!(!tests(40, 5).beats(&tests(41, 9)), "fewer pass");
+        assert!(number(87_500).beats(&number(87_000)));
+        assert!(!number(87_000).beats(&number(87_000)));
+        assert!(Score::of_exit(true).beats(&Score::of_exit(false)));
+        assert!(!Score::of_exit(false).beats(&Score::of_exit(false)));
+        assert!(number(1).beats(&tests(41, 9)), "a new measure starts again");
+    }
+
+    #[test]
+    fn labels_and_trends_read_as_the_status_line_shows_them() {
+        assert_eq!(tests(41, 9).label(), "tests 41/50");
+        assert_eq!(number(87_500).label(), "score 87.5");
+        assert_eq!(Score::of_exit(false).label(), "check fails");
+        assert_eq!(trend(&tests(44, 6), Some(&tests(41, 9))), "↑3");
+        assert_eq!(trend(&tests(40, 10), Some(&tests(41, 9))), "↓1");
+        assert_eq!(trend(&tests(41, 9), Some(&tests(41, 9))), "=");
+        assert_eq!(trend(&number(2_250), Some(&number(2_000))), "↑0.25");
+        assert_eq!(trend(&tests(41, 9), None), "");
+        assert_eq!(trend(&Score::of_exit(true), Some(&Score::of_exit(false))), "");
+    }
+}

@@ -1,0 +1,191 @@
+//! The loop's measure through the real binaries: a score at each Stop that
+//! changed the tree (read from the check's own words), once per tree, the
+//! regressions named with what changed since, the best tree kept as a ref,
+//! the plateau rule, and the score in status, the status line and the report.
+
+use crate::support::*;
+
+/// The check: prints `results.txt` (pytest's words, written by the test as
+/// the agent would change the code) and fails while a test fails. Each run
+/// is counted in `.git/score-runs` (outside the working tree).
+const CHECK: &str = "echo run >> .git/score-runs\ncat results.txt\n! grep -q FAILED results.txt\n";
+
+/// pytest -v's lines for tests `a` and `b`, and its summary.
+fn results(a: bool, b: bool) -> String {
+    let word = |ok: bool| if ok { "PASSED" } else { "FAILED" };
+    let passed = u32::from(a) + u32::from(b);
+    let failed = 2 - passed;
+    let mut summary = Vec::new();
+    if failed > 0 {
+        summary.push(format!("{failed} failed"));
+    }
+    if passed > 0 {
+        summary.push(format!("{passed} passed"));
+    }
+    format!(
+        "tests/test_x.py::a {} [ 50%]\ntests/test_x.py::b {} [100%]\n===== {} in 0.01s =====\n",
+        word(a),
+        word(b),
+        summary.join(", ")
+    )
+}
+
+fn scoring_loop(tag: &str, args: &str) -> Project {
+    let p = Project::new(tag);
+    p.git_init();
+    p.write("check.sh", CHECK);
+    p.write("results.txt", results(false, false));
+    let out = p.prompt(
+        "s1",
+        &format!("/ralph:ralph-loop Make the tests pass --verify \"sh check.sh\" {args}"),
+    );
+    assert!(out.is_some_and(|v| v.get("decision").is_none()));
+    p
+}
+
+/// The agent changes the code (through a guarded tool), then its turn ends.
+fn edit_and_stop(p: &Project, a: bool, b: bool) -> Option<serde_json::Value> {
+    p.write("results.txt", results(a, b));
+    p.guard_saw("s1", "Write");
+    p.stop("s1", Some("changed it"))
+}
+
+fn runs(p: &Project) -> usize {
+    p.read(".git/score-runs").map_or(0, |r| r.lines().count())
+}
+
+#[test]
+fn each_changed_tree_is_scored_once_and_a_regression_is_named_with_what_changed() {
+    let p = scoring_loop("score-regress", "--max-iterations 20");
+    let out = edit_and_stop(&p, true, false);
+    let r = reason(out.as_ref());
+    assert!(r.contains("Score (`sh check.sh`): tests 1/2."), "{r}");
+    assert!(message(out.as_ref()).ends_with(" · tests 1/2"), "{out:?}");
+    let last = p.log().last().cloned().unwrap();
+    assert_eq!(last["score"]["text"], "tests 1/2", "{last}");
+    assert_eq!(last["score"]["best"], true, "{last}");
+    assert_eq!(runs(&p), 1);
+    // A turn that only talked: nothing runs.
+    let out = p.stop("s1", Some("thinking"));
+    assert!(!reason(out.as_ref()).contains("Score"), "{out:?}");
+    assert_eq!(runs(&p), 1);
+    // The best tree is kept where git can go back to it.
+    let best = git(&p.root, &["rev-parse", "refs/ralph/best"]);
+    let kept = git(&p.root, &["show", &format!("{}:results.txt", best.trim())]);
+    assert_eq!(kept.trim_end(), results(true, false).trim_end());
+    // b passes now, a fails again: a is named, with the file changed since.
+    p.write("notes.txt", "tried a new parser\n");
+    let out = edit_and_stop(&p, false, true);
+    let r = reason(out.as_ref());
+    assert!(
+        r.contains("- tests/test_x.py::a passed at iteration 1 and fails now; since then you changed notes.txt, results.txt."),
+        "{r}"
+    );
+    assert!(r.contains("tests 1/2 (= since iteration 1)"), "{r}");
+    assert_eq!(p.log().last().unwrap()["score"]["regressions"], 1);
+    assert_eq!(runs(&p), 2);
+    // Status shows the score, its trend and the best; so does its JSON.
+    let (_, status) = p.ralph(&["status"]);
+    assert!(status.contains("score:     tests 1/2 = (sh check.sh)"), "{status}");
+    assert!(status.contains("best:      tests 1/2 at iteration 1, 1 scored since (stops at 5: --max-plateau)"), "{status}");
+    let (_, json) = p.ralph(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["score"]["now"], "tests 1/2", "{json}");
+    assert_eq!(v["score"]["best_iteration"], 1, "{json}");
+    assert_eq!(v["score"]["since_best"], 1, "{json}");
+}
+
+#[test]
+fn a_claim_on_a_scored_tree_reuses_the_score_and_completes() {
+    let p = scoring_loop("score-claim", "--completion-promise DONE --max-iterations 20");
+    edit_and_stop(&p, true, true);
+    assert_eq!(runs(&p), 1);
+    let out = p.stop("s1", Some("<promise>DONE</promise>"));
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert!(message(out.as_ref()).contains("complete"), "{out:?}");
+    assert_eq!(runs(&p), 1, "the check ran once for this tree");
+    // Edited and claimed in the same turn: one run, scored and judged.
+    let p = scoring_loop("score-claim-same-turn", "--completion-promise DONE --max-iterations 20");
+    p.write("results.txt", results(true, true));
+    p.guard_saw("s1", "Write");
+    let out = p.stop("s1", Some("all pass <promise>DONE</promise>"));
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert_eq!(runs(&p), 1, "one run scores and judges the claim");
+    assert_eq!(p.log().last().unwrap()["score"]["text"], "tests 2/2");
+}
+
+#[test]
+fn a_loop_that_edits_without_gaining_stops_at_the_plateau_and_names_the_best() {
+    let p = scoring_loop("score-plateau", "--max-plateau 2 --max-iterations 20");
+    assert!(is_block(edit_and_stop(&p, true, false).as_ref()));
+    p.write("notes.txt", "one\n");
+    assert!(is_block(edit_and_stop(&p, true, false).as_ref()));
+    p.write("notes.txt", "two\n");
+    let out = edit_and_stop(&p, false, true);
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    let m = message(out.as_ref());
+    assert!(
+        m.contains("2 iterations in a row changed the code without beating the best score, tests 1/2 at iteration 1 (plateau rule, --max-plateau 2)"),
+        "{m}"
+    );
+    assert!(m.contains("git restore --source=refs/ralph/best -- ."), "{m}");
+    assert_eq!(p.log().last().unwrap()["reason"], "plateau");
+    assert!(p.state().is_none());
+    // The report draws the curve.
+    let (_, report) = p.ralph(&["report"]);
+    assert!(report.contains("score:    ▄▄▄ tests 1/2 now; best tests 1/2 at iteration 1, nothing gained after it (2 iterations"), "{report}");
+    let page = p.path("report.html");
+    let (code, _) = p.ralph(&["report", "--html", page.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<svg id=\"score\""), "{html}");
+    assert_eq!(html.matches("class=\"best\"").count(), 1, "{html}");
+    assert_eq!(html.matches("class=\"regression\"").count(), 1, "{html}");
+    looks_drawn(&p, &page);
+}
+
+/// The page in a headless browser: the screenshot shows the best ringed in
+/// green and the regression in red (the curve's own colours).
+fn looks_drawn(p: &Project, page: &std::path::Path) {
+    let Some(browser) = crate::loop_report::browser() else {
+        eprintln!("SKIPPED: no headless Chromium (apt-get install chromium) to draw the score curve");
+        return;
+    };
+    let shot = p.path("score.png");
+    let out = crate::loop_report::headless(
+        &browser,
+        &[&format!("--screenshot={}", shot.display()), "--window-size=900,700"],
+        page,
+    );
+    let file = std::fs::File::open(&shot)
+        .unwrap_or_else(|_| panic!("no screenshot: {}", String::from_utf8_lossy(&out.stderr)));
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file)).read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let near = |px: &[u8], rgb: [u8; 3]| px.iter().zip(rgb).all(|(a, b)| a.abs_diff(b) < 24);
+    let count = |rgb: [u8; 3]| {
+        buf[..info.buffer_size()]
+            .chunks(channels)
+            .filter(|px| near(&px[..3], rgb))
+            .count()
+    };
+    // circle.best: #2a2; circle.regression: #c22.
+    assert!(count([0x22, 0xaa, 0x22]) > 20, "no green best ring in the screenshot");
+    assert!(count([0xcc, 0x22, 0x22]) > 20, "no red regression in the screenshot");
+    if let Ok(keep) = std::env::var("RALPH_KEEP_SCORE_SHOT") {
+        let _ = std::fs::copy(&shot, keep);
+    }
+}
+
+#[test]
+fn a_loop_that_gains_is_not_stopped_and_the_status_line_shows_the_trend() {
+    let p = scoring_loop("score-gains", "--max-plateau 1 --max-iterations 20");
+    assert!(is_block(edit_and_stop(&p, false, false).as_ref()));
+    assert!(is_block(edit_and_stop(&p, true, false).as_ref()));
+    let line = crate::statusline::plain_line(&p);
+    assert!(line.contains("tests 1/2 ↑1"), "{line}");
+    let out = edit_and_stop(&p, true, true);
+    assert!(is_block(out.as_ref()), "no promise: the loop goes on ({out:?})");
+    assert!(message(out.as_ref()).ends_with(" · tests 2/2 ↑1"), "{out:?}");
+}
