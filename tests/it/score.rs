@@ -128,7 +128,8 @@ fn a_loop_that_edits_without_gaining_stops_at_the_plateau_and_names_the_best() {
         m.contains("2 iterations in a row changed the code without beating the best score, tests 1/2 at iteration 1 (plateau rule, --max-plateau 2)"),
         "{m}"
     );
-    assert!(m.contains("git restore --source=refs/ralph/best -- ."), "{m}");
+    let best = git(&p.root, &["rev-parse", "refs/ralph/best"]);
+    assert!(m.contains(&format!("git restore --source={} -- .", &best.trim()[..12])), "{m}");
     assert_eq!(p.log().last().unwrap()["reason"], "plateau");
     assert!(p.state().is_none());
     // The report draws the curve.
@@ -188,4 +189,34 @@ fn a_loop_that_gains_is_not_stopped_and_the_status_line_shows_the_trend() {
     let out = edit_and_stop(&p, true, true);
     assert!(is_block(out.as_ref()), "no promise: the loop goes on ({out:?})");
     assert!(message(out.as_ref()).ends_with(" · tests 2/2 ↑1"), "{out:?}");
+}
+
+#[test]
+fn a_promise_is_not_done_while_a_test_that_passed_fails_now() {
+    // No check: the promise decides, measured by --score.
+    let p = Project::new("score-promise");
+    p.git_init();
+    p.write("check.sh", CHECK);
+    p.write("results.txt", results(false, false));
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop Make the tests pass --completion-promise DONE --score \"sh check.sh\" --max-iterations 20",
+    );
+    assert!(out.is_some_and(|v| v.get("decision").is_none()));
+    edit_and_stop(&p, true, false);
+    p.write("results.txt", results(false, true));
+    p.guard_saw("s1", "Write");
+    let out = p.stop("s1", Some("b passes now <promise>DONE</promise>"));
+    let r = reason(out.as_ref());
+    assert!(is_block(out.as_ref()), "{out:?}");
+    assert!(
+        r.contains("1 test that passed at an earlier iteration fails now: tests/test_x.py::a."),
+        "{r}"
+    );
+    assert_eq!(p.log().last().unwrap()["reason"], "verify_failed");
+    p.write("results.txt", results(true, true));
+    p.guard_saw("s1", "Write");
+    let out = p.stop("s1", Some("both pass <promise>DONE</promise>"));
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert!(p.state().is_none());
 }

@@ -88,6 +88,16 @@ impl CheckResult {
         )
     }
 
+    /// What it measured, as a measure reads it: a number counts only for a
+    /// `--score` command (`numbered`: a check's last number is a time, a
+    /// count of files...); a check that printed nothing to read is its exit.
+    pub(crate) fn score_as(&self, numbered: bool) -> crate::score::Score {
+        match &self.score {
+            Some(s) if s.reader != crate::score::Runner::Number || numbered => s.clone(),
+            _ => crate::score::Score::of_exit(self.passed()),
+        }
+    }
+
     /// Mark it as run against the loop's pins, naming the files put back.
     #[must_use]
     pub(crate) fn with_pins(mut self, pinned: bool, put_back: Vec<String>) -> Self {

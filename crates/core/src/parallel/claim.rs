@@ -106,6 +106,8 @@ fn gather_claim(paths: &LoopPaths, input: &HookInput) -> Option<ClaimInputs> {
         story: None,
         status: LaneStatus::Working,
         sent_back: 0,
+        best: None,
+        plateau: 0,
     });
     let story = worker_story(paths, input, &agent, &lane);
     let prd = state

@@ -55,6 +55,8 @@ pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
         story: None,
         status: LaneStatus::Working,
         sent_back: 0,
+        best: None,
+        plateau: 0,
     };
     if behind {
         let _ = branches::git(&worktree, &["reset", "-q", "--hard", &lane.base]);

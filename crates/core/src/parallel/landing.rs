@@ -173,6 +173,9 @@ struct SendBack {
     times: u32,
     /// More than the loop allows: the worker stops, its worktree goes.
     gave_up: bool,
+    /// The story's check has not beaten its best score for `max_plateau`
+    /// send-backs: the worker stops too (the story's plateau).
+    plateaued: Option<crate::score::Score>,
 }
 
 /// The story goes back to its worker (its stop blocked) with why; after
@@ -195,11 +198,21 @@ pub(super) fn sent_back(
         crate::parallel::disk::read_board(&paths.board),
         &agent,
         claim,
+        &outcome,
     );
     let message = super::merge_message(&claim.story, &outcome);
     let _ = crate::parallel::disk::write_board(&paths.board, &plan.board);
     log_merge(paths, input, claim, &outcome, &message);
     let max = claim.state.max_story_attempts;
+    if let Some(best) = &plan.plateaued {
+        let _ = remove_lane_worktree(paths, &agent, &claim.lane);
+        return HookOutput::allow(format!(
+            "{message} Its check has not beaten its best score ({}) in {} sends back (--max-plateau {}): the worker stops, its worktree is removed, and the story goes out again.",
+            best.label(),
+            claim.state.max_plateau,
+            claim.state.max_plateau
+        ));
+    }
     if plan.gave_up {
         let _ = remove_lane_worktree(paths, &agent, &claim.lane);
         return HookOutput::allow(format!(
@@ -219,18 +232,31 @@ pub(super) fn sent_back(
     }
 }
 
-/// Pure: the story's count raised; the worker's lane marked sent back, or
-/// dropped when it was sent back more than the loop allows.
-fn plan_send_back(mut board: Board, agent: &str, claim: &Claim) -> SendBack {
+/// Pure: the story's count raised; the worker's lane marked sent back, with
+/// its check's best score and the send-backs since, or dropped when it was
+/// sent back more than the loop allows or its score stopped rising.
+fn plan_send_back(
+    mut board: Board,
+    agent: &str,
+    claim: &Claim,
+    outcome: &MergeOutcome,
+) -> SendBack {
     *board.sent_back.entry(claim.story.clone()).or_default() += 1;
     let times = claim.lane.sent_back + 1;
-    let gave_up = times > claim.state.max_story_attempts;
+    let (best, plateau) = story_plateau(&claim.lane, outcome);
+    let max_plateau = claim.state.max_plateau;
+    let plateaued = best
+        .clone()
+        .filter(|b| max_plateau > 0 && plateau >= max_plateau && b.reader.graded());
+    let gave_up = times > claim.state.max_story_attempts || plateaued.is_some();
     if gave_up {
         board.lanes.remove(agent);
     } else {
         let lane = Lane {
             status: LaneStatus::SentBack,
             sent_back: times,
+            best,
+            plateau,
             ..claim.lane.clone()
         };
         board.lanes.insert(agent.to_string(), lane);
@@ -239,6 +265,20 @@ fn plan_send_back(mut board: Board, agent: &str, claim: &Claim) -> SendBack {
         board,
         times,
         gave_up,
+        plateaued,
+    }
+}
+
+/// The story's best score on the loop's branch with this send-back, and the
+/// send-backs since it (a conflict or a refusal measured nothing).
+fn story_plateau(lane: &Lane, outcome: &MergeOutcome) -> (Option<crate::score::Score>, u32) {
+    let MergeOutcome::CheckFailed(check) = outcome else {
+        return (lane.best.clone(), lane.plateau);
+    };
+    let now = check.score_as(false);
+    match &lane.best {
+        Some(best) if !now.beats(best) => (Some(best.clone()), lane.plateau + 1),
+        _ => (Some(now), 0),
     }
 }
 
@@ -283,17 +323,69 @@ mod tests {
                 story: Some("US-2".into()),
                 status: LaneStatus::Working,
                 sent_back,
+                best: None,
+                plateau: 0,
             },
         }
     }
 
+    fn conflict() -> MergeOutcome {
+        MergeOutcome::Conflict {
+            files: vec!["a.rs".into()],
+        }
+    }
+
+    /// The story's check failed on the loop's branch with `passed` of 5.
+    fn failed_with(passed: u32) -> MergeOutcome {
+        let score = crate::score::Score {
+            reader: crate::score::Runner::Pytest,
+            passed,
+            failed: 5 - passed,
+            milli: None,
+            failing: Vec::new(),
+            passing: Vec::new(),
+        };
+        MergeOutcome::CheckFailed(crate::verify::CheckResult {
+            command: "pytest".into(),
+            exit: Some(1),
+            timed_out: false,
+            output_tail: String::new(),
+            fingerprint: None,
+            time: "t".into(),
+            duration_ms: 1,
+            pinned: false,
+            put_back: Vec::new(),
+            score: Some(score),
+        })
+    }
+
+    #[test]
+    fn a_story_whose_check_stops_gaining_is_handed_back_at_its_plateau() {
+        let mut c = claim(0, 9);
+        c.state.max_plateau = 2;
+        let mut board = Board::default();
+        // 2 of 5, then 3 (a gain), then 3, 3: two sends back without a gain.
+        for (passed, stops) in [(2, false), (3, false), (3, false), (3, true)] {
+            let back = plan_send_back(board, "a1", &c, &failed_with(passed));
+            assert_eq!(back.plateaued.is_some(), stops, "at {passed}");
+            if stops {
+                assert_eq!(back.plateaued.unwrap().label(), "tests 3/5");
+                assert!(back.gave_up && !back.board.lanes.contains_key("a1"));
+                return;
+            }
+            c.lane = back.board.lanes["a1"].clone();
+            board = back.board;
+        }
+        unreachable!("the plateau stops the worker");
+    }
+
     #[test]
     fn a_send_back_counts_and_marks_the_lane_until_the_worker_gives_up() {
-        let back = plan_send_back(Board::default(), "a1", &claim(0, 2));
+        let back = plan_send_back(Board::default(), "a1", &claim(0, 2), &conflict());
         assert_eq!((back.times, back.gave_up), (1, false));
         assert_eq!(back.board.sent_back["US-2"], 1);
         assert_eq!(back.board.lanes["a1"].status, LaneStatus::SentBack);
-        let back = plan_send_back(back.board, "a1", &claim(2, 2));
+        let back = plan_send_back(back.board, "a1", &claim(2, 2), &conflict());
         assert_eq!((back.times, back.gave_up), (3, true));
         assert_eq!(back.board.sent_back["US-2"], 2);
         assert!(!back.board.lanes.contains_key("a1"));

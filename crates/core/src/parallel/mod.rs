@@ -199,6 +199,16 @@ pub struct Lane {
     /// How many times the story was sent back to this worker.
     #[serde(default)]
     pub sent_back: u32,
+    /// The best score its check gave on the loop's branch, and the
+    /// send-backs since that did not beat it (the story's plateau).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best: Option<crate::score::Score>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub plateau: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Every worker of the loop and what came of each story: `parallel.json`.
@@ -443,6 +453,8 @@ mod tests {
                 story: Some("US-1".into()),
                 status: LaneStatus::Working,
                 sent_back: 0,
+                best: None,
+                plateau: 0,
             },
         );
         b.merged.push("US-0".into());

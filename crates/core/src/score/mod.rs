@@ -94,16 +94,17 @@ impl Score {
 
     /// Whether this score is better than `best`: more tests pass (or as
     /// many, and fewer fail), a higher number, a check that now passes. A
-    /// score read another way than `best` is a new measure: it counts as
-    /// better, so the plateau starts again from it.
+    /// check that failed with nothing to read (a build that broke before
+    /// its tests ran) beats nothing and is beaten by any reading; one that
+    /// passed beats any. A count against a number is a new measure: it
+    /// counts as better, so the plateau starts again from it.
     pub(crate) fn beats(&self, best: &Score) -> bool {
-        if self.reader.counts_tests() != best.reader.counts_tests()
-            || (self.reader == Runner::Number) != (best.reader == Runner::Number)
-        {
-            return true;
-        }
-        match self.reader {
-            Runner::Number => self.milli > best.milli,
+        match (self.reader, best.reader) {
+            (Runner::Exit, Runner::Exit) => self.passed > best.passed,
+            (Runner::Exit, _) => self.passed > 0,
+            (_, Runner::Exit) => best.passed == 0,
+            (Runner::Number, Runner::Number) => self.milli > best.milli,
+            (Runner::Number, _) | (_, Runner::Number) => true,
             _ => {
                 self.passed > best.passed
                     || (self.passed == best.passed && self.failed < best.failed)
@@ -203,6 +204,10 @@ mod tests {
         assert!(Score::of_exit(true).beats(&Score::of_exit(false)));
         assert!(!Score::of_exit(false).beats(&Score::of_exit(false)));
         assert!(number(1).beats(&tests(41, 9)), "a new measure starts again");
+        // A build that broke before its tests ran: below any reading.
+        assert!(!Score::of_exit(false).beats(&tests(0, 9)));
+        assert!(tests(0, 9).beats(&Score::of_exit(false)));
+        assert!(Score::of_exit(true).beats(&tests(41, 9)), "the check passes");
     }
 
     #[test]

@@ -70,7 +70,7 @@ impl ScoreSummary {
             best_commit: s.best.commit.clone(),
             since_best: s.since_best,
             max_plateau,
-            plateau_applies: max_plateau > 0 && newest.reader.graded(),
+            plateau_applies: max_plateau > 0 && s.best.score.reader.graded(),
             scored: run.len(),
             tokens_per_point: (gained > 0.0 && spent > 0).then(|| (spent as f64 / gained) as u64),
             cost_per_point: cost_per_point(first, s.best, gained),

@@ -181,8 +181,12 @@ pub enum Completion {
 /// A completion claim the loop's check did not confirm.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    /// The check's result; `None` when it could not be run.
+    /// The check's result; `None` when it could not be run (or passed, and
+    /// the claim is refused for `regressed`).
     pub check: Option<CheckResult>,
+    /// Tests that passed at an earlier iteration and fail now, by the
+    /// loop's score (`stop::measure`): a claim is not done while one does.
+    pub regressed: Vec<String>,
 }
 
 /// Judge a claim with the loop's check (`loop_check`: its result on this tree).
@@ -197,6 +201,7 @@ pub(crate) fn judge(
         (true, Some(_), Some(c)) if c.passed() => Completion::Complete,
         (true, Some(_), check) => Completion::Refused(Refusal {
             check: check.cloned(),
+            regressed: Vec::new(),
         }),
     }
 }
@@ -256,11 +261,14 @@ mod tests {
         );
         assert!(matches!(
             judge(&s, true, Some(&result("make", 2))),
-            Completion::Refused(Refusal { check: Some(_) })
+            Completion::Refused(Refusal { check: Some(_), .. })
         ));
         assert_eq!(
             judge(&s, true, None),
-            Completion::Refused(Refusal { check: None })
+            Completion::Refused(Refusal {
+                check: None,
+                regressed: Vec::new()
+            })
         );
     }
 

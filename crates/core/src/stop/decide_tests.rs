@@ -514,8 +514,8 @@ fn the_plateau_rule_stops_a_loop_that_edits_without_gaining_and_names_the_best()
     let d = with(&[3, 6, 6, 5, 6, 6, 6], "x").decide();
     assert_eq!(d.code, Code::Plateau);
     assert!(d.system_message.contains("5 iterations in a row changed the code without beating the best score, tests 6/10 at iteration 2 (plateau rule, --max-plateau 5)"), "{}", d.system_message);
-    assert!(d.system_message.contains("refs/ralph/best (commit c0ffee1)"), "{}", d.system_message);
-    assert!(d.system_message.contains("git restore --source=refs/ralph/best -- ."), "{}", d.system_message);
+    assert!(d.system_message.contains("Its tree is commit c0ffee1 (also refs/ralph/best)"), "{}", d.system_message);
+    assert!(d.system_message.contains("git restore --source=c0ffee1 -- ."), "{}", d.system_message);
     assert!(d.system_message.contains("spent 500k tokens"), "{}", d.system_message);
     // A loop that gains is never stopped by it; a true promise still completes.
     assert_eq!(with(&[1, 2, 3, 4, 5, 6, 7], "x").decide().code, Code::Continue);

@@ -5,10 +5,10 @@
 //! means (the history with it, the tests that passed before and fail now,
 //! the plateau). Pure.
 
+use super::completion::{Completion, Refusal};
 use super::gather::StopInputs;
 use crate::breaker::TurnEffect;
 use crate::score::history::{History, IterationScore, Regression, ScoreStanding};
-use crate::score::{Runner, Score};
 use crate::verify::CheckResult;
 
 /// The command that measures the loop now, and for which story.
@@ -70,7 +70,7 @@ impl Scored {
     pub(crate) fn plateaued(&self, max_plateau: u32) -> bool {
         max_plateau > 0
             && self.standing().is_some_and(|s| {
-                s.newest.score.reader.graded() && s.since_best >= max_plateau
+                s.best.score.reader.graded() && s.since_best >= max_plateau
             })
     }
 }
@@ -114,6 +114,21 @@ pub(crate) fn job(inputs: &StopInputs, not_now: bool) -> Option<Measure> {
     due(inputs, measure(inputs).as_ref())
 }
 
+/// A claim that stands is refused while a test that passed at an earlier
+/// iteration fails now (by this Stop's score: a `--score` command other
+/// than the check, or a promise with no check): not done on the promise alone.
+pub(crate) fn with_regressions(completion: Completion, scored: Option<&Scored>) -> Completion {
+    match (completion, scored) {
+        (Completion::Complete, Some(s)) if !s.regressions.is_empty() => {
+            Completion::Refused(Refusal {
+                check: None,
+                regressed: s.regressions.iter().map(|r| r.test.clone()).collect(),
+            })
+        }
+        (completion, _) => completion,
+    }
+}
+
 /// This Stop's score once no check is left to run, with what the loop had
 /// spent by then (`budgets`: this turn's tokens added).
 pub(crate) fn of_stop(
@@ -155,7 +170,7 @@ pub(crate) fn scored(
     let iteration = inputs.state.iteration;
     let (entry, passing, changed) = match run {
         Some(run) => {
-            let score = score_of(&run.result, run.measure.numbered);
+            let score = run.result.score_as(run.measure.numbered);
             let passing = score.passing.clone();
             let entry = IterationScore {
                 iteration,
@@ -202,14 +217,4 @@ pub(crate) fn scored(
         changed,
         new_best,
     })
-}
-
-/// The score a check's result carries, as this measure reads it: a number
-/// counts only for a `--score` command (a check's last number is a time, a
-/// count of files...); a check that printed nothing to read is its exit.
-pub(crate) fn score_of(result: &CheckResult, numbered: bool) -> Score {
-    match &result.score {
-        Some(s) if s.reader != Runner::Number || numbered => s.clone(),
-        _ => Score::of_exit(result.passed()),
-    }
 }

@@ -56,7 +56,7 @@ use std::cell::OnceCell;
 use std::time::Duration;
 
 /// How many passes of [`step`] a Stop makes at most: round 1 may run story
-/// checks, round 2 the reviews of the stories that now pass them (`--review
+/// checks and the iteration's score (`measure`), round 2 the reviews of the stories that now pass them (`--review
 /// story`), round 3 the loop's own check (whether completion is claimed can
 /// depend on the stories), round 4 the final reviewers (once completion
 /// stands), round 5 decides. `docs/architecture.md` says the same (a test
@@ -227,7 +227,7 @@ fn score_run(
     let message = format!("ralph: iteration {iteration}, {label}\n\n{}", measure.command);
     let (tree, commit) = tree::snapshot(&paths.root, &message).unzip();
     let history = crate::score::history::read(&paths.scores);
-    let score = measure::score_of(&result, measure.numbered);
+    let score = result.score_as(measure.numbered);
     if let Some(c) = &commit
         && history.would_be_best(&measure.command, measure.story.as_deref(), &score)
     {

@@ -186,7 +186,12 @@ impl<'a> Plan<'a> {
             .then(|| story_review_job(inputs, awaiting));
         let loop_verify = loop_verify.filter(|_| story_review.is_none());
         let jobs = Jobs::of(inputs, story_jobs, loop_verify, story_review, score_job);
+        let budgets = state.budgets.after_turn(&inputs.usage);
+        let scored = (!not_now && jobs.is_none())
+            .then(|| measure::of_stop(inputs, ran.score.as_ref(), &budgets))
+            .flatten();
         let completion = completion::judge(state, claimed, loop_check);
+        let completion = measure::with_regressions(completion, scored.as_ref());
         let reviewing = completion == Completion::Complete
             && !state.review.final_reviewers().is_empty()
             && jobs.is_none()
@@ -196,10 +201,6 @@ impl<'a> Plan<'a> {
         } else {
             (ReviewStage::Off, jobs)
         };
-        let budgets = state.budgets.after_turn(&inputs.usage);
-        let scored = (!not_now && jobs.is_none())
-            .then(|| measure::of_stop(inputs, ran.score.as_ref(), &budgets))
-            .flatten();
         Plan {
             scored,
             claims: state.session_id.is_empty() && !inputs.session.is_empty(),

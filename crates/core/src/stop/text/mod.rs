@@ -254,6 +254,12 @@ fn verified(state: &LoopState) -> String {
 /// The failed check, as the model should read it.
 fn refusal_report(state: &LoopState, refusal: &Refusal) -> String {
     match &refusal.check {
+        _ if !refusal.regressed.is_empty() => format!(
+            "{} that passed at an earlier iteration {} now: {}.",
+            plural(refusal.regressed.len() as u64, "test"),
+            if refusal.regressed.len() == 1 { "fails" } else { "fail" },
+            refusal.regressed.join(", ")
+        ),
         Some(c) => c.failure_report(state.verify_timeout),
         None => format!(
             "`{}` could not be run.",
@@ -263,6 +269,9 @@ fn refusal_report(state: &LoopState, refusal: &Refusal) -> String {
 }
 
 fn refusal_status(state: &LoopState, refusal: &Refusal) -> String {
+    if !refusal.regressed.is_empty() {
+        return format!("{} regressed", plural(refusal.regressed.len() as u64, "test"));
+    }
     refusal
         .check
         .as_ref()

@@ -46,7 +46,7 @@ pub(super) fn note(cx: &StopContext) -> Option<String> {
     }
     out.push('.');
     let max = cx.state.max_plateau;
-    if max > 0 && s.since_best > 0 && s.newest.score.reader.graded() {
+    if max > 0 && s.since_best > 0 && s.best.score.reader.graded() {
         out.push_str(&format!(
             " {} of {max} that changed the code without beating the best: at {max} the loop stops (--max-plateau).",
             plural(u64::from(s.since_best), "iteration")
@@ -91,11 +91,14 @@ pub(super) fn plateau_end(cx: &StopContext, after: &str) -> String {
         return format!("🛑 Ralph loop stopped after {after}: the score stopped improving (--max-plateau {}).", cx.state.max_plateau);
     };
     let best = s.best;
+    // The commit by its id: the ref is the agent's to move too.
     let kept = match &best.commit {
-        Some(c) => format!(
-            " Its tree is kept as {BEST_REF} (commit {}); to go back to it: git restore --source={BEST_REF} -- .",
-            &c[..c.len().min(12)]
-        ),
+        Some(c) => {
+            let short = &c[..c.len().min(12)];
+            format!(
+                " Its tree is commit {short} (also {BEST_REF}); to go back to it: git restore --source={short} -- ."
+            )
+        }
         None => String::new(),
     };
     format!(
