@@ -86,8 +86,16 @@ fn each_changed_tree_is_scored_once_and_a_regression_is_named_with_what_changed(
     assert_eq!(runs(&p), 2);
     // Status shows the score, its trend and the best; so does its JSON.
     let (_, status) = p.ralph(&["status"]);
-    assert!(status.contains("score:     tests 1/2 = (sh check.sh)"), "{status}");
-    assert!(status.contains("best:      tests 1/2 at iteration 1, 1 scored since (stops at 5: --max-plateau)"), "{status}");
+    assert!(
+        status.contains("score:     tests 1/2 = (sh check.sh)"),
+        "{status}"
+    );
+    assert!(
+        status.contains(
+            "best:      tests 1/2 at iteration 1, 1 scored since (stops at 5: --max-plateau)"
+        ),
+        "{status}"
+    );
     let (_, json) = p.ralph(&["status", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["score"]["now"], "tests 1/2", "{json}");
@@ -97,7 +105,10 @@ fn each_changed_tree_is_scored_once_and_a_regression_is_named_with_what_changed(
 
 #[test]
 fn a_claim_on_a_scored_tree_reuses_the_score_and_completes() {
-    let p = scoring_loop("score-claim", "--completion-promise DONE --max-iterations 20");
+    let p = scoring_loop(
+        "score-claim",
+        "--completion-promise DONE --max-iterations 20",
+    );
     edit_and_stop(&p, true, true);
     assert_eq!(runs(&p), 1);
     let out = p.stop("s1", Some("<promise>DONE</promise>"));
@@ -105,7 +116,10 @@ fn a_claim_on_a_scored_tree_reuses_the_score_and_completes() {
     assert!(message(out.as_ref()).contains("complete"), "{out:?}");
     assert_eq!(runs(&p), 1, "the check ran once for this tree");
     // Edited and claimed in the same turn: one run, scored and judged.
-    let p = scoring_loop("score-claim-same-turn", "--completion-promise DONE --max-iterations 20");
+    let p = scoring_loop(
+        "score-claim-same-turn",
+        "--completion-promise DONE --max-iterations 20",
+    );
     p.write("results.txt", results(true, true));
     p.guard_saw("s1", "Write");
     let out = p.stop("s1", Some("all pass <promise>DONE</promise>"));
@@ -129,7 +143,10 @@ fn a_loop_that_edits_without_gaining_stops_at_the_plateau_and_names_the_best() {
         "{m}"
     );
     let best = git(&p.root, &["rev-parse", "refs/ralph/best"]);
-    assert!(m.contains(&format!("git restore --source={} -- .", &best.trim()[..12])), "{m}");
+    assert!(
+        m.contains(&format!("git restore --source={} -- .", &best.trim()[..12])),
+        "{m}"
+    );
     assert_eq!(p.log().last().unwrap()["reason"], "plateau");
     assert!(p.state().is_none());
     // The report draws the curve.
@@ -149,18 +166,25 @@ fn a_loop_that_edits_without_gaining_stops_at_the_plateau_and_names_the_best() {
 /// green and the regression in red (the curve's own colours).
 fn looks_drawn(p: &Project, page: &std::path::Path) {
     let Some(browser) = crate::loop_report::browser() else {
-        eprintln!("SKIPPED: no headless Chromium (apt-get install chromium) to draw the score curve");
+        eprintln!(
+            "SKIPPED: no headless Chromium (apt-get install chromium) to draw the score curve"
+        );
         return;
     };
     let shot = p.path("score.png");
     let out = crate::loop_report::headless(
         &browser,
-        &[&format!("--screenshot={}", shot.display()), "--window-size=900,700"],
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=900,700",
+        ],
         page,
     );
     let file = std::fs::File::open(&shot)
         .unwrap_or_else(|_| panic!("no screenshot: {}", String::from_utf8_lossy(&out.stderr)));
-    let mut reader = png::Decoder::new(std::io::BufReader::new(file)).read_info().unwrap();
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .unwrap();
     let mut buf = vec![0; reader.output_buffer_size()];
     let info = reader.next_frame(&mut buf).unwrap();
     let channels = info.color_type.samples();
@@ -172,8 +196,14 @@ fn looks_drawn(p: &Project, page: &std::path::Path) {
             .count()
     };
     // circle.best: #2a2; circle.regression: #c22.
-    assert!(count([0x22, 0xaa, 0x22]) > 20, "no green best ring in the screenshot");
-    assert!(count([0xcc, 0x22, 0x22]) > 20, "no red regression in the screenshot");
+    assert!(
+        count([0x22, 0xaa, 0x22]) > 20,
+        "no green best ring in the screenshot"
+    );
+    assert!(
+        count([0xcc, 0x22, 0x22]) > 20,
+        "no red regression in the screenshot"
+    );
     if let Ok(keep) = std::env::var("RALPH_KEEP_SCORE_SHOT") {
         let _ = std::fs::copy(&shot, keep);
     }
@@ -187,8 +217,14 @@ fn a_loop_that_gains_is_not_stopped_and_the_status_line_shows_the_trend() {
     let line = crate::statusline::plain_line(&p);
     assert!(line.contains("tests 1/2 ↑1"), "{line}");
     let out = edit_and_stop(&p, true, true);
-    assert!(is_block(out.as_ref()), "no promise: the loop goes on ({out:?})");
-    assert!(message(out.as_ref()).ends_with(" · tests 2/2 ↑1"), "{out:?}");
+    assert!(
+        is_block(out.as_ref()),
+        "no promise: the loop goes on ({out:?})"
+    );
+    assert!(
+        message(out.as_ref()).ends_with(" · tests 2/2 ↑1"),
+        "{out:?}"
+    );
 }
 
 #[test]

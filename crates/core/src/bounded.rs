@@ -216,5 +216,4 @@ mod tests {
         let wide = "é".repeat(10_000);
         assert!(tail(&wide).len() <= TAIL_BYTES + 4);
     }
-
 }

@@ -6,10 +6,10 @@
 //! with a chart of iterations over time. Pure: the binary reads the log.
 
 use crate::activity::{Entry, LogScore};
-use crate::score::summary::sparkline;
 use crate::clock::parse_rfc3339;
 use crate::fmt::plural;
 use crate::run::units::human_duration;
+use crate::score::summary::sparkline;
 use crate::verify::VerifyLog;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -328,7 +328,10 @@ impl Report {
     fn score_line(&self) -> Option<String> {
         let scores = self.scores();
         let (last, now) = *scores.last()?;
-        let points: Vec<f64> = scores.iter().map(|(_, s)| s.milli as f64 / 1000.0).collect();
+        let points: Vec<f64> = scores
+            .iter()
+            .map(|(_, s)| s.milli as f64 / 1000.0)
+            .collect();
         let (best_entry, best) = scores
             .iter()
             .rev()
@@ -345,15 +348,24 @@ impl Report {
         );
         let after = now.at.saturating_sub(best.at);
         if after > 0 {
-            line.push_str(&format!(", nothing gained after it ({}", plural(after, "iteration")));
+            line.push_str(&format!(
+                ", nothing gained after it ({}",
+                plural(after, "iteration")
+            ));
             if let (Some(a), Some(b)) = (best_entry.tokens, last.tokens) {
-                line.push_str(&format!(", {} tokens", crate::fmt::tokens(b.saturating_sub(a))));
+                line.push_str(&format!(
+                    ", {} tokens",
+                    crate::fmt::tokens(b.saturating_sub(a))
+                ));
             }
             line.push(')');
         }
         let regressions: u32 = scores.iter().map(|(_, s)| s.regressions).sum();
         if regressions > 0 {
-            line.push_str(&format!("; {} named", plural(u64::from(regressions), "regression")));
+            line.push_str(&format!(
+                "; {} named",
+                plural(u64::from(regressions), "regression")
+            ));
         }
         line.push('\n');
         Some(line)
@@ -367,8 +379,18 @@ impl Report {
             return String::new();
         }
         let (w, h, pad) = (640.0_f64, 220.0_f64, 36.0_f64);
-        let lo = scores.iter().map(|(_, s)| s.milli).min().unwrap_or(0).min(0) as f64;
-        let hi = scores.iter().map(|(_, s)| s.milli).max().unwrap_or(1).max(1) as f64;
+        let lo = scores
+            .iter()
+            .map(|(_, s)| s.milli)
+            .min()
+            .unwrap_or(0)
+            .min(0) as f64;
+        let hi = scores
+            .iter()
+            .map(|(_, s)| s.milli)
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
         let it_max = scores.last().map_or(1, |(_, s)| s.at).max(1) as f64;
         let x = |i: u64| pad + (i as f64 / it_max) * (w - 2.0 * pad);
         let y = |m: i64| h - pad - ((m as f64 - lo) / (hi - lo).max(1.0)) * (h - 2.0 * pad);
@@ -394,7 +416,13 @@ impl Report {
                 crate::fmt::tokens(*d)
             );
             let _ = write!(points, "{:.1},{:.1} ", x(s.at), y(s.milli));
-            let class = if s.regressions > 0 { "regression" } else if s.best { "best" } else { "score" };
+            let class = if s.regressions > 0 {
+                "regression"
+            } else if s.best {
+                "best"
+            } else {
+                "score"
+            };
             let _ = write!(
                 dots,
                 "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{}\"><title>#{} {}{}</title></circle>",
@@ -403,7 +431,11 @@ impl Report {
                 if s.best { 6 } else { 4 },
                 s.at,
                 esc(&s.text),
-                if s.regressions > 0 { format!(", {} regressed", s.regressions) } else { String::new() }
+                if s.regressions > 0 {
+                    format!(", {} regressed", s.regressions)
+                } else {
+                    String::new()
+                }
             );
         }
         format!(

@@ -230,8 +230,10 @@ pub fn status(paths: &LoopPaths) -> Status {
             let mut status =
                 Status::at(project, Some(&state), None, prd.as_ref(), checks, last, now);
             status.state_file = Some(paths.state.display().to_string());
-            status.score =
-                crate::score::summary::ScoreSummary::of(&crate::score::history::read(&paths.scores), state.max_plateau);
+            status.score = crate::score::summary::ScoreSummary::of(
+                &crate::score::history::read(&paths.scores),
+                state.max_plateau,
+            );
             status.worker = state
                 .fresh
                 .then(|| crate::fresh::read_worker(&paths.worker))

@@ -207,7 +207,10 @@ mod tests {
         // A build that broke before its tests ran: below any reading.
         assert!(!Score::of_exit(false).beats(&tests(0, 9)));
         assert!(tests(0, 9).beats(&Score::of_exit(false)));
-        assert!(Score::of_exit(true).beats(&tests(41, 9)), "the check passes");
+        assert!(
+            Score::of_exit(true).beats(&tests(41, 9)),
+            "the check passes"
+        );
     }
 
     #[test]
@@ -220,6 +223,9 @@ mod tests {
         assert_eq!(trend(&tests(41, 9), Some(&tests(41, 9))), "=");
         assert_eq!(trend(&number(2_250), Some(&number(2_000))), "↑0.25");
         assert_eq!(trend(&tests(41, 9), None), "");
-        assert_eq!(trend(&Score::of_exit(true), Some(&Score::of_exit(false))), "");
+        assert_eq!(
+            trend(&Score::of_exit(true), Some(&Score::of_exit(false))),
+            ""
+        );
     }
 }

@@ -53,7 +53,10 @@ pub(crate) fn junit(xml: &str) -> Option<Score> {
         if body.contains("<skipped") {
             continue;
         }
-        tally.test(full, !(body.contains("<failure") || body.contains("<error")));
+        tally.test(
+            full,
+            !(body.contains("<failure") || body.contains("<error")),
+        );
     }
     tally.counted()
 }
@@ -211,7 +214,10 @@ fn pytest(lines: &[&str]) -> Option<Score> {
             if p + f > 0 {
                 summary = Some((p, f));
             }
-        } else if let Some(rest) = t.strip_prefix("FAILED ").or_else(|| t.strip_prefix("ERROR ")) {
+        } else if let Some(rest) = t
+            .strip_prefix("FAILED ")
+            .or_else(|| t.strip_prefix("ERROR "))
+        {
             let name = rest.split(" - ").next().unwrap_or(rest);
             tally.name(name.to_string(), false);
         } else if let Some((name, outcome)) = t.split_once(' ')
@@ -237,7 +243,10 @@ fn jest(lines: &[&str]) -> Option<Score> {
         if let Some(rest) = t.strip_prefix("Tests:")
             && rest.ends_with(" total")
         {
-            summary = Some((count_before(rest, &["passed"]), count_before(rest, &["failed"])));
+            summary = Some((
+                count_before(rest, &["passed"]),
+                count_before(rest, &["failed"]),
+            ));
         } else if let Some(rest) = t.strip_prefix("● ") {
             if !rest.starts_with("Test suite failed") {
                 tally.name(rest.to_string(), false);
@@ -259,7 +268,10 @@ fn vitest(lines: &[&str]) -> Option<Score> {
         if let Some(rest) = t.strip_prefix("Tests ")
             && (rest.contains("passed") || rest.contains("failed"))
         {
-            summary = Some((count_before(rest, &["passed"]), count_before(rest, &["failed"])));
+            summary = Some((
+                count_before(rest, &["passed"]),
+                count_before(rest, &["failed"]),
+            ));
         } else if let Some(rest) = t.strip_prefix("FAIL ") {
             if rest.contains(" > ") {
                 tally.name(rest.trim().to_string(), false);
@@ -435,7 +447,10 @@ fn plain(lines: &[&str]) -> Option<Score> {
     lines.iter().rev().find_map(|line| {
         let lower = line.to_ascii_lowercase();
         let passed = count_before(&lower, &["passed", "passing", "pass"]);
-        let failed = count_before(&lower, &["failed", "failing", "failures", "failure", "fail"]);
+        let failed = count_before(
+            &lower,
+            &["failed", "failing", "failures", "failure", "fail"],
+        );
         let said = has_count(&lower, &["passed", "passing", "pass"]);
         said.then(|| Tally::new(Runner::Plain).with_counts(passed, failed))
     })

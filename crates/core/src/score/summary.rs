@@ -121,7 +121,11 @@ impl ScoreSummary {
 }
 
 /// `$0.42` per point gained from `first` to `best`, when both have a cost.
-fn cost_per_point(first: &super::history::IterationScore, best: &super::history::IterationScore, gained: f64) -> Option<String> {
+fn cost_per_point(
+    first: &super::history::IterationScore,
+    best: &super::history::IterationScore,
+    gained: f64,
+) -> Option<String> {
     let dollars = |e: &super::history::IterationScore| e.cost.as_deref()?.parse::<f64>().ok();
     let spent = dollars(best)? - dollars(first)?;
     (gained > 0.0 && spent > 0.0).then(|| format!("${:.2}", spent / gained))

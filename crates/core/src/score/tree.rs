@@ -19,10 +19,8 @@ const MAX_CHANGED: usize = 8;
 pub(crate) fn snapshot(root: &Path, message: &str) -> Option<(String, String)> {
     static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let index = std::env::temp_dir().join(format!(
-        "ralph-score-index-{}-{seq}",
-        std::process::id()
-    ));
+    let index =
+        std::env::temp_dir().join(format!("ralph-score-index-{}-{seq}", std::process::id()));
     let made = snapshot_with(root, &index, message);
     let _ = std::fs::remove_file(&index);
     made

@@ -83,7 +83,9 @@ pub(crate) fn apply(
         .with_pinned(plan.ran_checks && !state.pins.is_empty())
         .with_transcript_late(inputs.transcript_late)
         .with_score(
-            plan.scored.as_ref().and_then(super::measure::Scored::log_score),
+            plan.scored
+                .as_ref()
+                .and_then(super::measure::Scored::log_score),
             plan.budgets.tokens,
         );
     if let Err(e) = log(paths, entry) {

@@ -26,9 +26,9 @@
 
 use super::completion::{self, Completion, JudgedPrd, Refusal};
 use super::gather::StopInputs;
+use super::measure::Scored;
 pub(crate) use super::next::Decision;
 pub(crate) use super::next::{Next, Then};
-use super::measure::Scored;
 use super::plan::{Plan, ReviewStage};
 pub(crate) use super::workers::Workers;
 use crate::activity::Code;

@@ -489,7 +489,9 @@ fn scored(passed: &[u32], regressed: &[&str]) -> crate::stop::measure::Scored {
         })
         .collect();
     crate::stop::measure::Scored {
-        new_best: history.standing().is_some_and(|s| std::ptr::eq(s.best, s.newest)),
+        new_best: history
+            .standing()
+            .is_some_and(|s| std::ptr::eq(s.best, s.newest)),
         history,
         regressions,
         changed: vec![(2, vec!["src/date.rs".into()])],
@@ -507,25 +509,65 @@ fn the_plateau_rule_stops_a_loop_that_edits_without_gaining_and_names_the_best()
     let d = with(&[3, 6, 6, 5, 6, 6], "x").decide();
     assert_eq!(d.code, Code::Continue);
     let (_, reason, _) = fed(&d);
-    assert!(reason.contains("Score (`pytest`): tests 6/10 (= since iteration 5); best tests 6/10 at iteration 2."), "{reason}");
-    assert!(reason.contains("4 iterations of 5 that changed the code without beating the best"), "{reason}");
-    assert!(d.system_message.ends_with(" · tests 6/10 ="), "{}", d.system_message);
+    assert!(
+        reason.contains(
+            "Score (`pytest`): tests 6/10 (= since iteration 5); best tests 6/10 at iteration 2."
+        ),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("4 iterations of 5 that changed the code without beating the best"),
+        "{reason}"
+    );
+    assert!(
+        d.system_message.ends_with(" · tests 6/10 ="),
+        "{}",
+        d.system_message
+    );
     // The fifth: the loop stops, naming the best, its commit and the way back.
     let d = with(&[3, 6, 6, 5, 6, 6, 6], "x").decide();
     assert_eq!(d.code, Code::Plateau);
     assert!(d.system_message.contains("5 iterations in a row changed the code without beating the best score, tests 6/10 at iteration 2 (plateau rule, --max-plateau 5)"), "{}", d.system_message);
-    assert!(d.system_message.contains("Its tree is commit c0ffee1 (also refs/ralph/best)"), "{}", d.system_message);
-    assert!(d.system_message.contains("git restore --source=c0ffee1 -- ."), "{}", d.system_message);
-    assert!(d.system_message.contains("spent 500k tokens"), "{}", d.system_message);
+    assert!(
+        d.system_message
+            .contains("Its tree is commit c0ffee1 (also refs/ralph/best)"),
+        "{}",
+        d.system_message
+    );
+    assert!(
+        d.system_message
+            .contains("git restore --source=c0ffee1 -- ."),
+        "{}",
+        d.system_message
+    );
+    assert!(
+        d.system_message.contains("spent 500k tokens"),
+        "{}",
+        d.system_message
+    );
     // A loop that gains is never stopped by it; a true promise still completes.
-    assert_eq!(with(&[1, 2, 3, 4, 5, 6, 7], "x").decide().code, Code::Continue);
-    assert_eq!(with(&[3, 6, 6, 6, 6, 6, 6], "<promise>DONE</promise>").decide().code, Code::Complete);
+    assert_eq!(
+        with(&[1, 2, 3, 4, 5, 6, 7], "x").decide().code,
+        Code::Continue
+    );
+    assert_eq!(
+        with(&[3, 6, 6, 6, 6, 6, 6], "<promise>DONE</promise>")
+            .decide()
+            .code,
+        Code::Complete
+    );
     // Off with 0; the cap is the reason given on the turn it is reached too.
     let mut off = s.clone();
     off.max_plateau = 0;
-    let case = Case { scored: Some(scored(&[6, 6, 6, 6, 6, 6, 6], &[])), ..Case::new(off, Some("x")) };
+    let case = Case {
+        scored: Some(scored(&[6, 6, 6, 6, 6, 6, 6], &[])),
+        ..Case::new(off, Some("x"))
+    };
     assert_eq!(case.decide().code, Code::Continue);
-    let capped = Case { scored: Some(scored(&[6, 6, 6, 6, 6, 6, 6], &[])), ..Case::new(state(20, 20, None), Some("x")) };
+    let capped = Case {
+        scored: Some(scored(&[6, 6, 6, 6, 6, 6, 6], &[])),
+        ..Case::new(state(20, 20, None), Some("x"))
+    };
     assert_eq!(capped.decide().code, Code::MaxIterations);
 }
 
@@ -541,7 +583,10 @@ fn a_regression_is_named_with_its_iteration_and_what_changed_since() {
         reason.contains("- t_parse_date passed at iteration 2 and fails now; since then you changed src/date.rs."),
         "{reason}"
     );
-    assert!(reason.contains("tests 6/10 (↓1 since iteration 2); best tests 7/10 at iteration 2."), "{reason}");
+    assert!(
+        reason.contains("tests 6/10 (↓1 since iteration 2); best tests 7/10 at iteration 2."),
+        "{reason}"
+    );
 }
 
 #[test]

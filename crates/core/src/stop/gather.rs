@@ -172,7 +172,9 @@ impl StopInputs {
             .map(|t| this_turn(t, transcript));
         let (tool_record, recorded) = ToolRecord::read(paths, &state.session_id);
         let effect = breaker::turn_effect(recorded.as_deref(), turn.as_ref(), last_message);
-        let queued = turn.as_ref().map_or_else(Vec::new, |t| queued::pending(&t.queue));
+        let queued = turn
+            .as_ref()
+            .map_or_else(Vec::new, |t| queued::pending(&t.queue));
         // The recorded checks are what run, whatever the PRD says now.
         let prd = state.prd_file.as_deref().map(|file| {
             crate::prd::read(&paths.root, file).map(|p| p.with_recorded_checks(&state.story_checks))

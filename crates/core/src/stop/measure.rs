@@ -69,9 +69,9 @@ impl Scored {
     /// measure that can rise step by step only: a pass/fail check cannot).
     pub(crate) fn plateaued(&self, max_plateau: u32) -> bool {
         max_plateau > 0
-            && self.standing().is_some_and(|s| {
-                s.best.score.reader.graded() && s.since_best >= max_plateau
-            })
+            && self
+                .standing()
+                .is_some_and(|s| s.best.score.reader.graded() && s.since_best >= max_plateau)
     }
 }
 

@@ -224,7 +224,10 @@ fn score_run(
         .score
         .as_ref()
         .map_or_else(|| "no score".to_string(), |s| s.label());
-    let message = format!("ralph: iteration {iteration}, {label}\n\n{}", measure.command);
+    let message = format!(
+        "ralph: iteration {iteration}, {label}\n\n{}",
+        measure.command
+    );
     let (tree, commit) = tree::snapshot(&paths.root, &message).unzip();
     let history = crate::score::history::read(&paths.scores);
     let score = result.score_as(measure.numbered);

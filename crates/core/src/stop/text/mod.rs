@@ -109,7 +109,10 @@ pub(crate) fn render(cx: &StopContext, j: Judgement) -> Decision {
             let mut words = ending(cx, end);
             if matches!(
                 end,
-                Outcome::MaxIterations | Outcome::BudgetSpent(_) | Outcome::Stalled | Outcome::StoryStuck(_)
+                Outcome::MaxIterations
+                    | Outcome::BudgetSpent(_)
+                    | Outcome::Stalled
+                    | Outcome::StoryStuck(_)
             ) {
                 words.push_str(&score_words::best_at_end(cx));
             }
@@ -257,7 +260,11 @@ fn refusal_report(state: &LoopState, refusal: &Refusal) -> String {
         _ if !refusal.regressed.is_empty() => format!(
             "{} that passed at an earlier iteration {} now: {}.",
             plural(refusal.regressed.len() as u64, "test"),
-            if refusal.regressed.len() == 1 { "fails" } else { "fail" },
+            if refusal.regressed.len() == 1 {
+                "fails"
+            } else {
+                "fail"
+            },
             refusal.regressed.join(", ")
         ),
         Some(c) => c.failure_report(state.verify_timeout),
@@ -270,7 +277,10 @@ fn refusal_report(state: &LoopState, refusal: &Refusal) -> String {
 
 fn refusal_status(state: &LoopState, refusal: &Refusal) -> String {
     if !refusal.regressed.is_empty() {
-        return format!("{} regressed", plural(refusal.regressed.len() as u64, "test"));
+        return format!(
+            "{} regressed",
+            plural(refusal.regressed.len() as u64, "test")
+        );
     }
     refusal
         .check

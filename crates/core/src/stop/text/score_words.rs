@@ -80,7 +80,9 @@ fn regressions(scored: &Scored) -> String {
     if more > 0 {
         out.push_str(&format!("\n- and {}.", plural(more as u64, "more test")));
     }
-    out.push_str("\nFix them before you go on: the work is not done while a test that passed fails.");
+    out.push_str(
+        "\nFix them before you go on: the work is not done while a test that passed fails.",
+    );
     out
 }
 
@@ -88,7 +90,10 @@ fn regressions(scored: &Scored) -> String {
 /// commit, how to go back to it, and what the iterations since cost.
 pub(super) fn plateau_end(cx: &StopContext, after: &str) -> String {
     let Some(s) = cx.scored.and_then(Scored::standing) else {
-        return format!("🛑 Ralph loop stopped after {after}: the score stopped improving (--max-plateau {}).", cx.state.max_plateau);
+        return format!(
+            "🛑 Ralph loop stopped after {after}: the score stopped improving (--max-plateau {}).",
+            cx.state.max_plateau
+        );
     };
     let best = s.best;
     // The commit by its id: the ref is the agent's to move too.
