@@ -108,10 +108,10 @@ fn spawn_bounded(
     timeout: Duration,
     keep: Keep,
 ) -> std::io::Result<(Option<i32>, bool, [Vec<u8>; 2])> {
-    let apart = keep == Keep::Apart;
     static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let started = Instant::now();
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let apart = keep == Keep::Apart;
     let path = |kind: &str| {
         std::env::temp_dir().join(format!("ralph-run-{}-{seq}.{kind}", std::process::id()))
     };

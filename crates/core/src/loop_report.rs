@@ -391,8 +391,17 @@ impl Report {
             .max()
             .unwrap_or(1)
             .max(1) as f64;
-        let it_max = scores.last().map_or(1, |(_, s)| s.at).max(1) as f64;
-        let x = |i: u64| pad + (i as f64 / it_max) * (w - 2.0 * pad);
+        let it_min = scores.first().map_or(1, |(_, s)| s.at) as f64;
+        let it_max = scores.last().map_or(1, |(_, s)| s.at) as f64;
+        // From the first scored iteration to the last (one alone: centred).
+        let x = |i: u64| {
+            let span = it_max - it_min;
+            if span < 1.0 {
+                w / 2.0
+            } else {
+                pad + ((i as f64 - it_min) / span) * (w - 2.0 * pad)
+            }
+        };
         let y = |m: i64| h - pad - ((m as f64 - lo) / (hi - lo).max(1.0)) * (h - 2.0 * pad);
         let spent: Vec<u64> = scores
             .iter()
@@ -441,14 +450,16 @@ impl Report {
         format!(
             "<figure><svg id=\"score\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"score per iteration\">\
 <line x1=\"{pad}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" class=\"axis\"/><line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{b}\" class=\"axis\"/>\
-<text x=\"{pad}\" y=\"{ty}\">0</text><text x=\"{r}\" y=\"{ty}\" text-anchor=\"end\">iteration {itmax}</text>\
-<text x=\"4\" y=\"{py}\">{top}</text>{bars}<polyline points=\"{points}\" class=\"line score\"/>{dots}</svg>\
+<text x=\"{pad}\" y=\"{ty}\">iteration {itmin}</text><text x=\"{r}\" y=\"{ty}\" text-anchor=\"end\">iteration {itmax}</text>\
+<text x=\"4\" y=\"{py}\">{top}</text><text x=\"4\" y=\"{b}\">{bottom}</text>{bars}<polyline points=\"{points}\" class=\"line score\"/>{dots}</svg>\
 <figcaption>Score per iteration (the best ringed, regressions in red) over the tokens each spent (grey)</figcaption></figure>\n",
             b = h - pad,
             r = w - pad,
             ty = h - pad + 16.0,
             py = pad + 4.0,
+            itmin = it_min as u64,
             itmax = it_max as u64,
+            bottom = crate::score::number_text(lo / 1000.0),
             top = crate::score::number_text(hi / 1000.0),
         )
     }

@@ -42,7 +42,7 @@ pub struct CheckResult {
     /// What its output measured (`score::runners`): tests passed and
     /// failed, a number, or its exit alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub score: Option<crate::score::Score>,
+    pub score: Option<Box<crate::score::Score>>,
 }
 
 impl CheckResult {
@@ -93,7 +93,7 @@ impl CheckResult {
     /// count of files...); a check that printed nothing to read is its exit.
     pub(crate) fn score_as(&self, numbered: bool) -> crate::score::Score {
         match &self.score {
-            Some(s) if s.reader != crate::score::Runner::Number || numbered => s.clone(),
+            Some(s) if s.reader != crate::score::Runner::Number || numbered => (**s).clone(),
             _ => crate::score::Score::of_exit(self.passed()),
         }
     }

@@ -112,7 +112,7 @@ pub(crate) fn run_check(
             let passed = b.exit == Some(0) && !b.timed_out;
             let score = junit_report(root, command, since)
                 .unwrap_or_else(|| crate::score::runners::read(&whole, passed, true));
-            (b.exit, b.timed_out, b.output, Some(score))
+            (b.exit, b.timed_out, b.output, Some(Box::new(score)))
         }
         Err(e) => (None, false, format!("could not start `sh -c`: {e}"), None),
     };

@@ -355,7 +355,7 @@ mod tests {
             duration_ms: 1,
             pinned: false,
             put_back: Vec::new(),
-            score: Some(score),
+            score: Some(Box::new(score)),
         })
     }
 

@@ -207,6 +207,8 @@ pub struct Lane {
     pub plateau: u32,
 }
 
+// serde's `skip_serializing_if` hands a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }

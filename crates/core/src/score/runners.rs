@@ -8,12 +8,15 @@
 
 use super::{MAX_FAILING, MAX_PASSING, Runner, Score};
 
+/// One runner's reading of the output's lines.
+type Reader = fn(&[&str]) -> Option<Score>;
+
 /// What a check printed, read as a score. `number`: the command is a
 /// `--score` command, whose last number counts when no runner is found.
 pub(crate) fn read(output: &str, passed: bool, number: bool) -> Score {
     let clean = strip_colour(output);
     let lines: Vec<&str> = clean.lines().map(str::trim_end).collect();
-    let readers: [fn(&[&str]) -> Option<Score>; 13] = [
+    let readers: [Reader; 13] = [
         go_json, cargo, nextest, pytest, jest, vitest, node_test, mocha, rspec, phpunit, ctest,
         go_text, plain,
     ];

@@ -177,7 +177,6 @@ impl Jobs {
             ran.loop_check = Some(check(cmd));
         }
         if let Some(measure) = self.score.clone() {
-            ran.score_done = true;
             let result = check(&measure.command);
             ran.score = Some(score_run(paths, measure, result, self.iteration));
         }

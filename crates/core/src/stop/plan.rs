@@ -34,8 +34,7 @@ pub struct Ran {
     pub story_reviews_done: bool,
     /// The verdicts of either, by reviewer (`story:ID` for a story's).
     pub reviews: Vec<(String, ReviewVerdict)>,
-    /// The measure's score ran (once per Stop), and what it gave.
-    pub(crate) score_done: bool,
+    /// The measure's score, once it ran (once per Stop).
     pub(crate) score: Option<ScoreRun>,
 }
 
@@ -160,7 +159,7 @@ impl<'a> Plan<'a> {
         // checked in the merge queue; all of them are again at the end).
         let not_now = queue.preempts() || duplicate || workers != Workers::Idle;
         let no_checks = ran.stories_done || not_now;
-        let score_job = measure::job(inputs, ran.score_done || not_now);
+        let score_job = measure::job(inputs, ran.score.is_some() || not_now);
         let story_jobs = match (&inputs.prd, no_checks) {
             (Some(Ok(p)), false) => stories_to_check(p, &log, fingerprint),
             _ => Vec::new(),
