@@ -43,7 +43,8 @@ pub(crate) struct Scored {
     pub regressions: Vec<Regression>,
     /// The files changed since each of those iterations.
     pub changed: Vec<(u64, Vec<String>)>,
-    /// This score is the measure's best yet (`apply` points `refs/ralph/best` at it).
+    /// This score is the measure's best yet (its run moved `refs/ralph/best`
+    /// to its commit, outside the lock: `stop::score_run`).
     pub new_best: bool,
 }
 
