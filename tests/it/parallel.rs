@@ -129,6 +129,11 @@ fn a_claimed_story_is_merged_checked_and_only_then_marked_passing() {
     assert_eq!(lane["worktree"], json!(tree), "{lane}");
     assert_eq!(lane["status"], "working");
     std::fs::write(tree.join("one.txt"), "one\n").unwrap();
+    // The mount points a sandboxed command leaves until the client takes
+    // them away: never the work's.
+    std::fs::create_dir_all(tree.join(".claude")).unwrap();
+    std::fs::write(tree.join(".claude/commands"), "").unwrap();
+    std::fs::write(tree.join(".bashrc"), "").unwrap();
     // The worker also marks the story passing in its copy of the PRD: ralph
     // marks it in the main tree itself (any other change to the PRD is
     // refused: `a_workers_change_to_what_the_loop_fixed_is_sent_back`).
@@ -152,6 +157,13 @@ fn a_claimed_story_is_merged_checked_and_only_then_marked_passing() {
     let log = git(&p.root, &["log", "--format=%s"]);
     assert!(log.contains("ralph: merge story US-1 One"), "{log}");
     assert!(log.contains("ralph: story US-1 One"), "{log}");
+    let merged = git(&p.root, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert!(
+        merged.contains("one.txt")
+            && !merged.contains(".bashrc")
+            && !merged.contains(".claude/commands"),
+        "{merged}"
+    );
     // The PRD in the story's commit was the committed one: only ralph's edit shows.
     assert!(p.read("prd.json").unwrap().contains("\"userStories\""));
     assert!(!tree.exists(), "the merged worktree is removed");

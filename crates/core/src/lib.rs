@@ -44,6 +44,7 @@ pub mod passes;
 pub mod paths;
 pub(crate) mod pause;
 pub mod pins;
+pub(crate) mod placeholders;
 pub mod prd;
 pub(crate) mod prd_edit;
 pub(crate) mod promise;

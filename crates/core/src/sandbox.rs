@@ -171,36 +171,6 @@ pub fn in_session(root: &Path, client_pid: Option<u32>) -> Seen {
 /// How a user turns it on for a session.
 const TURN_ON: &str = "turn it on with /sandbox, or \"sandbox\": {\"enabled\": true} in .claude/settings.json, then start again";
 
-/// The names the client's sandbox always protects in the working folder
-/// and its `.claude/` (measured, 2.1.328): one that does not exist there
-/// shows inside a sandboxed command as `/dev/null` bound in its place, an
-/// untracked character device that `git add -A` refuses.
-const ALWAYS_PROTECTED: [&str; 23] = [
-    ".bash_profile",
-    ".bashrc",
-    ".gitconfig",
-    ".gitmodules",
-    ".idea",
-    ".mcp.json",
-    ".profile",
-    ".ripgreprc",
-    ".vscode",
-    ".zprofile",
-    ".zshrc",
-    ".claude/agents",
-    ".claude/commands",
-    ".claude/hooks",
-    ".claude/launch.json",
-    ".claude/loop.md",
-    ".claude/output-styles",
-    ".claude/routines",
-    ".claude/scheduled_tasks.json",
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-    ".claude/skills",
-    ".claude/workflows",
-];
-
 /// What a build or test run of a kind of project needs: the domains its
 /// package manager fetches from and the caches it writes under the home
 /// folder, by manifest (measured: `cargo fetch` fails with `Read-only file
@@ -286,7 +256,7 @@ pub struct RunSandbox {
     /// sandbox allows only the project and temporary files otherwise).
     pub caches: Vec<PathBuf>,
     /// A git excludes file naming the placeholders (see
-    /// [`ALWAYS_PROTECTED`]), with the user's own excludes first.
+    /// [`crate::placeholders::ALWAYS_PROTECTED`]), with the user's own excludes first.
     pub excludes: Option<PathBuf>,
 }
 
@@ -319,7 +289,7 @@ impl RunSandbox {
         // A denied path that does not exist gets a placeholder as well
         // (measured: `.claude/ralph.toml`).
         let denied_here = deny.iter().filter_map(|p| p.strip_prefix(root).ok());
-        let mut absent: Vec<String> = ALWAYS_PROTECTED
+        let mut absent: Vec<String> = crate::placeholders::ALWAYS_PROTECTED
             .iter()
             .map(PathBuf::from)
             .chain(denied_here.map(Path::to_path_buf))

@@ -35,7 +35,13 @@ fn snapshot_with(root: &Path, index: &Path, message: &str) -> Option<(String, St
         std::fs::copy(&real, index).ok()?;
     }
     let git = Git::write(root).with_index(index);
-    git.run(&["add", "-A", "--", "."]).ok()?;
+    let mut tracked = vec!["ls-tree", "-r", "--name-only", "HEAD", "--"];
+    tracked.extend(crate::placeholders::ALWAYS_PROTECTED);
+    let tracked = Git::read(root).text(&tracked).unwrap_or_default();
+    let leave_out = crate::placeholders::excludes(root, &tracked);
+    let mut add = vec!["add", "-A", "--", "."];
+    add.extend(leave_out.iter().map(String::as_str));
+    git.run(&add).ok()?;
     git.run(&[
         "rm",
         "--cached",
