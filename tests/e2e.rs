@@ -26,6 +26,9 @@ mod tui;
 #[path = "e2e/newuser.rs"]
 mod newuser;
 
+#[path = "shared/browser.rs"]
+mod browser;
+
 use ralph_fake_model::{FakeModel, Lane, Recorded, Reply, Script, content_text};
 use serde::Deserialize;
 use serde_json::Value;
@@ -234,6 +237,22 @@ struct Expect {
     /// The project's git repository at the end.
     #[serde(default)]
     git: Option<GitExpect>,
+    /// The loop's HTML report, written after the runs as the user writes it
+    /// in a terminal (`ralph report --html FILE`: the agent is refused
+    /// `--html`), and drawn by headless Chromium where there is one.
+    #[serde(default)]
+    report_html: Option<ReportHtmlExpect>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReportHtmlExpect {
+    /// Substrings of the page's source.
+    #[serde(default)]
+    contains: Vec<String>,
+    /// Colours (`#rrggbb`) the screenshot shows, each in over 20 pixels.
+    #[serde(default)]
+    screenshot_shows: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -1382,6 +1401,9 @@ fn check_project(e: &Expect, sandbox: &Sandbox, failures: &mut Vec<String>) {
     if let Some(g) = &e.git {
         check_git(g, root, failures);
     }
+    if let Some(r) = &e.report_html {
+        check_report_html(r, sandbox, failures);
+    }
     for p in &e.present {
         if matching(root, p).is_empty() {
             failures.push(format!("{p} should exist"));
@@ -1509,6 +1531,64 @@ fn check_project(e: &Expect, sandbox: &Sandbox, failures: &mut Vec<String>) {
             .count();
         if have != *n {
             failures.push(format!("{LOG_FILE}: {have} `{key}` entries, expected {n}"));
+        }
+    }
+}
+
+/// `ralph report --html` in the project, with the sessions' HOME (where the
+/// loop's folder is), and the page looked at.
+fn check_report_html(r: &ReportHtmlExpect, sandbox: &Sandbox, failures: &mut Vec<String>) {
+    let page = sandbox.root.join("report.html");
+    let out = Command::new(bin_dir().join("ralph"))
+        .args(["report", "--html"])
+        .arg(&page)
+        .current_dir(&sandbox.project)
+        .env("HOME", &sandbox.home)
+        .env("CLAUDE_PROJECT_DIR", &sandbox.project)
+        .env_remove("RALPH_DATA_DIR")
+        .output();
+    let html = match out {
+        Ok(o) if o.status.success() => fs::read_to_string(&page).unwrap_or_default(),
+        Ok(o) => {
+            return failures.push(format!(
+                "ralph report --html failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ));
+        }
+        Err(e) => return failures.push(format!("ralph report --html: {e}")),
+    };
+    for s in &r.contains {
+        if !html.contains(s.as_str()) {
+            failures.push(format!("the HTML report lacks {s:?}"));
+        }
+    }
+    if r.screenshot_shows.is_empty() {
+        return;
+    }
+    let Some(browser) = browser::browser() else {
+        eprintln!("SKIPPED: no headless Chromium (apt-get install chromium) to look at the report");
+        return;
+    };
+    let colours: Vec<[u8; 3]> = r
+        .screenshot_shows
+        .iter()
+        .map(|hex| {
+            let v = u32::from_str_radix(hex.trim_start_matches('#'), 16).unwrap_or(0);
+            [(v >> 16) as u8, (v >> 8) as u8, v as u8]
+        })
+        .collect();
+    let shot = sandbox.root.join("report.png");
+    match browser::colours_in_screenshot(&browser, &page, &shot, &colours) {
+        Err(e) => failures.push(e),
+        Ok(found) => {
+            for (hex, n) in r.screenshot_shows.iter().zip(found) {
+                if n <= 20 {
+                    failures.push(format!(
+                        "the report's screenshot ({}) shows {hex} in {n} pixels",
+                        shot.display()
+                    ));
+                }
+            }
         }
     }
 }

@@ -2,9 +2,8 @@
 //! log. The HTML page is opened in a real headless browser when one is
 //! installed (Debian's `chromium`); without one that part says so and skips.
 
+use crate::browser::{browser, headless};
 use crate::support::*;
-use std::path::Path;
-use std::process::Command;
 
 /// A PRD loop of two stories run through its Stops to the end.
 fn finished_loop(tag: &str) -> Project {
@@ -50,38 +49,6 @@ fn the_text_report_tells_how_it_went() {
         out.contains("Timeline") && out.contains("#3   end"),
         "{out}"
     );
-}
-
-/// Debian's package, or another Chromium on PATH.
-pub(crate) fn browser() -> Option<String> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|b| {
-            Command::new(b)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .map(str::to_string)
-}
-
-pub(crate) fn headless(browser: &str, args: &[&str], page: &Path) -> std::process::Output {
-    Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-        ])
-        .arg("--disable-background-networking")
-        .arg(format!(
-            "--user-data-dir={}",
-            page.with_extension("profile").display()
-        ))
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("browser runs")
 }
 
 #[test]

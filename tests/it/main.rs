@@ -7,6 +7,9 @@
 //!     cargo test --test integration hardening_corpus     # one module
 
 mod support;
+// Shared with the scenarios (`tests/e2e.rs`): headless Chromium.
+#[path = "../shared/browser.rs"]
+mod browser;
 
 mod ci;
 mod coexist;

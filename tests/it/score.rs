@@ -165,45 +165,23 @@ fn a_loop_that_edits_without_gaining_stops_at_the_plateau_and_names_the_best() {
 /// The page in a headless browser: the screenshot shows the best ringed in
 /// green and the regression in red (the curve's own colours).
 fn looks_drawn(p: &Project, page: &std::path::Path) {
-    let Some(browser) = crate::loop_report::browser() else {
+    let Some(browser) = crate::browser::browser() else {
         eprintln!(
             "SKIPPED: no headless Chromium (apt-get install chromium) to draw the score curve"
         );
         return;
     };
     let shot = p.path("score.png");
-    let out = crate::loop_report::headless(
-        &browser,
-        &[
-            &format!("--screenshot={}", shot.display()),
-            "--window-size=900,700",
-        ],
-        page,
-    );
-    let file = std::fs::File::open(&shot)
-        .unwrap_or_else(|_| panic!("no screenshot: {}", String::from_utf8_lossy(&out.stderr)));
-    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
-        .read_info()
-        .unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let channels = info.color_type.samples();
-    let near = |px: &[u8], rgb: [u8; 3]| px.iter().zip(rgb).all(|(a, b)| a.abs_diff(b) < 24);
-    let count = |rgb: [u8; 3]| {
-        buf[..info.buffer_size()]
-            .chunks(channels)
-            .filter(|px| near(&px[..3], rgb))
-            .count()
-    };
     // circle.best: #2a2; circle.regression: #c22.
-    assert!(
-        count([0x22, 0xaa, 0x22]) > 20,
-        "no green best ring in the screenshot"
-    );
-    assert!(
-        count([0xcc, 0x22, 0x22]) > 20,
-        "no red regression in the screenshot"
-    );
+    let found = crate::browser::colours_in_screenshot(
+        &browser,
+        page,
+        &shot,
+        &[[0x22, 0xaa, 0x22], [0xcc, 0x22, 0x22]],
+    )
+    .unwrap();
+    assert!(found[0] > 20, "no green best ring in the screenshot");
+    assert!(found[1] > 20, "no red regression in the screenshot");
     if let Ok(keep) = std::env::var("RALPH_KEEP_SCORE_SHOT") {
         let _ = std::fs::copy(&shot, keep);
     }
@@ -255,4 +233,36 @@ fn a_promise_is_not_done_while_a_test_that_passed_fails_now() {
     let out = p.stop("s1", Some("both pass <promise>DONE</promise>"));
     assert!(!is_block(out.as_ref()), "{out:?}");
     assert!(p.state().is_none());
+}
+
+/// A turn of `said` whose messages used `tokens`, as the client writes it.
+fn turn_used(p: &Project, said: &str, tokens: u64) {
+    use std::io::Write;
+    let line = serde_json::json!({"type": "assistant", "uuid": format!("u-{tokens}"),
+        "message": {"id": format!("m-{tokens}"), "role": "assistant",
+            "content": [{"type": "text", "text": said}],
+            "usage": {"input_tokens": tokens, "output_tokens": 0}}});
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p.transcript())
+        .unwrap();
+    writeln!(file, "{line}").unwrap();
+}
+
+#[test]
+fn a_measured_loop_counts_its_tokens_per_point_without_a_budget() {
+    let p = scoring_loop("score-tokens", "--max-iterations 20");
+    p.write("results.txt", results(true, false));
+    p.guard_saw("s1", "Write");
+    turn_used(&p, "fixed a", 1000);
+    p.stop("s1", Some("fixed a"));
+    p.write("results.txt", results(true, true));
+    p.guard_saw("s1", "Write");
+    turn_used(&p, "fixed b", 3000);
+    p.stop("s1", Some("fixed b"));
+    let last = p.log().last().cloned().unwrap();
+    assert_eq!(last["tokens"], 4000, "{last}");
+    let (_, status) = p.ralph(&["status"]);
+    assert!(status.contains("3k tokens a point"), "{status}");
 }

@@ -168,7 +168,8 @@ pub(crate) fn cost(u: &Usage, p: &Price) -> Usd {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Budgets {
     pub max_tokens: Option<u64>,
-    /// Tokens spent so far (counted while a token or cost budget is set).
+    /// Tokens spent so far (counted while a token or cost budget is set,
+    /// or the loop is measured: `LoopState::counts_tokens`).
     pub tokens: u64,
     pub max_runtime_secs: Option<u64>,
     pub max_cost: Option<Usd>,
@@ -217,10 +218,11 @@ impl Budgets {
         self.max_tokens.is_some() || self.max_cost.is_some()
     }
 
-    /// The budgets after a turn that used `messages`.
-    pub(crate) fn after_turn(&self, messages: &[MessageUsage]) -> Budgets {
+    /// The budgets after a turn that used `messages`, counted when `count`
+    /// (`LoopState::counts_tokens`).
+    pub(crate) fn after_turn(&self, messages: &[MessageUsage], count: bool) -> Budgets {
         let mut next = self.clone();
-        if !self.counts_tokens() {
+        if !count {
             return next;
         }
         if let Some(last) = messages.last() {
@@ -322,19 +324,19 @@ mod tests {
                 usage: usage(300, 100, 50, 0),
             },
         ];
-        let after = b.after_turn(&turn);
+        let after = b.after_turn(&turn, b.counts_tokens());
         assert_eq!(after.tokens, 557);
         assert_eq!(after.usage_seen.as_deref(), Some("m2"));
         // 540 at the loop's model + 900 + 1500 + 15 at sonnet's.
         assert_eq!(after.cost, Usd(540 + 2_415));
         assert_eq!(after.spent(None), Some(Budget::Cost));
         // The same messages read again (a late transcript) count once.
-        assert_eq!(after.after_turn(&turn).tokens, 557);
+        assert_eq!(after.after_turn(&turn, true).tokens, 557);
         let next_turn = turn.clone().map(|m| MessageUsage {
             id: format!("{}-next", m.id),
             ..m
         });
-        let more = after.after_turn(&next_turn);
+        let more = after.after_turn(&next_turn, true);
         assert_eq!(more.spent(None), Some(Budget::Tokens));
         let timed = Budgets {
             max_runtime_secs: Some(60),
@@ -343,7 +345,7 @@ mod tests {
         assert_eq!(timed.spent(Some(59)), None);
         assert_eq!(timed.spent(Some(60)), Some(Budget::Runtime));
         assert_eq!(
-            timed.after_turn(&turn).tokens,
+            timed.after_turn(&turn, timed.counts_tokens()).tokens,
             0,
             "not counted without a budget"
         );

@@ -403,15 +403,7 @@ impl Report {
             }
         };
         let y = |m: i64| h - pad - ((m as f64 - lo) / (hi - lo).max(1.0)) * (h - 2.0 * pad);
-        let spent: Vec<u64> = scores
-            .iter()
-            .scan(0_u64, |before, (e, _)| {
-                let now = e.tokens.unwrap_or(*before);
-                let d = now.saturating_sub(*before);
-                *before = now;
-                Some(d)
-            })
-            .collect();
+        let spent = spent_each(scores.iter().map(|(e, _)| e.tokens));
         let spent_max = spent.iter().copied().max().unwrap_or(0).max(1) as f64;
         let (mut bars, mut points, mut dots) = (String::new(), String::new(), String::new());
         for ((_, s), d) in scores.iter().zip(&spent) {
@@ -425,27 +417,7 @@ impl Report {
                 crate::fmt::tokens(*d)
             );
             let _ = write!(points, "{:.1},{:.1} ", x(s.at), y(s.milli));
-            let class = if s.regressions > 0 {
-                "regression"
-            } else if s.best {
-                "best"
-            } else {
-                "score"
-            };
-            let _ = write!(
-                dots,
-                "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{}\"><title>#{} {}{}</title></circle>",
-                x(s.at),
-                y(s.milli),
-                if s.best { 6 } else { 4 },
-                s.at,
-                esc(&s.text),
-                if s.regressions > 0 {
-                    format!(", {} regressed", s.regressions)
-                } else {
-                    String::new()
-                }
-            );
+            dots.push_str(&score_dot(s, x(s.at), y(s.milli)));
         }
         format!(
             "<figure><svg id=\"score\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"score per iteration\">\
@@ -463,6 +435,42 @@ impl Report {
             top = crate::score::number_text(hi / 1000.0),
         )
     }
+}
+
+/// What each of a run of iterations spent, from the loop's running totals
+/// (an iteration without one spent nothing more).
+fn spent_each(totals: impl Iterator<Item = Option<u64>>) -> Vec<u64> {
+    totals
+        .scan(0_u64, |before, total| {
+            let now = total.unwrap_or(*before);
+            let d = now.saturating_sub(*before);
+            *before = now;
+            Some(d)
+        })
+        .collect()
+}
+
+/// One scored iteration on the curve: ringed when it was the best, red when
+/// a test regressed.
+fn score_dot(s: &LogScore, cx: f64, cy: f64) -> String {
+    let class = if s.regressions > 0 {
+        "regression"
+    } else if s.best {
+        "best"
+    } else {
+        "score"
+    };
+    let regressed = if s.regressions > 0 {
+        format!(", {} regressed", s.regressions)
+    } else {
+        String::new()
+    };
+    format!(
+        "<circle class=\"{class}\" cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"{}\"><title>#{} {}{regressed}</title></circle>",
+        if s.best { 6 } else { 4 },
+        s.at,
+        esc(&s.text),
+    )
 }
 
 const CSS: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:52em;color:#222}\

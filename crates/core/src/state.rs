@@ -362,6 +362,21 @@ impl LoopState {
         lines
     }
 
+    /// Are the turns' tokens counted: for a token or cost budget, and in a
+    /// loop that may be measured (a check or `--score`), for the tokens
+    /// spent per point of score.
+    pub(crate) fn counts_tokens(&self) -> bool {
+        self.budgets.counts_tokens()
+            || self.score.is_some()
+            || self.verify.is_some()
+            || self.prd_file.is_some()
+    }
+
+    /// The budgets after a turn whose messages used `usage`.
+    pub(crate) fn budgets_after(&self, usage: &[crate::budget::MessageUsage]) -> Budgets {
+        self.budgets.after_turn(usage, self.counts_tokens())
+    }
+
     /// "3/30" or "3 (no cap)".
     pub fn iteration_label(&self, iteration: u64) -> String {
         if self.max_iterations > 0 {

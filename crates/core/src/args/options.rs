@@ -169,9 +169,9 @@ pub const OPTIONS: &[OptSpec] = &[
         .default("3")
         .zero(Zero::Off("off"))
         .eg("3"),
-    opt("--score", "CMD", ValueKind::Text, "measure each iteration that changes the code with CMD: its tests' counts, else the last number it prints (higher is better); default: the check")
+    opt("--score", "CMD", ValueKind::Text, "measure each changed iteration with CMD: its test counts, else its last number (default: the check)")
         .eg("\"./score.sh\""),
-    opt("--max-plateau", "N", ValueKind::Count, "stop after N iterations in a row that change the code without beating the best score (kept as refs/ralph/best)")
+    opt("--max-plateau", "N", ValueKind::Count, "stop after N iterations in a row that change the code without beating the best score")
         .default("5")
         .zero(Zero::Off("off"))
         .eg("8"),
@@ -210,7 +210,7 @@ pub const OPTIONS: &[OptSpec] = &[
         .eg("'tests/**'")
         .repeatable(),
     opt("--replace", "", ValueKind::Switch, "take over another session's running loop in this project"),
-    opt("--sandbox", "require", ValueKind::Optional, "refuse to start unless the agent's commands run in Claude Code's sandbox (by default ralph uses it when it can and says when it cannot)")
+    opt("--sandbox", "require", ValueKind::Optional, "refuse to start unless the agent's commands run in Claude Code's sandbox (by default: used where it can be)")
         .eg("require"),
     // `ralph run` only.
     opt("--claude", "PATH", ValueKind::Text, "the Claude Code client to run (default: $RALPH_CLAUDE, else `claude` on PATH)")

@@ -183,12 +183,10 @@ impl StopInputs {
         // A queued cancel or message is acted on before anything else: the
         // tree is not looked at.
         let preempted = queue_action(&state, &queued).preempts();
-        let fingerprint =
-            if !preempted && wants_fingerprint(&state, readable_prd, effect, recorded.is_some()) {
-                worktree::fingerprint(&paths.root)
-            } else {
-                None
-            };
+        let fingerprint = (!preempted
+            && wants_fingerprint(&state, readable_prd, effect, recorded.is_some()))
+        .then(|| worktree::fingerprint(&paths.root))
+        .flatten();
         let (in_flight, cleanup) = workers(paths, input, &state);
         let mirror = if adopting {
             Mirror::Same
@@ -396,8 +394,8 @@ pub fn turn_key(
 /// iteration on, the turn before's messages after the last one counted are
 /// counted too (its last message was usually not written yet at its Stop).
 pub(crate) fn counted_through(state: &LoopState) -> Option<CountedThrough<'_>> {
-    let b = &state.budgets;
-    (b.counts_tokens() && state.iteration > 1).then_some(CountedThrough(b.usage_seen.as_deref()))
+    (state.counts_tokens() && state.iteration > 1)
+        .then_some(CountedThrough(state.budgets.usage_seen.as_deref()))
 }
 
 /// Must the working tree be looked at (`git status`, 2 ms in a small

@@ -185,7 +185,7 @@ impl<'a> Plan<'a> {
             .then(|| story_review_job(inputs, awaiting));
         let loop_verify = loop_verify.filter(|_| story_review.is_none());
         let jobs = Jobs::of(inputs, story_jobs, loop_verify, story_review, score_job);
-        let budgets = state.budgets.after_turn(&inputs.usage);
+        let budgets = state.budgets_after(&inputs.usage);
         let scored = (!not_now && jobs.is_none())
             .then(|| measure::of_stop(inputs, ran.score.as_ref(), &budgets))
             .flatten();
