@@ -35,6 +35,21 @@ pub(crate) const ALWAYS_PROTECTED: [&str; 23] = [
     ".claude/workflows",
 ];
 
+/// Whether the untracked `path` in `dir` is one of the sandbox's
+/// placeholders (a fingerprint passes over it: it comes and goes with the
+/// agent's commands, and is not the work).
+pub(crate) fn is_placeholder(dir: &Path, path: &str) -> bool {
+    ALWAYS_PROTECTED.contains(&path) && stands_in(dir, path)
+}
+
+/// Absent, or empty as a mount point is (or the device bound over it).
+fn stands_in(dir: &Path, name: &str) -> bool {
+    match std::fs::symlink_metadata(dir.join(name)) {
+        Err(_) => true,
+        Ok(m) => (m.is_file() && m.len() == 0) || is_device(&m),
+    }
+}
+
 /// Pathspecs that leave the client sandbox's placeholders out of ralph's
 /// own `git add -A` in `dir` (a worker's commit, a score's tree). Outside
 /// the sandbox a placeholder is the empty file its mount stands on, which
@@ -53,10 +68,7 @@ pub(crate) fn excludes(dir: &Path, tracked: &str) -> Vec<String> {
     ALWAYS_PROTECTED
         .iter()
         .filter(|name| !is_tracked(name))
-        .filter(|name| match std::fs::symlink_metadata(dir.join(name)) {
-            Err(_) => true,
-            Ok(m) => (m.is_file() && m.len() == 0) || is_device(&m),
-        })
+        .filter(|name| stands_in(dir, name))
         .map(|name| format!(":(exclude,top,literal){name}"))
         .collect()
 }

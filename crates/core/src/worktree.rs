@@ -29,7 +29,10 @@ pub fn fingerprint(root: &Path) -> Option<String> {
         .ok()?;
     let mut hash = Fnv::new();
     for (record, path) in status_records(&out) {
-        if path.is_some_and(is_ralph_file) {
+        // The sandbox's placeholders come and go with the agent's commands.
+        let placeholder = record.starts_with(b"?")
+            && path.is_some_and(|p| crate::placeholders::is_placeholder(root, p));
+        if path.is_some_and(is_ralph_file) || placeholder {
             continue;
         }
         hash.write(record);
@@ -169,6 +172,36 @@ impl Fnv {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fingerprint_passes_over_the_sandboxs_placeholders_not_the_work() {
+        let dir = std::env::temp_dir().join(format!("ralph-fp-ph-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let git = |args: &[&str]| {
+            let ok = Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+        git(&["add", "a.txt"]);
+        git(&["commit", "-qm", "start"]);
+        let before = fingerprint(&dir).unwrap();
+        std::fs::create_dir_all(dir.join(".claude")).unwrap();
+        std::fs::write(dir.join(".bashrc"), "").unwrap();
+        std::fs::write(dir.join(".claude/commands"), "").unwrap();
+        assert_eq!(fingerprint(&dir).unwrap(), before);
+        std::fs::write(dir.join(".bashrc"), "export A=1\n").unwrap();
+        assert_ne!(fingerprint(&dir).unwrap(), before, "a real .bashrc is work");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn status_records_find_paths_with_spaces_and_skip_rename_origins() {
