@@ -266,3 +266,31 @@ fn a_measured_loop_counts_its_tokens_per_point_without_a_budget() {
     let (_, status) = p.ralph(&["status"]);
     assert!(status.contains("3k tokens a point"), "{status}");
 }
+
+#[test]
+fn the_score_commands_files_are_pinned_like_a_checks() {
+    let p = Project::new("score-pinned");
+    p.git_init();
+    p.write("check.sh", CHECK);
+    p.write("results.txt", results(false, false));
+    p.write("score.sh", "echo 3\n");
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop Make the tests pass --verify \"sh check.sh\" --score \"sh score.sh\" --max-plateau 2 --max-iterations 20",
+    );
+    assert!(out.is_some_and(|v| v.get("decision").is_none()));
+    let state = p.state().unwrap();
+    assert!(state.contains(r#""score.sh":"sh score.sh""#), "{state}");
+    // Rewritten anyway (an interpreter's write): put back before the score runs.
+    p.write("results.txt", results(true, false));
+    p.write("score.sh", "echo 0\n");
+    p.guard_saw("s1", "Write");
+    let out = p.stop("s1", Some("changed it"));
+    let r = reason(out.as_ref());
+    assert!(
+        r.contains("ralph put back the pinned file(s) score.sh"),
+        "{r}"
+    );
+    assert!(r.contains("Score (`sh score.sh`): score 3."), "{r}");
+    assert_eq!(p.read("score.sh").as_deref(), Some("echo 3\n"));
+}

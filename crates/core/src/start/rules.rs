@@ -156,7 +156,7 @@ pub(crate) fn gate_used<'g>(args: &StartArgs, gate: Option<&'g FullGate>) -> Opt
 }
 
 /// Every check a new loop runs, as recorded at start: its `verify` (or
-/// the policy's gate) and each story's.
+/// the policy's gate), its `--score` and each story's.
 pub(crate) fn checks_at_start(
     args: &StartArgs,
     prd: Option<&Prd>,
@@ -169,8 +169,11 @@ pub(crate) fn checks_at_start(
     let stories = prd
         .map(|p| p.checks_to_record(&BTreeMap::new()))
         .unwrap_or_default();
+    // The score decides the plateau rule's end and refuses a claim on a
+    // regression: its files are pinned like a check's.
     verify
         .into_iter()
+        .chain(args.score.clone())
         .chain(stories.into_values())
         .filter(|c| !c.trim().is_empty())
         .collect()
