@@ -135,7 +135,7 @@ fn run() -> HookOutput {
     // The rounds (`stop::MAX_ROUNDS`): checks and reviews run without the
     // lock (a cancel must not wait for a long test suite); each round reads
     // the state afresh.
-    let transcript = ralph_core::stop::await_transcript(&input);
+    let mut transcript = ralph_core::stop::await_transcript(&input);
     let mut ran = Ran::default();
     let mut put_back = Vec::new();
     let notify = std::cell::OnceCell::new();
@@ -158,6 +158,10 @@ fn run() -> HookOutput {
                 watchdog::extend(jobs.budget() + watchdog::WORK);
                 jobs.run(&paths, &pins, &mut ran);
                 watchdog::extend(watchdog::WORK);
+            }
+            Ok(Step::AwaitNewerTurn(answered)) => {
+                drop(lock);
+                transcript = ralph_core::stop::await_newer_turn(&input, &answered);
             }
             Err(e) => return HookOutput::allow(text::file_failed(&e)),
         }

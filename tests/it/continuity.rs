@@ -182,6 +182,64 @@ fn two_turns_with_the_same_words_are_told_apart_by_their_transcript_lines() {
     assert_eq!(iteration(&p), "iteration: 4");
 }
 
+#[test]
+fn a_turn_with_the_last_turns_words_is_waited_for_until_the_client_writes_it() {
+    // 2.1.328 writes a turn after its Stop hooks start. When the turn ends
+    // with the words of the turn before ("Waiting for the workers."), the
+    // transcript's newest text already matches: the Stop must not take the
+    // turn before for this one (a duplicate, read as the last turn's tools
+    // and words).
+    let p = Project::new("same-words-late");
+    p.loop_state("\"s1\"", 1, 10, Some("DONE"), "max_stalls: 0\n", "Task");
+    let said = "Noted; waiting.";
+    let line = |v: Value| v.to_string() + "\n";
+    let text = |uuid: &str, t: &str| {
+        line(
+            json!({"type":"assistant","uuid":uuid,"message":{"id":uuid,"role":"assistant",
+            "content":[{"type":"text","text":t}]}}),
+        )
+    };
+    let feed = line(json!({"type":"user","message":{"role":"user","content":"feed"}}));
+    p.write_transcript(format!("{feed}{}", text("u1", said)));
+    assert!(is_block(stop(&p, "s1", said, json!({})).as_ref()));
+    assert_eq!(iteration(&p), "iteration: 2");
+    // The next turn printed the promise, called a tool and said the same
+    // last words; the client writes it 150 ms after the Stop starts.
+    let transcript = p.transcript();
+    let next_turn = [
+        feed.clone(),
+        text("u2", "<promise>DONE</promise>"),
+        line(
+            json!({"type":"assistant","uuid":"u3","message":{"id":"u2","role":"assistant",
+            "content":[{"type":"tool_use","id":"t","name":"Read","input":{}}]}}),
+        ),
+        line(json!({"type":"user","message":{"role":"user",
+            "content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}})),
+        text("u4", said),
+    ]
+    .concat();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(transcript)
+            .unwrap();
+        std::io::Write::write_all(&mut f, next_turn.as_bytes()).unwrap();
+    });
+    let out = stop(&p, "s1", said, json!({}));
+    writer.join().unwrap();
+    assert!(
+        !is_block(out.as_ref()),
+        "the promise of the new turn ends the loop: {out:?}"
+    );
+    let log = p.log();
+    assert_eq!(log.last().unwrap()["reason"], "complete", "{log:?}");
+    assert!(
+        !log.iter().any(|e| e["reason"] == "duplicate_stop"),
+        "{log:?}"
+    );
+}
+
 /// An assistant line of `message` with its usage, as the client writes it.
 fn usage_line(uuid: &str, message: &str, text: &str, input: u64, output: u64) -> String {
     json!({"type":"assistant","uuid":uuid,"message":{"id":message,"model":"claude-opus-5-5",

@@ -85,6 +85,9 @@ pub struct StopInputs {
     pub queued: Vec<Queued>,
     /// Which turn this Stop is about (see [`turn_key`]).
     pub turn_key: Option<String>,
+    /// The `uuid` of the transcript's newest assistant line as read (the
+    /// turn's, or the line a duplicate's key was made from).
+    pub newest_line: Option<String>,
     /// The guard saw this session call tools since the last Stop.
     pub called_tools: bool,
     /// What the guard's record of the turn's tools held (an empty one is
@@ -162,10 +165,6 @@ impl StopInputs {
         };
         let (text, state, adopting) = (found.text, found.state, found.adopting);
         let last_message = input.last_assistant_message.as_deref();
-        let has_transcript = input
-            .transcript_path
-            .as_deref()
-            .is_some_and(|p| !p.is_empty());
         let turn = transcript
             .last_turn(transcript::DEFAULT_MAX_BYTES, counted_through(&state))
             .ok()
@@ -204,10 +203,14 @@ impl StopInputs {
             // A late transcript does not tell which turn this is: it counts.
             turn_key: turn_key(
                 input.prompt_id.as_deref(),
-                has_transcript,
+                input
+                    .transcript_path
+                    .as_deref()
+                    .is_some_and(|p| !p.is_empty()),
                 turn.as_ref().filter(|_| !transcript.is_late()),
                 last_message,
             ),
+            newest_line: turn.as_ref().and_then(|t| t.last_uuid.clone()),
             called_tools: recorded.is_some_and(|r| !r.is_empty()),
             tool_record,
             usage: turn.as_ref().map(|t| t.usage.clone()).unwrap_or_default(),

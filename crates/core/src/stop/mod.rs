@@ -55,13 +55,15 @@ use plan::{Jobs, Plan, Ran};
 use std::cell::OnceCell;
 use std::time::Duration;
 
-/// How many passes of [`step`] a Stop makes at most: round 1 may run story
-/// checks and the iteration's score (`measure`), round 2 the reviews of the stories that now pass them (`--review
-/// story`), round 3 the loop's own check (whether completion is claimed can
-/// depend on the stories), round 4 the final reviewers (once completion
-/// stands), round 5 decides. `docs/architecture.md` says the same (a test
-/// holds the two together).
-pub const MAX_ROUNDS: usize = 5;
+/// How many passes of [`step`] a Stop makes at most: round 1 may find a
+/// Stop that looks like the last one answered and wait for the client to
+/// write a newer turn ([`Step::AwaitNewerTurn`]), the next may run story
+/// checks and the iteration's score (`measure`), then the reviews of the
+/// stories that now pass them (`--review story`), the loop's own check
+/// (whether completion is claimed can depend on the stories), the final
+/// reviewers (once completion stands), and the last decides.
+/// `docs/architecture.md` says the same (a test holds the two together).
+pub const MAX_ROUNDS: usize = 6;
 
 /// How long a Stop waits for the client to write the turn it ends to the
 /// transcript. Measured on 2.1.328 (docs/client-measurements.md, 250
@@ -85,6 +87,18 @@ pub fn await_transcript(input: &HookInput) -> Written {
     transcript::written(path, awaited, TRANSCRIPT_BOUND)
 }
 
+/// The Stop's transcript once it holds a turn newer than the line the last
+/// Stop answered (`answered`, from [`Step::AwaitNewerTurn`]) that ends with
+/// the words the client handed over, or once the bound passed with none
+/// (`Written::found_no_newer`: the turn that ended is the one answered, a
+/// Stop delivered twice). Waited for with the lock released.
+pub fn await_newer_turn(input: &HookInput, answered: &str) -> Written {
+    let text = input.last_assistant_message.as_deref().unwrap_or("");
+    let awaited = Awaited::LastTextPast { text, answered };
+    let path = input.transcript_path.as_deref().map(std::path::Path::new);
+    transcript::written(path, awaited, TRANSCRIPT_BOUND)
+}
+
 /// Where a pass of [`step`] got to.
 #[derive(Debug)]
 pub enum Step {
@@ -92,6 +106,12 @@ pub enum Step {
     Done(HookOutput),
     /// These checks must run (outside the lock) before the Stop is decided.
     RunChecks(Jobs),
+    /// The turn read is the one the last Stop answered (its line, this
+    /// `uuid`, and its words): a Stop delivered twice, or a new turn that
+    /// ends with the same words and is not written yet (2.1.328 writes a
+    /// turn after its Stop hooks start). Wait for a newer line with the
+    /// lock released ([`await_newer_turn`]), then step again.
+    AwaitNewerTurn(String),
 }
 
 /// One pass of a Stop, under the loop lock; `ran` holds the checks of earlier passes.
@@ -124,6 +144,12 @@ pub fn step(
     // Whether the Stop waits for its workers is the plan's (`workers::Workers`):
     // a Stop that waits is no duplicate and runs no check.
     let mut plan = Plan::new(&inputs, ran);
+    if plan.duplicate
+        && !transcript.found_no_newer()
+        && let Some(line) = &inputs.newest_line
+    {
+        return Ok(Step::AwaitNewerTurn(line.clone()));
+    }
     if plan.duplicate {
         let again = repeat_decision(&inputs, &plan);
         return Ok(Step::Done(apply::repeat(paths, &inputs, again)));

@@ -122,18 +122,29 @@ fn walk_back(
 
 /// The newest assistant text of the turn `file` ends with (the text of the
 /// last assistant line that has one), or `None` when the turn has none yet
-/// (its start, a prompt or a Stop's feed, comes first).
-fn newest_text(file: &File, len: u64, max_bytes: u64) -> io::Result<Option<String>> {
-    let mut found = None;
+/// (its start, a prompt or a Stop's feed, comes first); with the `uuid` of
+/// the newest assistant line (as [`Turn::last_uuid`] when there is a text).
+fn newest_text(file: &File, len: u64, max_bytes: u64) -> io::Result<Newest> {
+    let mut newest = Newest::default();
     walk_back(file, len, max_bytes, |line| match classify(line) {
-        Line::Assistant { text: Some(t), .. } => {
-            found = Some(t);
-            true
+        Line::Assistant { text, uuid, .. } => {
+            if newest.uuid.is_none() {
+                newest.uuid = uuid;
+            }
+            newest.text = text;
+            newest.text.is_some()
         }
         Line::TurnStart => true,
         _ => false,
     })?;
-    Ok(found)
+    Ok(newest)
+}
+
+/// What [`newest_text`] found.
+#[derive(Debug, Default)]
+struct Newest {
+    text: Option<String>,
+    uuid: Option<String>,
 }
 
 /// The model of the latest assistant message of `file` (`message.model`),

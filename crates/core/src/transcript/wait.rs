@@ -25,6 +25,11 @@ pub enum Awaited<'a> {
     /// The turn's newest assistant text is this one (a Stop's
     /// `last_assistant_message`; the client hands it over trimmed).
     LastText(&'a str),
+    /// The same, on a line newer than `answered` (the `uuid` of the line a
+    /// Stop already answered, [`super::Turn::last_uuid`]): two turns in a
+    /// row can end with the same words, and the client may not have written
+    /// the second yet.
+    LastTextPast { text: &'a str, answered: &'a str },
     /// A first line (a subagent's task).
     FirstLine,
     /// Nothing is known of what is due: read what is there.
@@ -40,6 +45,9 @@ pub(crate) enum Arrival {
     Waited(Duration),
     /// The bound passed first: what is there may not be the turn.
     Late(Duration),
+    /// The bound passed waiting past a line already answered
+    /// ([`Awaited::LastTextPast`]): the turn is that line's.
+    NoNewer(Duration),
     /// There is nothing to read: no path given, or no regular file there
     /// (a link to a device, a FIFO, a folder: nothing will come).
     Unreadable,
@@ -81,10 +89,11 @@ pub fn written(path: Option<&Path>, awaited: Awaited, bound: Duration) -> Writte
             return Written { file, arrival };
         }
         if waited >= bound {
-            return Written {
-                file,
-                arrival: Arrival::Late(waited),
+            let arrival = match awaited {
+                Awaited::LastTextPast { .. } => Arrival::NoNewer(waited),
+                _ => Arrival::Late(waited),
             };
+            return Written { file, arrival };
         }
         // Taken at the first miss, then the file looked at again before any
         // wait: a line written meanwhile is not missed.
@@ -132,18 +141,20 @@ fn open_regular(path: &Path) -> io::Result<(File, u64)> {
 
 /// Whether the transcript holds what is awaited.
 fn holds(file: &File, len: u64, awaited: Awaited) -> bool {
-    match awaited {
-        Awaited::Nothing => true,
-        Awaited::FirstLine => super::task_of(file).is_some(),
-        Awaited::LastText(last) => {
-            let last = last.trim();
-            last.is_empty()
-                || super::newest_text(file, len, super::DEFAULT_MAX_BYTES)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|t| is_last_block(&t, last))
-        }
+    let (last, answered) = match awaited {
+        Awaited::Nothing => return true,
+        Awaited::FirstLine => return super::task_of(file).is_some(),
+        Awaited::LastText(last) => (last.trim(), None),
+        Awaited::LastTextPast { text, answered } => (text.trim(), Some(answered)),
+    };
+    if last.is_empty() && answered.is_none() {
+        return true;
     }
+    let Ok(newest) = super::newest_text(file, len, super::DEFAULT_MAX_BYTES) else {
+        return false;
+    };
+    let past = answered.is_none_or(|a| newest.uuid.as_deref().is_some_and(|u| u != a));
+    past && (last.is_empty() || newest.text.is_some_and(|t| is_last_block(&t, last)))
 }
 
 /// A line's text (its text blocks joined by newlines) and the text the
@@ -173,6 +184,11 @@ impl Written {
         matches!(self.arrival, Arrival::Late(_))
     }
 
+    /// Waiting past the line a Stop answered, no newer one came.
+    pub(crate) fn found_no_newer(&self) -> bool {
+        matches!(self.arrival, Arrival::NoNewer(_))
+    }
+
     /// Whether there was a transcript to read at all.
     pub fn exists(&self) -> bool {
         self.file.is_some()
@@ -181,7 +197,7 @@ impl Written {
     /// How long the wait lasted.
     pub fn waited(&self) -> Duration {
         match self.arrival {
-            Arrival::Waited(d) | Arrival::Late(d) => d,
+            Arrival::Waited(d) | Arrival::Late(d) | Arrival::NoNewer(d) => d,
             Arrival::AtOnce | Arrival::Unreadable => Duration::ZERO,
         }
     }
@@ -389,6 +405,55 @@ mod tests {
         assert_eq!(at_once(Awaited::LastText("  ")), Arrival::AtOnce);
         assert_eq!(at_once(Awaited::Nothing), Arrival::AtOnce);
         assert_eq!(at_once(Awaited::FirstLine), Arrival::AtOnce);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Two turns that end with the same words: the line already answered
+    /// (its `uuid`) is not the newer turn's; a newer line with those words
+    /// is, and the wait ends on it.
+    #[test]
+    fn past_the_line_answered_only_a_newer_line_holds_the_turn() {
+        let dir = folder("past");
+        let path = dir.join("t.jsonl");
+        let with_uuid = |uuid: &str, text: &str| {
+            serde_json::json!({"type": "assistant", "uuid": uuid, "message": {"role": "assistant",
+                "content": [{"type": "text", "text": text}]}})
+            .to_string()
+        };
+        append(
+            &path,
+            &[line("user", "go".into()), with_uuid("u1", "Waiting.")],
+        );
+        let past = |answered| Awaited::LastTextPast {
+            text: "Waiting.",
+            answered,
+        };
+        let short = Duration::from_millis(40);
+        assert!(written(Some(&path), past("u1"), short).found_no_newer());
+        assert_eq!(
+            written(Some(&path), past("u0"), short).arrival,
+            Arrival::AtOnce
+        );
+        let writer = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(30));
+                append(
+                    &path,
+                    &[line("user", "feed".into()), tool_use(), tool_result()],
+                );
+                std::thread::sleep(Duration::from_millis(30));
+                append(&path, &[with_uuid("u2", "Waiting.")]);
+            })
+        };
+        let read = written(Some(&path), past("u1"), Duration::from_secs(5));
+        writer.join().unwrap();
+        assert!(!read.is_late(), "{:?}", read.arrival);
+        let turn = read.last_turn(1 << 20, None).unwrap();
+        assert_eq!(
+            (turn.last_uuid.as_deref(), turn.tools.len()),
+            (Some("u2"), 1)
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 
