@@ -539,6 +539,65 @@ fn an_api_error_pauses_the_loop_and_the_next_prompt_resumes_it() {
 }
 
 #[test]
+fn a_pause_the_exiting_client_lost_is_recorded_at_the_owners_resume() {
+    // `claude -p` exits at once on an API error and ends its hooks: the
+    // StopFailure never paused the loop. The resumed session's transcript
+    // ends with the client's message for the error.
+    let p = Project::new("pause-lost");
+    p.loop_state("\"s1\"", 2, 10, None, "", "Task\n");
+    let line = |v: Value| v.to_string() + "\n";
+    let worked = line(json!({"type":"assistant","uuid":"a1","message":{"id":"m1",
+        "role":"assistant","content":[{"type":"text","text":"Working."}]}}));
+    let failed = line(
+        json!({"type":"assistant","uuid":"a2","isApiErrorMessage":true,
+        "error":"rate_limit","apiErrorStatus":429,"message":{"id":"m2","model":"<synthetic>",
+        "role":"assistant","content":[{"type":"text","text":"API Error: Request rejected (429)"}]}}),
+    );
+    let after = line(json!({"type":"attachment","attachment":{"type":"hook_success"}}));
+    // A last turn that ended well: nothing to record.
+    std::fs::write(p.path("s1.jsonl"), &worked).unwrap();
+    let not_paused = |p: &Project| !p.state().unwrap().contains("\napi_error_pause: \"");
+    event(&p, session_start(&p, "s1", "resume"), None);
+    assert!(not_paused(&p));
+    // Another session's resume never pauses the owner's loop.
+    std::fs::write(p.path("s2.jsonl"), format!("{worked}{failed}")).unwrap();
+    event(&p, session_start(&p, "s2", "resume"), None);
+    assert!(not_paused(&p));
+    // The owner's last turn ended on the error: paused now, and said.
+    std::fs::write(p.path("s1.jsonl"), format!("{worked}{failed}{after}")).unwrap();
+    let out = event(&p, session_start(&p, "s1", "resume"), None);
+    assert!(
+        out.as_ref().unwrap()["systemMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("paused at iteration 2/10")),
+        "{out:?}"
+    );
+    let state = p.state().unwrap();
+    assert!(
+        state.contains("\napi_error_pause: \"rate_limit\"\n"),
+        "{state}"
+    );
+    let (_, status) = p.setup(&["status"]);
+    assert!(status.contains("paused:    since "), "{status}");
+    // Resumed again before a prompt: one pause, not two.
+    event(&p, session_start(&p, "s1", "resume"), None);
+    let resumed = p.prompt("s1", "go on");
+    assert!(message(resumed.as_ref()).contains("resumed (it was paused on rate_limit"));
+    let log = p.log();
+    let decisions: Vec<_> = log
+        .iter()
+        .map(|e| e["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["pause", "resume"]);
+    assert!(
+        log[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("recorded at the session's resume")
+    );
+}
+
+#[test]
 fn a_message_the_transcript_had_not_caught_up_with_is_counted_at_the_next_stop() {
     let p = Project::new("tokens-lag");
     let (code, out) = p.ralph(&["start", "--session", "s1", "Work", "--max-tokens", "100000"]);

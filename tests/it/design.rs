@@ -607,6 +607,7 @@ fn every_transcript_read_goes_through_one_wait() {
     assert_eq!(
         waits,
         [
+            "crates/core/src/continuity/mod.rs ×1",
             "crates/core/src/parallel/bound.rs ×2",
             "crates/core/src/parallel/claim.rs ×1",
             "crates/core/src/start/commands.rs ×1",
@@ -617,6 +618,7 @@ fn every_transcript_read_goes_through_one_wait() {
     assert_eq!(
         hands_on,
         [
+            "crates/core/src/continuity/mod.rs",
             "crates/core/src/parallel/bound.rs",
             "crates/core/src/parallel/claim.rs",
             "crates/core/src/parallel/hooks.rs",

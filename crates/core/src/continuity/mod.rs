@@ -21,7 +21,9 @@ use crate::state::owns;
 use crate::state::{self, LoopState};
 use crate::state_file::StateFile;
 use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
+use crate::transcript::{self, Awaited};
 use rules::{Handover, Source};
+use std::time::Duration;
 
 /// One lifecycle hook: what the client sent, and the client's process id
 /// (`CLAUDE_PID` in the hook's environment), when known.
@@ -56,8 +58,12 @@ fn session_start(
             None => return Ok(HookOutput::Nothing),
         }
     } else {
+        let paused = match source {
+            Source::Resume => pause_lost_at_exit(paths, input)?,
+            _ => None,
+        };
         match crate::state_file::read(paths) {
-            StateFile::Loop { state, .. } if owns(&state.session_id, session) => (*state, None),
+            StateFile::Loop { state, .. } if owns(&state.session_id, session) => (*state, paused),
             _ => return Ok(HookOutput::Nothing),
         }
     };
@@ -144,21 +150,52 @@ fn session_end(
 /// A turn of the owner's session ended on an API error: the loop is paused
 /// (not an iteration, not a stall) until the next prompt or Stop.
 fn stop_failure(paths: &LoopPaths, input: &HookInput) -> Result<HookOutput, StoreError> {
-    if !paths.has_loop() {
-        return Ok(HookOutput::Nothing);
-    }
-    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
-    let StateFile::Loop { text, state } = crate::state_file::read(paths) else {
-        return Ok(HookOutput::Nothing);
-    };
-    if !state.active || !owns(&state.session_id, input.session()) {
-        return Ok(HookOutput::Nothing);
-    }
     let pause = Pause {
         reason: PauseReason::parse(input.error.as_deref()),
         at: clock::now_rfc3339(),
         resets_at: pause::reset_time(input.error_details.as_ref()),
     };
+    Ok(
+        match pause_loop(paths, input.session(), pause, PauseSeen::AtTheError)? {
+            Some(message) => HookOutput::allow(message),
+            None => HookOutput::Nothing,
+        },
+    )
+}
+
+/// When a pause is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PauseSeen {
+    /// By the `StopFailure` hook of the turn.
+    AtTheError,
+    /// At the owner's resume: `claude -p` exits at once on an API error
+    /// and ends its hooks (docs/client-measurements.md); a fresh-clone run
+    /// of scenario 53 once found no pause after one, the hook never having
+    /// written it. A loop already paused is left as it is.
+    AtResume,
+}
+
+/// Pause the owner's active loop: the state, then its log line. The user's
+/// message, when it was paused.
+fn pause_loop(
+    paths: &LoopPaths,
+    session: &str,
+    pause: Pause,
+    seen: PauseSeen,
+) -> Result<Option<String>, StoreError> {
+    if !paths.has_loop() {
+        return Ok(None);
+    }
+    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
+    let StateFile::Loop { text, state } = crate::state_file::read(paths) else {
+        return Ok(None);
+    };
+    if !state.active || !owns(&state.session_id, session) {
+        return Ok(None);
+    }
+    if seen == PauseSeen::AtResume && state.api_error_pause.is_some() {
+        return Ok(None);
+    }
     let next = LoopState {
         api_error_pause: Some(pause.clone()),
         ..*state
@@ -167,8 +204,31 @@ fn stop_failure(paths: &LoopPaths, input: &HookInput) -> Result<HookOutput, Stor
     let reason = pause.reason.as_str();
     let entry = Entry::now(&next.session_id, next.iteration, Action::Pause, reason);
     let message = control::paused(&next, &pause);
-    let _ = activity::append(&paths.log, &entry.with_message(Some(&message)));
-    Ok(HookOutput::allow(message))
+    let logged = match seen {
+        PauseSeen::AtTheError => message.clone(),
+        PauseSeen::AtResume => format!(
+            "{message} (recorded at the session's resume: the client exited before its StopFailure hook paused the loop)"
+        ),
+    };
+    let _ = activity::append(&paths.log, &entry.with_message(Some(&logged)));
+    Ok(Some(message))
+}
+
+/// At the owner's resume: the last turn ended on an API error (the
+/// client's message for it is the transcript's newest assistant line) and
+/// no pause was recorded: it is now. The user's message, when it was.
+fn pause_lost_at_exit(paths: &LoopPaths, input: &HookInput) -> Result<Option<String>, StoreError> {
+    let path = input.transcript_path.as_deref().map(std::path::Path::new);
+    let written = transcript::written(path, Awaited::Nothing, Duration::ZERO);
+    let Some(code) = written.last_api_error(transcript::DEFAULT_MAX_BYTES) else {
+        return Ok(None);
+    };
+    let pause = Pause {
+        reason: PauseReason::parse(Some(&code)),
+        at: clock::now_rfc3339(),
+        resets_at: None,
+    };
+    pause_loop(paths, input.session(), pause, PauseSeen::AtResume)
 }
 
 /// A prompt of the owner's session while the loop is paused: it goes on.

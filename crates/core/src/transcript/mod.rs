@@ -172,6 +172,32 @@ fn last_model_of(file: &File, len: u64, max_bytes: u64) -> Option<String> {
     model
 }
 
+/// The client's code for the API error a turn ended on (`rate_limit`, ...;
+/// empty when it names none), when the newest assistant line of `file` is
+/// the message the client writes for one (`isApiErrorMessage`), looking at
+/// most at its last `max_bytes`.
+fn last_api_error_of(file: &File, len: u64, max_bytes: u64) -> Option<String> {
+    let mut error = None;
+    walk_back(file, len, max_bytes, |line| {
+        if memmem::find(line, br#""type":"assistant""#).is_none() {
+            return false;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            return false;
+        };
+        if v.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            return false;
+        }
+        if v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
+            let code = v.get("error").and_then(Value::as_str).unwrap_or_default();
+            error = Some(code.to_string());
+        }
+        true
+    })
+    .ok()?;
+    error
+}
+
 /// The task the main thread gave a subagent: the first line of its own
 /// transcript (the only line read).
 fn task_of(mut file: &File) -> Option<String> {

@@ -222,6 +222,13 @@ impl Written {
         super::last_model_of(file, *len, max_bytes)
     }
 
+    /// The API error the last turn ended on, when its newest assistant line
+    /// is the client's message for one (its code, `rate_limit`, ...).
+    pub(crate) fn last_api_error(&self, max_bytes: u64) -> Option<String> {
+        let (file, len) = self.file.as_ref()?;
+        super::last_api_error_of(file, *len, max_bytes)
+    }
+
     /// A subagent's task: the first line of its own transcript.
     pub fn task(&self) -> Option<String> {
         super::task_of(&self.file.as_ref()?.0)
