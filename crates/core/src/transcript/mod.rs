@@ -151,24 +151,14 @@ struct Newest {
 /// looking at most at its last `max_bytes`.
 fn last_model_of(file: &File, len: u64, max_bytes: u64) -> Option<String> {
     let mut model = None;
-    walk_back(file, len, max_bytes, |line| {
-        if memmem::find(line, br#""type":"assistant""#).is_none() {
-            return false;
-        }
-        let Ok(v) = serde_json::from_slice::<Value>(line) else {
-            return false;
-        };
-        if v.get("isSidechain").and_then(Value::as_bool) == Some(true) {
-            return false;
-        }
+    assistant_lines_back(file, len, max_bytes, |v| {
         model = v
             .pointer("/message/model")
             .and_then(Value::as_str)
             .filter(|m| !m.is_empty() && !m.starts_with('<'))
             .map(str::to_string);
         model.is_some()
-    })
-    .ok()?;
+    });
     model
 }
 
@@ -178,7 +168,25 @@ fn last_model_of(file: &File, len: u64, max_bytes: u64) -> Option<String> {
 /// most at its last `max_bytes`.
 fn last_api_error_of(file: &File, len: u64, max_bytes: u64) -> Option<String> {
     let mut error = None;
-    walk_back(file, len, max_bytes, |line| {
+    assistant_lines_back(file, len, max_bytes, |v| {
+        if v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
+            let code = v.get("error").and_then(Value::as_str).unwrap_or_default();
+            error = Some(code.to_string());
+        }
+        true
+    });
+    error
+}
+
+/// Hand `take` the main thread's assistant lines of `file`, newest first,
+/// each read whole, until it says the walk is over (`true`).
+fn assistant_lines_back(
+    file: &File,
+    len: u64,
+    max_bytes: u64,
+    mut take: impl FnMut(&Value) -> bool,
+) {
+    let _ = walk_back(file, len, max_bytes, |line| {
         if memmem::find(line, br#""type":"assistant""#).is_none() {
             return false;
         }
@@ -188,14 +196,8 @@ fn last_api_error_of(file: &File, len: u64, max_bytes: u64) -> Option<String> {
         if v.get("isSidechain").and_then(Value::as_bool) == Some(true) {
             return false;
         }
-        if v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
-            let code = v.get("error").and_then(Value::as_str).unwrap_or_default();
-            error = Some(code.to_string());
-        }
-        true
-    })
-    .ok()?;
-    error
+        take(&v)
+    });
 }
 
 /// The task the main thread gave a subagent: the first line of its own
