@@ -479,6 +479,20 @@ fn clear_hands_the_loop_to_the_next_session_of_the_same_client() {
     assert!(p.state().unwrap().contains("session_id: \"new\"\n"));
 }
 
+/// The owner's next prompt resumes a loop paused on `rate_limit`: it is
+/// told, and the log holds the pause and the resume. The log.
+fn prompt_resumes(p: &Project) -> Vec<Value> {
+    let resumed = p.prompt("s1", "go on");
+    assert!(message(resumed.as_ref()).contains("resumed (it was paused on rate_limit"));
+    let log = p.log();
+    let decisions: Vec<_> = log
+        .iter()
+        .map(|e| e["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["pause", "resume"]);
+    log
+}
+
 #[test]
 fn an_api_error_pauses_the_loop_and_the_next_prompt_resumes_it() {
     let p = Project::new("pause");
@@ -508,15 +522,8 @@ fn an_api_error_pauses_the_loop_and_the_next_prompt_resumes_it() {
     let other = json!({"session_id": "s2", "cwd": p.root, "hook_event_name": "StopFailure", "error": "server_error"});
     assert_eq!(event(&p, other, None), None);
     // The next prompt of the owner resumes it.
-    let resumed = p.prompt("s1", "go on");
-    assert!(message(resumed.as_ref()).contains("resumed (it was paused on rate_limit"));
+    prompt_resumes(&p);
     assert!(p.state().unwrap().contains("\napi_error_pause: null\n"));
-    let log = p.log();
-    let decisions: Vec<_> = log
-        .iter()
-        .map(|e| e["decision"].as_str().unwrap())
-        .collect();
-    assert_eq!(decisions, ["pause", "resume"]);
     // Paused again, with a reset time; this time the next Stop resumes it.
     let mut limited = failure;
     limited["error_details"] = json!({"resets_at": "2026-12-01T05:00:00Z"});
@@ -581,14 +588,7 @@ fn a_pause_the_exiting_client_lost_is_recorded_at_the_owners_resume() {
     assert!(status.contains("paused:    since "), "{status}");
     // Resumed again before a prompt: one pause, not two.
     event(&p, session_start(&p, "s1", "resume"), None);
-    let resumed = p.prompt("s1", "go on");
-    assert!(message(resumed.as_ref()).contains("resumed (it was paused on rate_limit"));
-    let log = p.log();
-    let decisions: Vec<_> = log
-        .iter()
-        .map(|e| e["decision"].as_str().unwrap())
-        .collect();
-    assert_eq!(decisions, ["pause", "resume"]);
+    let log = prompt_resumes(&p);
     assert!(
         log[0]["message"]
             .as_str()
