@@ -58,14 +58,18 @@ fn session_start(
             None => return Ok(HookOutput::Nothing),
         }
     } else {
+        let state = match crate::state_file::read(paths) {
+            StateFile::Loop { state, .. } if owns(&state.session_id, session) => *state,
+            _ => return Ok(HookOutput::Nothing),
+        };
+        // Only the owner's resume of a running, unpaused loop reads the
+        // transcript (the pause itself is written under the lock).
+        let unpaused = state.active && state.api_error_pause.is_none();
         let paused = match source {
-            Source::Resume => pause_lost_at_exit(paths, input)?,
+            Source::Resume if unpaused => pause_lost_at_exit(paths, input)?,
             _ => None,
         };
-        match crate::state_file::read(paths) {
-            StateFile::Loop { state, .. } if owns(&state.session_id, session) => (*state, paused),
-            _ => return Ok(HookOutput::Nothing),
-        }
+        (state, paused)
     };
     if !state.active {
         return Ok(HookOutput::Nothing);
