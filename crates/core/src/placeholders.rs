@@ -1,8 +1,9 @@
 //! The client sandbox's placeholders: the names it binds `/dev/null` over
-//! in the folder a command runs in, and the pathspecs that leave them out
-//! of ralph's own `git add` (a worker's commit, a score's tree). Does I/O
-//! (reads the names' metadata).
+//! in the folder a command runs in, and ralph's own `git add` of a tree (a
+//! worker's commit, a score's tree, a runner's story), which leaves them
+//! out. Does I/O (reads the names' metadata, runs git through `git`).
 
+use crate::git::{Git, GitError};
 use std::path::Path;
 
 /// The names the client's sandbox always protects in the working folder
@@ -50,16 +51,42 @@ fn stands_in(dir: &Path, name: &str) -> bool {
     }
 }
 
-/// Pathspecs that leave the client sandbox's placeholders out of ralph's
-/// own `git add -A` in `dir` (a worker's commit, a score's tree). Outside
-/// the sandbox a placeholder is the empty file its mount stands on, which
-/// the client takes away after the command, not at once: an add just then
-/// meets a name that is gone ("unable to stat": a worker's merge failed
-/// in `ralph run`'s parallel test) or commits an empty file. A name is
-/// left out when `tracked` (git's names under those names in the commit
-/// the tree started from) has nothing of it and it is absent or empty
-/// now: the work never holds such a file.
-pub(crate) fn excludes(dir: &Path, tracked: &str) -> Vec<String> {
+/// `git add -A` of everything in `dir` through `git` (the repository's
+/// index, or ralph's own copy of it), the client sandbox's placeholders
+/// left out: the work of a tree that started from commit `base`.
+///
+/// Outside the sandbox a placeholder is the empty file its mount stands
+/// on, which the client takes away after the command, not at once: an add
+/// just then meets a name that is gone ("unable to stat": a worker's merge
+/// failed in `ralph run`'s parallel test) or commits an empty file. So a
+/// name is left out by pathspec (git never looks at it) when `base` has
+/// nothing of it and it is absent or empty now: the work never holds such
+/// a file. A name the user's ignore rules already keep out is not named:
+/// git refuses an exclude under an ignored folder that exists ("paths are
+/// ignored by one of your .gitignore files", measured on git 2.47), which
+/// failed every commit of a checkout that ignores `.claude/`.
+pub(crate) fn add_work(git: &Git<'_>, dir: &Path, base: &str) -> Result<(), GitError> {
+    let mut tracked = vec!["ls-tree", "-r", "--name-only", base, "--"];
+    tracked.extend(ALWAYS_PROTECTED);
+    let tracked = Git::read(dir).text(&tracked).unwrap_or_default();
+    let standing_in = standing_in(dir, &tracked);
+    let ignored = if standing_in.is_empty() {
+        String::new()
+    } else {
+        let mut ask = vec!["check-ignore", "--"];
+        ask.extend(standing_in.iter().copied());
+        // Exit 1: none is ignored.
+        Git::read(dir).text(&ask).unwrap_or_default()
+    };
+    let mut add = vec!["add", "-A", "--", "."];
+    let leave_out = excludes(&standing_in, &ignored);
+    add.extend(leave_out.iter().map(String::as_str));
+    git.run(&add).map(|_| ())
+}
+
+/// The names standing in for a placeholder in `dir`: not in `tracked`
+/// (git's names under them in the base commit), and absent or empty now.
+fn standing_in<'n>(dir: &Path, tracked: &str) -> Vec<&'n str> {
     let is_tracked = |name: &str| {
         tracked
             .lines()
@@ -67,9 +94,20 @@ pub(crate) fn excludes(dir: &Path, tracked: &str) -> Vec<String> {
     };
     ALWAYS_PROTECTED
         .iter()
+        .copied()
         .filter(|name| !is_tracked(name))
         .filter(|name| stands_in(dir, name))
-        .map(|name| format!(":(exclude,top,literal){name}"))
+        .collect()
+}
+
+/// The pathspecs that leave out each of `names` but those git reports
+/// `ignored` (one a line): relative to the folder the add runs in, where
+/// the sandbox binds them.
+fn excludes(names: &[&str], ignored: &str) -> Vec<String> {
+    names
+        .iter()
+        .filter(|name| !ignored.lines().any(|i| i == **name))
+        .map(|name| format!(":(exclude,literal){name}"))
         .collect()
 }
 
@@ -100,14 +138,86 @@ mod tests {
         std::fs::write(dir.join(".mcp.json"), "{}").unwrap();
         // Tracked at the base: deleting it, or emptying it, is the work's.
         let tracked = ".gitmodules\n.claude/skills/x/SKILL.md\n";
-        let out = excludes(&dir, tracked);
-        let left_out = |name: &str| out.contains(&format!(":(exclude,top,literal){name}"));
+        let names = standing_in(&dir, tracked);
+        let out = excludes(&names, "");
+        let left_out = |name: &str| out.contains(&format!(":(exclude,literal){name}"));
         assert!(left_out(".bashrc") && left_out(".claude/commands") && left_out(".zshrc"));
         assert!(!left_out(".vscode") && !left_out(".mcp.json"), "{out:?}");
         assert!(
             !left_out(".gitmodules") && !left_out(".claude/skills"),
             "{out:?}"
         );
+        // What the user's ignore rules keep out is not named again.
+        let out = excludes(&names, ".claude/commands\n.bashrc\n");
+        assert!(
+            !out.iter()
+                .any(|p| p.ends_with(".claude/commands") || p.ends_with(".bashrc"))
+        );
+        assert!(out.iter().any(|p| p.ends_with(".zshrc")));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A repository in a temp folder, its work file committed.
+    fn repo(tag: &str) -> (std::path::PathBuf, impl Fn(&[&str]) -> String + use<>) {
+        let dir = std::env::temp_dir().join(format!("ralph-ph-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let at = dir.clone();
+        let git = move |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .current_dir(&at)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+        git(&["add", "a.txt"]);
+        git(&["commit", "-qm", "start"]);
+        (dir, git)
+    }
+
+    #[test]
+    fn ralphs_add_goes_through_whatever_the_users_ignore_rules_say() {
+        // (.gitignore, info/exclude, a core.excludesFile of the repository's config)
+        let shapes: [(&str, &str, &str); 6] = [
+            (".claude/\n", "", ""),
+            (".claude/settings.local.json\n.claude/agents\n", "", ""),
+            ("*\n!*.txt\n!.gitignore\n", "", ""),
+            ("/*\n!/a.txt\n!/b.txt\n!/.gitignore\n", "", ""),
+            ("", ".claude\n.bashrc\n", ""),
+            ("", "", ".claude/\n.*rc\n"),
+        ];
+        for (n, (gitignore, info, global)) in shapes.into_iter().enumerate() {
+            let (dir, git) = repo(&format!("ign{n}"));
+            if !gitignore.is_empty() {
+                std::fs::write(dir.join(".gitignore"), gitignore).unwrap();
+            }
+            std::fs::write(dir.join(".git/info/exclude"), info).unwrap();
+            if !global.is_empty() {
+                let file = dir.join("global-excludes");
+                std::fs::write(&file, global).unwrap();
+                git(&["config", "core.excludesFile", file.to_str().unwrap()]);
+            }
+            // The sandbox's mount points as a hook outside it meets them,
+            // the user's own local settings, and the work.
+            std::fs::create_dir_all(dir.join(".claude")).unwrap();
+            std::fs::write(dir.join(".claude/agents"), "").unwrap();
+            std::fs::write(dir.join(".bashrc"), "").unwrap();
+            std::fs::write(dir.join(".claude/settings.local.json"), "").unwrap();
+            std::fs::write(dir.join("b.txt"), "work\n").unwrap();
+            let made = add_work(&Git::write(&dir), &dir, "HEAD");
+            assert!(made.is_ok(), "shape {n}: {made:?}");
+            let staged = git(&["diff", "--cached", "--name-only"]);
+            assert!(staged.lines().any(|l| l == "b.txt"), "shape {n}: {staged}");
+            assert!(
+                !staged.contains(".claude/agents") && !staged.contains(".bashrc"),
+                "shape {n}: {staged}"
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 }

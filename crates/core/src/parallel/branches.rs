@@ -69,13 +69,7 @@ pub fn commit_work(
             let _ = std::fs::remove_file(worktree.join(path));
         }
     }
-    let mut tracked = vec!["ls-tree", "-r", "--name-only", base, "--"];
-    tracked.extend(crate::placeholders::ALWAYS_PROTECTED);
-    let tracked = git(worktree, &tracked).unwrap_or_default();
-    let leave_out = crate::placeholders::excludes(worktree, &tracked);
-    let mut add = vec!["add", "-A", "--", "."];
-    add.extend(leave_out.iter().map(String::as_str));
-    git(worktree, &add)?;
+    crate::placeholders::add_work(&Git::write(worktree), worktree, base)?;
     // A story sent back with a conflict: this commit concludes the merge of
     // the new base, whatever else it holds.
     let merging = git(worktree, &["rev-parse", "-q", "--verify", "MERGE_HEAD"]).is_ok();

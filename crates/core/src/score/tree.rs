@@ -35,13 +35,7 @@ fn snapshot_with(root: &Path, index: &Path, message: &str) -> Option<(String, St
         std::fs::copy(&real, index).ok()?;
     }
     let git = Git::write(root).with_index(index);
-    let mut tracked = vec!["ls-tree", "-r", "--name-only", "HEAD", "--"];
-    tracked.extend(crate::placeholders::ALWAYS_PROTECTED);
-    let tracked = Git::read(root).text(&tracked).unwrap_or_default();
-    let leave_out = crate::placeholders::excludes(root, &tracked);
-    let mut add = vec!["add", "-A", "--", "."];
-    add.extend(leave_out.iter().map(String::as_str));
-    git.run(&add).ok()?;
+    crate::placeholders::add_work(&git, root, "HEAD").ok()?;
     git.run(&[
         "rm",
         "--cached",
