@@ -294,3 +294,76 @@ fn the_score_commands_files_are_pinned_like_a_checks() {
     assert!(r.contains("Score (`sh score.sh`): score 3."), "{r}");
     assert_eq!(p.read("score.sh").as_deref(), Some("echo 3\n"));
 }
+
+#[test]
+fn the_score_history_deleted_or_put_back_mid_loop_is_named_and_the_user_decides() {
+    let p = scoring_loop("score-memory", "--max-iterations 20");
+    let paths = p.loop_paths();
+    let seal = |f: &std::path::Path| ralph_core::seal::seal_path(f);
+    edit_and_stop(&p, true, false);
+    // The agent keeps a copy of the history as it is now...
+    let older = std::fs::read(&paths.scores).unwrap();
+    let older_seal = std::fs::read(seal(&paths.scores)).unwrap();
+    edit_and_stop(&p, false, true);
+    // ...deletes the history with its seal: no regression, no plateau.
+    std::fs::remove_file(&paths.scores).unwrap();
+    std::fs::remove_file(seal(&paths.scores)).unwrap();
+    let out = p.stop("s1", Some("went on"));
+    let m = message(out.as_ref());
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert!(
+        m.contains("scores.json (the score of each iteration) was deleted outside ralph"),
+        "{m}"
+    );
+    assert_eq!(
+        p.log().last().unwrap()["decision"],
+        "tamper",
+        "{:?}",
+        p.log()
+    );
+    // The user accepts the folder as it is: the loop goes on from there.
+    let (code, said) = p.ralph(&["resume"]);
+    assert_eq!(code, 0, "{said}");
+    let out = edit_and_stop(&p, true, true);
+    assert!(is_block(out.as_ref()), "{out:?}");
+    // The older copy, with its own older seal, put back: named too.
+    let scored = edit_and_stop(&p, true, false);
+    assert!(is_block(scored.as_ref()), "{scored:?}");
+    std::fs::write(&paths.scores, &older).unwrap();
+    std::fs::write(seal(&paths.scores), &older_seal).unwrap();
+    let out = p.stop("s1", Some("went on"));
+    let m = message(out.as_ref());
+    assert!(
+        m.contains("scores.json (the score of each iteration) was put back from an older copy"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_claim_the_turn_after_a_regression_on_a_tree_not_changed_since_is_refused() {
+    let p = Project::new("score-claim-after");
+    p.git_init();
+    p.write("check.sh", CHECK);
+    p.write("results.txt", results(false, false));
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop Make the tests pass --completion-promise DONE --score \"sh check.sh\" --max-iterations 20",
+    );
+    assert!(out.is_some_and(|v| v.get("decision").is_none()));
+    edit_and_stop(&p, true, false);
+    // a regresses: named at this Stop.
+    let out = edit_and_stop(&p, false, true);
+    assert!(reason(out.as_ref()).contains("tests/test_x.py::a passed at iteration 1"));
+    assert_eq!(runs(&p), 2);
+    // The next turn changes nothing and claims: the tree is not scored
+    // again, and it is still the tree that regressed.
+    let out = p.stop("s1", Some("All done. <promise>DONE</promise>"));
+    assert!(is_block(out.as_ref()), "{out:?}");
+    let r = reason(out.as_ref());
+    assert!(
+        r.contains("1 test that passed at an earlier iteration fails now: tests/test_x.py::a."),
+        "{r}"
+    );
+    assert_eq!(runs(&p), 2, "an unchanged tree is not scored again");
+    assert!(p.state().is_some());
+}

@@ -427,21 +427,34 @@ fn prd_reinjection_message_escalates() {
     prd_loop(&p, 2, PRD);
     let counter = p.loop_paths().last_injected;
     std::fs::create_dir_all(counter.parent().unwrap()).unwrap();
-    // A counter from before seals (no seal line, no marker) is read.
+    // A loop from before the counter moved into the state: its file (no
+    // seal line, no marker) is read once.
+    let state = p.state().unwrap();
+    let old_form: String = state
+        .lines()
+        .filter(|l| !l.starts_with("injected:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    // Written as a loop from before seals: no seal line, no seal beside it.
+    let paths = p.loop_paths();
+    std::fs::write(&paths.state, &old_form).unwrap();
+    let _ = std::fs::remove_file(ralph_core::seal::seal_path(&paths.state));
+    p.write(".claude/ralph-loop.local.md", &old_form);
     std::fs::write(&counter, "US-001 2\n").unwrap();
     assert!(reason(p.stop("s1", None).as_ref()).contains("attempt 3 of 5"));
-    let now = std::fs::read_to_string(&counter).unwrap();
     assert!(
-        now.starts_with("US-001 3\n") && now.contains("ralph-seal"),
-        "{now}"
+        p.state().unwrap().contains("\ninjected: \"US-001 3\"\n"),
+        "the counter is the state's from then on"
     );
-    // Rewritten by something other than ralph (an interpreter): the loop
-    // pauses for the user, it does not end as stuck.
+    // The file rewritten by something other than ralph (an interpreter):
+    // it is no longer read, the state counts.
     std::fs::write(&counter, "US-001 5\n").unwrap();
     let out = p.stop("s1", None);
-    assert!(!is_block(out.as_ref()), "{out:?}");
-    let m = message(out.as_ref());
-    assert!(m.contains("paused") && m.contains("last-injected"), "{m}");
+    assert!(is_block(out.as_ref()), "{out:?}");
+    assert!(reason(out.as_ref()).contains("attempt 4 of 5"), "{out:?}");
+    std::fs::write(&counter, "US-001 1\n").unwrap();
+    let out = p.stop("s1", None);
+    assert!(reason(out.as_ref()).contains("attempt 5 of 5"), "{out:?}");
     assert!(p.state().is_some(), "the loop stays");
 }
 

@@ -98,7 +98,12 @@ pub(crate) fn gather(paths: &LoopPaths, input: &HookInput) -> Option<WorkerInput
     let story_id = state
         .prd_file
         .as_ref()
-        .and_then(|_| crate::state_file::read_injected(paths))
+        .and_then(|_| {
+            state
+                .injected
+                .clone()
+                .or_else(|| crate::state_file::read_injected(paths))
+        })
         .map(|i| i.story_id);
     let story = match (&state.prd_file, story_id) {
         (Some(file), Some(id)) => {

@@ -49,6 +49,7 @@ pub mod prd;
 pub(crate) mod prd_edit;
 pub(crate) mod promise;
 pub(crate) mod queued;
+pub(crate) mod records;
 pub(crate) mod reinject;
 pub mod review;
 pub(crate) mod review_settings;

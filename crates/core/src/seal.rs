@@ -19,6 +19,12 @@
 //! before, so that a write cut short between the seal and the file is not
 //! taken for tampering); those are not written on a steady turn.
 //!
+//! The loop's records (`verify.json`, `review.json`, `scores.json`, the
+//! suite's record) carry a generation in their seal (`g:N`), and the state
+//! holds the generation of each one's last write (`state::RecordGens`): a
+//! record deleted mid-loop, or an older copy put back with its older seal,
+//! is told from ralph's last write (`tamper`).
+//!
 //! A Stop reads the file and its seal together; a file that matches neither
 //! digest was written by someone else (an interpreter run by the agent: the
 //! guard keeps the folder from its tools), and the loop pauses, naming the
@@ -61,10 +67,28 @@ pub(crate) fn digest(bytes: &[u8]) -> String {
 /// Write `contents` to `file` atomically, sealed: the seal first (naming
 /// the new digest and the one before), then the file.
 pub fn write(file: &Path, contents: &[u8]) -> Result<(), StoreError> {
+    write_generation(file, contents, None)
+}
+
+/// [`write`] of one of the loop's records, at generation `generation` (the state
+/// then holds it: see the module's top).
+pub(crate) fn write_record(
+    file: &Path,
+    contents: &[u8],
+    generation: u64,
+) -> Result<(), StoreError> {
+    write_generation(file, contents, Some(generation))
+}
+
+fn write_generation(
+    file: &Path,
+    contents: &[u8],
+    generation: Option<u64>,
+) -> Result<(), StoreError> {
     store::sweep_leftovers(file);
     store::sweep_leftovers(&seal_path(file));
     let before = store::read_optional(file).ok().flatten();
-    write_over(file, contents, before.as_deref())
+    write_over(file, contents, before.as_deref(), generation)
 }
 
 /// [`write`], when the caller read the file under the same lock: `before`
@@ -74,11 +98,25 @@ pub(crate) fn write_over(
     file: &Path,
     contents: &[u8],
     before: Option<&str>,
+    generation: Option<u64>,
 ) -> Result<(), StoreError> {
     let before = before.map(|t| digest(t.as_bytes())).unwrap_or_default();
-    let seal = format!("{} {before}\n", digest(contents));
+    let generation = generation
+        .map(|g| format!(" {GEN_PREFIX}{g}"))
+        .unwrap_or_default();
+    let seal = format!("{} {before}{generation}\n", digest(contents));
     store::atomic_replace(&seal_path(file), seal.as_bytes())?;
     store::atomic_replace(file, contents)
+}
+
+/// Where a seal names its record's generation: `g:7`.
+const GEN_PREFIX: &str = "g:";
+
+/// The generation a seal's text names (`None`: none, a file from before).
+fn generation_in(seal: &str) -> Option<u64> {
+    seal.split_whitespace()
+        .find_map(|w| w.strip_prefix(GEN_PREFIX))
+        .and_then(|g| g.parse().ok())
 }
 
 /// Seal `file` as it is now (the user accepted it: `/ralph-resume`).
@@ -99,10 +137,15 @@ pub(crate) fn remove(file: &Path) -> Result<(), StoreError> {
 
 /// `text`, as read from `file`, against its seal.
 pub(crate) fn check(file: &Path, text: &str) -> Seal {
+    check_with_generation(file, text).0
+}
+
+/// [`check`], with the generation the seal names.
+fn check_with_generation(file: &Path, text: &str) -> (Seal, Option<u64>) {
     match store::read_optional(&seal_path(file)) {
-        Ok(Some(seal)) => judge(&seal, text),
-        Ok(None) => Seal::Unsealed,
-        Err(_) => Seal::Broken,
+        Ok(Some(seal)) => (judge(&seal, text), generation_in(&seal)),
+        Ok(None) => (Seal::Unsealed, None),
+        Err(_) => (Seal::Broken, None),
     }
 }
 
@@ -115,22 +158,30 @@ pub(crate) struct SealedText {
     pub text: Option<String>,
     /// `Intact` when there is nothing to check.
     pub seal: Seal,
+    /// The generation its seal names (a record's: [`write_record`]).
+    pub generation: Option<u64>,
 }
 
 /// Read `file` and judge it by its seal ([`check_file`], keeping the text).
 pub(crate) fn read_sealed(file: &Path) -> SealedText {
     match store::read_optional(file) {
-        Ok(Some(text)) => SealedText {
-            seal: check(file, &text),
-            text: Some(text),
-        },
+        Ok(Some(text)) => {
+            let (seal, generation) = check_with_generation(file, &text);
+            SealedText {
+                seal,
+                generation,
+                text: Some(text),
+            }
+        }
         Ok(None) => SealedText {
             text: None,
             seal: Seal::Intact,
+            generation: None,
         },
         Err(_) => SealedText {
             text: None,
             seal: Seal::Broken,
+            generation: None,
         },
     }
 }
@@ -285,6 +336,7 @@ pub(crate) fn write_inline_over(
 /// inside and intact (a new loop, a loop from before, an accepted file), the
 /// marker beside it is written first, so a text without its seal line
 /// matches nothing from then on.
+#[cfg(test)]
 pub(crate) fn write_inline_hint(file: &Path, body: &str, form: Form) -> Result<(), StoreError> {
     if form == Form::Beside {
         let marker = format!("{INLINE_MARKER} \n");
@@ -304,6 +356,7 @@ pub(crate) fn read_inline(file: &Path) -> (SealedText, Form) {
             let read = SealedText {
                 text: Some(body),
                 seal: judged.seal,
+                generation: None,
             };
             (read, judged.form())
         }
@@ -311,6 +364,7 @@ pub(crate) fn read_inline(file: &Path) -> (SealedText, Form) {
             SealedText {
                 text: None,
                 seal: Seal::Intact,
+                generation: None,
             },
             Form::Beside,
         ),
@@ -318,6 +372,7 @@ pub(crate) fn read_inline(file: &Path) -> (SealedText, Form) {
             SealedText {
                 text: None,
                 seal: Seal::Broken,
+                generation: None,
             },
             Form::Beside,
         ),

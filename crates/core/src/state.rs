@@ -9,6 +9,8 @@
 use crate::budget::{Budgets, Usd};
 use crate::frontmatter;
 use crate::pause::{Pause, PauseReason};
+use crate::records::RecordGens;
+use crate::reinject::Injected;
 use crate::review_settings::ReviewConfig;
 use serde_yaml_ng::Value;
 use std::collections::BTreeMap;
@@ -91,6 +93,14 @@ pub struct LoopState {
     /// Whether the agent's commands run in the client's sandbox, as seen at
     /// the start (`sandbox::Seen`; `None`: not known).
     pub sandbox: Option<bool>,
+    /// PRD mode: the story (or batch) fed last and how many times in a row
+    /// (`reinject`). Here, not in a file of its own: a counter put back
+    /// from an older copy would let a stuck story go on for ever. `None`
+    /// in a loop from before, whose `last-injected` file is read instead.
+    pub injected: Option<Injected>,
+    /// The generation of each of the loop's records as ralph last wrote it
+    /// (`records`): one deleted or put back from an older copy is seen.
+    pub records: RecordGens,
     /// The prompt body, verbatim.
     pub prompt: String,
 }
@@ -218,13 +228,12 @@ impl LoopState {
             api_error_pause: f.pause(),
             budgets: f.budgets()?,
             review: f.review()?,
-            blocked: f
-                .get("blocked")
-                .and_then(scalar_text)
-                .filter(|s| !s.is_empty()),
+            blocked: f.get("blocked").and_then(non_empty_text),
             fresh: f.flag("fresh")?,
             parallel: f.whole("parallel")?.unwrap_or(0),
             sandbox: f.optional_flag("sandbox")?,
+            injected: f.injected(),
+            records: f.records()?,
             prompt: Some(split.body.to_string())
                 .filter(|p| !p.trim().is_empty())
                 .ok_or(StateError::EmptyPrompt)?,
@@ -329,6 +338,12 @@ impl LoopState {
         }
         if let Some(on) = self.sandbox {
             lines.push(("sandbox", on.to_string()));
+        }
+        if let Some(i) = &self.injected {
+            lines.push(("injected", quote(i.render().trim_end())));
+        }
+        if !self.records.is_empty() {
+            lines.push(("records", self.records.render()));
         }
         if let Some(p) = &self.api_error_pause {
             lines.push((PAUSE_KEY, quote(p.reason.as_str())));
@@ -537,6 +552,12 @@ fn edits_cover(old: &LoopState, new: &LoopState) -> bool {
     let set =
         |n: &Option<String>, o: &Option<String>| if n.is_some() { o.clone() } else { n.clone() };
     probe.turn_key = set(&new.turn_key, &old.turn_key);
+    if new.injected.is_some() {
+        probe.injected.clone_from(&old.injected);
+    }
+    if !new.records.is_empty() {
+        probe.records = old.records;
+    }
     probe.queue_seen = set(&new.queue_seen, &old.queue_seen);
     let (b, ob) = (&mut probe.budgets, &old.budgets);
     b.usage_seen = set(&new.budgets.usage_seen, &ob.usage_seen);
@@ -589,6 +610,8 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         fresh: false,
         parallel: 0,
         sandbox: None,
+        injected: None,
+        records: crate::records::RecordGens::default(),
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
     }
 }
@@ -771,6 +794,26 @@ impl Fields {
     }
 
     /// A flow mapping of text to text (`story_checks`, `pins`).
+    /// PRD mode: the story fed last and how many times (`"US-1 3"`).
+    fn injected(&self) -> Option<Injected> {
+        self.get("injected")
+            .and_then(scalar_text)
+            .as_deref()
+            .and_then(Injected::parse)
+    }
+
+    /// The records' generations (`{"verify": 3}`; none: all 0).
+    fn records(&self) -> Result<RecordGens, StateError> {
+        let Some(v) = self.get("records") else {
+            return Ok(RecordGens::default());
+        };
+        serde_json::to_string(v)
+            .ok()
+            .as_deref()
+            .and_then(RecordGens::parse)
+            .ok_or_else(|| bad("records", "must map records to numbers", v))
+    }
+
     fn string_map(
         &self,
         field: &'static str,
@@ -877,6 +920,11 @@ fn scalar_text(v: &Value) -> Option<String> {
         Value::Bool(b) => Some(b.to_string()),
         _ => None,
     }
+}
+
+/// A scalar's text, when it has some.
+fn non_empty_text(v: &Value) -> Option<String> {
+    scalar_text(v).filter(|s| !s.is_empty())
 }
 
 fn bad(field: &'static str, problem: &'static str, v: &Value) -> StateError {

@@ -84,7 +84,6 @@ pub(crate) struct OwnRecords {
     /// `last-injected`, sealed inside (`seal::write_inline_hint`), and
     /// where its seal was.
     pub injected: crate::seal::SealedText,
-    pub injected_form: crate::seal::Form,
 }
 
 impl OwnRecords {
@@ -103,8 +102,19 @@ impl OwnRecords {
         crate::score::history::of_sealed(&self.scores).unwrap_or_default()
     }
 
-    /// The re-injection counter as read, when ralph wrote it (one that
-    /// failed its seal is the tamper check's, never counted).
+    /// The generation each record's seal names (`records`; 0: none).
+    pub(crate) fn generations(&self) -> crate::records::RecordGens {
+        use crate::records::{LoopRecord, RecordGens};
+        let at = |read: &crate::seal::SealedText| read.generation.unwrap_or(0);
+        RecordGens::default()
+            .with(LoopRecord::Verify, at(&self.verify))
+            .with(LoopRecord::Review, at(&self.review))
+            .with(LoopRecord::Scores, at(&self.scores))
+    }
+
+    /// The re-injection counter of a loop from before it moved into the
+    /// state, as read, when ralph wrote it (one that failed its seal is the
+    /// tamper check's, never counted).
     pub(crate) fn counter(&self) -> Option<crate::reinject::Injected> {
         (self.injected.seal != Seal::Broken)
             .then_some(self.injected.text.as_deref())
@@ -151,13 +161,12 @@ pub(crate) fn read_own(paths: &LoopPaths) -> OwnState {
 /// its seal: the tamper check judges the texts a Stop then uses. The
 /// counter's seal is inside it: no more reads than before it was sealed.
 pub(crate) fn read_records(paths: &LoopPaths) -> OwnRecords {
-    let (injected, injected_form) = crate::seal::read_inline(&paths.last_injected);
+    let (injected, _) = crate::seal::read_inline(&paths.last_injected);
     OwnRecords {
         verify: crate::seal::read_sealed(&paths.verify),
         review: crate::seal::read_sealed(&paths.review),
         scores: crate::seal::read_sealed(&paths.scores),
         injected,
-        injected_form,
     }
 }
 
@@ -170,15 +179,6 @@ pub(crate) fn read_injected(paths: &LoopPaths) -> Option<crate::reinject::Inject
         .and_then(|t| crate::reinject::Injected::parse(&t))
 }
 
-/// Write the re-injection counter, sealed inside (`form`: where its seal
-/// was as read under the same lock).
-pub(crate) fn write_injected(
-    paths: &LoopPaths,
-    injected: &crate::reinject::Injected,
-    form: crate::seal::Form,
-) -> Result<(), StoreError> {
-    crate::seal::write_inline_hint(&paths.last_injected, &injected.render(), form)
-}
 /// [`read`] from a read of the state file already made
 /// (the project's file is read when there is no state file).
 pub(crate) fn state_of(paths: &LoopPaths, own: OwnState) -> StateFile {

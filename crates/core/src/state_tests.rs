@@ -54,6 +54,13 @@ fn round_trips_awkward_prompt_and_promise() {
         fresh: true,
         parallel: 3,
         sandbox: None,
+        injected: Some(crate::reinject::Injected {
+            story_id: "a, b".into(),
+            count: 3,
+        }),
+        records: crate::records::RecordGens::default()
+            .with(crate::records::LoopRecord::Verify, 4)
+            .with(crate::records::LoopRecord::Scores, 6),
         api_error_pause: Some(Pause {
             reason: PauseReason::RateLimit,
             at: "2026-12-01T00:00:00Z".into(),

@@ -15,6 +15,7 @@ use crate::activity::{self, Action, Entry};
 use crate::frontmatter;
 use crate::hook_output::{HookOutput, Reader};
 use crate::paths::LoopPaths;
+use crate::records::{self, LoopRecord, RecordGens, RecordStanding};
 use crate::seal::Seal;
 use crate::state_file::{OwnRecords, OwnState};
 use crate::store;
@@ -70,9 +71,9 @@ pub(crate) fn found_in(paths: &LoopPaths, own: &OwnState, records: &OwnRecords) 
         changes.push(describe(last.as_deref(), now));
     }
     for (record, what) in [
-        (&records.verify, "verify.json (the checks' results)"),
-        (&records.review, "review.json (the reviewers' verdicts)"),
-        (&records.scores, "scores.json (the score of each iteration)"),
+        (&records.verify, LoopRecord::Verify.described()),
+        (&records.review, LoopRecord::Review.described()),
+        (&records.scores, LoopRecord::Scores.described()),
         (
             &records.injected,
             "last-injected (how many times in a row the story was fed)",
@@ -81,6 +82,12 @@ pub(crate) fn found_in(paths: &LoopPaths, own: &OwnState, records: &OwnRecords) 
         if record.seal == Seal::Broken {
             changes.push(format!("{what} was written by something other than ralph"));
         }
+    }
+    // Only a state ralph sealed says which records it wrote.
+    if let Ok(Some(text)) = &own.text
+        && own.seal != Seal::Broken
+    {
+        changes.extend(records_not_left(text, records));
     }
     if changes.is_empty() {
         return None;
@@ -100,6 +107,34 @@ pub(crate) fn found_in(paths: &LoopPaths, own: &OwnState, records: &OwnRecords) 
         iteration,
         changes,
     })
+}
+
+/// The records the state (`text`) says ralph wrote that are gone, or older
+/// than its last write of them (`records`).
+fn records_not_left(text: &str, found: &OwnRecords) -> Vec<String> {
+    let expected = frontmatter::scan(text, "records")
+        .and_then(RecordGens::parse)
+        .unwrap_or_default();
+    [
+        (LoopRecord::Verify, &found.verify),
+        (LoopRecord::Review, &found.review),
+        (LoopRecord::Scores, &found.scores),
+    ]
+    .into_iter()
+    .filter(|(_, read)| read.seal != Seal::Broken)
+    .filter_map(|(record, read)| {
+        let what = record.described();
+        match records::judge(expected.get(record), read.text.is_some(), read.generation) {
+            RecordStanding::Current => None,
+            RecordStanding::Deleted => Some(format!(
+                "{what} was deleted outside ralph (the loop's memory of it is kept there)"
+            )),
+            RecordStanding::Older { found, expected } => Some(format!(
+                "{what} was put back from an older copy (generation {found}; ralph last wrote generation {expected})"
+            )),
+        }
+    })
+    .collect()
 }
 
 /// What changed in the state from ralph's last write `last` (unknown when

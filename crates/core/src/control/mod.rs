@@ -101,6 +101,17 @@ fn accept_tampered(paths: &LoopPaths, t: &crate::tamper::Tamper) -> Result<Resum
     }
     crate::seal::accept_inline(&paths.last_injected)?;
     crate::state_file::accept(paths)?;
+    // The records as they are now are the loop's: none is expected older
+    // or newer than what is there (their seals name no generation now).
+    if let StateFile::Loop { text, state } = crate::state_file::read(paths)
+        && !state.records.is_empty()
+    {
+        let accepted = LoopState {
+            records: crate::records::RecordGens::default(),
+            ..(*state).clone()
+        };
+        crate::state_file::write(paths, &crate::state::updated_text(&text, &accepted))?;
+    }
     let why = t.changes.join("; ");
     let entry = Entry::now(&t.owner, t.iteration, Action::Resume, "user_accepted");
     let _ = activity::append(&paths.log, &entry.with_message(Some(&why)));

@@ -24,6 +24,8 @@ struct MergedInputs {
     prd: Result<String, String>,
     /// The checks' record (empty when there is none).
     verify: VerifyLog,
+    /// The generation its next write takes (`records`).
+    generation: u64,
     board: Board,
 }
 
@@ -34,6 +36,8 @@ struct MergedWrites {
     prd: Option<String>,
     /// The checks' record with the story's result (`None`: no check ran).
     verify: Option<VerifyLog>,
+    /// The generation it is written at: above the state's and the file's.
+    generation: u64,
     board: Board,
     /// What went wrong before any write, in words.
     problems: Vec<String>,
@@ -67,7 +71,8 @@ pub(super) fn merged(
         result.fingerprint = crate::worktree::fingerprint(&paths.root);
         result
     });
-    let writes = plan_merged(seen.prd, seen.verify, seen.board, &agent, claim, check);
+    let verify = (seen.verify, seen.generation);
+    let writes = plan_merged(seen.prd, verify, seen.board, &agent, claim, check);
     let problems = apply_merged(paths, &seen.prd_file, writes, &agent, &claim.lane);
     let text = if problems.is_empty() {
         message
@@ -82,12 +87,18 @@ fn gather_merged(paths: &LoopPaths, claim: &Claim) -> MergedInputs {
     let prd_file = claim.state.prd_file.clone().unwrap_or_default();
     let prd =
         crate::store::read_named(&paths.root, &prd_file).map_err(|e| format!("{prd_file}: {e}"));
-    let verify = store::read_optional(&paths.verify)
-        .ok()
-        .flatten()
-        .map(|t| VerifyLog::parse(&t))
+    let read = crate::seal::read_sealed(&paths.verify);
+    let verify = read
+        .text
+        .as_deref()
+        .map(VerifyLog::parse)
         .unwrap_or_default();
+    let found = crate::records::RecordGens::default().with(
+        crate::records::LoopRecord::Verify,
+        read.generation.unwrap_or(0),
+    );
     MergedInputs {
+        generation: claim.state.records.max(found).next(),
         prd_file,
         prd,
         verify,
@@ -99,7 +110,7 @@ fn gather_merged(paths: &LoopPaths, claim: &Claim) -> MergedInputs {
 /// its lane gone from the board and the story among the merged.
 fn plan_merged(
     prd: Result<String, String>,
-    mut verify: VerifyLog,
+    (mut verify, generation): (VerifyLog, u64),
     mut board: Board,
     agent: &str,
     claim: &Claim,
@@ -134,6 +145,7 @@ fn plan_merged(
     MergedWrites {
         prd,
         verify,
+        generation,
         board,
         problems,
     }
@@ -154,7 +166,9 @@ fn apply_merged(
         problems.push(format!("{prd_file} not written: {e}"));
     }
     if let Some(log) = writes.verify {
-        let _ = crate::seal::write(&paths.verify, log.render().as_bytes());
+        // Newer than the state's word for it: the next Stop takes it up.
+        let at = writes.generation;
+        let _ = crate::seal::write_record(&paths.verify, log.render().as_bytes(), at);
     }
     if let Err(e) = crate::parallel::disk::write_board(&paths.board, &writes.board) {
         problems.push(format!("board not written: {e}"));
@@ -398,7 +412,7 @@ mod tests {
         board.lanes.insert("a1".into(), claim(0, 2).lane);
         let writes = plan_merged(
             Ok(prd.into()),
-            VerifyLog::default(),
+            (VerifyLog::default(), 3),
             board,
             "a1",
             &claim(0, 2),
@@ -411,7 +425,7 @@ mod tests {
         // Merged twice (a rerun): listed once; an unreadable PRD is named.
         let again = plan_merged(
             Err("prd.json: missing".into()),
-            VerifyLog::default(),
+            (VerifyLog::default(), 4),
             writes.board,
             "a1",
             &claim(0, 2),

@@ -204,9 +204,9 @@ pub(crate) fn read(file: &std::path::Path) -> History {
     of_sealed(&crate::seal::read_sealed(file)).unwrap_or_default()
 }
 
-/// Save the scores to `file`, sealed.
-pub(crate) fn write(file: &std::path::Path, history: &History) -> Result<(), StoreError> {
-    crate::seal::write(file, history.render().as_bytes())
+/// Save the scores to `file`, sealed at generation `at` (`records`).
+pub(crate) fn write(file: &std::path::Path, history: &History, at: u64) -> Result<(), StoreError> {
+    crate::seal::write_record(file, history.render().as_bytes(), at)
 }
 
 #[cfg(test)]

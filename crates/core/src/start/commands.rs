@@ -250,6 +250,11 @@ fn write_new_loop(
     state: &LoopState,
     prd: Option<&Prd>,
 ) -> Result<(), StoreError> {
+    // The first story's counter is the state's (`LoopState::injected`).
+    let state = &LoopState {
+        injected: rules::first_injection(prd, state.parallel),
+        ..state.clone()
+    };
     // A mirror that cannot be written is reported at the first Stop.
     let _ = crate::state_file::write(paths, &state.render())?;
     store::remove_if_present(&paths.verify)?;
@@ -262,13 +267,9 @@ fn write_new_loop(
     store::remove_if_present(&paths.handover)?;
     // Recording starts with the loop: from now on the guard notes each turn's tools.
     turn_tools::start(&paths.turn_tools)?;
-    match rules::first_injection(prd, state.parallel) {
-        Some(inj) => crate::state_file::write_injected(paths, &inj, crate::seal::Form::Beside)?,
-        None => {
-            store::remove_if_present(&paths.last_injected)?;
-            crate::seal::remove(&paths.last_injected)?;
-        }
-    }
+    // A loop from before kept its counter in a file of its own.
+    store::remove_if_present(&paths.last_injected)?;
+    crate::seal::remove(&paths.last_injected)?;
     let mode = Mode::of(state).as_str();
     // --parallel: the stories the start hands out, as a dispatch names them.
     let first = prd

@@ -294,6 +294,8 @@ pub(crate) fn new_state(
         fresh: args.fresh || args.parallel.is_some(),
         parallel: args.parallel.unwrap_or(0),
         sandbox: None,
+        injected: None,
+        records: crate::records::RecordGens::default(),
         prompt,
     }
 }

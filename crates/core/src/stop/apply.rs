@@ -99,16 +99,23 @@ pub(crate) fn apply(
 
 /// The checks' results, the reviewers' verdicts and the scores this Stop
 /// adds to, sealed.
+/// Each at its generation in `plan.records`, which the state saved after
+/// them holds (a save cut short between leaves a newer record, taken up).
 fn save_records(paths: &LoopPaths, plan: &Plan) {
+    use crate::records::LoopRecord;
+    let at = |record| plan.records.get(record);
     if plan.ran_checks {
-        let _ = crate::seal::write(&paths.verify, plan.verify_log.render().as_bytes());
+        let log = plan.verify_log.render();
+        let _ = crate::seal::write_record(&paths.verify, log.as_bytes(), at(LoopRecord::Verify));
     }
     if let Some(log) = &plan.reviews_to_save {
         // The hook's own record is the only verdict that counts.
-        let _ = crate::seal::write(&paths.review, log.render().as_bytes());
+        let log = log.render();
+        let _ = crate::seal::write_record(&paths.review, log.as_bytes(), at(LoopRecord::Review));
     }
     if let Some(scored) = &plan.scored {
-        let _ = crate::score::history::write(&paths.scores, &scored.history);
+        let at = at(LoopRecord::Scores);
+        let _ = crate::score::history::write(&paths.scores, &scored.history, at);
     }
 }
 
@@ -138,15 +145,14 @@ fn write_next(
                 None => reason,
             };
             // Save before blocking: a block whose increment was not saved could
-            // loop past the cap forever.
-            save(paths, inputs, &plan.state_after(inputs, iteration))?;
+            // loop past the cap forever. The story's counter is in it.
+            let after = plan.state_after(inputs, iteration);
+            let after = LoopState {
+                injected: injected.or(after.injected),
+                ..after
+            };
+            save(paths, inputs, &after)?;
             next_turn(paths, inputs, message);
-            if let Some(injected) = injected
-                && let Err(e) =
-                    crate::state_file::write_injected(paths, &injected, inputs.last_injected_form)
-            {
-                message.push_str(&format!(" (re-injection counter not saved: {e})"));
-            }
             (
                 Entry::now(session, iteration, Action::Block, code),
                 Some(reason),

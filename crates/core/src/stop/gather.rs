@@ -70,9 +70,12 @@ pub struct StopInputs {
     /// PRD mode: the PRD as it reads now.
     pub prd: Option<Result<Prd, PrdReadError>>,
     pub blocker: Option<Blocker>,
+    /// The story fed last, and how many times in a row (the state's; a
+    /// loop from before kept it in `last-injected`).
     pub last_injected: Option<Injected>,
-    /// Where the counter's seal was (its next write is one in place).
-    pub last_injected_form: crate::seal::Form,
+    /// The generation of each record as found (its seal's): a record
+    /// written after the state was saved is taken up (`records`).
+    pub records_found: crate::records::RecordGens,
     /// Check results on file.
     pub verify_log: VerifyLog,
     /// The reviewers' verdicts on file.
@@ -219,12 +222,12 @@ impl StopInputs {
             now: crate::clock::unix_now(),
             said: completion::said_this_turn(&state, last_message, turn.as_ref()),
             text,
-            state: *state,
             effect,
             prd,
             blocker: crate::blocker::read(&paths.blocker),
-            last_injected: found.records.counter(),
-            last_injected_form: found.records.injected_form,
+            last_injected: state.injected.clone().or_else(|| found.records.counter()),
+            records_found: found.records.generations(),
+            state: *state,
             verify_log: found.records.verify_log(),
             review_log: crate::review::disk::log_of(&found.records),
             scores: found.records.scores(),

@@ -116,18 +116,47 @@ pub(crate) fn job(inputs: &StopInputs, not_now: bool) -> Option<Measure> {
 }
 
 /// A claim that stands is refused while a test that passed at an earlier
-/// iteration fails now (by this Stop's score: a `--score` command other
-/// than the check, or a promise with no check): not done on the promise alone.
-pub(crate) fn with_regressions(completion: Completion, scored: Option<&Scored>) -> Completion {
-    match (completion, scored) {
-        (Completion::Complete, Some(s)) if !s.regressions.is_empty() => {
-            Completion::Refused(Refusal {
-                check: None,
-                regressed: s.regressions.iter().map(|r| r.test.clone()).collect(),
-            })
-        }
-        (completion, _) => completion,
+/// iteration fails now, by the newest score of the tree it is made on:
+/// this Stop's, or, for a tree not changed since it was scored (a claim
+/// the turn after a regression), the one taken then.
+pub(crate) fn with_regressions(
+    completion: Completion,
+    scored: Option<&Scored>,
+    inputs: &StopInputs,
+) -> Completion {
+    if completion != Completion::Complete {
+        return completion;
     }
+    let regressed: Vec<String> = match scored {
+        Some(s) => s.regressions.iter().map(|r| r.test.clone()).collect(),
+        None => regressed_on_this_tree(inputs),
+    };
+    if regressed.is_empty() {
+        return completion;
+    }
+    Completion::Refused(Refusal {
+        check: None,
+        regressed,
+    })
+}
+
+/// The tests that the newest score of the tree as it is now found failing
+/// after they had passed at an earlier iteration.
+fn regressed_on_this_tree(inputs: &StopInputs) -> Vec<String> {
+    let (Some(measure), Some(fingerprint)) = (measure(inputs), inputs.fingerprint.as_deref())
+    else {
+        return Vec::new();
+    };
+    let Some(entry) = inputs.scores.scored(fingerprint, &measure.command) else {
+        return Vec::new();
+    };
+    inputs
+        .scores
+        .regressions(&entry.score)
+        .into_iter()
+        .filter(|r| r.passed_at < entry.iteration)
+        .map(|r| r.test)
+        .collect()
 }
 
 /// This Stop's score once no check is left to run, with what the loop had

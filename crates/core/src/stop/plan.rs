@@ -15,6 +15,7 @@ use crate::budget::{self, Budgets};
 use crate::prd::Prd;
 use crate::prd::PrdReadError;
 use crate::queued::{self, QueueAction};
+use crate::records::{LoopRecord, RecordGens};
 use crate::review::reviewers::Brief;
 use crate::review::{self, ReviewLog, ReviewVerdict, Standing};
 use crate::state::LoopState;
@@ -36,6 +37,18 @@ pub struct Ran {
     pub reviews: Vec<(String, ReviewVerdict)>,
     /// The measure's score, once it ran (once per Stop).
     pub(crate) score: Option<ScoreRun>,
+}
+
+impl Ran {
+    /// Checks ran at this Stop: their results are saved.
+    fn checks(&self) -> bool {
+        self.stories_done || self.loop_check.is_some() || self.score.is_some()
+    }
+
+    /// Reviewers ran at this Stop: their verdicts are saved.
+    fn saves_reviews(&self) -> bool {
+        self.reviews_done || self.story_reviews_done
+    }
 }
 
 /// Checks to run outside the lock, before the Stop is decided.
@@ -139,6 +152,9 @@ pub struct Plan<'a> {
     /// The iteration's score and what it means (`stop::measure`), when
     /// this Stop scored one.
     pub(crate) scored: Option<Scored>,
+    /// The generation of each record once this Stop's are written (the
+    /// state saved holds it: `records`).
+    pub(crate) records: RecordGens,
 }
 
 impl<'a> Plan<'a> {
@@ -190,7 +206,7 @@ impl<'a> Plan<'a> {
             .then(|| measure::of_stop(inputs, ran.score.as_ref(), &budgets))
             .flatten();
         let completion = completion::judge(state, claimed, loop_check);
-        let completion = measure::with_regressions(completion, scored.as_ref());
+        let completion = measure::with_regressions(completion, scored.as_ref(), inputs);
         let reviewing = completion == Completion::Complete
             && !state.review.final_reviewers().is_empty()
             && jobs.is_none()
@@ -201,14 +217,15 @@ impl<'a> Plan<'a> {
             (ReviewStage::Off, jobs)
         };
         Plan {
+            records: records_after(inputs, ran, scored.is_some()),
             scored,
             claims: state.session_id.is_empty() && !inputs.session.is_empty(),
             queue,
             queue_seen,
             stalls,
-            ran_checks: ran.stories_done || ran.loop_check.is_some() || ran.score.is_some(),
+            ran_checks: ran.checks(),
             review_rounds: review_log.rounds,
-            reviews_to_save: (ran.reviews_done || ran.story_reviews_done).then_some(review_log),
+            reviews_to_save: ran.saves_reviews().then_some(review_log),
             review,
             verify_log: log,
             prd,
@@ -221,6 +238,22 @@ impl<'a> Plan<'a> {
             elapsed_secs: budget::elapsed_secs(state.started_at.as_deref(), inputs.now),
         }
     }
+}
+
+/// The records' generations once this Stop's writes are made: the state's,
+/// or a newer one found in a record's seal (written after the state was
+/// saved), and one generation above them all for each record it writes.
+fn records_after(inputs: &StopInputs, ran: &Ran, scores: bool) -> RecordGens {
+    let known = inputs.state.records.max(inputs.records_found);
+    let next = known.next();
+    [
+        (LoopRecord::Verify, ran.checks()),
+        (LoopRecord::Review, ran.saves_reviews()),
+        (LoopRecord::Scores, scores),
+    ]
+    .into_iter()
+    .filter(|(_, writes)| *writes)
+    .fold(known, |gens, (record, _)| gens.with(record, next))
 }
 
 /// Whether this turn claims completion (the promise, or every story).
@@ -493,6 +526,7 @@ impl Plan<'_> {
             turn_key: inputs.turn_key.clone().or_else(|| state.turn_key.clone()),
             api_error_pause: None,
             budgets: self.budgets.clone(),
+            records: self.records,
             story_checks: match &inputs.prd {
                 Some(Ok(prd)) => prd.checks_to_record(&state.story_checks),
                 _ => state.story_checks.clone(),
