@@ -294,3 +294,25 @@ fn the_score_commands_files_are_pinned_like_a_checks() {
     assert!(r.contains("Score (`sh score.sh`): score 3."), "{r}");
     assert_eq!(p.read("score.sh").as_deref(), Some("echo 3\n"));
 }
+
+/// What ralph adds to a check it knows, as the loop's start shows it, and a
+/// score's cases as the suite's inventory reads them (issue 43).
+#[test]
+fn a_known_runner_writes_its_report_and_a_score_names_its_tests() {
+    use ralph_core::score::{Outcome, Reading, Score, TestCase, launch};
+    assert_eq!(
+        launch::shown("pytest -q"),
+        "pytest --junitxml=<ralph's report>.xml -o junit_family=xunit1 -q"
+    );
+    assert_eq!(launch::shown("cargo test"), "cargo test");
+    let json = r#"{"reader":"pytest","passed":1,"failed":0}"#;
+    let mut s: Score = serde_json::from_str(json).unwrap();
+    assert_eq!((s.skipped, s.reading), (0, Reading::Text));
+    assert!(!s.names_every_test(), "counted, not named");
+    s.cases.push(TestCase {
+        id: "t.py::a".into(),
+        outcome: Outcome::Passed,
+        file: Some("t.py".into()),
+    });
+    assert!(s.names_every_test());
+}

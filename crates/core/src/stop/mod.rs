@@ -195,7 +195,9 @@ impl Jobs {
     pub fn run(self, paths: &LoopPaths, pins: &Guarded, ran: &mut Ran) {
         let root = &paths.root;
         ran.stories_done = true;
-        let check = |cmd: &str| pins.run_check(root, cmd, self.timeout, self.fingerprint.clone());
+        let reports = Some(paths.reports.as_path());
+        let check =
+            |cmd: &str| pins.run_check(root, cmd, self.timeout, self.fingerprint.clone(), reports);
         for (id, cmd) in &self.stories {
             ran.stories.push((id.clone(), check(cmd)));
         }
