@@ -226,16 +226,17 @@ type Flags = (ReportFormat, PathBuf, Vec<String>, Vec<(PathBuf, String)>);
 /// command already asks for one of its own (or for an output that ours would
 /// change): then it runs as written.
 fn flags_for(found: &Found, file: &dyn Fn(&str) -> PathBuf) -> Option<Flags> {
-    let has = |prefixes: &[&str]| {
-        found.args.iter().any(|a| {
-            prefixes
-                .iter()
-                .any(|p| a == p || a.starts_with(&format!("{p}=")))
-        })
+    let own = own_report_options(found.runner);
+    let mine = |a: &String| {
+        own.iter()
+            .any(|p| a == p || a.starts_with(&format!("{p}=")))
     };
+    if found.args.iter().any(mine) {
+        return None;
+    }
     let path = |ext: &str| (file(ext), file(ext).display().to_string());
     let (format, (report, _), flags, files) = match found.runner {
-        Runner::Pytest if !has(&["--junitxml", "--junit-xml"]) => {
+        Runner::Pytest => {
             let (p, at) = path("xml");
             let flags = vec![
                 format!("--junitxml={at}"),
@@ -244,20 +245,12 @@ fn flags_for(found: &Found, file: &dyn Fn(&str) -> PathBuf) -> Option<Flags> {
             ];
             (ReportFormat::Junit, (p, at), flags, Vec::new())
         }
-        Runner::Jest
-            if !has(&[
-                "--json",
-                "--outputFile",
-                "--watch",
-                "--watchAll",
-                "--listTests",
-            ]) =>
-        {
+        Runner::Jest => {
             let (p, at) = path("json");
             let flags = vec!["--json".into(), format!("--outputFile={at}")];
             (ReportFormat::JestJson, (p, at), flags, Vec::new())
         }
-        Runner::Vitest if !has(&["--reporter", "--outputFile", "--watch"]) => {
+        Runner::Vitest => {
             let (p, at) = path("json");
             let flags = ["--reporter=default", "--reporter=json"]
                 .map(String::from)
@@ -266,7 +259,7 @@ fn flags_for(found: &Found, file: &dyn Fn(&str) -> PathBuf) -> Option<Flags> {
                 .collect();
             (ReportFormat::JestJson, (p, at), flags, Vec::new())
         }
-        Runner::NodeTest if !has(&["--test-reporter", "--test-reporter-destination"]) => {
+        Runner::NodeTest => {
             let (p, at) = path("xml");
             let flags = vec![
                 "--test-reporter=spec".into(),
@@ -276,7 +269,7 @@ fn flags_for(found: &Found, file: &dyn Fn(&str) -> PathBuf) -> Option<Flags> {
             ];
             (ReportFormat::Junit, (p, at), flags, Vec::new())
         }
-        Runner::Rspec if !has(&["-f", "--format", "-o", "--out"]) => {
+        Runner::Rspec => {
             let (p, at) = path("json");
             let flags = ["--format", "progress", "--format", "json", "--out"]
                 .map(String::from)
@@ -285,34 +278,49 @@ fn flags_for(found: &Found, file: &dyn Fn(&str) -> PathBuf) -> Option<Flags> {
                 .collect();
             (ReportFormat::RspecJson, (p, at), flags, Vec::new())
         }
-        Runner::Phpunit if !has(&["--log-junit"]) => {
+        Runner::Phpunit | Runner::Ctest => {
             let (p, at) = path("xml");
-            (
-                ReportFormat::Junit,
-                (p, at.clone()),
-                vec!["--log-junit".into(), at],
-                Vec::new(),
-            )
+            let flag = if found.runner == Runner::Ctest {
+                "--output-junit"
+            } else {
+                "--log-junit"
+            };
+            let flags = vec![flag.into(), at.clone()];
+            (ReportFormat::Junit, (p, at), flags, Vec::new())
         }
-        Runner::Ctest if !has(&["--output-junit"]) => {
-            let (p, at) = path("xml");
-            (
-                ReportFormat::Junit,
-                (p, at.clone()),
-                vec!["--output-junit".into(), at],
-                Vec::new(),
-            )
-        }
-        Runner::GoTest if !has(&["-json", "--json"]) => (
+        Runner::GoTest => (
             ReportFormat::GoEvents,
             (PathBuf::new(), String::new()),
             vec!["-json".into()],
             Vec::new(),
         ),
-        Runner::Nextest if !has(&["--tool-config-file"]) => return Some(nextest_flags(file)),
+        Runner::Nextest => return Some(nextest_flags(file)),
         _ => return None,
     };
     Some((format, report, flags, files))
+}
+
+/// The options with which the user's command asks the runner for a report
+/// (or an output) of its own: ralph then adds nothing.
+fn own_report_options(runner: Runner) -> &'static [&'static str] {
+    match runner {
+        Runner::Pytest => &["--junitxml", "--junit-xml"],
+        Runner::Jest => &[
+            "--json",
+            "--outputFile",
+            "--watch",
+            "--watchAll",
+            "--listTests",
+        ],
+        Runner::Vitest => &["--reporter", "--outputFile", "--watch"],
+        Runner::NodeTest => &["--test-reporter", "--test-reporter-destination"],
+        Runner::Rspec => &["-f", "--format", "-o", "--out"],
+        Runner::Phpunit => &["--log-junit"],
+        Runner::Ctest => &["--output-junit"],
+        Runner::GoTest => &["-json", "--json"],
+        Runner::Nextest => &["--tool-config-file"],
+        _ => &[],
+    }
 }
 
 /// cargo-nextest writes JUnit where a configuration says: ralph hands it a

@@ -12,7 +12,7 @@
 //! - [`completion`]: pure; when a loop is complete, the one place that says it.
 //! - [`workers`]: pure; when a Stop waits for the loop's workers (the one
 //!   rule the plan works out and `decide` and `apply` follow).
-//! - [`decide`]: pure; the rules in their order, giving an `Outcome`, and
+//! - [`decide`]: pure; the rules in their order, giving an `StopOutcome`, and
 //!   what happens next ([`next`]: `Then`); [`decision`] words it with `text`.
 //! - [`text`]: every word the model or the user reads, and only words.
 //! - [`apply`]: the one place that writes (with `--parallel`, also what

@@ -81,21 +81,10 @@ pub(crate) fn cargo(lines: &[String]) -> Found {
                 tests: Tally::new(Runner::Cargo),
             });
         } else if let Some(rest) = line.strip_prefix("test result: ") {
-            let Some(open) = section.take() else {
-                return Found::Refused;
-            };
-            let Some(counts) = result_counts(rest) else {
-                return Found::Refused;
-            };
-            if counts.passed + counts.failed + counts.skipped != open.announced
-                || open.tests.counts() != counts
-            {
+            if !close(section.take(), rest, &mut all) {
                 return Found::Refused;
             }
             sections += 1;
-            for case in open.tests.into_cases() {
-                all.case(case.id, case.outcome, case.file);
-            }
         } else if let (Some(open), Some(rest)) = (section.as_mut(), line.strip_prefix("test "))
             && let Some((name, outcome)) = test_line(rest)
         {
@@ -117,6 +106,23 @@ pub(crate) fn cargo(lines: &[String]) -> Found {
             all.agreeing(c, NAMES_ALL)
         }
     }
+}
+
+/// A section closed by its `test result:` line: its tests added to `all`
+/// when the counts are exactly its test lines and what `running` announced.
+fn close(section: Option<Section>, result: &str, all: &mut Tally) -> bool {
+    let (Some(open), Some(counts)) = (section, result_counts(result)) else {
+        return false;
+    };
+    if counts.passed + counts.failed + counts.skipped != open.announced
+        || open.tests.counts() != counts
+    {
+        return false;
+    }
+    for case in open.tests.into_cases() {
+        all.case(case.id, case.outcome, case.file);
+    }
+    true
 }
 
 /// `running 4 tests` / `running 1 test`.
