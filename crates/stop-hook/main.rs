@@ -216,7 +216,13 @@ fn worker_stop(paths: &LoopPaths, input: &HookInput) -> HookOutput {
                 let pins = pins::before_checks(paths);
                 drop(lock);
                 watchdog::extend(timeout + watchdog::WORK);
-                ran = Some(pins.run_check(&paths.root, &command, timeout, None));
+                ran = Some(pins.run_check(
+                    &paths.root,
+                    &command,
+                    timeout,
+                    None,
+                    Some(&paths.reports),
+                ));
                 watchdog::extend(watchdog::WORK);
             }
             Err(e) => return HookOutput::allow(text::file_failed(&e)),

@@ -367,3 +367,25 @@ fn a_claim_the_turn_after_a_regression_on_a_tree_not_changed_since_is_refused() 
     assert_eq!(runs(&p), 2, "an unchanged tree is not scored again");
     assert!(p.state().is_some());
 }
+
+/// What ralph adds to a check it knows, as the loop's start shows it, and a
+/// score's cases as the suite's inventory reads them (issue 43).
+#[test]
+fn a_known_runner_writes_its_report_and_a_score_names_its_tests() {
+    use ralph_core::score::{Outcome, Reading, Score, TestCase, launch};
+    assert_eq!(
+        launch::shown("pytest -q"),
+        "pytest --junitxml=<ralph's report>.xml -o junit_family=xunit1 -q"
+    );
+    assert_eq!(launch::shown("cargo test"), "cargo test");
+    let json = r#"{"reader":"pytest","passed":1,"failed":0}"#;
+    let mut s: Score = serde_json::from_str(json).unwrap();
+    assert_eq!((s.skipped, s.reading), (0, Reading::Text));
+    assert!(!s.names_every_test(), "counted, not named");
+    s.cases.push(TestCase {
+        id: "t.py::a".into(),
+        outcome: Outcome::Passed,
+        file: Some("t.py".into()),
+    });
+    assert!(s.names_every_test());
+}

@@ -57,6 +57,7 @@ pub mod run;
 pub mod sandbox;
 pub mod score;
 pub mod seal;
+pub(crate) mod shell_split;
 pub mod start;
 pub mod state;
 pub mod state_file;

@@ -74,6 +74,10 @@ pub struct LoopPaths {
     pub verify: PathBuf,
     /// The loop's scores, one per scored iteration (`score::history`, sealed).
     pub scores: PathBuf,
+    /// Where the test runners ralph knows write their structured reports,
+    /// one file per check, removed once read (`score::launch`): out of the
+    /// agent's sandbox, like the rest of this folder.
+    pub reports: PathBuf,
     /// The reviewers' verdicts (`--review`), as the Stop hook recorded them.
     pub review: PathBuf,
     /// The tools each turn called, recorded by the guard (see `turn_tools`).
@@ -129,6 +133,7 @@ impl LoopPaths {
             lock: dir.join("lock"),
             verify: dir.join("verify.json"),
             scores: dir.join("scores.json"),
+            reports: dir.join("reports"),
             review: dir.join("review.json"),
             turn_tools: dir.join("turn-tools"),
             worker: dir.join("worker"),

@@ -4,6 +4,8 @@
 use crate::bounded::run_bounded;
 use crate::clock;
 use crate::git::Git;
+use crate::score::launch::{Launch, ReportFormat};
+use crate::score::{Runner, Score, report};
 use crate::verify::CheckResult;
 use std::path::Path;
 use std::process::Command;
@@ -98,24 +100,56 @@ pub fn head(root: &Path) -> Option<String> {
 }
 
 /// Run `command` with `sh -c` in `root`, at most `timeout`; of what it
-/// prints, the tail is kept.
+/// prints, the tail is kept, and its score read. `reports`: ralph's folder
+/// for the runners' reports (`LoopPaths::reports`), where a runner ralph
+/// knows is asked for its structured report (`score::launch`); `None`:
+/// the command as written, read by its words.
 pub(crate) fn run_check(
     root: &Path,
     command: &str,
     timeout: Duration,
     fingerprint: Option<String>,
+    reports: Option<&Path>,
 ) -> CheckResult {
     let started = Instant::now();
-    let since = std::time::SystemTime::now();
     let time = clock::now_rfc3339();
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(command).current_dir(root);
-    let (exit, timed_out, output_tail, score) = match run_bounded(&mut cmd, timeout) {
-        Ok((b, whole)) => {
-            let passed = b.exit == Some(0) && !b.timed_out;
-            let score = junit_report(root, command, since)
-                .unwrap_or_else(|| crate::score::runners::read(&whole, passed, true));
-            (b.exit, b.timed_out, b.output, Some(Box::new(score)))
+    let launch = reports.and_then(|dir| prepare(dir, command));
+    let mut ran = run_once(
+        root,
+        launch.as_ref().map_or(command, |l| &l.command),
+        launch.as_ref(),
+        timeout,
+    );
+    let mut score = ran
+        .as_ref()
+        .ok()
+        .and_then(|r| r.report_score(root, launch.as_ref()));
+    // A runner too old for the flag ralph added fails without a report:
+    // the user's command, as written, decides.
+    if score.is_none()
+        && let Some(l) = &launch
+        && l.command != command
+        && ran
+            .as_ref()
+            .is_ok_and(|r| !r.bounded.timed_out && r.bounded.exit != Some(0))
+    {
+        ran = run_once(root, command, None, timeout);
+    }
+    if let Some(l) = &launch {
+        clean_up(l);
+    }
+    let (exit, timed_out, output_tail, read) = match ran {
+        Ok(r) => {
+            let passed = r.bounded.exit == Some(0) && !r.bounded.timed_out;
+            let score = score
+                .take()
+                .unwrap_or_else(|| r.text_score(root, command, passed));
+            (
+                r.bounded.exit,
+                r.bounded.timed_out,
+                r.tail,
+                Some(Box::new(score)),
+            )
         }
         Err(e) => (None, false, format!("could not start `sh -c`: {e}"), None),
     };
@@ -129,28 +163,145 @@ pub(crate) fn run_check(
         duration_ms: started.elapsed().as_millis() as u64,
         pinned: false,
         put_back: Vec::new(),
-        score,
+        score: read,
     }
+}
+
+/// One run of a check: how it ended, its output, when it started.
+struct Ran {
+    bounded: crate::bounded::Bounded,
+    whole: String,
+    tail: String,
+    since: std::time::SystemTime,
+}
+
+/// `command` run once (with the launch's variables, when it has them).
+fn run_once(
+    root: &Path,
+    command: &str,
+    launch: Option<&Launch>,
+    timeout: Duration,
+) -> std::io::Result<Ran> {
+    let since = std::time::SystemTime::now();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(command).current_dir(root);
+    for (k, v) in launch.map(|l| l.env.as_slice()).unwrap_or_default() {
+        cmd.env(k, v);
+    }
+    let (bounded, whole) = run_bounded(&mut cmd, timeout)?;
+    let events = launch.is_some_and(|l| matches!(l.report, Some((ReportFormat::GoEvents, _))));
+    // `go test -json` printed its events: the model reads its words.
+    let tail = if events {
+        crate::bounded::tail(&crate::score::report::go_words(&whole))
+    } else {
+        bounded.output.clone()
+    };
+    Ok(Ran {
+        bounded,
+        whole,
+        tail,
+        since,
+    })
+}
+
+impl Ran {
+    /// The score of the runner's report, when this run wrote one whole (a
+    /// run cut by its timeout wrote none that counts).
+    fn report_score(&self, root: &Path, launch: Option<&Launch>) -> Option<Score> {
+        let launch = launch?;
+        let (format, path) = launch.report.as_ref()?;
+        if self.bounded.timed_out {
+            return None;
+        }
+        let runner = launch.runner.unwrap_or(Runner::Pytest);
+        let root_text = root.display().to_string();
+        if *format == ReportFormat::GoEvents {
+            return report::read(*format, runner, &self.whole, &root_text);
+        }
+        let text = fresh_report(path, self.since)?;
+        let score = report::read(*format, runner, &text, &root_text)?;
+        if launch.indirect {
+            // pytest somewhere inside the command: its report counts where
+            // the one closing line printed agrees (a script may run pytest
+            // twice, each run writing the same file over).
+            let said = crate::score::runners::read(&self.whole, false, false);
+            let agree = said.reader == Runner::Pytest
+                && (said.passed, said.failed, said.skipped)
+                    == (score.passed, score.failed, score.skipped);
+            return agree.then_some(score);
+        }
+        Some(score)
+    }
+
+    /// The score of the printed words (or of the JUnit report the user's
+    /// command names); a run cut by its timeout counts nothing.
+    fn text_score(&self, root: &Path, command: &str, passed: bool) -> Score {
+        if self.bounded.timed_out {
+            return Score::of_exit(false);
+        }
+        junit_report(root, command, self.since)
+            .unwrap_or_else(|| crate::score::runners::read(&self.whole, passed, true))
+    }
+}
+
+/// The launch of `command` with its report in `dir`, each run its own file
+/// (two checks of one Stop never read each other's); files it needs written.
+fn prepare(dir: &Path, command: &str) -> Option<Launch> {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    std::fs::create_dir_all(dir).ok()?;
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let stem = dir.join(format!("check-{}-{seq}-{nanos}", std::process::id()));
+    let addopts = std::env::var("PYTEST_ADDOPTS").ok();
+    let launch = crate::score::launch::launch(command, &stem, addopts.as_deref());
+    if let Some((_, path)) = &launch.report {
+        let _ = std::fs::remove_file(path);
+    }
+    for (path, text) in &launch.files {
+        std::fs::write(path, text).ok()?;
+    }
+    Some(launch)
+}
+
+/// The launch's report and files removed (the folder holds none between checks).
+fn clean_up(launch: &Launch) {
+    if let Some((_, path)) = &launch.report
+        && path.is_absolute()
+    {
+        let _ = std::fs::remove_file(path);
+    }
+    for (path, _) in &launch.files {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// A report's text when this run wrote it: changed since the run started,
+/// a plain file, no larger than a score reads.
+fn fresh_report(path: &Path, since: std::time::SystemTime) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let fresh = meta.is_file()
+        && meta.len() <= crate::bounded::SCORE_READ_LIMIT
+        && meta.modified().ok()? >= since;
+    fresh.then(|| std::fs::read_to_string(path).ok()).flatten()
 }
 
 /// The JUnit XML report a check's command names (`--junitxml=out.xml`,
 /// `--junit-xml out.xml`, `mochaFile=out.xml`, `report.xml`), when it was
 /// written by this run, read as a score.
-fn junit_report(
-    root: &Path,
-    command: &str,
-    since: std::time::SystemTime,
-) -> Option<crate::score::Score> {
+fn junit_report(root: &Path, command: &str, since: std::time::SystemTime) -> Option<Score> {
     command
         .split(|c: char| c.is_whitespace() || c == '=' || c == '\'' || c == '"')
         .filter(|word| word.ends_with(".xml"))
         .find_map(|word| {
-            let path = root.join(word);
-            let meta = std::fs::metadata(&path).ok()?;
-            if meta.len() > crate::bounded::SCORE_READ_LIMIT || meta.modified().ok()? < since {
-                return None;
-            }
-            crate::score::runners::junit(&std::fs::read_to_string(&path).ok()?)
+            let text = fresh_report(&root.join(word), since)?;
+            report::read(
+                ReportFormat::Junit,
+                Runner::Junit,
+                &text,
+                &root.display().to_string(),
+            )
         })
 }
 
@@ -225,16 +376,23 @@ mod tests {
     #[test]
     fn check_passes_fails_and_times_out() {
         let dir = std::env::temp_dir();
-        let ok = run_check(&dir, "echo hello", Duration::from_secs(10), None);
+        let ok = run_check(&dir, "echo hello", Duration::from_secs(10), None, None);
         assert!(ok.passed());
         assert_eq!(ok.output_tail, "hello");
-        let bad = run_check(&dir, "echo nope >&2; exit 3", Duration::from_secs(10), None);
+        let bad = run_check(
+            &dir,
+            "echo nope >&2; exit 3",
+            Duration::from_secs(10),
+            None,
+            None,
+        );
         assert_eq!(bad.exit, Some(3));
         assert_eq!(bad.output_tail, "nope");
         let slow = run_check(
             &dir,
             "sleep 5 & sleep 5; echo never",
             Duration::from_millis(200),
+            None,
             None,
         );
         assert!(slow.timed_out && !slow.passed());

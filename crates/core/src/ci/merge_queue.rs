@@ -95,7 +95,9 @@ impl Base {
         // The check as the base has it (not the branch's PRD).
         let check = self.prd.story(story).and_then(|s| s.verify.clone());
         if let Some(cmd) = &check {
-            let r = crate::worktree::run_check(&self.root, cmd, self.timeout, None);
+            // Only the exit decides a merge here (no score is kept), and
+            // `ralph merge` has no loop folder: the command runs as written.
+            let r = crate::worktree::run_check(&self.root, cmd, self.timeout, None, None);
             if !r.passed() {
                 let undone = branches::undo_merge(&self.root, &before);
                 return back(match undone {

@@ -355,9 +355,7 @@ mod tests {
             reader: crate::score::Runner::Pytest,
             passed,
             failed: 5 - passed,
-            milli: None,
-            failing: Vec::new(),
-            passing: Vec::new(),
+            ..crate::score::Score::of_exit(false)
         };
         MergeOutcome::CheckFailed(crate::verify::CheckResult {
             command: "pytest".into(),

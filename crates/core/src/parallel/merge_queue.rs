@@ -64,7 +64,13 @@ pub(super) fn merge_and_check(
     let timeout = Duration::from_secs(claim.state.verify_timeout);
     let result = claim.check.as_deref().map(|cmd| {
         extend(timeout + Duration::from_secs(30));
-        crate::pins::disk::before_checks(paths).run_check(&paths.root, cmd, timeout, None)
+        crate::pins::disk::before_checks(paths).run_check(
+            &paths.root,
+            cmd,
+            timeout,
+            None,
+            Some(&paths.reports),
+        )
     });
     match result {
         Some(r) if !r.passed() => {

@@ -362,12 +362,14 @@ impl Guarded {
         command: &str,
         timeout: std::time::Duration,
         fingerprint: Option<String>,
+        reports: Option<&Path>,
     ) -> crate::verify::CheckResult {
         if self.untrusted.is_empty() {
-            return crate::worktree::run_check(root, command, timeout, fingerprint).with_pins(
-                self.pinned,
-                self.put_back.iter().map(|b| b.path.clone()).collect(),
-            );
+            return crate::worktree::run_check(root, command, timeout, fingerprint, reports)
+                .with_pins(
+                    self.pinned,
+                    self.put_back.iter().map(|b| b.path.clone()).collect(),
+                );
         }
         crate::verify::CheckResult {
             command: command.to_string(),

@@ -226,7 +226,7 @@ mod tests {
                 failed,
                 milli: None,
                 failing: failing.iter().map(|s| s.to_string()).collect(),
-                passing: Vec::new(),
+                ..Score::of_exit(true)
             },
             fingerprint: format!("f{iteration}"),
             tree: Some(format!("tree{iteration}")),

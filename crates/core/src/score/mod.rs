@@ -1,25 +1,71 @@
-//! The loop's measure: how far the work is, read from what its check (or
-//! `--score` command) prints, at each Stop that changed the tree. A score is
-//! a test runner's count (passed and failed, with the failing tests' names
-//! and, where the runner lists them, the passing ones), else the number a
-//! `--score` command prints last, else the check's exit (pass or fail).
-//! [`runners`] reads the output (pure); [`history`] keeps the scores of the
-//! loop (`scores.json` in the loop's folder, sealed) and holds the rules
-//! over them: the best, the plateau, the regressions.
+//! The loop's measure: how far the work is, read from its check (or
+//! `--score` command) at each Stop that changed the tree. A score is a test
+//! runner's count (passed, failed and skipped, with every test it named and
+//! how each ended), else the number a `--score` command prints last, else
+//! the check's exit (pass or fail). The results come from the runner, not
+//! from what the tests print: [`launch`] says which runner a command runs
+//! and the flags that make it write a structured report into ralph's folder,
+//! [`report`] reads that report, and [`runners`] reads the printed words
+//! when there is none, counting a summary only where the runner's own
+//! per-test lines agree with it. [`history`] keeps the scores of the loop
+//! (`scores.json` in the loop's folder, sealed) and holds the rules over
+//! them: the best, the plateau, the regressions.
 //! Pure, but for [`history::read`] and [`history::write`], and [`tree`]
 //! (the commits of the scored trees, through git).
 
 pub mod history;
+pub mod launch;
+mod printed;
+pub(crate) mod report;
 pub(crate) mod runners;
 pub mod summary;
 pub(crate) mod tree;
 
 use serde::{Deserialize, Serialize};
 
-/// Failing tests named at most, in a score and in what the model reads.
+/// Failing tests named at most, in a score's history and in what the model reads.
 pub(crate) const MAX_FAILING: usize = 50;
-/// Passing tests named at most (they say which failures are regressions).
-pub(crate) const MAX_PASSING: usize = 5_000;
+/// Tests a reading names at most (in memory only): a suite of 50,000 is
+/// named whole; past this the reading gives counts only.
+pub(crate) const MAX_CASES: usize = 100_000;
+
+/// How one test ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Passed,
+    /// Failed, or errored (a pytest error, a PHPUnit error, a Jest suite
+    /// that failed to run).
+    Failed,
+    /// Did not run to a verdict: skipped, ignored, pending, todo, disabled,
+    /// and pytest's `xfail` (an expected failure proves nothing either way).
+    Skipped,
+}
+
+/// One test as the runner named it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestCase {
+    /// The runner's own name for it, stable across runs of the same suite
+    /// (no time, no counter, no colour): a pytest node id, `file › describe
+    /// › test` for Jest, `binary::path` for cargo, `package::Test` for go.
+    pub id: String,
+    pub outcome: Outcome,
+    /// The file (or go package) that holds it, where the runner says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+/// Where a score's counts were read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reading {
+    /// The runner's structured report, written into ralph's folder (or, for
+    /// `go test -json`, its event stream).
+    Report,
+    /// The runner's printed words.
+    #[default]
+    Text,
+}
 
 /// What a score was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,16 +113,23 @@ pub struct Score {
     /// Tests that failed, errors included (for `Exit`: 1 when it failed).
     #[serde(default)]
     pub failed: u32,
+    /// Tests skipped, ignored, pending or todo.
+    #[serde(default)]
+    pub skipped: u32,
+    /// Whether the counts come from a report or from the printed words.
+    #[serde(default)]
+    pub reading: Reading,
     /// `Number`: the value printed, in thousandths (exact to compare).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub milli: Option<i64>,
-    /// The failing tests' names, at most [`MAX_FAILING`].
+    /// The failing tests' names, at most [`MAX_FAILING`] (from `cases`,
+    /// kept in the history for display and the regressions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failing: Vec<String>,
-    /// The passing tests' names where the runner lists them (kept in
-    /// memory for the regressions, not in the history).
+    /// Every test the reading named, with how it ended (in memory only:
+    /// the history keeps the counts and `failing`).
     #[serde(skip)]
-    pub passing: Vec<String>,
+    pub cases: Vec<TestCase>,
 }
 
 impl Score {
@@ -86,10 +139,30 @@ impl Score {
             reader: Runner::Exit,
             passed: u32::from(passed),
             failed: u32::from(!passed),
+            skipped: 0,
+            reading: Reading::Text,
             milli: None,
             failing: Vec::new(),
-            passing: Vec::new(),
+            cases: Vec::new(),
         }
+    }
+
+    /// Whether `cases` name every test counted (passed, failed and skipped
+    /// alike), so the suite can be taken test by test; `false`: counts
+    /// only (a runner that names only its failures, a plain summary line).
+    pub fn names_every_test(&self) -> bool {
+        self.reader.counts_tests()
+            && self.reader != Runner::Plain
+            && u64::from(self.passed) + u64::from(self.failed) + u64::from(self.skipped)
+                == self.cases.len() as u64
+    }
+
+    /// The names of the tests that passed (the regressions' memory).
+    pub(crate) fn passing(&self) -> impl Iterator<Item = &str> {
+        self.cases
+            .iter()
+            .filter(|c| c.outcome == Outcome::Passed)
+            .map(|c| c.id.as_str())
     }
 
     /// Whether this score is better than `best`: more tests pass (or as
@@ -179,9 +252,8 @@ mod tests {
             reader: Runner::Cargo,
             passed,
             failed,
-            milli: None,
-            failing: Vec::new(),
-            passing: Vec::new(),
+            cases: Vec::new(),
+            ..Score::of_exit(true)
         }
     }
 

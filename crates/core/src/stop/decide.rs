@@ -1,5 +1,5 @@
 //! The Stop's decision: pure. [`judge`] applies the rules in their order and
-//! says what happens as data (an [`Outcome`]); `text::render` words it into
+//! says what happens as data (an [`StopOutcome`]); `text::render` words it into
 //! a [`Decision`]. The order, for a loop this session owns:
 //!
 //! 1. what the user queued meanwhile comes first: a `/cancel-ralph` ends the
@@ -149,7 +149,7 @@ pub(crate) struct PrdProgress<'a> {
 
 /// What a Stop does, as data.
 #[derive(Debug, Clone)]
-pub(crate) enum Outcome<'a> {
+pub(crate) enum StopOutcome<'a> {
     /// The user queued this cancel command: the loop ends.
     CancelledByUser(&'a str),
     /// The user queued a message: the turn ends so the model gets it; the
@@ -209,44 +209,44 @@ pub(crate) enum Outcome<'a> {
     WaitForWorkers,
 }
 
-impl Outcome<'_> {
+impl StopOutcome<'_> {
     pub(crate) fn code(&self) -> Code {
         match self {
-            Outcome::CancelledByUser(_) | Outcome::Cancelled => Code::Cancelled,
-            Outcome::Yield => Code::UserMessage,
-            Outcome::Complete => Code::Complete,
-            Outcome::AllStoriesPass { .. } => Code::AllStoriesPass,
-            Outcome::MaxIterations => Code::MaxIterations,
-            Outcome::BudgetSpent(Budget::Tokens) => Code::TokenBudget,
-            Outcome::BudgetSpent(Budget::Runtime) => Code::RuntimeBudget,
-            Outcome::BudgetSpent(Budget::Cost) => Code::CostBudget,
-            Outcome::Stalled => Code::Stalled,
-            Outcome::Plateau => Code::Plateau,
+            StopOutcome::CancelledByUser(_) | StopOutcome::Cancelled => Code::Cancelled,
+            StopOutcome::Yield => Code::UserMessage,
+            StopOutcome::Complete => Code::Complete,
+            StopOutcome::AllStoriesPass { .. } => Code::AllStoriesPass,
+            StopOutcome::MaxIterations => Code::MaxIterations,
+            StopOutcome::BudgetSpent(Budget::Tokens) => Code::TokenBudget,
+            StopOutcome::BudgetSpent(Budget::Runtime) => Code::RuntimeBudget,
+            StopOutcome::BudgetSpent(Budget::Cost) => Code::CostBudget,
+            StopOutcome::Stalled => Code::Stalled,
+            StopOutcome::Plateau => Code::Plateau,
             // A story's review refused it only once its checks passed.
-            Outcome::ReviewRejected(_)
-            | Outcome::Story {
+            StopOutcome::ReviewRejected(_)
+            | StopOutcome::Story {
                 review: Some(_), ..
             } => Code::ReviewRejected,
-            Outcome::ReviewsExhausted(_) => Code::ReviewsExhausted,
-            Outcome::Blocked(_) | Outcome::StillBlocked(_) => Code::Blocked,
-            Outcome::Deadlock(_) => Code::Deadlock,
-            Outcome::StoryStuck(_) => Code::StoryStuck,
-            Outcome::Prompt { refused: None, .. } => Code::Continue,
-            Outcome::Prompt {
+            StopOutcome::ReviewsExhausted(_) => Code::ReviewsExhausted,
+            StopOutcome::Blocked(_) | StopOutcome::StillBlocked(_) => Code::Blocked,
+            StopOutcome::Deadlock(_) => Code::Deadlock,
+            StopOutcome::StoryStuck(_) => Code::StoryStuck,
+            StopOutcome::Prompt { refused: None, .. } => Code::Continue,
+            StopOutcome::Prompt {
                 refused: Some(_), ..
             }
-            | Outcome::FinalCheckFailed(_)
-            | Outcome::Story {
+            | StopOutcome::FinalCheckFailed(_)
+            | StopOutcome::Story {
                 refused: Some(_), ..
             } => Code::VerifyFailed,
-            Outcome::PrdInvalid(_) => Code::PrdInvalid,
-            Outcome::Vanished(_) => Code::StoriesVanished,
-            Outcome::Story { standing, .. } if standing.early_promise.is_some() => {
+            StopOutcome::PrdInvalid(_) => Code::PrdInvalid,
+            StopOutcome::Vanished(_) => Code::StoriesVanished,
+            StopOutcome::Story { standing, .. } if standing.early_promise.is_some() => {
                 Code::PromiseRefused
             }
-            Outcome::Story { .. } => Code::Story,
-            Outcome::Dispatch { .. } => Code::Dispatched,
-            Outcome::WaitForWorkers => Code::WorkerRunning,
+            StopOutcome::Story { .. } => Code::Story,
+            StopOutcome::Dispatch { .. } => Code::Dispatched,
+            StopOutcome::WaitForWorkers => Code::WorkerRunning,
         }
     }
 
@@ -254,26 +254,26 @@ impl Outcome<'_> {
     pub(crate) fn ends(&self) -> bool {
         matches!(
             self,
-            Outcome::CancelledByUser(_)
-                | Outcome::Cancelled
-                | Outcome::Complete
-                | Outcome::AllStoriesPass { .. }
-                | Outcome::MaxIterations
-                | Outcome::ReviewsExhausted(_)
-                | Outcome::BudgetSpent(_)
-                | Outcome::Stalled
-                | Outcome::Plateau
-                | Outcome::StoryStuck(_)
+            StopOutcome::CancelledByUser(_)
+                | StopOutcome::Cancelled
+                | StopOutcome::Complete
+                | StopOutcome::AllStoriesPass { .. }
+                | StopOutcome::MaxIterations
+                | StopOutcome::ReviewsExhausted(_)
+                | StopOutcome::BudgetSpent(_)
+                | StopOutcome::Stalled
+                | StopOutcome::Plateau
+                | StopOutcome::StoryStuck(_)
         )
     }
 
     /// The story the log line is about.
     pub(crate) fn story(&self) -> Option<String> {
         match self {
-            Outcome::Story { story, .. } => Some(story.id.clone()),
-            Outcome::Dispatch { stories, .. } => Some(crate::parallel::batch_names(stories)),
-            Outcome::StoryStuck(key) => Some(key.as_str().to_string()),
-            Outcome::Blocked(b) => (!b.story_id.is_empty()).then(|| b.story_id.clone()),
+            StopOutcome::Story { story, .. } => Some(story.id.clone()),
+            StopOutcome::Dispatch { stories, .. } => Some(crate::parallel::batch_names(stories)),
+            StopOutcome::StoryStuck(key) => Some(key.as_str().to_string()),
+            StopOutcome::Blocked(b) => (!b.story_id.is_empty()).then(|| b.story_id.clone()),
             _ => None,
         }
     }
@@ -282,7 +282,7 @@ impl Outcome<'_> {
 /// The judgement of a Stop: what happens, and what it changes besides.
 #[derive(Debug, Clone)]
 pub(crate) struct Judgement<'a> {
-    pub outcome: Outcome<'a>,
+    pub outcome: StopOutcome<'a>,
     /// The new re-injection counter, to be written.
     pub injected: Option<Injected>,
     /// The blocker's story passes, or the blocker is ignored: the blocker
@@ -304,24 +304,24 @@ pub(crate) enum IgnoredBlocker {
 /// The rules, in their order (see the module's doc).
 pub(crate) fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
     if cx.workers == Workers::AllBusy {
-        return alone(Outcome::WaitForWorkers);
+        return alone(StopOutcome::WaitForWorkers);
     }
     match cx.queue {
-        QueueAction::Cancel { typed } => return alone(Outcome::CancelledByUser(typed)),
-        QueueAction::Yield { .. } => return alone(Outcome::Yield),
+        QueueAction::Cancel { typed } => return alone(StopOutcome::CancelledByUser(typed)),
+        QueueAction::Yield { .. } => return alone(StopOutcome::Yield),
         QueueAction::Answer { .. } | QueueAction::None => {}
     }
     if !cx.state.active {
-        return alone(Outcome::Cancelled);
+        return alone(StopOutcome::Cancelled);
     }
     if let Some(why) = &cx.state.blocked {
-        return alone(Outcome::StillBlocked(why));
+        return alone(StopOutcome::StillBlocked(why));
     }
     match cx.prd {
         None => judge_plain(cx),
         Some(Err(why)) => match cap_reached(cx.state) {
             Some(end) => alone(end),
-            None => feed(cx, FeedKey::PrdInvalid, Outcome::PrdInvalid(why), false),
+            None => feed(cx, FeedKey::PrdInvalid, StopOutcome::PrdInvalid(why), false),
         },
         Some(Ok(prd)) => judge_prd(cx, prd),
     }
@@ -329,7 +329,7 @@ pub(crate) fn judge<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
 
 fn judge_plain<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
     let refused = match cx.completion {
-        Completion::Complete => match reviewed(cx, Outcome::Complete) {
+        Completion::Complete => match reviewed(cx, StopOutcome::Complete) {
             Reviewed::Done(j) => return j,
             Reviewed::Feed(outcome) => {
                 return match limit_reached(cx) {
@@ -349,7 +349,7 @@ fn judge_plain<'a>(cx: &StopContext<'a>) -> Judgement<'a> {
         && cx.state.completion_promise.is_some()
         && promise::has_any_tag(cx.said.unwrap_or(""));
     Judgement {
-        outcome: Outcome::Prompt {
+        outcome: StopOutcome::Prompt {
             refused,
             mismatched_tag,
         },
@@ -363,7 +363,7 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
     let prd = judged.prd.as_ref();
     let (remove_blocker, ignored_blocker) = match blocker_rule(cx, prd) {
         Ok(found) => found,
-        Err(blocker) => return alone(Outcome::Blocked(blocker)),
+        Err(blocker) => return alone(StopOutcome::Blocked(blocker)),
     };
     // What is fed, with the blocker's removal and why it was ignored.
     let fed = |key, outcome| {
@@ -375,7 +375,7 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
     match cx.completion {
         Completion::Complete => {
             let total = prd.stories.len();
-            return match reviewed(cx, Outcome::AllStoriesPass { total }) {
+            return match reviewed(cx, StopOutcome::AllStoriesPass { total }) {
                 Reviewed::Done(j) => Judgement {
                     remove_blocker,
                     ignored_blocker: ignored_blocker.clone(),
@@ -390,7 +390,7 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
         Completion::Refused(refusal) => {
             return match limit_reached(cx) {
                 Some(end) => alone(end),
-                None => fed(FeedKey::FinalCheck, Outcome::FinalCheckFailed(refusal)),
+                None => fed(FeedKey::FinalCheck, StopOutcome::FinalCheckFailed(refusal)),
             };
         }
         Completion::NotClaimed => {}
@@ -403,22 +403,22 @@ fn judge_prd<'a>(cx: &StopContext<'a>, judged: &'a JudgedPrd<'a>) -> Judgement<'
         let stories = crate::parallel::pick(prd, cx.in_flight, cx.state.parallel);
         if !stories.is_empty() {
             let key = FeedKey::Story(crate::parallel::batch_key(&stories));
-            return fed(key, Outcome::Dispatch { stories, standing });
+            return fed(key, StopOutcome::Dispatch { stories, standing });
         }
         if cx.workers != Workers::Idle {
-            return alone(Outcome::WaitForWorkers);
+            return alone(StopOutcome::WaitForWorkers);
         }
     }
     let Some(story) = prd.next_runnable() else {
         if !standing.vanished.is_empty() {
-            return fed(FeedKey::Vanished, Outcome::Vanished(standing));
+            return fed(FeedKey::Vanished, StopOutcome::Vanished(standing));
         }
         return fed(
             FeedKey::Deadlock,
-            Outcome::Deadlock(prd.unmet_dependencies()),
+            StopOutcome::Deadlock(prd.unmet_dependencies()),
         );
     };
-    let outcome = Outcome::Story {
+    let outcome = StopOutcome::Story {
         story,
         standing,
         refused: judged.refused.get(&story.id),
@@ -480,13 +480,13 @@ fn with_ignored(j: Judgement, ignored_blocker: Option<IgnoredBlocker>) -> Judgem
 fn feed<'a>(
     cx: &StopContext,
     key: FeedKey,
-    outcome: Outcome<'a>,
+    outcome: StopOutcome<'a>,
     remove_blocker: bool,
 ) -> Judgement<'a> {
     let injected = Injected::next(cx.last_injected, key.as_str());
     if injected.count > cx.state.max_story_attempts {
         return Judgement {
-            outcome: Outcome::StoryStuck(key),
+            outcome: StopOutcome::StoryStuck(key),
             injected: None,
             remove_blocker,
             ignored_blocker: None,
@@ -505,40 +505,44 @@ enum Reviewed<'a> {
     /// Decided: complete (approved, or no review), or stopped (rejected too often).
     Done(Judgement<'a>),
     /// Rejected: fed back with the findings.
-    Feed(Outcome<'a>),
+    Feed(StopOutcome<'a>),
 }
 
-fn reviewed<'a>(cx: &StopContext<'a>, complete: Outcome<'a>) -> Reviewed<'a> {
+fn reviewed<'a>(cx: &StopContext<'a>, complete: StopOutcome<'a>) -> Reviewed<'a> {
     match cx.review {
         ReviewStage::Off | ReviewStage::Approved(_) => Reviewed::Done(alone(complete)),
-        ReviewStage::Rejected(s) => Reviewed::Feed(Outcome::ReviewRejected(s)),
-        ReviewStage::Exhausted(s) => Reviewed::Done(alone(Outcome::ReviewsExhausted(s))),
+        ReviewStage::Rejected(s) => Reviewed::Feed(StopOutcome::ReviewRejected(s)),
+        ReviewStage::Exhausted(s) => Reviewed::Done(alone(StopOutcome::ReviewsExhausted(s))),
     }
 }
 
 /// The cap first: when several apply on the same turn, the user's own limit
 /// is the reason to give. Then the budgets, then the no-progress breaker,
 /// then the plateau rule.
-fn limit_reached<'a>(cx: &StopContext) -> Option<Outcome<'a>> {
+fn limit_reached<'a>(cx: &StopContext) -> Option<StopOutcome<'a>> {
     let state = cx.state;
     cap_reached(state)
-        .or_else(|| cx.budgets.spent(cx.elapsed_secs).map(Outcome::BudgetSpent))
         .or_else(|| {
-            (state.max_stalls > 0 && cx.stalls >= state.max_stalls).then_some(Outcome::Stalled)
+            cx.budgets
+                .spent(cx.elapsed_secs)
+                .map(StopOutcome::BudgetSpent)
+        })
+        .or_else(|| {
+            (state.max_stalls > 0 && cx.stalls >= state.max_stalls).then_some(StopOutcome::Stalled)
         })
         .or_else(|| {
             cx.scored
                 .is_some_and(|s| s.plateaued(state.max_plateau))
-                .then_some(Outcome::Plateau)
+                .then_some(StopOutcome::Plateau)
         })
 }
 
-fn cap_reached<'a>(state: &LoopState) -> Option<Outcome<'a>> {
+fn cap_reached<'a>(state: &LoopState) -> Option<StopOutcome<'a>> {
     (state.max_iterations > 0 && state.iteration >= state.max_iterations)
-        .then_some(Outcome::MaxIterations)
+        .then_some(StopOutcome::MaxIterations)
 }
 
-fn alone(outcome: Outcome) -> Judgement {
+fn alone(outcome: StopOutcome) -> Judgement {
     Judgement {
         outcome,
         injected: None,

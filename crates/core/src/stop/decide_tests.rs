@@ -462,9 +462,7 @@ fn scored(passed: &[u32], regressed: &[&str]) -> crate::stop::measure::Scored {
             reader: Runner::Pytest,
             passed: *p,
             failed: 10 - p,
-            milli: None,
-            failing: Vec::new(),
-            passing: Vec::new(),
+            ..Score::of_exit(false)
         };
         let entry = IterationScore {
             iteration: i as u64 + 1,

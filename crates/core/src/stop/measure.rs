@@ -201,7 +201,7 @@ pub(crate) fn scored(
     let (entry, passing, changed) = match run {
         Some(run) => {
             let score = run.result.score_as(run.measure.numbered);
-            let passing = score.passing.clone();
+            let passing: Vec<String> = score.passing().map(str::to_string).collect();
             let entry = IterationScore {
                 iteration,
                 time: run.result.time.clone(),

@@ -12,7 +12,7 @@
 //! - [`completion`]: pure; when a loop is complete, the one place that says it.
 //! - [`workers`]: pure; when a Stop waits for the loop's workers (the one
 //!   rule the plan works out and `decide` and `apply` follow).
-//! - [`decide`]: pure; the rules in their order, giving an `Outcome`, and
+//! - [`decide`]: pure; the rules in their order, giving an `StopOutcome`, and
 //!   what happens next ([`next`]: `Then`); [`decision`] words it with `text`.
 //! - [`text`]: every word the model or the user reads, and only words.
 //! - [`apply`]: the one place that writes (with `--parallel`, also what
@@ -195,7 +195,9 @@ impl Jobs {
     pub fn run(self, paths: &LoopPaths, pins: &Guarded, ran: &mut Ran) {
         let root = &paths.root;
         ran.stories_done = true;
-        let check = |cmd: &str| pins.run_check(root, cmd, self.timeout, self.fingerprint.clone());
+        let reports = Some(paths.reports.as_path());
+        let check =
+            |cmd: &str| pins.run_check(root, cmd, self.timeout, self.fingerprint.clone(), reports);
         for (id, cmd) in &self.stories {
             ran.stories.push((id.clone(), check(cmd)));
         }

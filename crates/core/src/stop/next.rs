@@ -1,7 +1,7 @@
 //! What happens after a Stop: decided ([`Then`], from the judgement's
 //! outcome), then worded ([`Next`], in a [`Decision`]) for `apply`. Pure.
 
-use super::decide::{Judgement, Outcome};
+use super::decide::{Judgement, StopOutcome};
 use crate::activity::Code;
 use crate::hook_output::HookOutput;
 use crate::reinject::Injected;
@@ -68,10 +68,10 @@ impl Judgement<'_> {
     /// What happens next, for a loop in `state`.
     pub(crate) fn then(&self, state: &LoopState) -> Then {
         match &self.outcome {
-            Outcome::Yield => Then::Yield,
-            Outcome::CancelledByUser(_) => Then::Cancel,
-            Outcome::Blocked(_) | Outcome::StillBlocked(_) => Then::Hold,
-            Outcome::WaitForWorkers => Then::Wait,
+            StopOutcome::Yield => Then::Yield,
+            StopOutcome::CancelledByUser(_) => Then::Cancel,
+            StopOutcome::Blocked(_) | StopOutcome::StillBlocked(_) => Then::Hold,
+            StopOutcome::WaitForWorkers => Then::Wait,
             end if end.ends() => Then::End {
                 iterations: state.iteration,
             },
@@ -79,7 +79,10 @@ impl Judgement<'_> {
                 iteration: state.iteration.saturating_add(1),
                 injected: self.injected.clone(),
                 to_worker: state.fresh
-                    && !matches!(feed, Outcome::Story { .. } | Outcome::Dispatch { .. }),
+                    && !matches!(
+                        feed,
+                        StopOutcome::Story { .. } | StopOutcome::Dispatch { .. }
+                    ),
             },
         }
     }

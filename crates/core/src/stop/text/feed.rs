@@ -10,21 +10,21 @@ use crate::reinject::Injected;
 use crate::review::ReviewVerdict;
 use crate::state::{DEFAULT_PRD_PROMPT, LoopState};
 use crate::stop::completion::Refusal;
-use crate::stop::decide::{Outcome, PrdProgress, StopContext};
+use crate::stop::decide::{PrdProgress, StopContext, StopOutcome};
 use crate::verify::CheckResult;
 
 /// What the model is fed (`reason`) and what the user is told, when the loop goes on.
-pub(super) fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
+pub(super) fn feeding(cx: &StopContext, outcome: &StopOutcome) -> (String, String) {
     let state = cx.state;
     let label = state.iteration_label(state.iteration.saturating_add(1));
     let prd_name = prd_name(state);
     let footer = footer(state, None);
     match outcome {
-        Outcome::Prompt {
+        StopOutcome::Prompt {
             refused,
             mismatched_tag,
         } => prompt(state, *refused, *mismatched_tag),
-        Outcome::PrdInvalid(why) => (
+        StopOutcome::PrdInvalid(why) => (
             format!(
                 "Ralph loop: {prd_name} can no longer be read: {why}\n\nRestore {prd_name} to valid JSON with every story it had (keep every `id`), then continue with the next story whose `passes` is false.{footer}"
             ),
@@ -32,7 +32,7 @@ pub(super) fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
                 "⚠️ Ralph iteration {label}: {prd_name} is not readable ({why}); the agent was asked to repair it."
             ),
         ),
-        Outcome::ReviewRejected(standing) => {
+        StopOutcome::ReviewRejected(standing) => {
             let round = cx_rounds(cx);
             (
                 format!(
@@ -47,7 +47,7 @@ pub(super) fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
                 ),
             )
         }
-        Outcome::FinalCheckFailed(refusal) => (
+        StopOutcome::FinalCheckFailed(refusal) => (
             format!(
                 "Ralph loop: every story in {prd_name} is marked as passing, but the loop's final check failed. {}\nFix what fails (reopen a story by setting its \"passes\" to false if it is not really done); the loop ends when the check passes.{footer}",
                 refusal_report(state, refusal)
@@ -57,7 +57,7 @@ pub(super) fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
                 refusal_status(state, refusal)
             ),
         ),
-        Outcome::Deadlock(unmet) => {
+        StopOutcome::Deadlock(unmet) => {
             let waits: Vec<String> = unmet
                 .iter()
                 .filter(|(_, on)| !on.is_empty())
@@ -73,7 +73,7 @@ pub(super) fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
                 ),
             )
         }
-        Outcome::Vanished(standing) => (
+        StopOutcome::Vanished(standing) => (
             format!("Ralph loop: {}{footer}", preface(state, standing)),
             format!(
                 "⚠️ Ralph iteration {label}: stories vanished from {prd_name}: {}; the agent was asked to restore them. ({})",
@@ -81,13 +81,13 @@ pub(super) fn feeding(cx: &StopContext, outcome: &Outcome) -> (String, String) {
                 progress(standing)
             ),
         ),
-        Outcome::Story {
+        StopOutcome::Story {
             story,
             standing,
             refused,
             review,
         } => story_feed(cx, outcome, story, standing, *refused, *review),
-        Outcome::Dispatch { stories, standing } => dispatch_feed(cx, stories, standing),
+        StopOutcome::Dispatch { stories, standing } => dispatch_feed(cx, stories, standing),
         end => unreachable!("not a feed: {end:?}"),
     }
 }
@@ -186,7 +186,7 @@ fn prompt(state: &LoopState, refused: Option<&Refusal>, mismatched_tag: bool) ->
 /// PRD mode: the next story, with what the model must know first.
 fn story_feed(
     cx: &StopContext,
-    outcome: &Outcome,
+    outcome: &StopOutcome,
     story: &Story,
     standing: &PrdProgress,
     refused: Option<&CheckResult>,

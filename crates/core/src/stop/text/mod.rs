@@ -4,7 +4,7 @@
 
 use super::completion::Refusal;
 use super::decide::{
-    Decision, IgnoredBlocker, Judgement, Next, Outcome, PrdProgress, StopContext, Then,
+    Decision, IgnoredBlocker, Judgement, Next, PrdProgress, StopContext, StopOutcome, Then,
 };
 use super::plan::ReviewStage;
 use crate::blocker::Blocker;
@@ -95,7 +95,7 @@ pub(crate) fn render(cx: &StopContext, j: Judgement) -> Decision {
         (Then::Yield, _) => (yielded(state), Next::Yield),
         (Then::Cancel, outcome) => {
             let typed = match outcome {
-                Outcome::CancelledByUser(typed) => Some(*typed),
+                StopOutcome::CancelledByUser(typed) => Some(*typed),
                 _ => None,
             };
             (control::cancelled(state, typed), Next::Cancel)
@@ -109,10 +109,10 @@ pub(crate) fn render(cx: &StopContext, j: Judgement) -> Decision {
             let mut words = ending(cx, end);
             if matches!(
                 end,
-                Outcome::MaxIterations
-                    | Outcome::BudgetSpent(_)
-                    | Outcome::Stalled
-                    | Outcome::StoryStuck(_)
+                StopOutcome::MaxIterations
+                    | StopOutcome::BudgetSpent(_)
+                    | StopOutcome::Stalled
+                    | StopOutcome::StoryStuck(_)
             ) {
                 words.push_str(&score_words::best_at_end(cx));
             }
@@ -163,10 +163,10 @@ pub(crate) fn render(cx: &StopContext, j: Judgement) -> Decision {
 }
 
 /// Why the loop is held for the user, as the state keeps it (`blocked:`).
-fn held_why(outcome: &Outcome) -> String {
+fn held_why(outcome: &StopOutcome) -> String {
     match outcome {
-        Outcome::Blocked(blocker) => blocked_why(blocker),
-        Outcome::StillBlocked(why) => (*why).to_string(),
+        StopOutcome::Blocked(blocker) => blocked_why(blocker),
+        StopOutcome::StillBlocked(why) => (*why).to_string(),
         other => unreachable!("not a hold: {other:?}"),
     }
 }
@@ -180,45 +180,45 @@ fn yielded(state: &LoopState) -> String {
 }
 
 /// Why the loop ended, for the user.
-fn ending(cx: &StopContext, outcome: &Outcome) -> String {
+fn ending(cx: &StopContext, outcome: &StopOutcome) -> String {
     let state = cx.state;
     let n = state.iteration;
     let after = plural(n, "iteration");
     match outcome {
-        Outcome::Cancelled => {
+        StopOutcome::Cancelled => {
             format!("Ralph loop ended: it was cancelled (active: false) at iteration {n}.")
         }
-        Outcome::Complete => format!(
+        StopOutcome::Complete => format!(
             "✅ Ralph loop complete after {after}: the completion promise <promise>{}</promise> was printed{}.",
             state.completion_promise.as_deref().unwrap_or_default(),
             verified_and_reviewed(cx)
         ),
-        Outcome::AllStoriesPass { total } => format!(
+        StopOutcome::AllStoriesPass { total } => format!(
             "✅ Ralph loop complete after {after}: all {} in {} pass{}.",
             plural(*total as u64, "story"),
             prd_name(state),
             verified_and_reviewed(cx)
         ),
-        Outcome::ReviewsExhausted(standing) => format!(
+        StopOutcome::ReviewsExhausted(standing) => format!(
             "⛔ Ralph loop stopped after {after}: review did not approve the work after {} (--max-reviews {}). Open findings:\n{}Fix them, then start the loop again.",
             plural(u64::from(state.review.max_rounds), "round"),
             state.review.max_rounds,
             standing.findings_text()
         ),
-        Outcome::MaxIterations => cap_reached(state),
-        Outcome::BudgetSpent(budget) => format!(
+        StopOutcome::MaxIterations => cap_reached(state),
+        StopOutcome::BudgetSpent(budget) => format!(
             "🛑 Ralph loop stopped after {after}: the {} is spent ({}). Start again with a larger {} to go on.",
             status::budget_name(*budget),
             status::spent_of(*budget, cx.budgets, cx.elapsed_secs),
             budget.flag()
         ),
-        Outcome::Plateau => score_words::plateau_end(cx, &after),
-        Outcome::Stalled => format!(
+        StopOutcome::Plateau => score_words::plateau_end(cx, &after),
+        StopOutcome::Stalled => format!(
             "⛔ Ralph loop stopped after {after}: the working tree did not change for {} in a row (no-progress breaker, --max-stalls {}). Look at the last turns, adjust the prompt, and start again.",
             plural(u64::from(cx.stalls), "iteration"),
             state.max_stalls
         ),
-        Outcome::StoryStuck(key) => format!(
+        StopOutcome::StoryStuck(key) => format!(
             "⛔ Ralph loop halted after {after}: {} was fed {} times in a row without passing. Look at progress.txt and the last changes, adjust the story or write down what blocks it, then start the loop again.",
             key.as_str(),
             state.max_story_attempts
