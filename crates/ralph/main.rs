@@ -93,6 +93,12 @@ enum Command {
     Cancel,
     /// Resume the loop of this project after it paused for you (a blocker, a changed file)
     Resume,
+    /// Accept the removal of tests from the suite (their ids, or --all): a claim is no longer refused for them
+    Accept {
+        /// The tests' ids, as the refusal or status names them; --all: every test gone now
+        #[arg(required = true, allow_hyphen_values = true)]
+        tests: Vec<String>,
+    },
     /// The loop's story from its activity log: how it ended, iterations, stories, checks
     Report {
         /// Write it as one self-contained HTML page (with a chart) to FILE
@@ -130,6 +136,7 @@ fn main() -> ExitCode {
             Command::Start { .. } => Some("ralph start"),
             Command::Cancel => Some("ralph cancel"),
             Command::Resume => Some("ralph resume"),
+            Command::Accept { .. } => Some("ralph accept"),
             Command::Merge(_) => Some("ralph merge"),
             // A file written wherever the agent points (the loop's state,
             // the command policy, the user's settings): it reads stdout.
@@ -146,6 +153,7 @@ fn main() -> ExitCode {
         Command::Run { args } => run(&args),
         Command::Start { session, args } => start(&paths(), session, &args),
         Command::Resume => printed(control::resume(&paths()).map(|r| r.message().to_string())),
+        Command::Accept { tests } => accept(&paths(), &tests),
         Command::Report { html } => report(&paths(), html.as_deref().map(Path::new)),
         Command::Statusline { action, then } => {
             let args: Vec<String> = match (action.as_deref(), then) {
@@ -189,6 +197,20 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+/// `ralph accept TEST... | --all`: the user accepts the removal of tests.
+fn accept(paths: &LoopPaths, tests: &[String]) -> ExitCode {
+    // Each id as one word again, whatever it holds.
+    let quoted: Vec<String> = tests.iter().map(|t| format!("\"{t}\"")).collect();
+    match control::accept(paths, &quoted.join(" ")) {
+        Ok(control::AcceptOutcome::Accepted(msg)) => {
+            println!("{msg}");
+            ExitCode::SUCCESS
+        }
+        Ok(control::AcceptOutcome::Not(msg)) => usage_error(&msg),
+        Err(e) => usage_error(&e.to_string()),
     }
 }
 

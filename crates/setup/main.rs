@@ -60,6 +60,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Take the suite's baselines this process was started for (ralph
+    /// starts it, detached, when a loop starts or a story is first fed)
+    #[command(hide = true)]
+    Baseline,
     /// Claude Code's status line (the command it runs); `--install`/`--off`: `ralph statusline install|off`
     #[command(hide = true)]
     Statusline {
@@ -127,6 +131,12 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Cancel => printed(control::cancel(&paths())),
+        // Only a baseline that names this very process as its taker is
+        // taken: one the agent starts finds none (`suite::baseline`).
+        Command::Baseline => {
+            ralph_core::suite::baseline::take_mine(&paths());
+            ExitCode::SUCCESS
+        }
         Command::Status { json } => {
             let status = control::status(&paths());
             if json {
@@ -245,6 +255,12 @@ fn hook_prompt() -> HookOutput {
                 Err(e) => HookOutput::allow(format!("ralph: {e}")),
             };
         }
+        // Accepted: the prompt goes on (the skill tells the model to carry on).
+        PromptAsks::Accept(args) => match control::accept(&paths, args) {
+            Ok(control::AcceptOutcome::Accepted(text)) => return HookOutput::allow(text),
+            Ok(control::AcceptOutcome::Not(text)) => text,
+            Err(e) => format!("ralph: {e}"),
+        },
         PromptAsks::Start(raw) => return start_from_prompt(&paths, &input, raw),
         PromptAsks::Statusline(_) => return HookOutput::Nothing,
     };

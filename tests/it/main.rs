@@ -44,5 +44,6 @@ mod setup_cli;
 mod statusline;
 mod statusline_install;
 mod stop_hook;
+mod suite;
 mod verify;
 mod workflow;

@@ -91,8 +91,8 @@ fn the_help_skill_names_every_loop_option_and_no_other() {
 }
 
 /// `--words` the skills name that are not loop options: the help's own,
-/// git's and the client's.
-const KNOWN_ELSEWHERE: &[&str] = &["--help", "--oneline"];
+/// git's and the client's, `/ralph-accept --all`.
+const KNOWN_ELSEWHERE: &[&str] = &["--help", "--oneline", "--all"];
 
 /// The one spelling of each in-client command in every message: unqualified.
 /// The qualified forms stay accepted (`args::*_COMMANDS`) and may be named

@@ -50,6 +50,8 @@ pub enum Action {
     /// Pinned files that differed from their pins were put back before a
     /// check ran (see `pins`).
     Pin,
+    /// The user accepted the removal of tests from the suite (`ralph accept`).
+    Accept,
 }
 
 impl Action {
@@ -72,6 +74,7 @@ impl Action {
             Action::Merge => "merge",
             Action::Cleanup => "cleanup",
             Action::Pin => "pin",
+            Action::Accept => "accept",
         }
     }
 }
@@ -91,6 +94,9 @@ pub enum Code {
     StoriesVanished,
     /// Completion (or a story) was claimed, and its check failed.
     VerifyFailed,
+    /// Completion was claimed, and tests of the suite are gone since its
+    /// baseline (or since they passed): `suite::inventory`.
+    TestsGone,
     Complete,
     AllStoriesPass,
     MaxIterations,
@@ -164,6 +170,7 @@ impl Code {
             Code::PrdInvalid => "prd_invalid",
             Code::StoriesVanished => "stories_vanished",
             Code::VerifyFailed => "verify_failed",
+            Code::TestsGone => "tests_gone",
             Code::Complete => "complete",
             Code::AllStoriesPass => "all_stories_pass",
             Code::MaxIterations => "max_iterations",

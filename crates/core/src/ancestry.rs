@@ -280,6 +280,12 @@ pub(crate) fn this_process_id() -> Option<(u32, u64)> {
     (me.start > 0).then_some((me.pid, me.start))
 }
 
+/// Process `pid`'s id (pid and start time), while it runs.
+pub(crate) fn process_id_of(pid: u32) -> Option<(u32, u64)> {
+    let p = read_proc(pid)?;
+    (p.start > 0).then_some((p.pid, p.start))
+}
+
 /// The pass rule (see `passes`): the process `issuer` (pid, start time)
 /// is in `chain` (this process and its ancestors), no process of the chain
 /// is the agent's shell (above the issuer as well as below it), and, unless

@@ -65,6 +65,7 @@ pub mod statusline;
 pub mod statusline_install;
 pub mod stop;
 pub mod store;
+pub mod suite;
 pub(crate) mod tamper;
 pub mod transcript;
 pub mod turn_tools;

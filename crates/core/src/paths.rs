@@ -78,6 +78,12 @@ pub struct LoopPaths {
     /// one file per check, removed once read (`score::launch`): out of the
     /// agent's sandbox, like the rest of this folder.
     pub reports: PathBuf,
+    /// The suite's memory: each measure's baseline, the tests seen passing,
+    /// the removals the user accepted (`suite`, sealed).
+    pub suite: PathBuf,
+    /// Where ralph's own worktrees of a tree it measures live while a
+    /// baseline is taken (`suite::baseline`).
+    pub baseline_trees: PathBuf,
     /// The reviewers' verdicts (`--review`), as the Stop hook recorded them.
     pub review: PathBuf,
     /// The tools each turn called, recorded by the guard (see `turn_tools`).
@@ -134,6 +140,8 @@ impl LoopPaths {
             verify: dir.join("verify.json"),
             scores: dir.join("scores.json"),
             reports: dir.join("reports"),
+            suite: dir.join("suite.json"),
+            baseline_trees: dir.join("baseline"),
             review: dir.join("review.json"),
             turn_tools: dir.join("turn-tools"),
             worker: dir.join("worker"),

@@ -109,6 +109,42 @@ pub(crate) fn found_in(paths: &LoopPaths, own: &OwnState, records: &OwnRecords) 
     })
 }
 
+/// The suite's record (`suite.json`, read only when a Stop needs it) as
+/// ralph left it, against the state's word for it: the change, in words.
+pub(crate) fn of_suite(
+    state: &crate::state::LoopState,
+    read: &crate::seal::SealedText,
+) -> Option<Tamper> {
+    let what = LoopRecord::Suite.described();
+    let change = if read.seal == Seal::Broken {
+        Some(format!("{what} was written by something other than ralph"))
+    } else {
+        let expected = state.records.get(LoopRecord::Suite);
+        standing_words(
+            what,
+            records::judge(expected, read.text.is_some(), read.generation),
+        )
+    }?;
+    Some(Tamper {
+        owner: state.session_id.clone(),
+        iteration: state.iteration,
+        changes: vec![change],
+    })
+}
+
+/// A record's standing, in words (`None`: as ralph left it).
+fn standing_words(what: &str, standing: RecordStanding) -> Option<String> {
+    match standing {
+        RecordStanding::Current => None,
+        RecordStanding::Deleted => Some(format!(
+            "{what} was deleted outside ralph (the loop's memory of it is kept there)"
+        )),
+        RecordStanding::Older { found, expected } => Some(format!(
+            "{what} was put back from an older copy (generation {found}; ralph last wrote generation {expected})"
+        )),
+    }
+}
+
 /// The records the state (`text`) says ralph wrote that are gone, or older
 /// than its last write of them (`records`).
 fn records_not_left(text: &str, found: &OwnRecords) -> Vec<String> {
@@ -123,16 +159,8 @@ fn records_not_left(text: &str, found: &OwnRecords) -> Vec<String> {
     .into_iter()
     .filter(|(_, read)| read.seal != Seal::Broken)
     .filter_map(|(record, read)| {
-        let what = record.described();
-        match records::judge(expected.get(record), read.text.is_some(), read.generation) {
-            RecordStanding::Current => None,
-            RecordStanding::Deleted => Some(format!(
-                "{what} was deleted outside ralph (the loop's memory of it is kept there)"
-            )),
-            RecordStanding::Older { found, expected } => Some(format!(
-                "{what} was put back from an older copy (generation {found}; ralph last wrote generation {expected})"
-            )),
-        }
+        let standing = records::judge(expected.get(record), read.text.is_some(), read.generation);
+        standing_words(record.described(), standing)
     })
     .collect()
 }

@@ -312,6 +312,7 @@ pub(crate) const LOOP_COMMANDS: &[&str] = &["/ralph:ralph-loop", "/ralph-loop"];
 pub(crate) const CANCEL_COMMANDS: &[&str] = &["/ralph:cancel-ralph", "/cancel-ralph"];
 pub(crate) const STATUS_COMMANDS: &[&str] = &["/ralph:ralph-status", "/ralph-status"];
 pub(crate) const RESUME_COMMANDS: &[&str] = &["/ralph:ralph-resume", "/ralph-resume"];
+pub(crate) const ACCEPT_COMMANDS: &[&str] = &["/ralph:ralph-accept", "/ralph-accept"];
 /// `/ralph:help` was the name before the commands became skills.
 pub(crate) const HELP_COMMANDS: &[&str] = &["/ralph:ralph-help", "/ralph-help", "/ralph:help"];
 /// The status line's skill; `statusline` was its name before (beside the

@@ -1,12 +1,15 @@
-//! The user's controls over a running loop: cancel, status and help. Does I/O.
+//! The user's controls over a running loop: cancel, status, help, resume,
+//! and accepting the removal of tests from the suite. Does I/O.
 //!
 //! Shared by `ralph-setup` (the typed commands and the terminal) and the Stop
 //! hook (the same commands typed while a loop runs wait in the client's
 //! queue, and the Stop hook carries them out; see `queue`).
 
+mod accept;
 mod help;
 pub(crate) mod status;
 
+pub use accept::{AcceptOutcome, accept};
 pub use help::help_text;
 pub use help::terminal_help;
 

@@ -316,6 +316,22 @@ pub(crate) fn put_back(paths: &LoopPaths, manifest: &Manifest) -> (Vec<PutBack>,
     (done, untrusted)
 }
 
+/// The pinned files as they were at start, written into `dir` (ralph's
+/// worktree of a tree a baseline measures: the check runs what the user
+/// started with there too). A copy that fails its hash is left out.
+pub(crate) fn pin_into(paths: &LoopPaths, dir: &Path) {
+    for pin in &read_manifest(paths).files {
+        if let Ok(bytes) = fs::read(copy_path(paths, &pin.path))
+            && fnv1a(&bytes) == pin.hash
+        {
+            let target = dir.join(&pin.path);
+            if store::atomic_write(&target, &bytes).is_ok() {
+                set_mode(&target, pin.mode);
+            }
+        }
+    }
+}
+
 /// Keep what is at `target` under `pins/displaced/<rel>` (`.1`, `.2`, ...
 /// when that name is taken); the kept path, relative to the loop's folder.
 fn displace(paths: &LoopPaths, rel: &str, target: &Path) -> Option<String> {

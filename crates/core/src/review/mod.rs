@@ -248,6 +248,10 @@ pub struct Request {
     /// with their size; a folder collapsed).
     #[serde(default)]
     pub ignored_appeared: Vec<IgnoredFile>,
+    /// Tests that failed at the loop's start and pass now whose file
+    /// changed, each with that file's diff since (`suite::changed`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turned_to_pass: Vec<String>,
 }
 
 /// The verdict a reviewer gave, read from `{"verdict": ..., "findings": [...]}`.
@@ -327,8 +331,16 @@ pub(crate) fn prompt(instructions: &str, request: &Request) -> String {
         .base
         .as_deref()
         .unwrap_or("(no commit: the whole tree is new)");
+    let turned = if request.turned_to_pass.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "# Tests that failed at the loop's start and pass now, in files the loop changed\n\nEach is a fix of the code, or a test changed to pass (its body emptied, its assertion loosened, its expected value rewritten): ralph cannot tell which. Judge each; a test weakened to pass is a finding.\n\n{}\n\n",
+            request.turned_to_pass.join("\n\n")
+        )
+    };
     format!(
-        "{instructions}\n\n# The task\n\n{}\n\n# Acceptance criteria\n\n{criteria}\n\n# The change since the loop started (base {base})\n\nCommits:\n{}\n\nChanged files:\n{}\n\nNot in the diff below:\n{}\n\nThe diff (every change, new files included):\n```diff\n{}\n```\n\nRead any file you need (Read, Grep, Glob). Then call StructuredOutput once with your verdict: \"approved\" only when nothing below your bar is left; otherwise \"rejected\" with one finding per problem (severity, file, line, what is wrong, how to fix it).\n",
+        "{instructions}\n\n# The task\n\n{}\n\n# Acceptance criteria\n\n{criteria}\n\n{turned}# The change since the loop started (base {base})\n\nCommits:\n{}\n\nChanged files:\n{}\n\nNot in the diff below:\n{}\n\nThe diff (every change, new files included):\n```diff\n{}\n```\n\nRead any file you need (Read, Grep, Glob). Then call StructuredOutput once with your verdict: \"approved\" only when nothing below your bar is left; otherwise \"rejected\" with one finding per problem (severity, file, line, what is wrong, how to fix it).\n",
         request.task.trim_end(),
         or_none(&request.commits),
         or_none(&request.status),

@@ -35,6 +35,10 @@ pub struct Brief {
     pub task: String,
     pub acceptance_criteria: Vec<String>,
     pub base: Option<String>,
+    /// Tests that failed at the loop's start and pass now (`suite`): each
+    /// whose file changed is shown with its diff, for the reviewer to judge
+    /// a fix from a test changed to pass.
+    pub(crate) turned: Vec<crate::suite::changed::Candidate>,
 }
 
 /// The review request for `reviewer`, with the change since the base
@@ -52,6 +56,10 @@ pub(crate) fn request(root: &Path, reviewer: &str, brief: &Brief, change: &Chang
         files: change.files.clone(),
         diff_limit: change::DIFF_LIMIT,
         ignored_appeared: change.ignored.clone(),
+        turned_to_pass: crate::suite::changed::in_changed_files(root, &brief.turned)
+            .into_iter()
+            .map(|t| format!("{} ({})\n```diff\n{}\n```", t.test, t.file, t.diff))
+            .collect(),
     }
 }
 
@@ -292,6 +300,7 @@ mod tests {
             task: "Add a greeting".into(),
             acceptance_criteria: vec!["greeting.txt says hello".into()],
             base: None,
+            turned: Vec::new(),
         }
     }
 

@@ -63,15 +63,7 @@ pub fn start(
         .max_cost
         .and_then(|_| session_model(starter.transcript, &paths.root));
     let cost_model = rules::cost_model(args, model.as_deref())?;
-    if args.sandbox == crate::args::SandboxAsk::Required {
-        match &starter.sandbox {
-            Seen::On(_) => {}
-            Seen::Off(why) => return Err(StartError::SandboxRequired(why.clone())),
-            Seen::Unknown => return Err(StartError::SandboxRequired(
-                "a loop started from a terminal does not know the session that will claim it (start it with /ralph-loop in the session, or with ralph run)".into(),
-            )),
-        }
-    }
+    sandbox_as_asked(args, &starter.sandbox)?;
     let (prompt, prd, prd_globs) = read_start_files(paths, args)?;
     if args.parallel.is_some() && worktree::head(&paths.root).is_none() {
         return Err(StartError::ParallelWithoutGit(
@@ -83,7 +75,7 @@ pub fn start(
     let pin_globs = rules::pin_globs(args, &prd_globs);
     let checks = rules::checks_at_start(args, prd.as_ref(), gate.as_ref());
     let wanted = wanted_pins(paths, args, &checks, &pin_globs)?;
-    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
+    let lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
     let prior = rules::check_existing(&existing(paths)?, session, args.replace)?;
     // Worktrees a crashed --parallel loop left behind go before a new loop starts.
     crate::parallel::hooks::remove_all(paths, session, 0);
@@ -101,7 +93,11 @@ pub fn start(
     if wants_fingerprint(&state, prd.as_ref(), TurnEffect::Unknown, true) {
         state.last_fingerprint = worktree::fingerprint(&paths.root);
     }
+    let suite = ask_suite(paths, &mut state, prd.as_ref());
     write_new_loop(paths, &state, prd.as_ref())?;
+    if let Some(suite) = &suite {
+        crate::suite::write(&paths.suite, suite, 1)?;
+    }
     // The reviewers' instructions, their `claude`, the ignored paths: fixed now.
     crate::review::inputs::record(paths, &state.review, starter.claude)?;
     let blocker = crate::blocker::read(&paths.blocker);
@@ -122,10 +118,58 @@ pub fn start(
     if let (true, Some(prd_file)) = (state.parallel > 0, &state.prd_file) {
         summary.push_str(&parallel_note(&paths.root, prd_file));
     }
+    drop(lock);
     Ok(Started {
         summary,
         task: text::task(&state, prd.as_ref(), &paths.root),
     })
+}
+
+/// `--sandbox=require`: the session's commands run in the client's sandbox.
+fn sandbox_as_asked(args: &StartArgs, seen: &Seen) -> Result<(), StartError> {
+    if args.sandbox != crate::args::SandboxAsk::Required {
+        return Ok(());
+    }
+    match seen {
+        Seen::On(_) => Ok(()),
+        Seen::Off(why) => Err(StartError::SandboxRequired(why.clone())),
+        Seen::Unknown => Err(StartError::SandboxRequired(
+            "a loop started from a terminal does not know the session that will claim it (start it with /ralph-loop in the session, or with ralph run)".into(),
+        )),
+    }
+}
+
+/// The suite as it is now: a baseline for each command that measures the
+/// loop, asked for on this very tree and taken in the background by the
+/// process started for it; the state then holds the suite's generation.
+fn ask_suite(
+    paths: &LoopPaths,
+    state: &mut LoopState,
+    prd: Option<&Prd>,
+) -> Option<crate::suite::Suite> {
+    let asks = baseline_asks(state, prd);
+    let empty = crate::suite::Suite::default();
+    let asked = crate::suite::baseline::ask(paths, &empty, &asks, state.verify_timeout)?;
+    state.records = state.records.with(crate::records::LoopRecord::Suite, 1);
+    Some(crate::suite::baseline::start_taker(paths, asked))
+}
+
+/// The commands a new loop measures by, each to be taken as it is now:
+/// `--score`, the loop's check, and the checks of the stories that can run
+/// first (a story fed later has its own taken then).
+fn baseline_asks(state: &LoopState, prd: Option<&Prd>) -> Vec<crate::suite::baseline::Ask> {
+    let plain = state.score.iter().chain(&state.verify).map(|c| (c, None));
+    let stories = prd.into_iter().flat_map(Prd::runnable).filter_map(|s| {
+        let command = state.story_checks.get(&s.id)?;
+        Some((command, Some(s.id.clone())))
+    });
+    plain
+        .chain(stories)
+        .map(|(command, story)| crate::suite::baseline::Ask {
+            command: command.clone(),
+            story,
+        })
+        .collect()
 }
 
 /// What a new loop pins: the files its checks run and the user's globs
@@ -261,9 +305,11 @@ fn write_new_loop(
     store::remove_if_present(&paths.review)?;
     crate::seal::remove(&paths.verify)?;
     crate::seal::remove(&paths.review)?;
-    // A new loop, a new measure.
+    // A new loop, a new measure and a new suite.
     store::remove_if_present(&paths.scores)?;
     crate::seal::remove(&paths.scores)?;
+    store::remove_if_present(&paths.suite)?;
+    crate::seal::remove(&paths.suite)?;
     store::remove_if_present(&paths.handover)?;
     // Recording starts with the loop: from now on the guard notes each turn's tools.
     turn_tools::start(&paths.turn_tools)?;

@@ -35,6 +35,8 @@ pub enum PromptAsks<'a> {
     Cancel,
     Help,
     Resume,
+    /// `/ralph-accept ARGS`: the user accepts the removal of tests.
+    Accept(&'a str),
     /// `/ralph-loop ARGS`: a start, with its arguments as typed.
     Start(&'a str),
     /// Anything else (the owner's prompt resumes a paused loop).
@@ -51,6 +53,9 @@ pub fn prompt_asks<'a>(prompt: &'a str, statusline: &[&str]) -> PromptAsks<'a> {
             "off" => Ok(true),
             other => Err(other),
         });
+    }
+    if let Some(rest) = crate::args::command_args(prompt, crate::args::ACCEPT_COMMANDS) {
+        return PromptAsks::Accept(rest);
     }
     match crate::queued::classify(prompt) {
         Typed::Status => PromptAsks::Status,

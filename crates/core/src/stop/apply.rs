@@ -117,6 +117,48 @@ fn save_records(paths: &LoopPaths, plan: &Plan) {
         let at = at(LoopRecord::Scores);
         let _ = crate::score::history::write(&paths.scores, &scored.history, at);
     }
+    if let Some(suite) = &plan.suite_to_save {
+        let _ = crate::suite::write(&paths.suite, suite, at(LoopRecord::Suite));
+    }
+}
+
+/// PRD mode, at a feed: a baseline asked for each story that can run now
+/// whose check has none yet (its first feed), on the tree as it is, and
+/// the process that takes them started; the state to save then holds the
+/// suite's new generation.
+fn ask_baselines(
+    paths: &LoopPaths,
+    inputs: &StopInputs,
+    plan: &Plan,
+    next: LoopState,
+) -> LoopState {
+    let (Some(Ok(prd)), Some(read)) = (&inputs.prd, &inputs.suite) else {
+        return next;
+    };
+    let suite = plan.suite_to_save.as_ref().unwrap_or(read);
+    let asks: Vec<crate::suite::baseline::Ask> = prd
+        .runnable()
+        .into_iter()
+        .filter_map(|story| {
+            let command = next.story_checks.get(&story.id)?;
+            Some(crate::suite::baseline::Ask {
+                command: command.clone(),
+                story: Some(story.id.clone()),
+            })
+        })
+        .collect();
+    let Some(asked) = crate::suite::baseline::ask(paths, suite, &asks, next.verify_timeout) else {
+        return next;
+    };
+    let asked = crate::suite::baseline::start_taker(paths, asked);
+    let at = next.records.next();
+    if crate::suite::write(&paths.suite, &asked, at).is_err() {
+        return next;
+    }
+    LoopState {
+        records: next.records.with(crate::records::LoopRecord::Suite, at),
+        ..next
+    }
 }
 
 /// The decision's next step written: the state saved before a feed, a
@@ -151,6 +193,7 @@ fn write_next(
                 injected: injected.or(after.injected),
                 ..after
             };
+            let after = ask_baselines(paths, inputs, plan, after);
             save(paths, inputs, &after)?;
             next_turn(paths, inputs, message);
             (
@@ -182,6 +225,8 @@ fn write_next(
             if let Some(note) = crate::pins::disk::end_note(paths) {
                 message.push_str(&format!("\n{note}"));
             }
+            let turned = crate::suite::changed::in_changed_files(&paths.root, &plan.turned);
+            message.push_str(&crate::suite::changed::note(&turned));
             remove_loop(paths)?;
             if let Some(removed) = remove_worktrees(paths, inputs) {
                 message.push_str(&format!(" (ralph {removed})"));

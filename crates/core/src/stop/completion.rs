@@ -187,6 +187,9 @@ pub struct Refusal {
     /// Tests that passed at an earlier iteration and fail now, by the
     /// loop's score (`stop::measure`): a claim is not done while one does.
     pub regressed: Vec<String>,
+    /// By command: the tests gone from the suite since the baseline (or
+    /// since they passed), `stop::inventory`: a claim is not done while one is.
+    pub(crate) inventory: Vec<(String, crate::suite::inventory::InventoryFinding)>,
 }
 
 /// Judge a claim with the loop's check (`loop_check`: its result on this tree).
@@ -202,6 +205,7 @@ pub(crate) fn judge(
         (true, Some(_), check) => Completion::Refused(Refusal {
             check: check.cloned(),
             regressed: Vec::new(),
+            inventory: Vec::new(),
         }),
     }
 }
@@ -267,7 +271,8 @@ mod tests {
             judge(&s, true, None),
             Completion::Refused(Refusal {
                 check: None,
-                regressed: Vec::new()
+                regressed: Vec::new(),
+                inventory: Vec::new(),
             })
         );
     }

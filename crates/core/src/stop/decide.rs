@@ -233,6 +233,14 @@ impl StopOutcome<'_> {
             StopOutcome::StoryStuck(_) => Code::StoryStuck,
             StopOutcome::Prompt { refused: None, .. } => Code::Continue,
             StopOutcome::Prompt {
+                refused: Some(r), ..
+            }
+            | StopOutcome::FinalCheckFailed(r)
+                if !r.inventory.is_empty() =>
+            {
+                Code::TestsGone
+            }
+            StopOutcome::Prompt {
                 refused: Some(_), ..
             }
             | StopOutcome::FinalCheckFailed(_)

@@ -82,6 +82,10 @@ pub struct StopInputs {
     pub review_log: ReviewLog,
     /// The loop's scores so far (`score::history`).
     pub scores: crate::score::history::History,
+    /// The suite's memory (`suite`), read when this Stop may score or
+    /// judge a claim (`needs_suite`), with the generation its seal names.
+    pub(crate) suite: Option<crate::suite::Suite>,
+    pub(crate) suite_found: u64,
     /// The working tree now, when the plan needs it (`None` outside git).
     pub fingerprint: Option<String>,
     /// Messages the user typed meanwhile, still waiting in the client's queue.
@@ -182,6 +186,11 @@ impl StopInputs {
             crate::prd::read(&paths.root, file).map(|p| p.with_recorded_checks(&state.story_checks))
         });
         let readable_prd = prd.as_ref().and_then(|p| p.as_ref().ok());
+        let said = completion::said_this_turn(&state, last_message, turn.as_ref());
+        let (suite, suite_found) = match suite_of(paths, &state, effect, said.as_deref()) {
+            Ok(read) => read,
+            Err(t) => return Ok(Gathered::Tampered(t)),
+        };
         // A queued cancel or message is acted on before anything else: the
         // tree is not looked at.
         let preempted = queue_action(&state, &queued).preempts();
@@ -203,16 +212,7 @@ impl StopInputs {
             cleanup,
             root: paths.root.clone(),
             session: session.to_string(),
-            // A late transcript does not tell which turn this is: it counts.
-            turn_key: turn_key(
-                input.prompt_id.as_deref(),
-                input
-                    .transcript_path
-                    .as_deref()
-                    .is_some_and(|p| !p.is_empty()),
-                turn.as_ref().filter(|_| !transcript.is_late()),
-                last_message,
-            ),
+            turn_key: key_of(input, turn.as_ref(), transcript),
             newest_line: turn.as_ref().and_then(|t| t.last_uuid.clone()),
             called_tools: recorded.is_some_and(|r| !r.is_empty()),
             tool_record,
@@ -220,7 +220,9 @@ impl StopInputs {
             transcript_late: transcript.is_late().then(|| transcript.waited()),
             reader: reader(paths),
             now: crate::clock::unix_now(),
-            said: completion::said_this_turn(&state, last_message, turn.as_ref()),
+            said,
+            suite,
+            suite_found,
             text,
             effect,
             prd,
@@ -236,6 +238,52 @@ impl StopInputs {
             mirror,
         })))
     }
+}
+
+/// The key of the turn this Stop is about (see [`turn_key`]). A late
+/// transcript does not tell which turn this is: it counts.
+fn key_of(input: &HookInput, turn: Option<&Turn>, transcript: &Written) -> Option<String> {
+    turn_key(
+        input.prompt_id.as_deref(),
+        input
+            .transcript_path
+            .as_deref()
+            .is_some_and(|p| !p.is_empty()),
+        turn.filter(|_| !transcript.is_late()),
+        input.last_assistant_message.as_deref(),
+    )
+}
+
+/// The suite's memory, when this Stop needs it (`needs_suite`), and the
+/// generation its seal names; `Err`: it is not as ralph left it.
+fn suite_of(
+    paths: &LoopPaths,
+    state: &LoopState,
+    effect: TurnEffect,
+    said: Option<&str>,
+) -> Result<(Option<crate::suite::Suite>, u64), crate::tamper::Tamper> {
+    if !needs_suite(state, effect, said) {
+        return Ok((None, 0));
+    }
+    let read = crate::seal::read_sealed(&paths.suite);
+    if let Some(t) = crate::tamper::of_suite(state, &read) {
+        return Err(t);
+    }
+    let found = read.generation.unwrap_or(0);
+    Ok((crate::suite::of_sealed(&read).ok(), found))
+}
+
+/// Whether a Stop reads the suite's memory: a measured loop whose turn
+/// changed the tree (a score may run), claims the promise, or is a PRD's
+/// (a story check may run, a story be fed first). A turn that only
+/// talked reads nothing more than before.
+pub(crate) fn needs_suite(state: &LoopState, effect: TurnEffect, said: Option<&str>) -> bool {
+    let measured =
+        state.score.is_some() || state.verify.is_some() || !state.story_checks.is_empty();
+    measured
+        && (effect != TurnEffect::Unchanged
+            || state.prd_file.is_some()
+            || completion::promise_kept(state, said))
 }
 
 /// The state of this session's loop (its text, the state, whether it is

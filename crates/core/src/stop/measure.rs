@@ -137,6 +137,7 @@ pub(crate) fn with_regressions(
     Completion::Refused(Refusal {
         check: None,
         regressed,
+        inventory: Vec::new(),
     })
 }
 

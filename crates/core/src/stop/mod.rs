@@ -31,9 +31,11 @@ pub(crate) mod apply;
 pub mod completion;
 pub(crate) mod decide;
 pub mod gather;
+pub mod jobs;
 pub(crate) mod measure;
 pub(crate) mod next;
 pub mod plan;
+pub(crate) mod suite_claims;
 pub mod text;
 pub(crate) mod workers;
 
@@ -51,7 +53,8 @@ use crate::transcript::{self, Awaited, Written};
 use completion::Completion;
 use decide::{Decision, StopContext};
 use gather::{Gathered, StopInputs};
-use plan::{Jobs, Plan, Ran};
+use jobs::Jobs;
+use plan::{Plan, Ran};
 use std::cell::OnceCell;
 use std::time::Duration;
 
@@ -194,6 +197,12 @@ impl Jobs {
     /// `pins::disk::before_checks`).
     pub fn run(self, paths: &LoopPaths, pins: &Guarded, ran: &mut Ran) {
         let root = &paths.root;
+        // A claim's baselines first: taken on the starting tree, they do
+        // not wait on the checks of this one.
+        for command in &self.baselines {
+            crate::suite::baseline::await_or_take(paths, command);
+            ran.baselines_awaited.push(command.clone());
+        }
         ran.stories_done = true;
         let reports = Some(paths.reports.as_path());
         let check =

@@ -8,7 +8,9 @@
 
 use super::completion::{self, Completion, JudgedPrd};
 use super::gather::{StopInputs, queue_action};
-use super::measure::{self, Measure, ScoreRun, Scored};
+use super::jobs::{Jobs, ReviewJob};
+use super::measure::{self, ScoreRun, Scored};
+use super::suite_claims;
 use super::workers::Workers;
 use crate::breaker::{self, TurnEffect};
 use crate::budget::{self, Budgets};
@@ -37,6 +39,8 @@ pub struct Ran {
     pub reviews: Vec<(String, ReviewVerdict)>,
     /// The measure's score, once it ran (once per Stop).
     pub(crate) score: Option<ScoreRun>,
+    /// The commands whose baseline this Stop waited for (or took): once.
+    pub(crate) baselines_awaited: Vec<String>,
 }
 
 impl Ran {
@@ -50,56 +54,6 @@ impl Ran {
         self.reviews_done || self.story_reviews_done
     }
 }
-
-/// Checks to run outside the lock, before the Stop is decided.
-#[derive(Debug)]
-pub struct Jobs {
-    /// `(story id, command)`.
-    pub stories: Vec<(String, String)>,
-    /// The loop's own `verify`, when completion is claimed.
-    pub loop_verify: Option<String>,
-    pub timeout: Duration,
-    /// The tree they run on, recorded with their results.
-    pub fingerprint: Option<String>,
-    /// Reviewers to run, once every check passed and completion stands.
-    pub reviews: Option<ReviewJob>,
-    /// The measure to score the tree with (`stop::measure`).
-    pub(crate) score: Option<Measure>,
-    /// The iteration the checks are for.
-    pub(crate) iteration: u64,
-}
-
-/// The reviewers a Stop runs (see `review`).
-#[derive(Debug)]
-pub struct ReviewJob {
-    /// Each reviewer with what it is told.
-    pub reviews: Vec<(String, Brief)>,
-    pub command: Option<String>,
-    pub timeout: Duration,
-    /// Stories' reviews (`--review story`), not the final review.
-    pub stories: bool,
-}
-
-impl Jobs {
-    /// How long they may take in all, for the watchdog: checks one after
-    /// another, reviewers side by side.
-    pub fn budget(&self) -> Duration {
-        let checks = self.stories.len()
-            + usize::from(self.loop_verify.is_some())
-            + usize::from(self.score.is_some());
-        let reviews = self.reviews.as_ref().map_or(Duration::ZERO, |r| r.timeout);
-        // A score's commit of the tree: a few git calls, each bounded.
-        let snapshot = if self.score.is_some() {
-            SNAPSHOT_MARGIN
-        } else {
-            Duration::ZERO
-        };
-        self.timeout * checks as u32 + reviews + snapshot
-    }
-}
-
-/// Time allowed, beside the score itself, for the commit of the scored tree.
-const SNAPSHOT_MARGIN: Duration = Duration::from_secs(60);
 
 /// Where the review of a completion claim stands (`--review`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,6 +109,11 @@ pub struct Plan<'a> {
     /// The generation of each record once this Stop's are written (the
     /// state saved holds it: `records`).
     pub(crate) records: RecordGens,
+    /// The suite's memory with this Stop's runs (`stop::suite_claims`), to save.
+    pub(crate) suite_to_save: Option<crate::suite::Suite>,
+    /// A standing claim: the tests that failed at the baseline and pass
+    /// now (named at the end when their file changed: `suite::changed`).
+    pub(crate) turned: Vec<crate::suite::changed::Candidate>,
 }
 
 impl<'a> Plan<'a> {
@@ -191,33 +150,26 @@ impl<'a> Plan<'a> {
             .clone()
             .filter(|_| claimed && loop_check.is_none() && story_jobs.is_empty())
             .filter(|_| !queue.preempts() && !duplicate && score_job.is_none());
-        // A story that passes its checks is reviewed before anything else
-        // is judged of it (`--review story`), once per Stop.
-        let awaiting: &[String] = match &prd {
-            Some(Ok(j)) if story_jobs.is_empty() && !ran.story_reviews_done => &j.awaiting_review,
-            _ => &[],
-        };
-        let story_review = (!awaiting.is_empty() && !queue.preempts() && !duplicate)
-            .then(|| story_review_job(inputs, awaiting));
+        let quiet = story_jobs.is_empty() && !queue.preempts() && !duplicate;
+        let story_review = story_review_due(inputs, prd.as_ref(), ran, quiet);
         let loop_verify = loop_verify.filter(|_| story_review.is_none());
-        let jobs = Jobs::of(inputs, story_jobs, loop_verify, story_review, score_job);
+        let baselines = suite_claims::baselines_due(inputs, ran, claimed && !not_now);
+        let due = (story_jobs, loop_verify, story_review, score_job, baselines);
+        let jobs = Jobs::of(inputs, due);
         let budgets = state.budgets_after(&inputs.usage);
         let scored = (!not_now && jobs.is_none())
             .then(|| measure::of_stop(inputs, ran.score.as_ref(), &budgets))
             .flatten();
-        let completion = completion::judge(state, claimed, loop_check);
-        let completion = measure::with_regressions(completion, scored.as_ref(), inputs);
-        let reviewing = completion == Completion::Complete
-            && !state.review.final_reviewers().is_empty()
-            && jobs.is_none()
-            && !(queue.preempts() || duplicate);
-        let (review, jobs) = if reviewing {
-            review_stage(inputs, &review_log, ran.reviews_done)
-        } else {
-            (ReviewStage::Off, jobs)
-        };
+        let (completion, turned) =
+            verdict(inputs, ran, &log, (claimed, loop_check), scored.as_ref());
+        let quiet = jobs.is_none() && !(queue.preempts() || duplicate);
+        let (review, jobs) =
+            review_due(inputs, &completion, quiet, &review_log, ran, &turned, jobs);
+        let suite_to_save = suite_claims::suite_after(inputs, ran).filter(|_| jobs.is_none());
         Plan {
-            records: records_after(inputs, ran, scored.is_some()),
+            turned,
+            records: records_after(inputs, ran, scored.is_some(), suite_to_save.is_some()),
+            suite_to_save,
             scored,
             claims: state.session_id.is_empty() && !inputs.session.is_empty(),
             queue,
@@ -243,17 +195,46 @@ impl<'a> Plan<'a> {
 /// The records' generations once this Stop's writes are made: the state's,
 /// or a newer one found in a record's seal (written after the state was
 /// saved), and one generation above them all for each record it writes.
-fn records_after(inputs: &StopInputs, ran: &Ran, scores: bool) -> RecordGens {
-    let known = inputs.state.records.max(inputs.records_found);
+fn records_after(inputs: &StopInputs, ran: &Ran, scores: bool, suite: bool) -> RecordGens {
+    let found = inputs
+        .records_found
+        .with(LoopRecord::Suite, inputs.suite_found);
+    let known = inputs.state.records.max(found);
     let next = known.next();
     [
         (LoopRecord::Verify, ran.checks()),
         (LoopRecord::Review, ran.saves_reviews()),
         (LoopRecord::Scores, scores),
+        (LoopRecord::Suite, suite),
     ]
     .into_iter()
     .filter(|(_, writes)| *writes)
     .fold(known, |gens, (record, _)| gens.with(record, next))
+}
+
+/// The verdict on completion: the claim (and the loop's check on this
+/// tree, `claim.1`), then the tests that passed before and fail now, then
+/// the suite's inventory; for a claim that stands, the tests that failed
+/// at the baseline and pass now (named when their file changed).
+fn verdict(
+    inputs: &StopInputs,
+    ran: &Ran,
+    log: &VerifyLog,
+    claim: (bool, Option<&CheckResult>),
+    scored: Option<&Scored>,
+) -> (Completion, Vec<crate::suite::changed::Candidate>) {
+    let completion = completion::judge(&inputs.state, claim.0, claim.1);
+    let completion = measure::with_regressions(completion, scored, inputs);
+    if completion != Completion::Complete {
+        return (completion, Vec::new());
+    }
+    let findings = suite_claims::findings(inputs, ran, log);
+    let completion = suite_claims::with_inventory(completion, &findings);
+    let turned = match completion {
+        Completion::Complete => suite_claims::turned(inputs, ran, log),
+        _ => Vec::new(),
+    };
+    (completion, turned)
 }
 
 /// Whether this turn claims completion (the promise, or every story).
@@ -337,6 +318,26 @@ fn logs_with(inputs: &StopInputs, ran: &Ran) -> (VerifyLog, ReviewLog) {
     (log, review_log)
 }
 
+/// The review of a claim, once completion stands, the loop has final
+/// reviewers and nothing else runs first (`quiet`): where it stands, and
+/// the reviewers to run; else no review and `jobs` as they are.
+fn review_due(
+    inputs: &StopInputs,
+    completion: &Completion,
+    quiet: bool,
+    log: &ReviewLog,
+    ran: &Ran,
+    turned: &[crate::suite::changed::Candidate],
+    jobs: Option<Jobs>,
+) -> (ReviewStage, Option<Jobs>) {
+    let reviewers = !inputs.state.review.final_reviewers().is_empty();
+    if *completion == Completion::Complete && reviewers && quiet {
+        review_stage(inputs, log, ran.reviews_done, turned)
+    } else {
+        (ReviewStage::Off, jobs)
+    }
+}
+
 /// Where the review of a standing completion claim is: its verdicts on this
 /// tree (those this Stop ran count whatever the tree), or the reviewers to
 /// run now, or, with no round left, the last verdicts.
@@ -344,6 +345,7 @@ fn review_stage(
     inputs: &StopInputs,
     log: &ReviewLog,
     ran_now: bool,
+    turned: &[crate::suite::changed::Candidate],
 ) -> (ReviewStage, Option<Jobs>) {
     let config = &inputs.state.review;
     let reviewers = config.final_reviewers();
@@ -382,11 +384,15 @@ fn review_stage(
     } else {
         reviewers.clone()
     };
-    let whole = brief(inputs);
+    let whole = Brief {
+        turned: turned.to_vec(),
+        ..brief(inputs)
+    };
     let jobs = Jobs {
         stories: Vec::new(),
         loop_verify: None,
         score: None,
+        baselines: Vec::new(),
         iteration: inputs.state.iteration,
         timeout: Duration::from_secs(inputs.state.verify_timeout),
         fingerprint: inputs.fingerprint.clone(),
@@ -400,30 +406,24 @@ fn review_stage(
     (ReviewStage::Off, Some(jobs))
 }
 
-/// The reviews of the stories that pass their checks and wait for one:
-/// each told its own story and acceptance criteria.
-impl Jobs {
-    /// The work due before this Stop is decided, if any.
-    fn of(
-        inputs: &StopInputs,
-        stories: Vec<(String, String)>,
-        loop_verify: Option<String>,
-        reviews: Option<ReviewJob>,
-        score: Option<Measure>,
-    ) -> Option<Jobs> {
-        let any = !stories.is_empty() || loop_verify.is_some() || reviews.is_some();
-        (any || score.is_some()).then(|| Jobs {
-            stories,
-            loop_verify,
-            score,
-            iteration: inputs.state.iteration,
-            timeout: Duration::from_secs(inputs.state.verify_timeout),
-            fingerprint: inputs.fingerprint.clone(),
-            reviews,
-        })
-    }
+/// A story that passes its checks is reviewed before anything else is
+/// judged of it (`--review story`), once per Stop, when nothing else runs
+/// first (`quiet`).
+fn story_review_due(
+    inputs: &StopInputs,
+    prd: Option<&Result<JudgedPrd, &PrdReadError>>,
+    ran: &Ran,
+    quiet: bool,
+) -> Option<ReviewJob> {
+    let awaiting: &[String] = match prd {
+        Some(Ok(j)) if quiet && !ran.story_reviews_done => &j.awaiting_review,
+        _ => &[],
+    };
+    (!awaiting.is_empty()).then(|| story_review_job(inputs, awaiting))
 }
 
+/// The reviews of the stories that pass their checks and wait for one:
+/// each told its own story and acceptance criteria.
 fn story_review_job(inputs: &StopInputs, awaiting: &[String]) -> ReviewJob {
     let state = &inputs.state;
     let prd = inputs.prd.as_ref().and_then(|p| p.as_ref().ok());
@@ -439,6 +439,7 @@ fn story_review_job(inputs: &StopInputs, awaiting: &[String]) -> ReviewJob {
                 task,
                 acceptance_criteria: s.acceptance_criteria.clone(),
                 base: state.review.base.clone(),
+                turned: Vec::new(),
             };
             (review::story_key(&s.id), brief)
         })
@@ -479,6 +480,7 @@ pub(crate) fn brief(inputs: &StopInputs) -> Brief {
         task,
         acceptance_criteria,
         base: state.review.base.clone(),
+        turned: Vec::new(),
     }
 }
 

@@ -47,16 +47,7 @@ pub(super) fn feeding(cx: &StopContext, outcome: &StopOutcome) -> (String, Strin
                 ),
             )
         }
-        StopOutcome::FinalCheckFailed(refusal) => (
-            format!(
-                "Ralph loop: every story in {prd_name} is marked as passing, but the loop's final check failed. {}\nFix what fails (reopen a story by setting its \"passes\" to false if it is not really done); the loop ends when the check passes.{footer}",
-                refusal_report(state, refusal)
-            ),
-            format!(
-                "🔁 Ralph iteration {label}: all stories claim to pass, but the final check failed ({})",
-                refusal_status(state, refusal)
-            ),
-        ),
+        StopOutcome::FinalCheckFailed(refusal) => final_check_failed(state, refusal, &footer),
         StopOutcome::Deadlock(unmet) => {
             let waits: Vec<String> = unmet
                 .iter()
@@ -149,6 +140,45 @@ pub(crate) fn waiting_for_workers(
     out
 }
 
+/// PRD mode: every story passes, but the loop's check (or its suite) does not.
+fn final_check_failed(state: &LoopState, refusal: &Refusal, footer: &str) -> (String, String) {
+    let label = state.iteration_label(state.iteration.saturating_add(1));
+    let prd_name = prd_name(state);
+    if !refusal.inventory.is_empty() {
+        return (
+            format!(
+                "Ralph loop: every story in {prd_name} is marked as passing, but tests of the suite are gone. {}{footer}",
+                refusal_report(state, refusal)
+            ),
+            format!(
+                "🔁 Ralph iteration {label}: all stories claim to pass, but {}",
+                refusal_status(state, refusal)
+            ),
+        );
+    }
+    (
+        format!(
+            "Ralph loop: every story in {prd_name} is marked as passing, but the loop's final check failed. {}\nFix what fails (reopen a story by setting its \"passes\" to false if it is not really done); the loop ends when the check passes.{footer}",
+            refusal_report(state, refusal)
+        ),
+        format!(
+            "🔁 Ralph iteration {label}: all stories claim to pass, but the final check failed ({})",
+            refusal_status(state, refusal)
+        ),
+    )
+}
+
+/// Why a claim was refused, in a few words.
+fn refusal_why(refusal: &Refusal) -> &'static str {
+    if !refusal.inventory.is_empty() {
+        "tests of the suite are gone"
+    } else if !refusal.regressed.is_empty() {
+        "a test that passed before fails now"
+    } else {
+        "the loop's check failed"
+    }
+}
+
 /// Plain mode: the prompt again.
 fn prompt(state: &LoopState, refused: Option<&Refusal>, mismatched_tag: bool) -> (String, String) {
     let label = state.iteration_label(state.iteration.saturating_add(1));
@@ -156,12 +186,13 @@ fn prompt(state: &LoopState, refused: Option<&Refusal>, mismatched_tag: bool) ->
     let mut reason = state.prompt.trim_end().to_string();
     let message = match refused {
         Some(refusal) => {
+            let why = refusal_why(refusal);
             reason.push_str(&format!(
-                "\n\nCompletion refused: you printed the promise, but the loop's check failed. {}\nFix what fails, then print the promise again.",
+                "\n\nCompletion refused: you printed the promise, but {why}. {}\nFix it, then print the promise again.",
                 refusal_report(state, refusal)
             ));
             format!(
-                "🔁 Ralph iteration {label}: completion refused, the check failed ({})",
+                "🔁 Ralph iteration {label}: completion refused, {why} ({})",
                 refusal_status(state, refusal)
             )
         }

@@ -18,6 +18,7 @@ use crate::state::LoopState;
 use crate::state_file::Mirror;
 
 mod feed;
+mod inventory_words;
 mod score_words;
 
 use feed::feeding;
@@ -256,6 +257,9 @@ fn verified(state: &LoopState) -> String {
 
 /// The failed check, as the model should read it.
 fn refusal_report(state: &LoopState, refusal: &Refusal) -> String {
+    if !refusal.inventory.is_empty() {
+        return inventory_words::report(&refusal.inventory);
+    }
     match &refusal.check {
         _ if !refusal.regressed.is_empty() => format!(
             "{} that passed at an earlier iteration {} now: {}.",
@@ -276,6 +280,9 @@ fn refusal_report(state: &LoopState, refusal: &Refusal) -> String {
 }
 
 fn refusal_status(state: &LoopState, refusal: &Refusal) -> String {
+    if !refusal.inventory.is_empty() {
+        return inventory_words::status(&refusal.inventory);
+    }
     if !refusal.regressed.is_empty() {
         return format!(
             "{} regressed",
