@@ -249,7 +249,7 @@ fn report(paths: &LoopPaths, html: Option<&Path>) -> ExitCode {
         .ok()
         .flatten()
         .unwrap_or_default();
-    let Some(r) =
+    let Some(mut r) =
         ralph_core::loop_report::Report::of_log(&log, ralph_core::verify::read_log(&paths.verify))
     else {
         println!(
@@ -258,6 +258,7 @@ fn report(paths: &LoopPaths, html: Option<&Path>) -> ExitCode {
         );
         return ExitCode::SUCCESS;
     };
+    r.suite = ralph_core::suite::overview::SuiteSummary::of_loop(paths);
     let Some(file) = html else {
         print!("{}", r.to_text());
         return ExitCode::SUCCESS;

@@ -844,6 +844,7 @@ fn a_type_name_means_one_thing() {
 const CARRIED: &[&str] = &[
     "IterationScore",
     "RecordGens",
+    "BaselineSummary",
     "ScoreSummary",
     "LogScore",
     "ArgsError",

@@ -83,7 +83,8 @@ fn each_changed_tree_is_scored_once_and_a_regression_is_named_with_what_changed(
     );
     assert!(r.contains("tests 1/2 (= since iteration 1)"), "{r}");
     assert_eq!(p.log().last().unwrap()["score"]["regressions"], 1);
-    assert_eq!(runs(&p), 2);
+    // Run again once before the regression was named (it failed again: not flaky).
+    assert_eq!(runs(&p), 3);
     // Status shows the score, its trend and the best; so does its JSON.
     let (_, status) = p.ralph(&["status"]);
     assert!(
@@ -354,7 +355,7 @@ fn a_claim_the_turn_after_a_regression_on_a_tree_not_changed_since_is_refused() 
     // a regresses: named at this Stop.
     let out = edit_and_stop(&p, false, true);
     assert!(reason(out.as_ref()).contains("tests/test_x.py::a passed at iteration 1"));
-    assert_eq!(runs(&p), 2);
+    assert_eq!(runs(&p), 3, "run again before the regression is named");
     // The next turn changes nothing and claims: the tree is not scored
     // again, and it is still the tree that regressed.
     let out = p.stop("s1", Some("All done. <promise>DONE</promise>"));
@@ -364,7 +365,7 @@ fn a_claim_the_turn_after_a_regression_on_a_tree_not_changed_since_is_refused() 
         r.contains("1 test that passed at an earlier iteration fails now: tests/test_x.py::a."),
         "{r}"
     );
-    assert_eq!(runs(&p), 2, "an unchanged tree is not scored again");
+    assert_eq!(runs(&p), 3, "an unchanged tree is not scored again");
     assert!(p.state().is_some());
 }
 
@@ -388,4 +389,38 @@ fn a_known_runner_writes_its_report_and_a_score_names_its_tests() {
         file: Some("t.py".into()),
     });
     assert!(s.names_every_test());
+}
+
+#[test]
+fn a_test_that_flips_on_the_same_tree_is_flaky_not_a_regression_and_not_a_best() {
+    // The check fails test a every other run (a counter outside the tree).
+    let p = Project::new("score-flaky");
+    p.git_init();
+    let flip = "n=$(cat .git/flip 2>/dev/null || echo 0); echo $((n+1)) > .git/flip\n\
+        if [ $((n % 2)) = 1 ]; then cat flipped.txt; else cat results.txt; fi\n";
+    p.write("check.sh", flip);
+    p.write("results.txt", results(false, false));
+    p.write("flipped.txt", results(false, true));
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop Make the tests pass --score \"sh check.sh\" --max-iterations 20",
+    );
+    assert!(out.is_some_and(|v| v.get("decision").is_none()));
+    // Run 1 (n=0): a passes. Iteration 1 scores a passing.
+    std::fs::write(p.root.join(".git/flip"), "0").unwrap();
+    edit_and_stop(&p, true, false);
+    // Iteration 2: the first run (n=1) fails a, the run again (n=2) passes it.
+    let out = edit_and_stop(&p, true, true);
+    let r = reason(out.as_ref());
+    assert!(!r.contains("Passed before, fails now"), "{r}");
+    assert!(
+        r.contains("Flaky (failed, then passed when ralph ran the check again on the same tree"),
+        "{r}"
+    );
+    assert!(r.contains("tests/test_x.py::a"), "{r}");
+    let scores = std::fs::read_to_string(p.loop_paths().scores).unwrap();
+    assert!(
+        scores.contains("\"flaky\":[\"tests/test_x.py::a\"]"),
+        "{scores}"
+    );
 }

@@ -96,6 +96,21 @@ fn a_failing_test_deleted_does_not_complete_the_loop_until_the_user_accepts_it()
     assert!(suite.contains("\"state\":\"done\""), "{suite}");
     assert!(!p.loop_paths().baseline_trees.join("x").exists());
     assert!(!git(&p.root, &["worktree", "list"]).contains("baseline"));
+    // Status says where the suite started and what is gone.
+    let (_, status) = p.ralph(&["status"]);
+    assert!(
+        status.contains("  baseline:  2 tests at the start (1 failing, 0 skipped), from its words (`sh check.sh`)"),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("  gone:      {B} (missing)")),
+        "{status}"
+    );
+    let (_, json) = p.ralph(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["suite"]["baselines"][0]["state"], "done", "{json}");
+    assert_eq!(v["suite"]["baselines"][0]["reading"], "text", "{json}");
+    assert_eq!(v["suite"]["gone"][0], format!("{B} (missing)"), "{json}");
     // The user accepts it: the claim stands.
     let (code, said) = p.ralph(&["accept", B]);
     assert_eq!(code, 0, "{said}");
@@ -103,6 +118,17 @@ fn a_failing_test_deleted_does_not_complete_the_loop_until_the_user_accepts_it()
     let out = p.stop("s1", Some("<promise>DONE</promise>"));
     assert!(!is_block(out.as_ref()), "{out:?}");
     assert!(p.state().is_none(), "complete");
+    // The report, after the end, tells the same.
+    let (_, report) = p.ralph(&["report"]);
+    assert!(report.contains("refusals: 1"), "{report}");
+    assert!(
+        report.contains("baseline: 2 tests at the start"),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("accepted: {B} (at iteration")),
+        "{report}"
+    );
 }
 
 #[test]
@@ -192,6 +218,8 @@ fn a_failing_test_changed_to_pass_is_named_with_its_file_at_the_end() {
         "{m}"
     );
     assert!(m.contains(&format!("{B} (tests/test_x.py: +1 −1)")), "{m}");
+    let (_, report) = p.ralph(&["report"]);
+    assert!(report.contains("look at:  Look at these"), "{report}");
     // An honest fix elsewhere (the test file untouched) is not named.
     let p = suite_loop("suite-honest");
     p.write("src.py", "def parse(d):\n    return True\n");

@@ -21,12 +21,16 @@ pub struct Report {
     /// Seconds since the first entry, per entry (`None` when a time does not parse).
     pub at: Vec<Option<u64>>,
     pub checks: Option<VerifyLog>,
+    /// The suite: its baselines, the tests gone since, the removals the
+    /// user accepted, the flaky tests (set by the caller: `suite.json`).
+    pub suite: Option<crate::suite::overview::SuiteSummary>,
 }
 
 /// The reason codes that are refusals of a claim.
 const REFUSALS: &[&str] = &[
     "promise_refused",
     "verify_failed",
+    "tests_gone",
     "review_rejected",
     "reviews_exhausted",
 ];
@@ -49,6 +53,7 @@ impl Report {
             entries,
             at,
             checks,
+            suite: None,
         })
     }
 
@@ -176,17 +181,7 @@ impl Report {
                 msg.lines().next().unwrap_or("")
             ));
         }
-        let times = self.iteration_times();
-        if !times.is_empty() {
-            let secs: Vec<u64> = times.iter().map(|t| t.1).collect();
-            let avg = secs.iter().sum::<u64>() / secs.len() as u64;
-            out.push_str(&format!(
-                "per iteration: {} on average (shortest {}, longest {})\n",
-                human_duration(Duration::from_secs(avg)),
-                human_duration(Duration::from_secs(*secs.iter().min().unwrap_or(&0))),
-                human_duration(Duration::from_secs(*secs.iter().max().unwrap_or(&0))),
-            ));
-        }
+        out.push_str(&self.per_iteration());
         let refusals = self.count(|e| REFUSALS.contains(&e.reason.as_str()));
         let stalls = self.count(|e| e.reason == "stalled");
         let tamper = self.count(|e| e.decision == "tamper");
@@ -197,6 +192,7 @@ impl Report {
         if let Some(line) = self.score_line() {
             out.push_str(&line);
         }
+        out.push_str(&self.suite_lines());
         let stories = self.stories();
         if !stories.is_empty() {
             out.push_str("\nStories (fed at → moved past at, from the start)\n");
@@ -238,6 +234,41 @@ impl Report {
     }
 
     /// The report as one self-contained HTML page.
+    /// `per iteration: 2m on average (shortest 40s, longest 5m)`, when known.
+    fn per_iteration(&self) -> String {
+        let times = self.iteration_times();
+        if times.is_empty() {
+            return String::new();
+        }
+        let secs: Vec<u64> = times.iter().map(|t| t.1).collect();
+        let avg = secs.iter().sum::<u64>() / secs.len() as u64;
+        format!(
+            "per iteration: {} on average (shortest {}, longest {})\n",
+            human_duration(Duration::from_secs(avg)),
+            human_duration(Duration::from_secs(*secs.iter().min().unwrap_or(&0))),
+            human_duration(Duration::from_secs(*secs.iter().max().unwrap_or(&0))),
+        )
+    }
+
+    /// The suite's lines: its baselines, the tests gone, accepted, flaky,
+    /// and the tests the end named to look at (failed at the start, pass
+    /// now, their file changed).
+    fn suite_lines(&self) -> String {
+        let mut out = String::new();
+        for (label, text) in self.suite.iter().flat_map(|s| s.lines()) {
+            out.push_str(&format!("{label:<9} {text}\n"));
+        }
+        if let Some(look) = self
+            .last()
+            .message
+            .as_deref()
+            .and_then(|m| m.lines().find(|l| l.contains("Look at these")))
+        {
+            out.push_str(&format!("look at:  {}\n", look.trim_start_matches("⚠️ ")));
+        }
+        out
+    }
+
     pub fn to_html(&self) -> String {
         let mut body = String::new();
         let text = self.to_text();

@@ -248,6 +248,7 @@ pub fn status(paths: &LoopPaths) -> Status {
                 &crate::score::history::read(&paths.scores),
                 state.max_plateau,
             );
+            status.suite = crate::suite::overview::SuiteSummary::of_loop(paths);
             status.worker = state
                 .fresh
                 .then(|| crate::fresh::read_worker(&paths.worker))

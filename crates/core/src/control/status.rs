@@ -78,6 +78,10 @@ pub struct Status {
     /// (set by the caller, from the loop's scores).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score: Option<crate::score::summary::ScoreSummary>,
+    /// The suite: each baseline, the tests gone since, the removals the
+    /// user accepted, the flaky tests (set by the caller).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suite: Option<crate::suite::overview::SuiteSummary>,
 }
 
 /// `--parallel`: where the stories stand in the merge queue.
@@ -287,6 +291,7 @@ impl Status {
             parallel: None,
             sandbox: state.and_then(|s| s.sandbox),
             score: None,
+            suite: None,
         }
     }
 
@@ -410,6 +415,9 @@ impl Status {
             None => {}
         }
         if let Some(s) = &self.score {
+            out.push_str(&s.text());
+        }
+        if let Some(s) = &self.suite {
             out.push_str(&s.text());
         }
         if let Some(p) = &self.pins {

@@ -9,7 +9,7 @@ use super::Score;
 use crate::seal::{Seal, SealedText};
 use crate::store::StoreError;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Entries kept at most (the oldest go first).
 const MAX_ENTRIES: usize = 1_000;
@@ -43,12 +43,18 @@ pub struct IterationScore {
     pub cost: Option<String>,
 }
 
-/// Every score of the loop, and the last iteration each test passed at.
+/// Every score of the loop, the last iteration each test passed at, and
+/// the tests seen to flip on one tree (flaky).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct History {
     pub entries: Vec<IterationScore>,
     #[serde(default)]
     pub last_passed: BTreeMap<String, u64>,
+    /// Tests that failed and then passed when run again on the same tree:
+    /// never named as regressions, and kept out of the best (a flaky pass
+    /// is no progress).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub flaky: BTreeSet<String>,
 }
 
 /// A test that passed at an earlier iteration and fails now.
@@ -118,7 +124,10 @@ impl History {
         let mut best = &run[0];
         let mut since_best = 0;
         for e in &run[1..] {
-            if e.score.beats(&best.score) {
+            if e.score
+                .without(&self.flaky)
+                .beats(&best.score.without(&self.flaky))
+            {
                 best = e;
                 since_best = 0;
             } else {
@@ -142,7 +151,9 @@ impl History {
         let newest = standing.newest;
         newest.command != command
             || newest.story.as_deref() != story
-            || score.beats(&standing.best.score)
+            || score
+                .without(&self.flaky)
+                .beats(&standing.best.score.without(&self.flaky))
     }
 
     /// The tests failing in `score` that passed at an earlier iteration,
@@ -151,6 +162,7 @@ impl History {
         let mut found: Vec<Regression> = score
             .failing
             .iter()
+            .filter(|test| !self.flaky.contains(*test))
             .filter_map(|test| {
                 let passed_at = *self.last_passed.get(test)?;
                 let tree = self
@@ -186,6 +198,15 @@ impl History {
             next.entries.drain(..extra);
         }
         next
+    }
+}
+
+impl History {
+    /// The history with `tests` known to be flaky.
+    #[must_use]
+    pub(crate) fn with_flaky(mut self, tests: &[String]) -> History {
+        self.flaky.extend(tests.iter().cloned());
+        self
     }
 }
 

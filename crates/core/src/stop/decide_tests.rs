@@ -493,6 +493,7 @@ fn scored(passed: &[u32], regressed: &[&str]) -> crate::stop::measure::Scored {
         history,
         regressions,
         changed: vec![(2, vec!["src/date.rs".into()])],
+        flaky: Vec::new(),
     }
 }
 

@@ -43,9 +43,10 @@ impl Jobs {
     /// How long they may take in all, for the watchdog: checks one after
     /// another, reviewers side by side.
     pub fn budget(&self) -> Duration {
+        // The score may run twice: again when it names a regression.
         let checks = self.stories.len()
             + usize::from(self.loop_verify.is_some())
-            + usize::from(self.score.is_some())
+            + 2 * usize::from(self.score.is_some())
             + self.baselines.len();
         let reviews = self.reviews.as_ref().map_or(Duration::ZERO, |r| r.timeout);
         // A score's commit of the tree: a few git calls, each bounded.

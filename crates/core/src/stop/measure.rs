@@ -32,6 +32,25 @@ pub(crate) struct ScoreRun {
     /// For each earlier iteration a failing test passed at: the files
     /// changed since (`score::tree::changed`).
     pub changed: Vec<(u64, Vec<String>)>,
+    /// The measure run again on the same tree, when the first run named a
+    /// regression: a test that passes then is flaky, not a regression.
+    pub rerun: Option<CheckResult>,
+}
+
+impl ScoreRun {
+    /// The tests that failed in the run and passed when run again.
+    pub(crate) fn flaky(&self) -> Vec<String> {
+        let Some(again) = self.rerun.as_ref().and_then(|r| r.score.as_deref()) else {
+            return Vec::new();
+        };
+        let first = self.result.score_as(self.measure.numbered);
+        first
+            .failing
+            .iter()
+            .filter(|t| again.passing().any(|p| p == t.as_str()))
+            .cloned()
+            .collect()
+    }
 }
 
 /// What this Stop's score means.
@@ -46,6 +65,8 @@ pub(crate) struct Scored {
     /// This score is the measure's best yet (its run moved `refs/ralph/best`
     /// to its commit, outside the lock: `stop::score_run`).
     pub new_best: bool,
+    /// Tests this Stop found flaky: failed, then passed when run again.
+    pub flaky: Vec<String>,
 }
 
 impl Scored {
@@ -199,6 +220,8 @@ pub(crate) fn scored(
 ) -> Option<Scored> {
     let history = &inputs.scores;
     let iteration = inputs.state.iteration;
+    let flaky = run.map(ScoreRun::flaky).unwrap_or_default();
+    let history = &history.clone().with_flaky(&flaky);
     let (entry, passing, changed) = match run {
         Some(run) => {
             let score = run.result.score_as(run.measure.numbered);
@@ -247,5 +270,6 @@ pub(crate) fn scored(
         regressions,
         changed,
         new_best,
+        flaky,
     })
 }

@@ -215,7 +215,11 @@ impl Jobs {
         }
         if let Some(measure) = self.score.clone() {
             let result = check(&measure.command);
-            ran.score = Some(score_run(paths, measure, result, self.iteration));
+            // A test that passed before and fails now is run again once,
+            // on the same tree, before it is named: one that passes then
+            // is flaky.
+            let rerun = regresses(paths, &measure, &result).then(|| check(&measure.command));
+            ran.score = Some(score_run(paths, measure, (result, rerun), self.iteration));
         }
         if let Some(r) = self.reviews {
             if r.stories {
@@ -252,7 +256,10 @@ impl Jobs {
 fn score_run(
     paths: &LoopPaths,
     measure: measure::Measure,
-    result: crate::verify::CheckResult,
+    (result, rerun): (
+        crate::verify::CheckResult,
+        Option<crate::verify::CheckResult>,
+    ),
     iteration: u64,
 ) -> measure::ScoreRun {
     use crate::score::tree;
@@ -287,5 +294,20 @@ fn score_run(
         tree,
         commit,
         changed,
+        rerun,
     }
+}
+
+/// Whether the run names a test that passed at an earlier iteration (and
+/// is not known to be flaky).
+fn regresses(
+    paths: &LoopPaths,
+    measure: &measure::Measure,
+    result: &crate::verify::CheckResult,
+) -> bool {
+    let score = result.score_as(measure.numbered);
+    !score.failing.is_empty()
+        && !crate::score::history::read(&paths.scores)
+            .regressions(&score)
+            .is_empty()
 }

@@ -12,6 +12,7 @@
 pub mod baseline;
 pub(crate) mod changed;
 pub(crate) mod inventory;
+pub mod overview;
 
 use crate::score::{Outcome, Reading, Score};
 use crate::seal::{Seal, SealedText};

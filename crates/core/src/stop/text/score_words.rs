@@ -53,6 +53,12 @@ pub(super) fn note(cx: &StopContext) -> Option<String> {
         ));
     }
     out.push_str(&regressions(scored));
+    if !scored.flaky.is_empty() {
+        out.push_str(&format!(
+            "\nFlaky (failed, then passed when ralph ran the check again on the same tree; not a regression, and not counted toward the best): {}.",
+            scored.flaky.join(", ")
+        ));
+    }
     Some(out)
 }
 
