@@ -184,6 +184,7 @@ pub(crate) fn settings(state: &LoopState, prd: Option<&Prd>) -> String {
         ));
     }
     out.push_str(&measure_line(state, prd));
+    out.push_str(&suite_line(state));
     if state.max_stalls > 0 {
         out.push_str(&format!(
             "No-progress breaker: the loop stops after {} in a row that leave the working tree unchanged (git repositories).\n",
@@ -240,6 +241,40 @@ fn measure_line(state: &LoopState, prd: Option<&Prd>) -> String {
         String::new()
     };
     format!("Score: each iteration that changes the code is measured by {by}{rule}.\n")
+}
+
+/// The suite's baseline: each command that measures the loop run once on
+/// the tree as it is now, in ralph's own worktree, while the first turn
+/// goes on; what ralph adds to a runner it knows ("" without a measure).
+pub(crate) fn suite_line(state: &LoopState) -> String {
+    let mut commands: Vec<&String> = Vec::new();
+    for c in state.score.iter().chain(&state.verify) {
+        if !commands.contains(&c) {
+            commands.push(c);
+        }
+    }
+    if commands.is_empty() && state.story_checks.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<String> = commands
+        .iter()
+        .map(|c| {
+            let runs = crate::score::launch::shown(c);
+            if runs == **c {
+                format!("`{c}`")
+            } else {
+                format!("`{c}` (run as `{runs}`: the runner writes its report for ralph)")
+            }
+        })
+        .collect();
+    let what = if shown.is_empty() {
+        "each story's check, at the story's first feed,".to_string()
+    } else {
+        shown.join(" and ")
+    };
+    format!(
+        "Suite: {what} runs once on the tree as it is now, in ralph's own worktree, while Claude works: the baseline. A claim is refused while a test from it, or one that passed since, is missing or newly skipped (you accept a removal with /ralph-accept ID).\n"
+    )
 }
 
 /// Whether the agent's commands run in Claude Code's sandbox, as seen at
