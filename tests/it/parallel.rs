@@ -550,3 +550,54 @@ fn a_workers_change_to_what_the_loop_fixed_is_sent_back() {
     assert!(logged(&p, "pin", "pin_restored").is_some());
     assert!(!p.path("PLANTED").exists());
 }
+
+#[test]
+fn a_story_whose_worker_deleted_a_test_of_the_suite_is_sent_back() {
+    let p = Project::new("par-suite");
+    p.git_init();
+    let prd = r#"{"project": "demo", "userStories": [
+  {"id": "US-1", "title": "One", "priority": 1, "passes": false, "verify": "sh check.sh"}
+]}
+"#;
+    p.write("prd.json", prd);
+    p.write(
+        "check.sh",
+        "cat results.txt\n! grep -q FAILED results.txt\n",
+    );
+    let results = |b: &str| {
+        let mut out = String::from("tests/t.py::test_a PASSED [ 50%]\n");
+        if !b.is_empty() {
+            out.push_str(&format!("tests/t.py::test_b {b} [100%]\n"));
+        }
+        let summary = match b {
+            "FAILED" => "1 failed, 1 passed",
+            "PASSED" => "2 passed",
+            _ => "1 passed",
+        };
+        out.push_str(&format!("===== {summary} in 0.01s =====\n"));
+        out
+    };
+    p.write("results.txt", results("FAILED"));
+    git(&p.root, &["add", "-A"]);
+    git(&p.root, &["commit", "-qm", "start"]);
+    let out = p.prompt("s1", "/ralph:ralph-loop --prd-file prd.json --parallel 2");
+    assert!(message(out.as_ref()).contains("Parallel (--parallel 2)"));
+    let tree = worker(&p, "a1", "US-1");
+    // The worker makes the check pass by deleting the failing test.
+    std::fs::write(tree.join("results.txt"), results("")).unwrap();
+    let out = worker_stop(&p, "a1", &tree, "STORY DONE: US-1");
+    assert!(is_block(out.as_ref()), "{out:?}");
+    let why = reason(out.as_ref());
+    assert!(why.contains("tests of the suite are gone"), "{why}");
+    assert!(
+        why.contains("`tests/t.py::test_b` existed at the start and is gone now"),
+        "{why}"
+    );
+    assert!(!passes(&p, "US-1"));
+    assert!(logged(&p, "merge", "tests_gone").is_some());
+    // Fixed for real: merged.
+    std::fs::write(tree.join("results.txt"), results("PASSED")).unwrap();
+    let out = worker_stop(&p, "a1", &tree, "STORY DONE: US-1");
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert!(passes(&p, "US-1"));
+}

@@ -72,18 +72,44 @@ pub(super) fn merge_and_check(
             Some(&paths.reports),
         )
     });
-    match result {
-        Some(r) if !r.passed() => {
-            let undone = branches::undo_merge(&paths.root, &before);
-            let base = branches::head(&paths.root).unwrap_or_default();
-            let _ = branches::take_new_base(worktree, &base);
-            Merge::Back(match undone {
-                Ok(()) => MergeOutcome::CheckFailed(r),
-                Err(why) => MergeOutcome::Failed(format!(
-                    "its check failed after the merge, and the merge could not be undone: {why}"
-                )),
-            })
+    let refused = match &result {
+        Some(r) if !r.passed() => Some(MergeOutcome::CheckFailed(r.clone())),
+        Some(r) => {
+            // The story's baseline, taken at its dispatch, may still run.
+            extend(timeout + crate::suite::baseline::WORKTREE_MARGIN);
+            crate::suite::baseline::await_or_take(paths, &r.command);
+            tests_gone(paths, r).map(MergeOutcome::TestsGone)
         }
-        passed => Merge::Done { after, passed },
-    }
+        None => None,
+    };
+    let Some(outcome) = refused else {
+        return Merge::Done {
+            after,
+            passed: result,
+        };
+    };
+    let undone = branches::undo_merge(&paths.root, &before);
+    let base = branches::head(&paths.root).unwrap_or_default();
+    let _ = branches::take_new_base(worktree, &base);
+    Merge::Back(match undone {
+        Ok(()) => outcome,
+        Err(why) => MergeOutcome::Failed(format!(
+            "its check failed after the merge, and the merge could not be undone: {why}"
+        )),
+    })
+}
+
+/// The tests gone from the suite in the story check's run on the merged
+/// tree (against the loop's baseline of that command and the tests seen
+/// passing), worded; `None` when none is.
+fn tests_gone(paths: &LoopPaths, result: &crate::verify::CheckResult) -> Option<String> {
+    let score = result
+        .score
+        .as_deref()
+        .filter(|s| s.reader.counts_tests())?;
+    let suite = crate::suite::read(&paths.suite);
+    let run = crate::suite::Inventory::of(score, result.time.clone(), result.duration_ms);
+    let found = crate::suite::inventory::judge(&suite, &result.command, &run);
+    (!found.is_clear())
+        .then(|| crate::suite::gone_words::report(&[(result.command.clone(), found)]))
 }

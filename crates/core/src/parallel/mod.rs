@@ -256,6 +256,9 @@ pub(crate) enum MergeOutcome {
     /// Merged, but the story's check failed there: the merge was undone and
     /// the new base merged into the worktree.
     CheckFailed(CheckResult),
+    /// Merged, its check passed there, but tests of the suite are gone
+    /// from its run (`suite::inventory`, worded): the merge was undone.
+    TestsGone(String),
     /// The user has uncommitted changes in the main tree to files the story
     /// changes: ralph never merges over them (git would refuse anyway). The
     /// worker waits and claims again; the user is told which files.
@@ -274,6 +277,7 @@ impl MergeOutcome {
             MergeOutcome::Merged { .. } => Code::StoryMerged,
             MergeOutcome::Conflict { .. } => Code::MergeConflict,
             MergeOutcome::CheckFailed(_) => Code::MergeCheckFailed,
+            MergeOutcome::TestsGone(_) => Code::TestsGone,
             MergeOutcome::UserChanges { .. } => Code::MergeBlocked,
             MergeOutcome::Refused { .. } => Code::MergeRefused,
             MergeOutcome::Failed(_) => Code::MergeFailed,
@@ -300,6 +304,10 @@ pub(crate) fn send_back_reason(
             "it was merged into the loop's branch, but its check failed there, so the merge was undone. {}\nThe new base is \
              merged into your worktree: make the check pass on it.",
             check.failure_report(timeout_secs)
+        ),
+        MergeOutcome::TestsGone(words) => format!(
+            "it was merged into the loop's branch and its check passed there, but tests of the suite are gone, so the \
+             merge was undone. {words}\nThe new base is merged into your worktree."
         ),
         MergeOutcome::UserChanges { files } => format!(
             "your work is committed, but the user has uncommitted changes in the main tree to {} and ralph never merges \
@@ -353,6 +361,9 @@ pub(crate) fn merge_message(story: &str, outcome: &MergeOutcome) -> String {
         ),
         MergeOutcome::CheckFailed(_) => format!(
             "🔁 Ralph: story {story} merged but its check failed on the loop's branch; merge undone, sent back."
+        ),
+        MergeOutcome::TestsGone(_) => format!(
+            "🔁 Ralph: story {story} merged, but tests of the suite are gone from its check's run; merge undone, sent back."
         ),
         MergeOutcome::UserChanges { files } => format!(
             "⚠️ Ralph: your uncommitted changes to {} block the merge of story {story}: commit or stash them; its worker tries again in a minute.",

@@ -11,6 +11,7 @@
 
 pub mod baseline;
 pub(crate) mod changed;
+pub(crate) mod gone_words;
 pub(crate) mod inventory;
 pub mod overview;
 

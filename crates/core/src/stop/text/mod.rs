@@ -18,7 +18,6 @@ use crate::state::LoopState;
 use crate::state_file::Mirror;
 
 mod feed;
-mod inventory_words;
 mod score_words;
 
 use feed::feeding;
@@ -258,7 +257,7 @@ fn verified(state: &LoopState) -> String {
 /// The failed check, as the model should read it.
 fn refusal_report(state: &LoopState, refusal: &Refusal) -> String {
     if !refusal.inventory.is_empty() {
-        return inventory_words::report(&refusal.inventory);
+        return crate::suite::gone_words::report(&refusal.inventory);
     }
     match &refusal.check {
         _ if !refusal.regressed.is_empty() => format!(
@@ -281,7 +280,7 @@ fn refusal_report(state: &LoopState, refusal: &Refusal) -> String {
 
 fn refusal_status(state: &LoopState, refusal: &Refusal) -> String {
     if !refusal.inventory.is_empty() {
-        return inventory_words::status(&refusal.inventory);
+        return crate::suite::gone_words::status(&refusal.inventory);
     }
     if !refusal.regressed.is_empty() {
         return format!(

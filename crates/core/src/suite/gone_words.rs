@@ -1,9 +1,10 @@
 //! What the model and the user read of the suite's inventory: the tests
 //! gone from a claim's run, each with the file that held it, and how to
-//! put them back (or who may accept their removal). Pure.
+//! put them back (or who may accept their removal). Shared by the Stop's
+//! words and the `--parallel` merge queue's. Pure.
 
+use super::inventory::{Gone, InventoryFinding, PresentSince, Vanished};
 use crate::fmt::plural;
-use crate::suite::inventory::{Gone, InventoryFinding, PresentSince, Vanished};
 
 /// Tests named at most in one message (the rest are counted).
 const MAX_NAMED: usize = 20;
