@@ -187,7 +187,9 @@ impl StopInputs {
         });
         let readable_prd = prd.as_ref().and_then(|p| p.as_ref().ok());
         let said = completion::said_this_turn(&state, last_message, turn.as_ref());
-        let (suite, suite_found) = match suite_of(paths, &state, effect, said.as_deref()) {
+        let prd_claims = readable_prd.is_some_and(Prd::all_pass);
+        let said_claim = (said.as_deref(), prd_claims);
+        let (suite, suite_found) = match suite_of(paths, &state, effect, said_claim) {
             Ok(read) => read,
             Err(t) => return Ok(Gathered::Tampered(t)),
         };
@@ -260,9 +262,9 @@ fn suite_of(
     paths: &LoopPaths,
     state: &LoopState,
     effect: TurnEffect,
-    said: Option<&str>,
+    (said, prd_claims): (Option<&str>, bool),
 ) -> Result<(Option<crate::suite::Suite>, u64), crate::tamper::Tamper> {
-    if !needs_suite(state, effect, said) {
+    if !needs_suite(state, effect, said, prd_claims) {
         return Ok((None, 0));
     }
     let read = crate::seal::read_sealed(&paths.suite);
@@ -274,16 +276,20 @@ fn suite_of(
 }
 
 /// Whether a Stop reads the suite's memory: a measured loop whose turn
-/// changed the tree (a score may run), claims the promise, or is a PRD's
-/// (a story check may run, a story be fed first). A turn that only
-/// talked reads nothing more than before.
-pub(crate) fn needs_suite(state: &LoopState, effect: TurnEffect, said: Option<&str>) -> bool {
+/// changed the tree (a score or a story check may run, a story be fed
+/// for the first time: stories pass by an edit), or that claims the work
+/// is done (the promise, or every story of the PRD marked passing). A
+/// turn that only talked reads nothing more than before.
+pub(crate) fn needs_suite(
+    state: &LoopState,
+    effect: TurnEffect,
+    said: Option<&str>,
+    prd_claims: bool,
+) -> bool {
     let measured =
         state.score.is_some() || state.verify.is_some() || !state.story_checks.is_empty();
     measured
-        && (effect != TurnEffect::Unchanged
-            || state.prd_file.is_some()
-            || completion::promise_kept(state, said))
+        && (effect != TurnEffect::Unchanged || prd_claims || completion::promise_kept(state, said))
 }
 
 /// The state of this session's loop (its text, the state, whether it is
