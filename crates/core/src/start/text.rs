@@ -273,7 +273,7 @@ pub(crate) fn suite_line(state: &LoopState) -> String {
         shown.join(" and ")
     };
     format!(
-        "Suite: {what} runs once on the tree as it is now, in ralph's own worktree, while Claude works: the baseline. A claim is refused while a test from it, or one that passed since, is missing or newly skipped (you accept a removal with /ralph-accept ID).\n"
+        "Suite: {what} runs once on the tree as it is now, in ralph's own copy of it, while Claude works: the baseline. A claim is refused while a test from it, or one that passed since, is missing or newly skipped (you accept a removal with /ralph-accept ID).\n"
     )
 }
 

@@ -3,8 +3,10 @@
 //! the moment the baseline is asked for, so the agent's first turn cannot
 //! change what it measures; a process of ralph's own (`ralph-setup
 //! baseline`, started detached: it outlives the hook, measured in
-//! docs/client-measurements.md) checks that commit out in a worktree in
-//! the loop's folder, links the project's ignored folders into it (the
+//! docs/client-measurements.md) checks that commit's tree out into a
+//! folder in the loop's folder (through an index of its own: nothing of
+//! the repository's `.git` is written, no worktree registered), links the
+//! project's ignored folders into it (the
 //! dependencies a test run needs: `node_modules`, `.venv`), puts the
 //! pinned files in, and runs the command there, bounded by
 //! `--verify-timeout`. The first turn does not wait for it; a claim does
@@ -26,7 +28,7 @@ pub(crate) struct Ask {
     pub story: Option<String>,
 }
 
-/// Ignored folders of the project not linked into ralph's worktree: a
+/// Ignored folders of the project not linked into ralph's copy of the tree: a
 /// build's output, which the run makes anew (sharing it would make the
 /// agent's builds wait on the baseline's lock), and the loop's own files.
 const NOT_LINKED: [&str; 3] = ["target", ".claude", ".git"];
@@ -147,7 +149,7 @@ pub fn take_mine(paths: &LoopPaths) -> usize {
 
 /// Before a claim on `command` is judged, outside the lock (the Stop
 /// hook): its baseline, done; waited for while its taker runs (up to its
-/// timeout and the worktree's margin), taken here when its taker is gone.
+/// timeout and the copy's margin), taken here when its taker is gone.
 /// Whether it is done now.
 pub(crate) fn await_or_take(paths: &LoopPaths, command: &str) -> bool {
     let started = Instant::now();
@@ -173,7 +175,7 @@ pub(crate) fn await_or_take(paths: &LoopPaths, command: &str) -> bool {
     }
 }
 
-/// Time allowed beside the command for ralph's worktree (made and removed).
+/// Time allowed beside the command for ralph's copy of the tree (made and removed).
 pub(crate) const WORKTREE_MARGIN: Duration = Duration::from_secs(60);
 
 /// Under the loop lock: the next pending baseline (of `only`, when given)
@@ -237,7 +239,7 @@ fn read_for_write(paths: &LoopPaths) -> Option<(Suite, u64)> {
     Some((suite, state.records.max(found).next()))
 }
 
-/// Run `command` on the baseline's tree, in ralph's worktree: its outcome.
+/// Run `command` on the baseline's tree, in ralph's copy of it: its outcome.
 fn measure(paths: &LoopPaths, command: &str, baseline: &Baseline) -> BaselineState {
     let time = crate::clock::now_rfc3339();
     let failed = |why| BaselineState::Failed {
@@ -266,18 +268,25 @@ fn measure(paths: &LoopPaths, command: &str, baseline: &Baseline) -> BaselineSta
     }
 }
 
-/// ralph's worktree of `commit` at `dir`, the project's ignored folders
-/// linked in: the folder the command runs in (the project's place in it,
-/// when the project is below the repository's top).
+/// ralph's copy of `commit`'s tree at `dir` (read into an index of
+/// ralph's own and checked out from it: nothing under the repository's
+/// `.git` is written, no worktree is registered there), the project's
+/// ignored folders linked in: the folder the command runs in (the
+/// project's place in it, when the project is below the repository's top).
 fn make_tree(paths: &LoopPaths, commit: &str, dir: &Path) -> Result<PathBuf, String> {
     remove_tree(paths, dir);
-    if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
-    }
-    let git = Git::write(&paths.root);
-    let at = dir.to_string_lossy();
-    git.run(&["worktree", "add", "--detach", "--force", &at, commit])
-        .map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let index = dir.with_extension("index");
+    let git = Git::write(&paths.root).with_index(&index);
+    let checked_out = git
+        .run(&["read-tree", commit])
+        .and_then(|_| {
+            let prefix = format!("{}/", dir.display());
+            git.run(&["checkout-index", "-a", "-f", &format!("--prefix={prefix}")])
+        })
+        .map_err(|e| e.to_string());
+    let _ = std::fs::remove_file(&index);
+    checked_out?;
     let prefix = Git::read(&paths.root)
         .text(&["rev-parse", "--show-prefix"])
         .unwrap_or_default();
@@ -319,16 +328,11 @@ fn link(target: &Path, at: &Path) {
 #[cfg(not(unix))]
 fn link(_target: &Path, _at: &Path) {}
 
-/// Remove ralph's worktree at `dir` (and git's record of it).
-fn remove_tree(paths: &LoopPaths, dir: &Path) {
-    if !dir.exists() {
-        return;
-    }
-    let git = Git::write(&paths.root);
-    let at = dir.to_string_lossy();
-    if git.run(&["worktree", "remove", "--force", &at]).is_err() {
+/// Remove ralph's copy of a tree at `dir` (its links are removed as
+/// links: what they point at stays).
+fn remove_tree(_paths: &LoopPaths, dir: &Path) {
+    if dir.symlink_metadata().is_ok() {
         let _ = std::fs::remove_dir_all(dir);
-        let _ = git.run(&["worktree", "prune"]);
     }
 }
 

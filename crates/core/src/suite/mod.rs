@@ -2,8 +2,8 @@
 //! not by the agent. `suite.json` in the loop's folder (sealed, a record
 //! the state holds the generation of) keeps, for each command that
 //! measures the loop, its **baseline** (every test's id and outcome on the
-//! tree the loop started from, taken by [`baseline`] in a worktree of
-//! ralph's own), the tests seen passing since, the removals the user
+//! tree the loop started from, taken by [`baseline`] in a copy of it in
+//! ralph's folder), the tests seen passing since, the removals the user
 //! accepted, and the tests seen to flip on an unchanged tree (flaky).
 //! [`inventory`] judges a claim's run against them (pure); [`baseline`]
 //! takes the baselines (I/O); [`read`] and [`write`] are the file.
@@ -107,7 +107,7 @@ pub(crate) enum BaselineState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
 pub(crate) enum BaselineFailure {
-    /// ralph's worktree of the starting tree could not be made.
+    /// ralph's copy of the starting tree could not be made.
     Worktree(String),
     /// The command ran past `--verify-timeout`.
     TimedOut(u64),

@@ -161,7 +161,7 @@ fn baseline(command: &str, state: &BaselineState) -> BaselineSummary {
 fn failure(why: &BaselineFailure) -> String {
     let what = match why {
         BaselineFailure::Worktree(e) => {
-            format!("ralph's worktree of the starting tree failed: {e}")
+            format!("ralph's copy of the starting tree failed: {e}")
         }
         BaselineFailure::TimedOut(secs) => format!("it ran past --verify-timeout ({secs} s)"),
         BaselineFailure::NothingCounted => "its output names no tests ralph can count".into(),
