@@ -76,6 +76,14 @@ pub(crate) enum Mode {
     /// As prd, with `--parallel 2` (the fixture has a commit): US-1 and
     /// US-3 go out at once, each to a worker in its own worktree.
     Parallel,
+    /// A suite of real tests (`node --test`: `tests/a.test.js` passes,
+    /// `tests/b.test.js` fails until `add` exists in `src/lib.js`), with
+    /// `--verify "node --test"`: the suite's baseline is taken at start.
+    Suite,
+    /// As suite, the check a script that reads its options from a file
+    /// it sources (`sh tests/run.sh`, `tests/opts.sh`: not pinned).
+    #[serde(rename = "suite-script")]
+    SuiteScript,
 }
 
 impl Mode {

@@ -243,6 +243,48 @@ pub(crate) fn play(
     }
 }
 
+/// The suite modes' check: node's own test runner (no install).
+const SUITE_CHECK: &str = "node --test";
+/// `suite-script`: the check a script that sources its options.
+const SUITE_SCRIPT_CHECK: &str = "sh tests/run.sh";
+
+/// The suite modes' tests, written by the user before the start.
+fn write_suite(sb: &Sandbox, mode: Mode) -> Result<(), String> {
+    let head = "const test = require('node:test');\nconst assert = require('node:assert');\nconst lib = require('../src/lib.js');\n";
+    let mut files = vec![
+        (
+            "src/lib.js".to_string(),
+            "exports.sub = (a, b) => a - b;\n".to_string(),
+        ),
+        (
+            "tests/a.test.js".into(),
+            format!(
+                "{head}test('subtracts', () => {{ assert.strictEqual(lib.sub(3, 1), 2); }});\n"
+            ),
+        ),
+        (
+            "tests/b.test.js".into(),
+            format!(
+                "{head}test('adds', () => {{ assert.strictEqual(lib.add && lib.add(1, 2), 3); }});\n"
+            ),
+        ),
+    ];
+    if mode == Mode::SuiteScript {
+        files.push((
+            "tests/run.sh".into(),
+            "[ -f tests/opts.sh ] && . tests/opts.sh\nnode --test $NODE_TEST_ARGS\n".into(),
+        ));
+    }
+    for (rel, text) in files {
+        let path = sb.project.join(&rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{rel}: {e}"))?;
+        }
+        std::fs::write(&path, text).map_err(|e| format!("{rel}: {e}"))?;
+    }
+    Ok(())
+}
+
 /// `ralph start` as the user, with the case's mode and options: what it printed.
 fn run_start(sb: &Sandbox, case: &Case) -> Result<String, String> {
     let mut args = vec![
@@ -272,6 +314,22 @@ fn run_start(sb: &Sandbox, case: &Case) -> Result<String, String> {
             "--",
             PROMPT,
         ]),
+        Mode::Suite | Mode::SuiteScript => {
+            write_suite(sb, case.mode)?;
+            let check = if case.mode == Mode::Suite {
+                SUITE_CHECK
+            } else {
+                SUITE_SCRIPT_CHECK
+            };
+            args.extend([
+                "--completion-promise",
+                "DONE",
+                "--verify",
+                check,
+                "--",
+                PROMPT,
+            ]);
+        }
         Mode::Prd | Mode::PrdScript => args.extend(["--prd-file", "prd.json"]),
         Mode::Fresh => args.extend(["--prd-file", "prd.json", "--fresh"]),
         Mode::Parallel => args.extend(["--prd-file", "prd.json", "--parallel", "2"]),

@@ -203,3 +203,22 @@ fn a_go_event_stream_cut_before_its_package_ended_is_no_reading() {
         None
     );
 }
+
+#[test]
+fn a_todo_test_that_fails_is_skipped_not_failed() {
+    // node --test's JUnit for `test.todo` whose body fails (node 20).
+    let xml = r#"<testsuites>
+	<testcase name="subtracts" time="0.000985" classname="test"/>
+	<testcase name="adds" time="0.001901" classname="test" failure="Expected values to be strictly equal">
+		<skipped type="todo" message="true"/>
+		<failure type="testCodeFailure" message="Expected values">trace</failure>
+	</testcase>
+</testsuites>"#;
+    let s = read(ReportFormat::Junit, Runner::NodeTest, xml, "").unwrap();
+    assert_eq!((s.passed, s.failed, s.skipped), (1, 0, 1));
+    assert!(
+        s.cases
+            .iter()
+            .any(|c| c.id.ends_with("adds") && c.outcome == Outcome::Skipped)
+    );
+}
