@@ -144,6 +144,8 @@ fn run() -> HookOutput {
             Ok(lock) => lock,
             Err(e) => return HookOutput::allow(text::lock_failed(&e)),
         };
+        // The agent's process held it and was stopped: said and logged.
+        ran.lock_freed.extend(lock.freed().map(str::to_string));
         let stepped = step(&paths, &input, &transcript, &ran, &notify);
         if let Some(Some(pending)) = notify.get() {
             let _ = NOTIFY.set(pending.clone());

@@ -116,3 +116,82 @@ fn stale_lock_file_is_not_a_lock() {
     assert!(o.is_block(), "{o:?}");
     assert!(o.elapsed < UPPER);
 }
+
+/// A process of the agent's that holds the loop's lock (`python3` taking
+/// `flock` on it, started from a shell with the Bash tool's mark, as the
+/// client runs a `run_in_background` call; `detached`: left to init with
+/// the mark unset), once it holds it.
+fn agent_holds_lock(p: &Project, detached: bool) -> std::process::Child {
+    let lock = p.loop_paths().lock;
+    let python = format!(
+        "import fcntl, time\nf = open({:?}, 'rb')\nfcntl.flock(f, fcntl.LOCK_EX)\nopen({:?}, 'w').write('held')\ntime.sleep(120)",
+        lock.display().to_string(),
+        p.path("held").display().to_string()
+    );
+    let py = format!("python3 -c {}", shell_quote(&python));
+    let script = if detached {
+        format!("setsid -f env -u AI_AGENT {py}\nexit $?")
+    } else {
+        format!("{py}\nexit $?")
+    };
+    let child = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .current_dir(&p.root)
+        .env("AI_AGENT", "claude-code_2-1-328_agent")
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while !p.path("held").exists() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the agent's process never held the lock"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[test]
+fn a_lock_held_by_the_agents_process_is_taken_back_at_once() {
+    for detached in [false, true] {
+        let p = Project::with_claude_dir(if detached {
+            "lock-agent-detached"
+        } else {
+            "lock-agent"
+        });
+        p.write(STATE_FILE, state_text(4, 0));
+        // The loop's folder is made by its first Stop.
+        assert!(run_stop(&p, &stop_input(&p.root, "x")).is_block());
+        let mut holder = agent_holds_lock(&p, detached);
+        let o = run_stop(&p, &stop_input(&p.root, "x"));
+        assert!(o.is_block(), "the loop goes on: {o:?}");
+        assert!(o.elapsed < LOWER, "did not wait: {:?}", o.elapsed);
+        let msg = o.system_message();
+        assert!(
+            msg.contains("held the loop's lock") && msg.contains("python3"),
+            "{msg}"
+        );
+        let logged = p.log();
+        assert!(
+            logged
+                .iter()
+                .any(|e| e["decision"] == "lock" && e["reason"] == "agent_held_lock"),
+            "{logged:?}"
+        );
+        // Stopped by the Stop (a detached holder's shell has exited).
+        let _ = holder.wait();
+        // And the user's cancel, with the agent holding it again, at once.
+        let _ = std::fs::remove_file(p.path("held"));
+        let mut again = agent_holds_lock(&p, detached);
+        let o = run(command(RALPH, &p, &["cancel"]), Stdin::Bytes(b""));
+        assert!(o.elapsed < LOWER, "cancel did not wait: {:?}", o.elapsed);
+        assert!(o.stdout.contains("Cancelled"), "{o:?}");
+        assert!(p.state().is_none(), "cancelled");
+        let _ = again.kill();
+        let _ = again.wait();
+    }
+}

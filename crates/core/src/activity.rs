@@ -52,6 +52,8 @@ pub enum Action {
     Pin,
     /// The user accepted the removal of tests from the suite (`ralph accept`).
     Accept,
+    /// A process of the agent's held the loop's lock and was stopped.
+    Lock,
 }
 
 impl Action {
@@ -75,6 +77,7 @@ impl Action {
             Action::Cleanup => "cleanup",
             Action::Pin => "pin",
             Action::Accept => "accept",
+            Action::Lock => "lock",
         }
     }
 }
@@ -94,6 +97,8 @@ pub enum Code {
     StoriesVanished,
     /// Completion (or a story) was claimed, and its check failed.
     VerifyFailed,
+    /// A process of the agent's held the loop's lock: it was stopped.
+    AgentHeldLock,
     /// Completion was claimed, and tests of the suite are gone since its
     /// baseline (or since they passed): `suite::inventory`.
     TestsGone,
@@ -171,6 +176,7 @@ impl Code {
             Code::StoriesVanished => "stories_vanished",
             Code::VerifyFailed => "verify_failed",
             Code::TestsGone => "tests_gone",
+            Code::AgentHeldLock => "agent_held_lock",
             Code::Complete => "complete",
             Code::AllStoriesPass => "all_stories_pass",
             Code::MaxIterations => "max_iterations",

@@ -121,7 +121,27 @@ fn judge(chain: &[Proc]) -> Origin {
 /// Who started this process (`step` a parent at a time, then `undecided`): the ancestors are read one at
 /// a time, up to the first that decides (a hook: two).
 pub(crate) fn this_origin() -> Origin {
-    let me = this_process();
+    walk(this_process())
+}
+
+/// Who started process `pid` (the rule of [`this_origin`], for another
+/// process: the loop lock's holder, a signal's sender), its own initial
+/// environment counted too (a command the agent's shell started carries
+/// the Bash tool's mark, whoever its parent is now). `Other` when it cannot
+/// be read.
+pub(crate) fn origin_of(pid: u32) -> Origin {
+    let Some(proc) = read_proc(pid) else {
+        return Origin::Other;
+    };
+    if is_agent(proc.ai_agent.as_deref()) {
+        return Origin::Agent("its environment is the agent's Bash tool's".into());
+    }
+    walk(proc)
+}
+
+/// The rule over `me` and its ancestors, read one at a time up to the
+/// first that decides.
+fn walk(me: Proc) -> Origin {
     let mut child = me.clone();
     let mut first_parent = None;
     for _ in 0..MAX_DEPTH {

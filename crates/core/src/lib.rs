@@ -37,6 +37,7 @@ pub mod git;
 pub mod git_config;
 pub mod hook_input;
 pub mod hook_output;
+pub(crate) mod lock_holders;
 pub mod loop_report;
 pub mod notify;
 pub mod parallel;

@@ -258,6 +258,11 @@ pub struct RunSandbox {
     /// A git excludes file naming the placeholders (see
     /// [`crate::placeholders::ALWAYS_PROTECTED`]), with the user's own excludes first.
     pub excludes: Option<PathBuf>,
+    /// Paths the agent's commands may not even read: the loop's locks (a
+    /// process that opens one can hold it: `lock_holders`). The client
+    /// binds `/dev/null` over them in the sandbox (measured on 2.1.328:
+    /// `Permission denied`, even as root).
+    pub deny_read: Vec<PathBuf>,
 }
 
 /// Where the run's placeholders' excludes file is kept (ralph's folder:
@@ -300,7 +305,14 @@ impl RunSandbox {
         absent.sort();
         absent.dedup();
         let excludes = write_excludes(paths, &absent);
+        // The locks exist before the client starts (a denied path that does
+        // not is given a placeholder, in ralph's folder).
+        let deny_read = vec![paths.lock.clone(), paths.merge_lock.clone()];
+        for lock in &deny_read {
+            let _ = crate::store::LoopLock::make_file(lock);
+        }
         RunSandbox {
+            deny_read,
             deny_write: deny,
             domains,
             caches,
@@ -319,6 +331,11 @@ impl RunSandbox {
             .iter()
             .map(|p| format!("/{}", p.display()))
             .collect();
+        let deny_read: Vec<String> = self
+            .deny_read
+            .iter()
+            .map(|p| format!("/{}", p.display()))
+            .collect();
         let domains: Vec<&str> = self.domains.iter().map(|(d, _)| d.as_str()).collect();
         let caches: Vec<String> = self
             .caches
@@ -331,7 +348,7 @@ impl RunSandbox {
                 "failIfUnavailable": true,
                 "autoAllowBashIfSandboxed": true,
                 "allowUnsandboxedCommands": false,
-                "filesystem": {"denyWrite": deny, "allowWrite": caches},
+                "filesystem": {"denyWrite": deny, "denyRead": deny_read, "allowWrite": caches},
                 "network": {"allowedDomains": domains},
             },
             "permissions": {"allow": ["Bash"]},
@@ -511,6 +528,15 @@ mod tests {
             )),
             "{deny}"
         );
+        // The loop's locks may not even be read (a process that opens one
+        // can hold it), and are there before the client starts.
+        let unread = settings["sandbox"]["filesystem"]["denyRead"].to_string();
+        assert!(
+            unread.contains(&format!("/{}\"", paths.lock.display()))
+                && unread.contains(&format!("/{}\"", paths.merge_lock.display())),
+            "{unread}"
+        );
+        assert!(paths.lock.exists() && paths.merge_lock.exists());
         // The placeholders that are not there are excluded; .vscode is.
         let excludes = std::fs::read_to_string(plan.excludes.as_ref().unwrap()).unwrap();
         assert!(

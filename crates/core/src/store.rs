@@ -58,21 +58,36 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(5);
 #[derive(Debug)]
 pub struct LoopLock {
     file: File,
+    /// The agent's processes that held it, stopped to take it (in words).
+    freed: Option<String>,
 }
 
 impl LoopLock {
-    /// Take the lock at `path` (creating it and its folder), waiting at most `wait`.
+    /// Take the lock at `path` (creating it and its folder), waiting at most
+    /// `wait` for another ralph process (or the user's) to let it go; a
+    /// holder of the agent's is stopped at once (`lock_holders`).
     pub fn acquire(path: &Path, wait: Duration) -> Result<LoopLock, StoreError> {
-        let file = open_making_dir(
-            path,
-            OpenOptions::new().create(true).truncate(false).write(true),
-        )?;
+        // Write-only and unreadable: inside the client's sandbox (ralph's
+        // folder read-only) the agent's processes cannot open it at all,
+        // unless they run as root.
+        let file = open_making_dir(path, &lock_options())?;
         let start = Instant::now();
         let mut pause = Duration::from_millis(1);
+        let mut freed = None;
+        let mut looked = 0;
         loop {
             match file.try_lock() {
-                Ok(()) => return Ok(LoopLock { file }),
+                Ok(()) => return Ok(LoopLock { file, freed }),
                 Err(TryLockError::WouldBlock) if start.elapsed() < wait => {
+                    // Who holds it, at once and again after a while (a new
+                    // holder the agent started meanwhile).
+                    if looked == 0 || (looked == 1 && start.elapsed() > wait / 4) {
+                        looked += 1;
+                        if let Some(said) = crate::lock_holders::stop_the_agents(&file, path) {
+                            freed = Some(said);
+                            continue;
+                        }
+                    }
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(50));
                 }
@@ -86,6 +101,28 @@ impl LoopLock {
             }
         }
     }
+}
+
+impl LoopLock {
+    /// Make the lock file at `path` as ralph makes it (write-only), not
+    /// taking it.
+    pub(crate) fn make_file(path: &Path) -> Result<(), StoreError> {
+        open_making_dir(path, &lock_options()).map(drop)
+    }
+
+    /// The agent's processes that held the lock, stopped to take it.
+    pub fn freed(&self) -> Option<&str> {
+        self.freed.as_deref()
+    }
+}
+
+/// How the lock file is opened (and made: owner write-only, no read).
+fn lock_options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o200);
+    options
 }
 
 impl Drop for LoopLock {

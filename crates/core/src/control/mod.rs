@@ -25,8 +25,8 @@ use status::Status;
 
 /// Cancel the project's loop, taking the lock; the message for the user either way.
 pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
-    let _lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
-    let message = match crate::state_file::read(paths) {
+    let lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
+    let mut message = match crate::state_file::read(paths) {
         StateFile::Missing => return Ok(nothing_to_cancel(paths)),
         StateFile::Loop { state, .. } => {
             crate::state_file::remove(paths)?;
@@ -50,6 +50,9 @@ pub fn cancel(paths: &LoopPaths) -> Result<String, StoreError> {
         let _ = crate::seal::remove(file);
     }
     crate::pins::disk::forget(paths);
+    if let Some(note) = lock.freed() {
+        message.push_str(&format!(" ({note}.)"));
+    }
     Ok(message)
 }
 

@@ -40,6 +40,7 @@ pub(crate) fn apply(
         let _ = log(paths, claim);
     }
     let mut message = decision.system_message;
+    lock_freed(paths, inputs, plan, &mut message);
     // A loop paused on an API error goes on (the state saved below has no pause).
     if let Some(pause) = &state.api_error_pause {
         let reason = pause.reason.as_str();
@@ -95,6 +96,17 @@ pub(crate) fn apply(
         Some(reason) => super::next::feed(reason, message),
         None => HookOutput::allow(message),
     })
+}
+
+/// The agent's processes that held the loop's lock, stopped: logged, and
+/// said to the user.
+fn lock_freed(paths: &LoopPaths, inputs: &StopInputs, plan: &Plan, message: &mut String) {
+    for note in &plan.lock_freed {
+        let code = Code::AgentHeldLock.as_str();
+        let entry = Entry::now(&inputs.session, inputs.state.iteration, Action::Lock, code);
+        let _ = log(paths, entry.with_message(Some(note)));
+        message.push_str(&format!("\n⚠️ {note}."));
+    }
 }
 
 /// The checks' results, the reviewers' verdicts and the scores this Stop

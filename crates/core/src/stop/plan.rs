@@ -41,6 +41,9 @@ pub struct Ran {
     pub(crate) score: Option<ScoreRun>,
     /// The commands whose baseline this Stop waited for (or took): once.
     pub(crate) baselines_awaited: Vec<String>,
+    /// The agent's processes that held the loop's lock, stopped to take
+    /// it (`lock_holders`), in words: told and logged by `apply`.
+    pub lock_freed: Vec<String>,
 }
 
 impl Ran {
@@ -114,6 +117,8 @@ pub struct Plan<'a> {
     /// A standing claim: the tests that failed at the baseline and pass
     /// now (named at the end when their file changed: `suite::changed`).
     pub(crate) turned: Vec<crate::suite::changed::Candidate>,
+    /// The agent's processes that held the loop's lock, stopped (`Ran`).
+    pub(crate) lock_freed: Vec<String>,
 }
 
 impl<'a> Plan<'a> {
@@ -167,6 +172,7 @@ impl<'a> Plan<'a> {
             review_due(inputs, &completion, quiet, &review_log, ran, &turned, jobs);
         let suite_to_save = suite_claims::suite_after(inputs, ran).filter(|_| jobs.is_none());
         Plan {
+            lock_freed: ran.lock_freed.clone(),
             turned,
             records: records_after(inputs, ran, scored.is_some(), suite_to_save.is_some()),
             suite_to_save,
