@@ -1,18 +1,24 @@
 //! The signals `ralph run` takes (SIGINT, SIGTERM, SIGHUP set a flag the
 //! runner polls) and sends (a client's process group stopped).
 //!
-//! A signal's sender (`si_pid`) is read on a thread of its own: one sent by
-//! a process below the runner (its client, the agent's commands: `kill -TERM
-//! $(ps -o ppid= -p $PPID)`) is ignored and noted for the runner to print and
-//! log; the user's (a terminal's Ctrl-C comes from the kernel, pid 0; a
-//! `kill` from another shell) stops the run as before. A sender already gone
-//! when its `/proc` entry is read (`/bin/kill` exits at once) is not known to
-//! be the run's, so it stops the run: the user's own `kill` must. A sender in
-//! a pid namespace nested in the runner's (the client's sandbox) is given by
-//! its pid in the runner's namespace, so it is found below the runner like
-//! any other; and a sandboxed command cannot name the runner's pid at all,
-//! the runner being outside its namespace (docs/client-measurements.md). A
-//! sender in a namespace the runner cannot see comes as pid 0: honoured.
+//! A signal's sender (`si_pid`) is read on a thread of its own, and only the
+//! user's stops the run: a terminal's Ctrl-C or hang-up (from the kernel,
+//! pid 0), a `kill` from the user's shell (the shell itself sends it), the
+//! service manager or the CI runner stopping its job (long-lived processes
+//! of their own). Ignored, and noted for the runner to print and log: a
+//! process below the runner (its client, the agent's commands: `kill -TERM
+//! $(ps -o ppid= -p $PPID)`); one the agent started and detached (`setsid
+//! … &`, `nohup`, `disown`: reparented to init, or carrying the Bash tool's
+//! mark in its own environment: `ancestry::origin_of`); and one gone before
+//! its `/proc` entry could be read, which may have been either (the user's
+//! Ctrl-C, their shell's `kill` or `ralph cancel` stop the run; `pkill` and
+//! `/bin/kill`, which exit at once, are not known to be the user's). A
+//! sender in a pid namespace nested in the runner's (the client's sandbox)
+//! is given by its pid in the runner's namespace, so it is found below the
+//! runner like any other; and a sandboxed command cannot name the runner's
+//! pid at all, the runner being outside its namespace
+//! (docs/client-measurements.md). A sender in a namespace the runner cannot
+//! see comes as pid 0: honoured.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -41,7 +47,7 @@ pub(crate) fn install_signal_flags() -> std::io::Result<()> {
         .spawn(move || {
             for origin in signals.forever() {
                 let sender = origin.process.map(|p| p.pid.unsigned_abs());
-                match sender.and_then(|pid| from_descendant(pid, std::process::id())) {
+                match sender.and_then(|pid| not_the_users(pid, std::process::id())) {
                     Some(who) => ignored(origin.signal, &who),
                     None => SIGNAL.store(origin.signal as usize, Ordering::SeqCst),
                 }
@@ -78,13 +84,34 @@ pub(crate) fn take_ignored() -> Vec<String> {
 
 fn ignored(sig: i32, who: &str) {
     let note = format!(
-        "ignored {} from {who}: a process of this run (its agent's) may not stop it; the run goes on (Ctrl-C or `ralph cancel` in your terminal stops it)",
+        "ignored {} from {who}: only you stop the run, not a process of its agent's; the run goes on (Ctrl-C, your shell's `kill`, or `ralph cancel` in your terminal stops it)",
         signal_name(sig)
     );
     IGNORED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .push(note);
+}
+
+/// Why the signal from `pid` is not the user's (see the module), in words;
+/// `None`: it is (the kernel's, init's, or a live process that is neither
+/// the run's nor the agent's).
+fn not_the_users(pid: u32, me: u32) -> Option<String> {
+    if pid <= 1 {
+        return None;
+    }
+    if let Some(below) = from_descendant(pid, me) {
+        return Some(below);
+    }
+    if parent_of(pid).is_none() {
+        return Some(format!(
+            "process {pid}, gone before ralph could see who it was"
+        ));
+    }
+    match ralph_core::ancestry::origin_of(pid) {
+        ralph_core::ancestry::Origin::Agent(why) => Some(format!("process {pid} ({why})")),
+        _ => None,
+    }
 }
 
 /// `pid` (named, with its parents up to the runner) when it is a process

@@ -499,8 +499,9 @@ fn sigint_mid_iteration_stops_the_client_and_cancels_the_loop() {
     let p = Project::new("sigint");
     let (_m, child, tag) = sleeping_run(&p, &claude);
     let pid = child.id();
-    Command::new("kill")
-        .args(["-INT", &pid.to_string()])
+    // The user's own shell sends it (its `kill` builtin), and lives on.
+    Command::new("bash")
+        .args(["-c", &format!("kill -INT {pid}; sleep 1")])
         .status()
         .unwrap();
     let f = wait_output(child, Duration::from_secs(30));
@@ -561,6 +562,52 @@ fn a_signal_from_the_runs_own_agent_is_ignored_and_logged() {
     let decisions = p.decisions();
     assert!(
         decisions.iter().any(|d| d == "tamper/signal_ignored"),
+        "{decisions:?}"
+    );
+    assert_eq!(decisions.last().unwrap(), "end/complete");
+    p.done();
+}
+
+#[test]
+fn a_signal_from_a_process_the_agent_detached_is_ignored_too() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("detached-signal");
+    // The runner is the client's parent; each sender is left to init (or
+    // its shell exits at once after sending, gone before ralph looks).
+    let detach = "R=$(ps -o ppid= -p $PPID | tr -d ' '); \
+        setsid sh -c \"sleep 1; kill -TERM $R\" </dev/null >/dev/null 2>&1 & \
+        env -u AI_AGENT setsid -f sh -c \"sleep 1; kill -INT $R; sleep 30\" </dev/null >/dev/null 2>&1; \
+        nohup python3 -c \"import os, time; time.sleep(1); os.kill($R, 15)\" </dev/null >/dev/null 2>&1 & disown; \
+        sleep 3; echo still here";
+    let m = model(vec![
+        reply("Stopping the runner from afar.", vec![bash(detach)]),
+        Reply::text("Done. <promise>DONE</promise>"),
+    ]);
+    let args = [
+        "Work on it",
+        "--completion-promise",
+        "DONE",
+        "--max-iterations",
+        "3",
+        "--no-sandbox",
+        "--",
+        "--permission-mode",
+        "acceptEdits",
+        "--allowedTools",
+        "Bash",
+    ];
+    let f = finish(p.run_cmd(Some(&m), &claude, &args));
+    f.expect_code(0);
+    f.shows("ignored SIGTERM from process");
+    f.shows("ignored SIGINT from process");
+    f.shows("✅ Ralph loop complete after 1 iteration");
+    let decisions = p.decisions();
+    assert!(
+        decisions
+            .iter()
+            .filter(|d| *d == "tamper/signal_ignored")
+            .count()
+            >= 3,
         "{decisions:?}"
     );
     assert_eq!(decisions.last().unwrap(), "end/complete");

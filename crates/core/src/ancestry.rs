@@ -129,7 +129,7 @@ pub(crate) fn this_origin() -> Origin {
 /// environment counted too (a command the agent's shell started carries
 /// the Bash tool's mark, whoever its parent is now). `Other` when it cannot
 /// be read.
-pub(crate) fn origin_of(pid: u32) -> Origin {
+pub fn origin_of(pid: u32) -> Origin {
     let Some(proc) = read_proc(pid) else {
         return Origin::Other;
     };
