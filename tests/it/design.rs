@@ -891,7 +891,6 @@ const CARRIED: &[&str] = &[
     "Objection",
     "OpKind",
     "OptSpec",
-    "Origin",
     "ParallelStatus",
     "Pause",
     "PauseReason",

@@ -195,16 +195,20 @@ fn a_filter_planted_in_the_repository_config_after_the_cache_is_warm_never_runs(
     let mut cfg = std::fs::read_to_string(b.p.path(".git/config")).unwrap();
     cfg.push_str(&b.filter());
     std::fs::write(b.p.path(".git/config"), cfg).unwrap();
+    // The plant is real (plain git runs it), then forgotten.
+    b.assert_ran_by_plain_git(&[]);
+    std::fs::remove_dir_all(b.evil.with_file_name("markers")).unwrap();
     let reads = b.turn(3, &[]);
     assert!(!b.ran(), "the planted filter ran");
     assert_eq!(reads, 1, "a changed .git/config is read again");
-    // Read again once more (the plant was racy: within the timestamps'
-    // granularity of the read), then cached.
+    // The Stop put the key back (`git_watch`): the config changed again,
+    // and is read once more, then cached.
+    let config = std::fs::read_to_string(b.p.path(".git/config")).unwrap();
+    assert!(!config.contains("filter \"evil\""), "{config}");
     std::thread::sleep(Duration::from_millis(250));
     assert!(b.turn(4, &[]) <= 1);
     assert_eq!(b.turn(5, &[]), 0, "and cached again");
     assert!(!b.ran(), "the cached read forgot the filter");
-    b.assert_ran_by_plain_git(&[]);
 }
 
 #[test]

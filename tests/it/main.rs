@@ -18,6 +18,7 @@ mod continuity;
 mod design;
 mod fresh;
 mod git_config_cache;
+mod git_watch;
 mod guard;
 mod hardening_concurrency;
 mod hardening_corpus;

@@ -99,6 +99,9 @@ pub enum Code {
     VerifyFailed,
     /// A process of the agent's held the loop's lock: it was stopped.
     AgentHeldLock,
+    /// Git's own files or the client's settings changed during the loop:
+    /// named, and what runs a program put back (`git_watch`).
+    GitFilesChanged,
     /// Completion was claimed, and tests of the suite are gone since its
     /// baseline (or since they passed): `suite::inventory`.
     TestsGone,
@@ -177,6 +180,7 @@ impl Code {
             Code::VerifyFailed => "verify_failed",
             Code::TestsGone => "tests_gone",
             Code::AgentHeldLock => "agent_held_lock",
+            Code::GitFilesChanged => "git_files_changed",
             Code::Complete => "complete",
             Code::AllStoriesPass => "all_stories_pass",
             Code::MaxIterations => "max_iterations",

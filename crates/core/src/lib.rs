@@ -35,6 +35,8 @@ pub mod fresh_stop;
 pub mod frontmatter;
 pub mod git;
 pub mod git_config;
+pub mod git_program_keys;
+pub(crate) mod git_watch;
 pub mod hook_input;
 pub mod hook_output;
 pub(crate) mod lock_holders;

@@ -101,6 +101,9 @@ pub struct LoopState {
     /// The generation of each of the loop's records as ralph last wrote it
     /// (`records`): one deleted or put back from an older copy is seen.
     pub records: RecordGens,
+    /// A digest of git's own files and the client's settings as the last
+    /// Stop left them (`git_watch`; `None`: not watched).
+    pub watched: Option<String>,
     /// The prompt body, verbatim.
     pub prompt: String,
 }
@@ -233,6 +236,7 @@ impl LoopState {
             parallel: f.whole("parallel")?.unwrap_or(0),
             sandbox: f.optional_flag("sandbox")?,
             injected: f.injected(),
+            watched: f.get("watched").and_then(non_empty_text),
             records: f.records()?,
             prompt: Some(split.body.to_string())
                 .filter(|p| !p.trim().is_empty())
@@ -344,6 +348,9 @@ impl LoopState {
         }
         if !self.records.is_empty() {
             lines.push(("records", self.records.render()));
+        }
+        if let Some(w) = &self.watched {
+            lines.push(("watched", quote(w)));
         }
         if let Some(p) = &self.api_error_pause {
             lines.push((PAUSE_KEY, quote(p.reason.as_str())));
@@ -558,6 +565,9 @@ fn edits_cover(old: &LoopState, new: &LoopState) -> bool {
     if !new.records.is_empty() {
         probe.records = old.records;
     }
+    if new.watched.is_some() {
+        probe.watched.clone_from(&old.watched);
+    }
     probe.queue_seen = set(&new.queue_seen, &old.queue_seen);
     let (b, ob) = (&mut probe.budgets, &old.budgets);
     b.usage_seen = set(&new.budgets.usage_seen, &ob.usage_seen);
@@ -612,6 +622,7 @@ pub(crate) fn sample(iteration: u64, max: u64, promise: Option<&str>) -> LoopSta
         sandbox: None,
         injected: None,
         records: crate::records::RecordGens::default(),
+        watched: None,
         prompt: "Fix the bug\n---\niteration: 7\n".into(),
     }
 }

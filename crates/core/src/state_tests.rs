@@ -61,6 +61,7 @@ fn round_trips_awkward_prompt_and_promise() {
         records: crate::records::RecordGens::default()
             .with(crate::records::LoopRecord::Verify, 4)
             .with(crate::records::LoopRecord::Scores, 6),
+        watched: Some("9f0c1e2d3b4a5968".into()),
         api_error_pause: Some(Pause {
             reason: PauseReason::RateLimit,
             at: "2026-12-01T00:00:00Z".into(),

@@ -94,6 +94,8 @@ pub fn start(
         state.last_fingerprint = worktree::fingerprint(&paths.root);
     }
     let suite = ask_suite(paths, &mut state, prd.as_ref());
+    // Git's own files and the client's settings, as they are now.
+    state.watched = crate::git_watch::record(paths);
     write_new_loop(paths, &state, prd.as_ref())?;
     if let Some(suite) = &suite {
         crate::suite::write(&paths.suite, suite, 1)?;

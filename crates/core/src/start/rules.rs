@@ -296,6 +296,7 @@ pub(crate) fn new_state(
         sandbox: None,
         injected: None,
         records: crate::records::RecordGens::default(),
+        watched: None,
         prompt,
     }
 }

@@ -55,7 +55,8 @@ pub(crate) fn apply(
         decision.next,
         Next::Feed { .. } | Next::Yield | Next::Hold { .. }
     );
-    let tamper = (goes_on && inputs.mirror.tampered()).then(|| text::tampered(inputs.mirror));
+    let mirror = (goes_on && inputs.mirror.tampered()).then(|| text::tampered(inputs.mirror));
+    let tamper = joined(mirror, watch(paths, inputs, &mut message));
     if let Some(notice) = &tamper {
         let entry = Entry::now(session, state.iteration, Action::Tamper, code);
         let _ = log(paths, entry.with_message(Some(notice)));
@@ -96,6 +97,41 @@ pub(crate) fn apply(
         Some(reason) => super::next::feed(reason, message),
         None => HookOutput::allow(message),
     })
+}
+
+/// Git's own files or the client's settings changed during the turn: what
+/// makes a program run put back, each change logged and said to the user;
+/// the notice the model reads first.
+fn watch(paths: &LoopPaths, inputs: &StopInputs, message: &mut String) -> Option<String> {
+    let (places, changes) = inputs.watch.as_ref()?;
+    if changes.is_empty() {
+        return None;
+    }
+    let put_back = crate::git_watch::put_back(paths, places, changes);
+    let what: Vec<String> = changes.iter().map(crate::git_watch::described).collect();
+    let iteration = inputs.state.iteration;
+    let said = format!(
+        "at iteration {iteration}, the agent {}{}",
+        what.join(", "),
+        if put_back.is_empty() {
+            String::new()
+        } else {
+            format!("; ralph put back {}", put_back.join(", "))
+        }
+    );
+    let code = Code::GitFilesChanged.as_str();
+    let entry = Entry::now(&inputs.session, iteration, Action::Tamper, code);
+    let _ = log(paths, entry.with_message(Some(&said)));
+    message.push_str(&format!("\n⚠️ Outside the work, {said}."));
+    Some(text::outside_the_work(&what, &put_back))
+}
+
+/// Two notices for the model, one after the other.
+fn joined(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(format!("{a}\n\n{b}")),
+        (a, b) => a.or(b),
+    }
 }
 
 /// The agent's processes that held the loop's lock, stopped: logged, and
@@ -234,11 +270,7 @@ fn write_next(
             )
         }
         Next::End { iterations } => {
-            if let Some(note) = crate::pins::disk::end_note(paths) {
-                message.push_str(&format!("\n{note}"));
-            }
-            let turned = crate::suite::changed::in_changed_files(&paths.root, &plan.turned);
-            message.push_str(&crate::suite::changed::note(&turned));
+            end_notes(paths, plan, message);
             remove_loop(paths)?;
             if let Some(removed) = remove_worktrees(paths, inputs) {
                 message.push_str(&format!(" (ralph {removed})"));
@@ -255,6 +287,18 @@ fn write_next(
             (control::cancel_entry(state, Some(message)), None)
         }
     })
+}
+
+/// What the end says besides its verdict: the pinned files put back during
+/// the loop, the tests that failed at its start and pass now in files it
+/// changed, git's own files and the client's settings it changed.
+fn end_notes(paths: &LoopPaths, plan: &Plan, message: &mut String) {
+    if let Some(note) = crate::pins::disk::end_note(paths) {
+        message.push_str(&format!("\n{note}"));
+    }
+    let turned = crate::suite::changed::in_changed_files(&paths.root, &plan.turned);
+    message.push_str(&crate::suite::changed::note(&turned));
+    message.push_str(&crate::git_watch::over_the_loop(paths));
 }
 
 /// The last worker's outcome, for the main Stop's log line; cleared, so
@@ -338,6 +382,18 @@ pub(crate) fn answer_queued(paths: &LoopPaths, out: HookOutput, queue: &QueueAct
 }
 
 fn save(paths: &LoopPaths, inputs: &StopInputs, next: &LoopState) -> Result<(), StoreError> {
+    // Git's own files as this Stop leaves them (after a put-back).
+    let watched;
+    let next = match &inputs.watch {
+        Some((places, _)) => {
+            watched = LoopState {
+                watched: Some(places.digest()),
+                ..next.clone()
+            };
+            &watched
+        }
+        None => next,
+    };
     let pinned;
     let next = match new_story_pins(paths, &inputs.state, next) {
         Some(pins) => {

@@ -82,6 +82,13 @@ pub struct StopInputs {
     pub review_log: ReviewLog,
     /// The loop's scores so far (`score::history`).
     pub scores: crate::score::history::History,
+    /// Git's own files and the client's settings, when they moved since the
+    /// last Stop (`git_watch`): where they are, and what changed since the
+    /// loop's start.
+    pub(crate) watch: Option<(
+        crate::git_watch::Places,
+        Vec<crate::git_watch::WatchedChange>,
+    )>,
     /// The suite's memory (`suite`), read when this Stop may score or
     /// judge a claim (`needs_suite`), with the generation its seal names.
     pub(crate) suite: Option<crate::suite::Suite>,
@@ -187,8 +194,7 @@ impl StopInputs {
         });
         let readable_prd = prd.as_ref().and_then(|p| p.as_ref().ok());
         let said = completion::said_this_turn(&state, last_message, turn.as_ref());
-        let prd_claims = readable_prd.is_some_and(Prd::all_pass);
-        let said_claim = (said.as_deref(), prd_claims);
+        let said_claim = (said.as_deref(), readable_prd.is_some_and(Prd::all_pass));
         let (suite, suite_found) = match suite_of(paths, &state, effect, said_claim) {
             Ok(read) => read,
             Err(t) => return Ok(Gathered::Tampered(t)),
@@ -222,6 +228,7 @@ impl StopInputs {
             transcript_late: transcript.is_late().then(|| transcript.waited()),
             reader: reader(paths),
             now: crate::clock::unix_now(),
+            watch: watched(paths, &state),
             said,
             suite,
             suite_found,
@@ -240,6 +247,24 @@ impl StopInputs {
             mirror,
         })))
     }
+}
+
+/// Git's own files and the client's settings, when their digest moved
+/// from the state's (a few `stat`s): where they are and what changed.
+fn watched(
+    paths: &LoopPaths,
+    state: &LoopState,
+) -> Option<(
+    crate::git_watch::Places,
+    Vec<crate::git_watch::WatchedChange>,
+)> {
+    let last = state.watched.as_deref()?;
+    let places = crate::git_watch::Places::of(&paths.root)?;
+    if places.digest() == last {
+        return None;
+    }
+    let changes = crate::git_watch::changes(paths, &places);
+    Some((places, changes))
 }
 
 /// The key of the turn this Stop is about (see [`turn_key`]). A late

@@ -65,6 +65,23 @@ pub(crate) fn tampered(mirror: Mirror) -> String {
     )
 }
 
+/// Told to the model when git's own files or the client's settings changed
+/// during its turn (`what`), and what ralph put back (`put_back`).
+pub(crate) fn outside_the_work(what: &[String], put_back: &[String]) -> String {
+    let back = if put_back.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " ralph put back {}, which makes a program run.",
+            put_back.join(", ")
+        )
+    };
+    format!(
+        "⚠️ Refused work: you (or a program you started) {}: git's own files and the client's settings are not the work, and the user's next git command (or session) would run what was planted there.{back} Leave them alone; the user is told.",
+        what.join(", ")
+    )
+}
+
 pub(crate) fn corrupt(iteration: u64, why: &str, kept: &str) -> String {
     let at = if iteration > 0 {
         format!(" at iteration {iteration}")
