@@ -226,3 +226,41 @@ fn a_failing_test_changed_to_pass_is_named_with_its_file_at_the_end() {
     let out = claim(&p, &[(A, "PASSED"), (B, "PASSED")]);
     assert!(!message(out.as_ref()).contains("Look at these"), "{out:?}");
 }
+
+/// A loop on a fresh repository (nothing committed, nothing added) whose
+/// test file holds B, which fails at the start.
+fn untracked_loop(tag: &str) -> Project {
+    let p = Project::new(tag);
+    p.git_init();
+    p.write(
+        "tests/test_x.py",
+        "def test_b():\n    assert parse('2024-02-29')\n",
+    );
+    p.write("check.sh", CHECK);
+    p.write("results.txt", results(&[(A, "PASSED"), (B, "FAILED")]));
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop Make the tests pass --verify \"sh check.sh\" --completion-promise DONE --max-iterations 20",
+    );
+    assert!(out.is_some_and(|v| v.get("decision").is_none()));
+    baseline_taken(&p, 30).expect("the baseline was taken");
+    p
+}
+
+#[test]
+fn a_test_file_git_does_not_track_yet_is_read_as_it_is_not_as_deleted() {
+    // The code fixed, the test file untouched: nothing to look at.
+    let p = untracked_loop("suite-untracked-honest");
+    p.write("src.py", "def parse(d):\n    return True\n");
+    let out = claim(&p, &[(A, "PASSED"), (B, "PASSED")]);
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert!(!message(out.as_ref()).contains("Look at these"), "{out:?}");
+    // Its body emptied: named with the lines that changed, not as a file
+    // deleted.
+    let p = untracked_loop("suite-untracked-emptied");
+    p.write("tests/test_x.py", "def test_b():\n    pass\n");
+    let out = claim(&p, &[(A, "PASSED"), (B, "PASSED")]);
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    let m = message(out.as_ref());
+    assert!(m.contains(&format!("{B} (tests/test_x.py: +1 −1)")), "{m}");
+}
