@@ -264,3 +264,75 @@ fn a_test_file_git_does_not_track_yet_is_read_as_it_is_not_as_deleted() {
     let m = message(out.as_ref());
     assert!(m.contains(&format!("{B} (tests/test_x.py: +1 −1)")), "{m}");
 }
+
+/// libtest's words (`cargo test`) for `tests` (name, `ok` or `FAILED`),
+/// with `printed` where a test printed it under `--nocapture`.
+fn libtest(tests: &[(&str, &str)], printed: &str) -> String {
+    let mut out = format!("\nrunning {} tests\n{printed}", tests.len());
+    for (name, word) in tests {
+        out.push_str(&format!("test {name} ... {word}\n"));
+    }
+    let failed = tests.iter().filter(|t| t.1 == "FAILED").count();
+    let (verdict, passed) = (
+        if failed > 0 { "FAILED" } else { "ok" },
+        tests.len() - failed,
+    );
+    out.push_str(&format!(
+        "\ntest result: {verdict}. {passed} passed; {failed} failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n"
+    ));
+    out
+}
+
+#[test]
+fn a_run_whose_words_do_not_add_up_cannot_hide_a_test_gone() {
+    let p = Project::new("suite-unread");
+    p.git_init();
+    p.write("check.sh", CHECK);
+    let start = [("tests::a", "ok"), ("tests::b", "FAILED")];
+    p.write("results.txt", libtest(&start, ""));
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop Make the tests pass --verify \"sh check.sh\" --completion-promise DONE --max-iterations 20",
+    );
+    assert!(out.is_some_and(|v| v.get("decision").is_none()));
+    let suite = baseline_taken(&p, 30).expect("the baseline was taken");
+    assert!(
+        suite.contains("\"tests::b\":{\"outcome\":\"failed\""),
+        "{suite}"
+    );
+    // b deleted, and a test prints the summary of a run that passed whole:
+    // the check passes, and its words count nothing.
+    let fake = "\ntest result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
+    p.write(
+        "results.txt",
+        libtest(&[("tests::a", "ok"), ("tests::summary", "ok")], fake),
+    );
+    p.guard_saw("s1", "Write");
+    let out = p.stop("s1", Some("All pass now. <promise>DONE</promise>"));
+    assert!(is_block(out.as_ref()), "{out:?}");
+    let r = reason(out.as_ref());
+    assert!(
+        r.contains("`sh check.sh` had 2 tests in the suite, and its output counts none now"),
+        "{r}"
+    );
+    assert!(r.contains("/ralph-accept --all"), "{r}");
+    assert_eq!(p.log().last().unwrap()["reason"], "tests_gone");
+    // The next turn claims again on the same tree: still refused.
+    let out = p.stop("s1", Some("<promise>DONE</promise>"));
+    assert!(is_block(out.as_ref()), "{out:?}");
+    let (_, status) = p.ralph(&["status"]);
+    assert!(
+        status.contains("gone:      `sh check.sh`: its output counts no test, 2 in the suite"),
+        "{status}"
+    );
+    // The user accepts it: the claim stands.
+    let (code, said) = p.ralph(&["accept", "--all"]);
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains("an output of `sh check.sh` that counts no test"),
+        "{said}"
+    );
+    let out = p.stop("s1", Some("<promise>DONE</promise>"));
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert!(p.state().is_none(), "complete");
+}
