@@ -336,3 +336,29 @@ fn a_run_whose_words_do_not_add_up_cannot_hide_a_test_gone() {
     assert!(!is_block(out.as_ref()), "{out:?}");
     assert!(p.state().is_none(), "complete");
 }
+
+#[test]
+fn the_baseline_runs_in_a_folder_whose_path_a_path_list_can_hold() {
+    // cargo puts its target folder in `LD_LIBRARY_PATH` and stops ("failed
+    // to join paths") when that folder's path holds a `:`, as any tool that
+    // lists folders by `:` does (and Windows refuses such a name at all):
+    // every `cargo test` baseline failed so (found in the real client).
+    let p = Project::new("suite-path-list");
+    p.git_init();
+    let check = format!(
+        "case \"$(pwd)\" in *:*) echo 'error: failed to join paths' >&2; exit 101;; esac\n{CHECK}"
+    );
+    p.write("check.sh", &check);
+    p.write("results.txt", results(&[(A, "PASSED"), (B, "FAILED")]));
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop Make the tests pass --verify \"sh check.sh\" --completion-promise DONE --max-iterations 20",
+    );
+    assert!(out.is_some_and(|v| v.get("decision").is_none()));
+    let suite = baseline_taken(&p, 30).expect("the baseline was taken");
+    assert!(suite.contains("\"state\":\"done\""), "{suite}");
+    assert!(
+        suite.contains(&format!("\"{B}\":{{\"outcome\":\"failed\"")),
+        "{suite}"
+    );
+}
