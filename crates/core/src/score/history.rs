@@ -143,8 +143,13 @@ impl History {
     }
 
     /// Whether `score`, measured by `command` for `story`, would be the
-    /// best of its measure (the first of a new measure is).
+    /// best of its measure (the first of a new measure is, unless it is no
+    /// count).
     pub(crate) fn would_be_best(&self, command: &str, story: Option<&str>, score: &Score) -> bool {
+        // Words that do not add up are no count: never kept as the best.
+        if score.reader == super::Runner::Unread {
+            return false;
+        }
         let Some(standing) = self.standing() else {
             return true;
         };
