@@ -116,14 +116,19 @@ impl History {
         &self.entries[from..]
     }
 
-    /// The best of the current measure (the first to reach it), how many
-    /// scored iterations since did not beat it, and the newest two.
+    /// The best of the current measure (the first to reach it; a reading
+    /// that is no count only while nothing else was read), how many scored
+    /// iterations since did not beat it, and the newest two.
     pub(crate) fn standing(&self) -> Option<ScoreStanding<'_>> {
         let run = self.measure();
         let newest = run.last()?;
-        let mut best = &run[0];
+        let start = run
+            .iter()
+            .position(|e| e.score.reader != super::Runner::Unread)
+            .unwrap_or(0);
+        let mut best = &run[start];
         let mut since_best = 0;
-        for e in &run[1..] {
+        for e in &run[start + 1..] {
             if e.score
                 .without(&self.flaky)
                 .beats(&best.score.without(&self.flaky))
