@@ -19,6 +19,9 @@
 //! * `RALPH_E2E_BIN_DIR=dir`: the ralph binaries to test (default: this build's).
 //! * `RALPH_E2E_TIMES=1`: print when each scenario's loop started (always
 //!   printed for `new_user` scenarios, with when the download landed).
+//! * `RALPH_RUNNERS_DIR=dir`: the test runners a scenario `needs` (default
+//!   `target/runners`, installed by `scripts/install-runners`). A missing
+//!   one: the scenario is skipped, or fails when `CI` is set.
 
 #[path = "e2e/tui.rs"]
 mod tui;
@@ -73,6 +76,11 @@ struct Scenario {
     /// loading this checkout with `--plugin-dir`.
     #[serde(default)]
     new_user: Option<NewUser>,
+    /// The real test runners the project's checks run (`pytest`, `jest`,
+    /// `cargo`): `scripts/install-runners` puts them in
+    /// `target/runners/bin`, which goes first on the client's PATH.
+    #[serde(default)]
+    needs: Vec<String>,
     runs: Vec<Run>,
     #[serde(default)]
     expect: Expect,
@@ -315,6 +323,12 @@ impl Scenario {
         if self.runs.is_empty() {
             return Err("no runs".into());
         }
+        if let Some(n) = self.needs.iter().find(|n| !RUNNERS.contains(&n.as_str())) {
+            return Err(format!(
+                "needs {n:?}: scripts/install-runners installs {}",
+                RUNNERS.join(", ")
+            ));
+        }
         for (i, run) in self.runs.iter().enumerate() {
             let kinds = usize::from(run.raw)
                 + usize::from(run.prompt.is_some())
@@ -392,6 +406,9 @@ struct Sandbox {
     /// Set for a `new_user` scenario: the plugin is installed, not loaded
     /// with `--plugin-dir`.
     new_user: Option<newuser::Installed>,
+    /// Set for a scenario that `needs` test runners: their folder, first
+    /// on the client's PATH.
+    runners: Option<PathBuf>,
 }
 
 impl Sandbox {
@@ -419,6 +436,7 @@ impl Sandbox {
             home,
             vars: vars.clone(),
             new_user: None,
+            runners: None,
         }
     }
 
@@ -460,6 +478,27 @@ impl Sandbox {
     }
 }
 
+/// The runners `scripts/install-runners` installs, as a scenario `needs` them.
+const RUNNERS: [&str; 3] = ["pytest", "jest", "cargo"];
+
+/// Where `scripts/install-runners` put the runners (`RALPH_RUNNERS_DIR`,
+/// else `target/runners`): the folder of their commands.
+fn runners_bin() -> PathBuf {
+    std::env::var_os("RALPH_RUNNERS_DIR")
+        .map_or_else(|| Path::new(CHECKOUT).join("target/runners"), PathBuf::from)
+        .join("bin")
+}
+
+/// The runners `needs` names that are not installed.
+fn missing_runners(needs: &[String]) -> Vec<&str> {
+    let bin = runners_bin();
+    needs
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !bin.join(n).is_file())
+        .collect()
+}
+
 fn claude_bin() -> Option<PathBuf> {
     let path = std::env::var_os("RALPH_CLAUDE_BIN")
         .map(PathBuf::from)
@@ -492,6 +531,10 @@ fn client_env(sandbox: &Sandbox, port: u16, api_key: &str) -> Vec<(String, Strin
         .map(|c| c.to_string_lossy().into_owned())
         .unwrap_or_default();
     let path = std::env::var("PATH").unwrap_or_default();
+    let path = match &sandbox.runners {
+        Some(dir) => format!("{}:{path}", dir.display()),
+        None => path,
+    };
     let more = [
         ("RALPH_BIN_DIR", bin_dir().to_string_lossy().into_owned()),
         ("RALPH_CLAUDE", reviewer_client),
@@ -972,6 +1015,9 @@ fn run_scenario(claude: &Path, name: &str, scenario: &Scenario) -> (Vec<String>,
     let mut failures = Vec::new();
     if let Err(e) = git_init(&sandbox.project) {
         return (vec![e], sandbox.root);
+    }
+    if !scenario.needs.is_empty() {
+        sandbox.runners = Some(runners_bin());
     }
     if let Some(new_user) = &scenario.new_user {
         match newuser::install(
@@ -1653,6 +1699,8 @@ fn scenarios_in_the_real_client() {
 
     let mut queue = VecDeque::new();
     let mut pending_skipped = Vec::new();
+    // Under CI a scenario whose runner is missing fails: never skipped there.
+    let mut no_runner: Vec<String> = Vec::new();
     for path in scenario_files() {
         let name = path
             .file_stem()
@@ -1666,6 +1714,20 @@ fn scenarios_in_the_real_client() {
             && !run_pending
         {
             pending_skipped.push(format!("{name}: {why}"));
+            continue;
+        }
+        let missing = missing_runners(&scenario.needs);
+        if !missing.is_empty() {
+            let why = format!(
+                "needs {} (scripts/install-runners installs them into {})",
+                missing.join(", "),
+                runners_bin().display()
+            );
+            if std::env::var_os("CI").is_some() {
+                no_runner.push(format!("FAILED   {name}: {why}"));
+            } else {
+                eprintln!("SKIPPED  {name}: {why}");
+            }
             continue;
         }
         queue.push_back((name, scenario));
@@ -1723,7 +1785,15 @@ fn scenarios_in_the_real_client() {
     for p in &pending_skipped {
         eprintln!("PENDING  {p} (not run; RALPH_E2E_PENDING=1 runs it)");
     }
-    let failed: Vec<&String> = results.iter().filter(|r| r.1).map(|r| &r.2).collect();
+    for line in &no_runner {
+        eprintln!("{line}");
+    }
+    let failed: Vec<&String> = results
+        .iter()
+        .filter(|r| r.1)
+        .map(|r| &r.2)
+        .chain(&no_runner)
+        .collect();
     eprintln!(
         "e2e: {} scenario(s) run in {:.1}s, {} failed, {} pending not run",
         results.len(),

@@ -595,6 +595,18 @@ fn a_story_whose_worker_deleted_a_test_of_the_suite_is_sent_back() {
     );
     assert!(!passes(&p, "US-1"));
     assert!(logged(&p, "merge", "tests_gone").is_some());
+    // Hidden behind a second summary (words that do not add up): the run
+    // counts no test, which hides the suite: sent back too.
+    let hidden = format!("{}===== 2 passed in 0.01s =====\n", results(""));
+    std::fs::write(tree.join("results.txt"), hidden).unwrap();
+    let out = worker_stop(&p, "a1", &tree, "STORY DONE: US-1");
+    assert!(is_block(out.as_ref()), "{out:?}");
+    let why = reason(out.as_ref());
+    assert!(
+        why.contains("`sh check.sh` had 2 tests in the suite, and its output counts none now"),
+        "{why}"
+    );
+    assert!(!passes(&p, "US-1"));
     // Fixed for real: merged.
     std::fs::write(tree.join("results.txt"), results("PASSED")).unwrap();
     let out = worker_stop(&p, "a1", &tree, "STORY DONE: US-1");

@@ -424,3 +424,47 @@ fn a_test_that_flips_on_the_same_tree_is_flaky_not_a_regression_and_not_a_best()
         "{scores}"
     );
 }
+
+#[test]
+fn a_summary_a_test_printed_is_no_count_and_never_the_best() {
+    // The first scored iteration no count: not a best either.
+    let p = scoring_loop("score-unread-first", "--max-iterations 20");
+    let twice = "tests/test_x.py::a FAILED [ 50%]\n===== 2 passed in 0.01s =====\ntests/test_x.py::b FAILED [100%]\n===== 2 failed in 0.01s =====\n";
+    p.write("results.txt", twice);
+    p.guard_saw("s1", "Write");
+    p.stop("s1", Some("changed it"));
+    let last = p.log().last().cloned().unwrap();
+    assert!(last["score"].get("best").is_none(), "{last}");
+    assert!(edit_and_stop(&p, true, false).is_some());
+    let last = p.log().last().cloned().unwrap();
+    assert_eq!(last["score"]["best"], true, "{last}");
+
+    let p = scoring_loop("score-unread", "--max-plateau 2 --max-iterations 20");
+    assert!(is_block(edit_and_stop(&p, true, false).as_ref()));
+    let best = git(&p.root, &["rev-parse", "refs/ralph/best"]);
+    // The check passes now, but a test printed pytest's summary before
+    // the runner's own: two closing lines, no count. Not a best, though
+    // the check passed.
+    let twice = "tests/test_x.py::a PASSED [ 50%]\n===== 2 passed in 0.01s =====\ntests/test_x.py::b PASSED [100%]\n===== 2 passed in 0.01s =====\n";
+    p.write("results.txt", twice);
+    p.guard_saw("s1", "Write");
+    let out = p.stop("s1", Some("changed it"));
+    assert!(is_block(out.as_ref()), "{out:?}");
+    let last = p.log().last().cloned().unwrap();
+    assert_eq!(
+        last["score"]["text"], "no count (the runner's words do not add up)",
+        "{last}"
+    );
+    assert!(last["score"].get("best").is_none(), "{last}");
+    assert_eq!(git(&p.root, &["rev-parse", "refs/ralph/best"]), best);
+    // Once more: the plateau stops the loop at the best real count.
+    p.write("notes.txt", "again\n");
+    p.guard_saw("s1", "Write");
+    let out = p.stop("s1", Some("changed it"));
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    let m = message(out.as_ref());
+    assert!(
+        m.contains("2 iterations in a row changed the code without beating the best score, tests 1/2 at iteration 1"),
+        "{m}"
+    );
+}

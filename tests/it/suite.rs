@@ -226,3 +226,139 @@ fn a_failing_test_changed_to_pass_is_named_with_its_file_at_the_end() {
     let out = claim(&p, &[(A, "PASSED"), (B, "PASSED")]);
     assert!(!message(out.as_ref()).contains("Look at these"), "{out:?}");
 }
+
+/// A loop on a fresh repository (nothing committed, nothing added) whose
+/// test file holds B, which fails at the start.
+fn untracked_loop(tag: &str) -> Project {
+    let p = Project::new(tag);
+    p.git_init();
+    p.write(
+        "tests/test_x.py",
+        "def test_b():\n    assert parse('2024-02-29')\n",
+    );
+    p.write("check.sh", CHECK);
+    p.write("results.txt", results(&[(A, "PASSED"), (B, "FAILED")]));
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop Make the tests pass --verify \"sh check.sh\" --completion-promise DONE --max-iterations 20",
+    );
+    assert!(out.is_some_and(|v| v.get("decision").is_none()));
+    baseline_taken(&p, 30).expect("the baseline was taken");
+    p
+}
+
+#[test]
+fn a_test_file_git_does_not_track_yet_is_read_as_it_is_not_as_deleted() {
+    // The code fixed, the test file untouched: nothing to look at.
+    let p = untracked_loop("suite-untracked-honest");
+    p.write("src.py", "def parse(d):\n    return True\n");
+    let out = claim(&p, &[(A, "PASSED"), (B, "PASSED")]);
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert!(!message(out.as_ref()).contains("Look at these"), "{out:?}");
+    // Its body emptied: named with the lines that changed, not as a file
+    // deleted.
+    let p = untracked_loop("suite-untracked-emptied");
+    p.write("tests/test_x.py", "def test_b():\n    pass\n");
+    let out = claim(&p, &[(A, "PASSED"), (B, "PASSED")]);
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    let m = message(out.as_ref());
+    assert!(m.contains(&format!("{B} (tests/test_x.py: +1 −1)")), "{m}");
+}
+
+/// libtest's words (`cargo test`) for `tests` (name, `ok` or `FAILED`),
+/// with `printed` where a test printed it under `--nocapture`.
+fn libtest(tests: &[(&str, &str)], printed: &str) -> String {
+    let mut out = format!("\nrunning {} tests\n{printed}", tests.len());
+    for (name, word) in tests {
+        out.push_str(&format!("test {name} ... {word}\n"));
+    }
+    let failed = tests.iter().filter(|t| t.1 == "FAILED").count();
+    let (verdict, passed) = (
+        if failed > 0 { "FAILED" } else { "ok" },
+        tests.len() - failed,
+    );
+    out.push_str(&format!(
+        "\ntest result: {verdict}. {passed} passed; {failed} failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n"
+    ));
+    out
+}
+
+#[test]
+fn a_run_whose_words_do_not_add_up_cannot_hide_a_test_gone() {
+    let p = Project::new("suite-unread");
+    p.git_init();
+    p.write("check.sh", CHECK);
+    let start = [("tests::a", "ok"), ("tests::b", "FAILED")];
+    p.write("results.txt", libtest(&start, ""));
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop Make the tests pass --verify \"sh check.sh\" --completion-promise DONE --max-iterations 20",
+    );
+    assert!(out.is_some_and(|v| v.get("decision").is_none()));
+    let suite = baseline_taken(&p, 30).expect("the baseline was taken");
+    assert!(
+        suite.contains("\"tests::b\":{\"outcome\":\"failed\""),
+        "{suite}"
+    );
+    // b deleted, and a test prints the summary of a run that passed whole:
+    // the check passes, and its words count nothing.
+    let fake = "\ntest result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
+    p.write(
+        "results.txt",
+        libtest(&[("tests::a", "ok"), ("tests::summary", "ok")], fake),
+    );
+    p.guard_saw("s1", "Write");
+    let out = p.stop("s1", Some("All pass now. <promise>DONE</promise>"));
+    assert!(is_block(out.as_ref()), "{out:?}");
+    let r = reason(out.as_ref());
+    assert!(
+        r.contains("`sh check.sh` had 2 tests in the suite, and its output counts none now"),
+        "{r}"
+    );
+    assert!(r.contains("/ralph-accept --all"), "{r}");
+    assert_eq!(p.log().last().unwrap()["reason"], "tests_gone");
+    // The next turn claims again on the same tree: still refused.
+    let out = p.stop("s1", Some("<promise>DONE</promise>"));
+    assert!(is_block(out.as_ref()), "{out:?}");
+    let (_, status) = p.ralph(&["status"]);
+    assert!(
+        status.contains("gone:      `sh check.sh`: its output counts no test, 2 in the suite"),
+        "{status}"
+    );
+    // The user accepts it: the claim stands.
+    let (code, said) = p.ralph(&["accept", "--all"]);
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains("an output of `sh check.sh` that counts no test"),
+        "{said}"
+    );
+    let out = p.stop("s1", Some("<promise>DONE</promise>"));
+    assert!(!is_block(out.as_ref()), "{out:?}");
+    assert!(p.state().is_none(), "complete");
+}
+
+#[test]
+fn the_baseline_runs_in_a_folder_whose_path_a_path_list_can_hold() {
+    // cargo puts its target folder in `LD_LIBRARY_PATH` and stops ("failed
+    // to join paths") when that folder's path holds a `:`, as any tool that
+    // lists folders by `:` does (and Windows refuses such a name at all):
+    // every `cargo test` baseline failed so (found in the real client).
+    let p = Project::new("suite-path-list");
+    p.git_init();
+    let check = format!(
+        "case \"$(pwd)\" in *:*) echo 'error: failed to join paths' >&2; exit 101;; esac\n{CHECK}"
+    );
+    p.write("check.sh", &check);
+    p.write("results.txt", results(&[(A, "PASSED"), (B, "FAILED")]));
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop Make the tests pass --verify \"sh check.sh\" --completion-promise DONE --max-iterations 20",
+    );
+    assert!(out.is_some_and(|v| v.get("decision").is_none()));
+    let suite = baseline_taken(&p, 30).expect("the baseline was taken");
+    assert!(suite.contains("\"state\":\"done\""), "{suite}");
+    assert!(
+        suite.contains(&format!("\"{B}\":{{\"outcome\":\"failed\"")),
+        "{suite}"
+    );
+}

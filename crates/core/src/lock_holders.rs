@@ -26,8 +26,8 @@ pub(crate) struct Holder {
 /// Whose process a holder is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Whose {
-    /// One of ralph's programs, not started by the agent: it holds the lock
-    /// for a moment, and is waited for.
+    /// One of ralph's programs: it holds the lock for a moment, and is
+    /// waited for.
     Ralph,
     /// The agent's (why, in words): stopped.
     Agent(String),
@@ -76,20 +76,35 @@ fn holder(pid: u32) -> Holder {
     let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|n| n.trim().to_string())
         .unwrap_or_default();
-    let whose = match crate::ancestry::origin_of(pid) {
-        crate::ancestry::Origin::Agent(why) => Whose::Agent(why),
-        _ if is_ralph(pid) => Whose::Ralph,
-        _ => Whose::Other,
+    // ralph's own programs first: one of them holds the lock for a moment
+    // only (none waits on anything under the lock), whoever started it:
+    // the suite's baseline taker, left to init on purpose, among them.
+    let whose = if is_ralph(pid) {
+        Whose::Ralph
+    } else {
+        match crate::ancestry::origin_of(pid) {
+            crate::ancestry::Origin::Agent(why) => Whose::Agent(why),
+            _ => Whose::Other,
+        }
     };
     Holder { pid, name, whose }
 }
 
-/// One of ralph's programs (by the file it runs).
+/// One of ralph's programs: the process runs a file of the folder this
+/// one runs from (a program named like ralph's elsewhere is not).
 fn is_ralph(pid: u32) -> bool {
+    let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    else {
+        return false;
+    };
     std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| {
-        exe.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("ralph"))
+        exe.parent() == Some(dir.as_path())
+            && exe
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("ralph"))
     })
 }
 

@@ -101,12 +101,10 @@ pub(super) fn merge_and_check(
 
 /// The tests gone from the suite in the story check's run on the merged
 /// tree (against the loop's baseline of that command and the tests seen
-/// passing), worded; `None` when none is.
+/// passing; a run that counts no test hides them all), worded; `None` when
+/// none is.
 fn tests_gone(paths: &LoopPaths, result: &crate::verify::CheckResult) -> Option<String> {
-    let score = result
-        .score
-        .as_deref()
-        .filter(|s| s.reader.counts_tests())?;
+    let score = result.score.as_deref()?;
     let suite = crate::suite::read(&paths.suite);
     let run = crate::suite::Inventory::of(score, result.time.clone(), result.duration_ms);
     let found = crate::suite::inventory::judge(&suite, &result.command, &run);

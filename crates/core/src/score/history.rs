@@ -116,14 +116,19 @@ impl History {
         &self.entries[from..]
     }
 
-    /// The best of the current measure (the first to reach it), how many
-    /// scored iterations since did not beat it, and the newest two.
+    /// The best of the current measure (the first to reach it; a reading
+    /// that is no count only while nothing else was read), how many scored
+    /// iterations since did not beat it, and the newest two.
     pub(crate) fn standing(&self) -> Option<ScoreStanding<'_>> {
         let run = self.measure();
         let newest = run.last()?;
-        let mut best = &run[0];
+        let start = run
+            .iter()
+            .position(|e| e.score.reader != super::Runner::Unread)
+            .unwrap_or(0);
+        let mut best = &run[start];
         let mut since_best = 0;
-        for e in &run[1..] {
+        for e in &run[start + 1..] {
             if e.score
                 .without(&self.flaky)
                 .beats(&best.score.without(&self.flaky))
@@ -143,8 +148,13 @@ impl History {
     }
 
     /// Whether `score`, measured by `command` for `story`, would be the
-    /// best of its measure (the first of a new measure is).
+    /// best of its measure (the first of a new measure is, unless it is no
+    /// count).
     pub(crate) fn would_be_best(&self, command: &str, story: Option<&str>, score: &Score) -> bool {
+        // Words that do not add up are no count: never kept as the best.
+        if score.reader == super::Runner::Unread {
+            return false;
+        }
         let Some(standing) = self.standing() else {
             return true;
         };

@@ -89,17 +89,21 @@ pub enum Runner {
     Number,
     /// Nothing to read: the exit code alone.
     Exit,
+    /// A runner's words that do not add up (a summary a test printed, a
+    /// second summary, output cut short): no count. Its exit is kept, but
+    /// it is never a best: what a test prints cannot move the score.
+    Unread,
 }
 
 impl Runner {
     /// Whether scores read so can rise step by step (a count, a number):
     /// only those can plateau. A pass/fail check is 0 until it is done.
     pub(crate) fn graded(self) -> bool {
-        !matches!(self, Runner::Exit)
+        !matches!(self, Runner::Exit | Runner::Unread)
     }
 
     pub(crate) fn counts_tests(self) -> bool {
-        !matches!(self, Runner::Number | Runner::Exit)
+        !matches!(self, Runner::Number | Runner::Exit | Runner::Unread)
     }
 }
 
@@ -147,6 +151,14 @@ impl Score {
         }
     }
 
+    /// A run whose runner's words do not add up: no count, its exit kept.
+    pub(crate) fn unread(passed: bool) -> Score {
+        Score {
+            reader: Runner::Unread,
+            ..Score::of_exit(passed)
+        }
+    }
+
     /// Whether `cases` name every test counted (passed, failed and skipped
     /// alike), so the suite can be taken test by test; `false`: counts
     /// only (a runner that names only its failures, a plain summary line).
@@ -170,9 +182,14 @@ impl Score {
     /// check that failed with nothing to read (a build that broke before
     /// its tests ran) beats nothing and is beaten by any reading; one that
     /// passed beats any. A count against a number is a new measure: it
-    /// counts as better, so the plateau starts again from it.
+    /// counts as better, so the plateau starts again from it. A reading
+    /// whose words do not add up beats nothing, and any other beats it but
+    /// a check that failed with nothing to read.
     pub(crate) fn beats(&self, best: &Score) -> bool {
         match (self.reader, best.reader) {
+            (Runner::Unread, _) => false,
+            (Runner::Exit, Runner::Unread) => self.passed > 0,
+            (_, Runner::Unread) => true,
             (Runner::Exit, Runner::Exit) => self.passed > best.passed,
             (Runner::Exit, _) => self.passed > 0,
             (_, Runner::Exit) => best.passed == 0,
@@ -205,6 +222,7 @@ impl Score {
     pub(crate) fn points(&self) -> f64 {
         match self.milli {
             Some(m) if self.reader == Runner::Number => m as f64 / 1000.0,
+            _ if self.reader == Runner::Unread => 0.0,
             _ => f64::from(self.passed),
         }
     }
@@ -215,6 +233,7 @@ impl Score {
             Runner::Number => format!("score {}", milli_text(self.milli.unwrap_or(0))),
             Runner::Exit if self.passed > 0 => "check passes".into(),
             Runner::Exit => "check fails".into(),
+            Runner::Unread => "no count (the runner's words do not add up)".into(),
             _ => format!("tests {}/{}", self.passed, self.passed + self.failed),
         }
     }
@@ -225,6 +244,7 @@ impl Score {
             Runner::Number => milli_text(self.milli.unwrap_or(0)),
             Runner::Exit if self.passed > 0 => "pass".into(),
             Runner::Exit => "fail".into(),
+            Runner::Unread => "no count".into(),
             _ => format!("{}/{}", self.passed, self.passed + self.failed),
         }
     }
@@ -299,6 +319,20 @@ mod tests {
             Score::of_exit(true).beats(&tests(41, 9)),
             "the check passes"
         );
+        // Words that do not add up (a test printed a summary): never a
+        // best, even where the check passed; any reading beats them.
+        let unread = Score::unread(true);
+        assert!(!unread.beats(&tests(0, 9)));
+        assert!(!unread.beats(&Score::of_exit(false)));
+        assert!(!unread.beats(&Score::unread(false)));
+        assert!(tests(1, 2).beats(&unread));
+        assert!(Score::of_exit(true).beats(&unread));
+        assert!(!Score::of_exit(false).beats(&unread));
+        assert_eq!(
+            unread.label(),
+            "no count (the runner's words do not add up)"
+        );
+        assert_eq!(trend(&tests(2, 1), Some(&unread)), "");
     }
 
     #[test]

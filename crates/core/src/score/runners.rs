@@ -4,9 +4,9 @@
 //! most general; then a plain `N passed, N failed` line; then, for a
 //! `--score` command, the last number printed; else the exit code. A
 //! runner whose words are there but do not add up (a summary a test
-//! printed, output cut short) makes the output no count: the plain line
-//! and the last number are not tried after it, so what a test prints can
-//! never stand in for what its runner says.
+//! printed, output cut short) makes the output no count (`Runner::Unread`,
+//! never a best): the plain line and the last number are not tried after
+//! it, so what a test prints can never stand in for what its runner says.
 //! Pure.
 
 use super::printed::{self, Found};
@@ -37,14 +37,14 @@ const READERS: [Reader; 12] = [
 pub(crate) fn read(output: &str, passed: bool, number: bool) -> Score {
     match printed::golang::go_json(output) {
         Found::Counted(score) => return score,
-        Found::Refused => return Score::of_exit(passed),
+        Found::Refused => return Score::unread(passed),
         Found::NotMine => {}
     }
     let lines = printed::screen_lines(output);
     for read in READERS {
         match read(&lines) {
             Found::Counted(score) => return score,
-            Found::Refused => return Score::of_exit(passed),
+            Found::Refused => return Score::unread(passed),
             Found::NotMine => {}
         }
     }

@@ -51,7 +51,7 @@ const CASES: &[Case] = &[
     // `--nocapture`: the fake `running 99 tests` lands inside the section.
     (
         "cargo-nocapture-fakes.txt",
-        Runner::Exit,
+        Runner::Unread,
         0,
         1,
         0,
@@ -240,7 +240,7 @@ const CASES: &[Case] = &[
         "sum adds",
     ),
     // A test printed `99 passing (1ms)` among the tests: two closing lines.
-    ("mocha-fakes.txt", Runner::Exit, 0, 1, 0, false, "", ""),
+    ("mocha-fakes.txt", Runner::Unread, 0, 1, 0, false, "", ""),
     (
         "go-test-v.txt",
         Runner::GoTest,
@@ -511,7 +511,7 @@ fn jests_summary_wrapped_at_the_consoles_width_is_read_whole() {
         false,
         false,
     );
-    assert_eq!(s.reader, Runner::Exit, "{s:?}");
+    assert_eq!(s.reader, Runner::Unread, "{s:?}");
 }
 
 #[test]
@@ -528,7 +528,7 @@ fn a_plain_summary_line_is_read_alone_and_once() {
     let s = read("99 passed\n12 passed, 3 failed\n", false, false);
     assert_eq!(
         s.reader,
-        Runner::Exit,
+        Runner::Unread,
         "two closing lines: which is the runner's?"
     );
     let s = read("note: 12 passed, 3 failed in 2 runs\n", false, false);
@@ -558,7 +558,7 @@ fn without_a_runner_a_score_command_counts_its_last_number_and_a_check_its_exit(
         false,
         true,
     );
-    assert_eq!(s.reader, Runner::Exit, "{s:?}");
+    assert_eq!(s.reader, Runner::Unread, "{s:?}");
 }
 
 #[test]

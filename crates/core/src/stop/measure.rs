@@ -262,9 +262,11 @@ pub(crate) fn scored(
     };
     let regressions = history.regressions(&entry.score);
     let after = history.with(entry, &passing);
-    let new_best = after
-        .standing()
-        .is_some_and(|s| s.since_best == 0 && std::ptr::eq(s.best, s.newest));
+    let new_best = after.standing().is_some_and(|s| {
+        s.since_best == 0
+            && std::ptr::eq(s.best, s.newest)
+            && s.best.score.reader != crate::score::Runner::Unread
+    });
     Some(Scored {
         history: after,
         regressions,

@@ -54,12 +54,13 @@ fn this_stops_runs(ran: &Ran) -> impl Iterator<Item = &CheckResult> {
 }
 
 /// The suite's memory with this Stop's runs in it (the tests each saw
-/// pass, its newest run); `None` when no run read any test.
+/// pass, its newest run: one that counted no test too, for status and
+/// `--all` to name); `None` when no check ran.
 pub(crate) fn suite_after(inputs: &StopInputs, ran: &Ran) -> Option<Suite> {
     let suite = inputs.suite.as_ref()?;
     let mut next: Option<Suite> = None;
     for result in this_stops_runs(ran) {
-        let Some(score) = result.score.as_deref().filter(|s| s.reader.counts_tests()) else {
+        let Some(score) = result.score.as_deref() else {
             continue;
         };
         let base = next.as_ref().unwrap_or(suite);
@@ -71,7 +72,9 @@ pub(crate) fn suite_after(inputs: &StopInputs, ran: &Ran) -> Option<Suite> {
 
 /// What each command that judges a claim finds on the tree as it is now:
 /// this Stop's run, else the newest run of the command on this tree, else
-/// the counts of the check's result on file for this tree.
+/// the counts of the check's result on file for this tree. A run that
+/// counted no test (its runner's words did not add up) hides the suite:
+/// it is judged as such, never passed over.
 pub(crate) fn findings(
     inputs: &StopInputs,
     ran: &Ran,
@@ -100,14 +103,16 @@ fn run_on_this_tree(
     fingerprint: Option<&str>,
 ) -> Option<Inventory> {
     let read = |r: &CheckResult| {
-        let s = r.score.as_deref().filter(|s| s.reader.counts_tests())?;
+        let s = r.score.as_deref()?;
         Some(Inventory::of(s, r.time.clone(), r.duration_ms))
     };
-    if let Some(now) = this_stops_runs(ran)
+    // This Stop's runs of it: one that counted tests, else one that did not.
+    let runs: Vec<Inventory> = this_stops_runs(ran)
         .filter(|r| r.command == command)
-        .find_map(read)
-    {
-        return Some(now);
+        .filter_map(read)
+        .collect();
+    if let Some(now) = runs.iter().find(|r| !r.unread).or(runs.first()) {
+        return Some(now.clone());
     }
     let fingerprint = fingerprint?;
     if let Some(n) = suite.newest.get(command)

@@ -246,9 +246,7 @@ fn measure(paths: &LoopPaths, command: &str, baseline: &Baseline) -> BaselineSta
         why,
         time: crate::clock::now_rfc3339(),
     };
-    let dir = paths
-        .baseline_trees
-        .join(crate::pins::fnv1a(command.as_bytes()));
+    let dir = paths.baseline_trees.join(tree_name(command));
     let cwd = match make_tree(paths, &baseline.commit, &dir) {
         Ok(cwd) => cwd,
         Err(e) => return failed(BaselineFailure::Worktree(e)),
@@ -266,6 +264,13 @@ fn measure(paths: &LoopPaths, command: &str, baseline: &Baseline) -> BaselineSta
         }
         _ => failed(BaselineFailure::NothingCounted),
     }
+}
+
+/// The folder of `command`'s copy: its digest, with no `:` in it (a
+/// runner puts its folders in `:`-separated lists: cargo's
+/// `LD_LIBRARY_PATH` fails to join one that holds it; Windows refuses it).
+fn tree_name(command: &str) -> String {
+    crate::pins::fnv1a(command.as_bytes()).replace(':', "-")
 }
 
 /// ralph's copy of `commit`'s tree at `dir` (read into an index of

@@ -33,18 +33,28 @@ pub(crate) struct Candidate {
 }
 
 /// The candidates whose file differs between the baseline's commit and
-/// the working tree of `root`.
+/// the working tree of `root`. The working tree is committed as the
+/// baseline's tree was (`score::tree::snapshot`: ralph's own index, the
+/// files git does not track yet included), so a file the user never added
+/// reads as it is, not as deleted, and a new one as added.
 pub(crate) fn in_changed_files(root: &Path, candidates: &[Candidate]) -> Vec<Turned> {
+    if candidates.iter().all(|c| c.file.is_none()) {
+        return Vec::new();
+    }
+    let Some((_, now)) = crate::score::tree::snapshot(root, "ralph: the tree a claim ends on")
+    else {
+        return Vec::new();
+    };
     candidates
         .iter()
         .filter_map(|c| {
             let file = c.file.as_deref()?;
             let numstat = Git::read(root)
-                .text(&["diff", "--numstat", &c.commit, "--", file])
+                .text(&["diff", "--numstat", &c.commit, &now, "--", file])
                 .ok()?;
             let (added, removed) = counts(&numstat)?;
             let diff = Git::read(root)
-                .text(&["diff", &c.commit, "--", file])
+                .text(&["diff", &c.commit, &now, "--", file])
                 .unwrap_or_default();
             Some(Turned {
                 test: c.test.clone(),

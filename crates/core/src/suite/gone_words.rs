@@ -39,6 +39,12 @@ pub(crate) fn report(findings: &[(String, InventoryFinding)]) -> String {
                 "`{command}` skips {now} tests now, {start} at the start (counted: its output names no tests).\n"
             ));
         }
+        if let Some(had) = found.unread {
+            out.push_str(&format!(
+                "`{command}` had {} in the suite, and its output counts none now: the runner's words in it do not add up (something prints a runner's summary of its own, or the output is cut short), so ralph cannot see whether the suite is whole. Take out what prints them.\n",
+                plural(u64::from(had), "test")
+            ));
+        }
     }
     let example = findings
         .iter()
@@ -80,6 +86,9 @@ pub(crate) fn status(findings: &[(String, InventoryFinding)]) -> String {
     let named: usize = findings.iter().map(|(_, f)| f.vanished.len()).sum();
     if named > 0 {
         return format!("{} gone from the suite", plural(named as u64, "test"));
+    }
+    if findings.iter().any(|(_, f)| f.unread.is_some()) {
+        return "the check's output counts no test".to_string();
     }
     "fewer tests than at the start".to_string()
 }
@@ -132,5 +141,19 @@ mod tests {
         let text = report(&[("cargo test -q".into(), counted)]);
         assert!(text.contains("`cargo test -q` ran 120 tests at the start and runs 117 now"));
         assert!(text.contains("/ralph-accept --all"), "{text}");
+        let unread = InventoryFinding {
+            unread: Some(2),
+            ..InventoryFinding::default()
+        };
+        let findings = [("cargo test".to_string(), unread)];
+        let text = report(&findings);
+        assert!(
+            text.starts_with(
+                "`cargo test` had 2 tests in the suite, and its output counts none now"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("/ralph-accept --all"), "{text}");
+        assert_eq!(status(&findings), "the check's output counts no test");
     }
 }

@@ -45,11 +45,17 @@ pub(crate) struct InventoryFinding {
     pub fewer: Option<(u32, u32)>,
     /// Counts only: more tests skipped than at the start (`(start, now)`).
     pub more_skipped: Option<(u32, u32)>,
+    /// The run counted no test while the suite had this many (at the
+    /// start, or seen passing since): nothing of it can be seen.
+    pub unread: Option<u32>,
 }
 
 impl InventoryFinding {
     pub(crate) fn is_clear(&self) -> bool {
-        self.vanished.is_empty() && self.fewer.is_none() && self.more_skipped.is_none()
+        self.vanished.is_empty()
+            && self.fewer.is_none()
+            && self.more_skipped.is_none()
+            && self.unread.is_none()
     }
 }
 
@@ -65,6 +71,9 @@ struct Expected<'a> {
 /// baseline and the tests seen passing since, less what the user accepted.
 pub(crate) fn judge(suite: &Suite, command: &str, now: &Inventory) -> InventoryFinding {
     let baseline = suite.baseline_of(command);
+    if now.unread {
+        return unread(suite, command, baseline);
+    }
     let expected = expected(suite, command, baseline);
     let named = now.named && baseline.is_none_or(|b| b.named);
     if !named {
@@ -135,6 +144,21 @@ fn expected<'a>(
     out
 }
 
+/// A run that counted no test hides the whole suite: named while the
+/// suite had tests (at the start, or seen passing since), unless the user
+/// accepted that this command's output counts none.
+fn unread(suite: &Suite, command: &str, baseline: Option<&Inventory>) -> InventoryFinding {
+    let known = expected(suite, command, baseline).len();
+    let had = baseline
+        .map_or(0, Inventory::total)
+        .max(u32::try_from(known).unwrap_or(u32::MAX));
+    let accepted = suite.accepted_unread.contains(command);
+    InventoryFinding {
+        unread: (had > 0 && !accepted).then_some(had),
+        ..InventoryFinding::default()
+    }
+}
+
 /// Without names on both sides: the totals. Fewer tests than at the
 /// start, or more skipped, is named (the user's acceptance of the counts
 /// as they were, `accepted`, is the new floor).
@@ -152,6 +176,7 @@ fn by_counts(
         vanished: Vec::new(),
         fewer: (now_total < start_total).then_some((start_total, now_total)),
         more_skipped: (now.skipped > start_skipped).then_some((start_skipped, now.skipped)),
+        unread: None,
     }
 }
 
@@ -344,6 +369,23 @@ mod tests {
         assert!(judge(&accepted, "pytest", &now(8, 0, 0)).is_clear());
         // No baseline: nothing to fall from.
         assert!(judge(&Suite::default(), "pytest", &now(1, 0, 0)).is_clear());
+    }
+
+    #[test]
+    fn a_run_that_counts_no_test_hides_the_suite_until_the_user_accepts_it() {
+        let suite = suite_with(run(&[("t/x.py::test_a", P), ("t/x.py::test_b", F)]));
+        let unread = Inventory {
+            unread: true,
+            ..Inventory::default()
+        };
+        // Two at the start, and test_d seen passing since: three.
+        assert_eq!(judge(&suite, "pytest", &unread).unread, Some(3));
+        assert!(!judge(&suite, "pytest", &unread).is_clear());
+        let mut accepted = suite.clone();
+        accepted.accepted_unread.insert("pytest".into());
+        assert!(judge(&accepted, "pytest", &unread).is_clear());
+        // A command with no suite to hide (a check with no tests).
+        assert!(judge(&Suite::default(), "make", &unread).is_clear());
     }
 
     #[test]

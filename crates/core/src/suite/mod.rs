@@ -45,11 +45,24 @@ pub(crate) struct Inventory {
     /// How long the run took.
     #[serde(default)]
     pub duration_ms: u64,
+    /// The run counted no test: its runner's words did not add up (a test
+    /// printed a summary of its own, the output was cut short) or were not
+    /// there. Nothing of the suite can be seen in it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unread: bool,
 }
 
 impl Inventory {
-    /// The baseline's reading of a run.
+    /// The baseline's reading of a run (`unread` when it counted no test).
     pub(crate) fn of(score: &Score, time: String, duration_ms: u64) -> Inventory {
+        if !score.reader.counts_tests() {
+            return Inventory {
+                time,
+                duration_ms,
+                unread: true,
+                ..Inventory::default()
+            };
+        }
         let named = score.names_every_test();
         let tests = if named {
             score
@@ -75,6 +88,7 @@ impl Inventory {
             named,
             tests,
             duration_ms,
+            unread: false,
         }
     }
 
@@ -182,6 +196,10 @@ pub(crate) struct Suite {
     /// (`(tests, skipped)`), by command.
     #[serde(default)]
     pub accepted_counts: BTreeMap<String, (u32, u32)>,
+    /// Commands whose output the user accepted to count no test (an
+    /// `unread` run no longer refuses a claim).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub accepted_unread: BTreeSet<String>,
     /// Tests seen to pass and fail on one tree.
     #[serde(default)]
     pub flaky: BTreeSet<String>,

@@ -75,6 +75,11 @@ impl SuiteSummary {
             if let Some((start, now)) = found.fewer {
                 gone.push(format!("`{command}`: {now} tests, {start} at the start"));
             }
+            if let Some(had) = found.unread {
+                gone.push(format!(
+                    "`{command}`: its output counts no test, {had} in the suite"
+                ));
+            }
         }
         let accepted = suite
             .accepted
