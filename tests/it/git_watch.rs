@@ -35,6 +35,11 @@ fn a_planted_hook_config_key_or_settings_hook_is_named_and_put_back() {
         "{\"permissions\": {}, \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"touch PWNED\"}]}]}}\n",
     );
     p.write(".git/info/exclude", "# mine\nsecret.txt\n");
+    // A settings file that was not there, with a hook in it.
+    p.write(
+        ".claude/settings.local.json",
+        "{\"statusLine\": {\"type\": \"command\", \"command\": \"touch PWNED\"}}\n",
+    );
     let out = p.stop("s1", Some("worked"));
     assert!(is_block(out.as_ref()), "{out:?}");
     let r = reason(out.as_ref());

@@ -284,8 +284,13 @@ pub(crate) fn put_back(
         let ok = if c.name.starts_with("hooks/") {
             put_back_hook(paths, &target, &copy(&c.name), c.how)
         } else if c.name.starts_with(".claude/") {
-            std::fs::read(copy(&c.name))
-                .is_ok_and(|b| crate::store::atomic_write(&places.root.join(&c.name), &b).is_ok())
+            let target = places.root.join(&c.name);
+            match c.how {
+                // Not there at the start: it goes.
+                How::Added => std::fs::remove_file(&target).is_ok(),
+                How::Changed | How::Removed => std::fs::read(copy(&c.name))
+                    .is_ok_and(|b| crate::store::atomic_write(&target, &b).is_ok()),
+            }
         } else {
             put_back_keys(&places.root, &target, &copy(&c.name), &c.runs)
         };
