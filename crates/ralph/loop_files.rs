@@ -3,9 +3,10 @@
 //! last commit.
 
 use ralph_core::activity::{self, Action, Entry};
+use ralph_core::loop_lock::{LOCK_WAIT, LoopLock};
 use ralph_core::paths::LoopPaths;
 use ralph_core::state_file::StateFile;
-use ralph_core::store::{self, LOCK_WAIT, LoopLock};
+use ralph_core::store;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};

@@ -9,13 +9,13 @@
 use ralph_core::fresh_stop::{self, WorkerStep};
 use ralph_core::hook_input::{HookInput, InputError};
 use ralph_core::hook_output::{HookOutput, fail_open};
+use ralph_core::loop_lock::{LOCK_WAIT, LoopLock};
 use ralph_core::notify::Pending;
 use ralph_core::parallel;
 use ralph_core::paths::{LoopPaths, project_root_from_env};
 use ralph_core::pins;
 use ralph_core::stop::plan::Ran;
 use ralph_core::stop::{Step, step, text};
-use ralph_core::store::{LOCK_WAIT, LoopLock};
 
 fn main() {
     answer(fail_open(text::INTERNAL_ERROR, run));

@@ -176,6 +176,12 @@ pub(crate) struct Case {
     /// would have made had ralph run it.
     #[serde(default)]
     pub absent: Vec<String>,
+    /// Shell run by the user after the judged Stop, before `absent` is
+    /// looked at: what the user does next (`git status`, a commit) that a
+    /// planted hook or config key would run in, or a look at what must
+    /// have stayed (it touches a file `absent` names when not).
+    #[serde(default)]
+    pub then_user: Option<String>,
     /// Who plays the calls (default: the main thread).
     #[serde(default)]
     pub actor: Actor,

@@ -42,6 +42,9 @@ pub(crate) fn judge(
     before: u64,
     out: Option<&Value>,
 ) -> Result<Outcome, String> {
+    if let Some(script) = &case.then_user {
+        sb.run(sb.user_shell(&sb.expand(script)), b"", "then_user", None)?;
+    }
     let planted: Vec<&str> = case
         .absent
         .iter()

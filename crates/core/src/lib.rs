@@ -40,6 +40,7 @@ pub(crate) mod git_watch;
 pub mod hook_input;
 pub mod hook_output;
 pub(crate) mod lock_holders;
+pub mod loop_lock;
 pub mod loop_report;
 pub mod notify;
 pub mod parallel;

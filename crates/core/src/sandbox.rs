@@ -309,7 +309,7 @@ impl RunSandbox {
         // not is given a placeholder, in ralph's folder).
         let deny_read = vec![paths.lock.clone(), paths.merge_lock.clone()];
         for lock in &deny_read {
-            let _ = crate::store::LoopLock::make_file(lock);
+            let _ = crate::loop_lock::LoopLock::make_file(lock);
         }
         RunSandbox {
             deny_read,

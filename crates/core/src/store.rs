@@ -8,10 +8,9 @@
 //! (flock; stable since Rust 1.89) rather than fs2, which is unmaintained.
 //! Waits are bounded: a hook must finish well inside the client's timeout.
 
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -51,89 +50,9 @@ impl StoreError {
     }
 }
 
-/// How long a hook waits for the loop lock before giving up (and failing open).
-pub const LOCK_WAIT: Duration = Duration::from_secs(5);
-
-/// An exclusive hold on the loop lock, released on drop.
-#[derive(Debug)]
-pub struct LoopLock {
-    file: File,
-    /// The agent's processes that held it, stopped to take it (in words).
-    freed: Option<String>,
-}
-
-impl LoopLock {
-    /// Take the lock at `path` (creating it and its folder), waiting at most
-    /// `wait` for another ralph process (or the user's) to let it go; a
-    /// holder of the agent's is stopped at once (`lock_holders`).
-    pub fn acquire(path: &Path, wait: Duration) -> Result<LoopLock, StoreError> {
-        // Write-only and unreadable: inside the client's sandbox (ralph's
-        // folder read-only) the agent's processes cannot open it at all,
-        // unless they run as root.
-        let file = open_making_dir(path, &lock_options())?;
-        let start = Instant::now();
-        let mut pause = Duration::from_millis(1);
-        let mut freed = None;
-        let mut looked = 0;
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(LoopLock { file, freed }),
-                Err(TryLockError::WouldBlock) if start.elapsed() < wait => {
-                    // Who holds it, at once and again after a while (a new
-                    // holder the agent started meanwhile).
-                    if looked == 0 || (looked == 1 && start.elapsed() > wait / 4) {
-                        looked += 1;
-                        if let Some(said) = crate::lock_holders::stop_the_agents(&file, path) {
-                            freed = Some(said);
-                            continue;
-                        }
-                    }
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(50));
-                }
-                Err(TryLockError::WouldBlock) => {
-                    return Err(StoreError::LockTimeout {
-                        path: path.to_path_buf(),
-                        waited_ms: start.elapsed().as_millis(),
-                    });
-                }
-                Err(TryLockError::Error(e)) => return Err(StoreError::io(path, e)),
-            }
-        }
-    }
-}
-
-impl LoopLock {
-    /// Make the lock file at `path` as ralph makes it (write-only), not
-    /// taking it.
-    pub(crate) fn make_file(path: &Path) -> Result<(), StoreError> {
-        open_making_dir(path, &lock_options()).map(drop)
-    }
-
-    /// The agent's processes that held the lock, stopped to take it.
-    pub fn freed(&self) -> Option<&str> {
-        self.freed.as_deref()
-    }
-}
-
-/// How the lock file is opened (and made: owner write-only, no read).
-fn lock_options() -> OpenOptions {
-    let mut options = OpenOptions::new();
-    options.create(true).truncate(false).write(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o200);
-    options
-}
-
-impl Drop for LoopLock {
-    fn drop(&mut self) {
-        let _ = self.file.unlock();
-    }
-}
-
 /// Open `path` with `options`, making its folder first only when it is
 /// missing (every turn opens the lock and the log: no `mkdir` each time).
-fn open_making_dir(path: &Path, options: &OpenOptions) -> Result<File, StoreError> {
+pub(crate) fn open_making_dir(path: &Path, options: &OpenOptions) -> Result<File, StoreError> {
     match options.open(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if let Some(dir) = path.parent() {
@@ -736,18 +655,6 @@ mod tests {
             assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
             assert!(fs::symlink_metadata(&p).unwrap().is_file());
         }
-        fs::remove_dir_all(d).unwrap();
-    }
-
-    #[test]
-    fn lock_is_exclusive_and_bounded() {
-        let d = tmpdir("lock");
-        let p = d.join("x.lock");
-        let held = LoopLock::acquire(&p, LOCK_WAIT).unwrap();
-        let err = LoopLock::acquire(&p, Duration::from_millis(30)).unwrap_err();
-        assert!(matches!(err, StoreError::LockTimeout { .. }));
-        drop(held);
-        LoopLock::acquire(&p, Duration::from_millis(30)).unwrap();
         fs::remove_dir_all(d).unwrap();
     }
 

@@ -5,10 +5,11 @@
 //! (the suite's record, under the loop lock; the log).
 
 use crate::activity::{self, Action, Entry};
+use crate::loop_lock::{LOCK_WAIT, LoopLock};
 use crate::paths::LoopPaths;
 use crate::records::LoopRecord;
 use crate::state_file::StateFile;
-use crate::store::{LOCK_WAIT, LoopLock, StoreError};
+use crate::store::StoreError;
 use crate::suite::{self, Accepted, Suite, inventory};
 
 /// What an accept did, with the message for the user.

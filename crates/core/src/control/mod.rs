@@ -16,11 +16,12 @@ pub use help::terminal_help;
 use crate::activity::{self, Action, Code, Entry};
 use crate::clock;
 use crate::fmt::{self, short_session};
+use crate::loop_lock::{LOCK_WAIT, LoopLock};
 use crate::paths::LoopPaths;
 use crate::pause::Pause;
 use crate::state::LoopState;
 use crate::state_file::StateFile;
-use crate::store::{self, LOCK_WAIT, LoopLock, StoreError};
+use crate::store::{self, StoreError};
 use status::Status;
 
 /// Cancel the project's loop, taking the lock; the message for the user either way.

@@ -12,9 +12,10 @@ use crate::activity::{self, Action, Code, Entry};
 use crate::fresh;
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
+use crate::loop_lock::{LOCK_WAIT, LoopLock};
 use crate::paths::LoopPaths;
 use crate::state::LoopState;
-use crate::store::{LOCK_WAIT, LoopLock};
+
 use std::path::{Path, PathBuf};
 
 /// What a worker's stop reads under the loop lock, before its claim is judged.

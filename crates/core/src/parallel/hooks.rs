@@ -17,8 +17,9 @@ use super::{Lane, LaneStatus, MergeOutcome, NOTES_FILE, WORKER_TYPE, refuse};
 use crate::activity::{self, Action, Code, Entry};
 use crate::hook_input::HookInput;
 use crate::hook_output::HookOutput;
+use crate::loop_lock::{LOCK_WAIT, LoopLock};
 use crate::paths::LoopPaths;
-use crate::store::{self, LOCK_WAIT, LoopLock};
+use crate::store;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

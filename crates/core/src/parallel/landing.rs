@@ -12,9 +12,10 @@ use super::{Board, Lane, LaneStatus, MergeOutcome};
 use crate::activity::{self, Action, Entry};
 use crate::hook_input::HookInput;
 use crate::hook_output::{FeedHook, HookOutput};
+use crate::loop_lock::{LOCK_WAIT, LoopLock};
 use crate::paths::LoopPaths;
 use crate::prd_edit;
-use crate::store::{self, LOCK_WAIT, LoopLock};
+use crate::store;
 use crate::verify::{CheckResult, VerifyLog};
 
 /// What a merged story's stop reads under the loop lock.

@@ -15,9 +15,10 @@
 
 use super::{Baseline, BaselineFailure, BaselineState, Inventory, Suite, Taker};
 use crate::git::Git;
+use crate::loop_lock::{LOCK_WAIT, LoopLock};
 use crate::paths::LoopPaths;
 use crate::records::LoopRecord;
-use crate::store::{LOCK_WAIT, LoopLock};
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
