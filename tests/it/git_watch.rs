@@ -91,6 +91,15 @@ fn honest_git_use_is_not_named() {
         ],
     );
     p.write(".gitignore", "target/\n");
+    // The settings' other keys are the agent's; and the empty files the
+    // client's sandbox leaves in the project while a sandboxed command
+    // runs (its mount points) run nothing.
+    p.write(
+        ".claude/settings.json",
+        "{\"permissions\": {\"allow\": [\"Bash(ls)\"]}}\n",
+    );
+    p.write(".claude/settings.local.json", "");
+    p.write(".git/config.worktree", "");
     git(&p.root, &["add", "-A"]);
     git(&p.root, &["commit", "-qm", "work"]);
     let out = p.stop("s1", Some("worked"));

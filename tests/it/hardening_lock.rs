@@ -178,7 +178,7 @@ fn a_lock_held_by_the_agents_process_is_taken_back_at_once() {
         assert!(
             logged
                 .iter()
-                .any(|e| e["decision"] == "lock" && e["reason"] == "agent_held_lock"),
+                .any(|e| e["decision"] == "lock" && e["reason"] == "lock_taken_back"),
             "{logged:?}"
         );
         // Stopped by the Stop (a detached holder's shell has exited).

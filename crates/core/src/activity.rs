@@ -97,8 +97,10 @@ pub enum Code {
     StoriesVanished,
     /// Completion (or a story) was claimed, and its check failed.
     VerifyFailed,
-    /// A process of the agent's held the loop's lock: it was stopped.
-    AgentHeldLock,
+    /// The loop's lock was taken back: a process of the agent's held it
+    /// (stopped at once), another held it the whole wait (stopped then), or
+    /// something else had been put in its file's place (made again).
+    LockTakenBack,
     /// Git's own files or the client's settings changed during the loop:
     /// named, and what runs a program put back (`git_watch`).
     GitFilesChanged,
@@ -179,7 +181,7 @@ impl Code {
             Code::StoriesVanished => "stories_vanished",
             Code::VerifyFailed => "verify_failed",
             Code::TestsGone => "tests_gone",
-            Code::AgentHeldLock => "agent_held_lock",
+            Code::LockTakenBack => "lock_taken_back",
             Code::GitFilesChanged => "git_files_changed",
             Code::Complete => "complete",
             Code::AllStoriesPass => "all_stories_pass",

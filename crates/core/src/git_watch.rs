@@ -212,8 +212,13 @@ pub(crate) fn changes(paths: &LoopPaths, places: &Places) -> Vec<WatchedChange> 
         };
         let before = std::fs::read(dir.join("files").join(name)).unwrap_or_default();
         let runs = runs(name, &before, bytes.as_deref().unwrap_or_default());
-        // `git config user.name`, a remote added: git's own business.
-        if name.starts_with("config") && runs.is_empty() {
+        // `git config user.name`, a remote added: git's own business; a
+        // settings file's model or permissions: the agent's (the guard's
+        // rules). And the empty files the client's sandbox puts in the
+        // project while a sandboxed command runs (mount points:
+        // `.claude/settings.local.json`, `.git/config.worktree`; measured
+        // on 2.1.328) run nothing.
+        if (name.starts_with("config") || name.starts_with(".claude/")) && runs.is_empty() {
             continue;
         }
         out.push(WatchedChange {

@@ -138,7 +138,7 @@ fn joined(a: Option<String>, b: Option<String>) -> Option<String> {
 /// said to the user.
 fn lock_freed(paths: &LoopPaths, inputs: &StopInputs, plan: &Plan, message: &mut String) {
     for note in &plan.lock_freed {
-        let code = Code::AgentHeldLock.as_str();
+        let code = Code::LockTakenBack.as_str();
         let entry = Entry::now(&inputs.session, inputs.state.iteration, Action::Lock, code);
         let _ = log(paths, entry.with_message(Some(note)));
         message.push_str(&format!("\n⚠️ {note}."));
