@@ -85,7 +85,8 @@ fn main() -> ExitCode {
     }
     let paths = || LoopPaths::new(project_root_from_env(None));
     let command = Cli::parse().command;
-    if control::this_process_run_by_agent()
+    let agents = control::agent_origin();
+    if agents.is_some()
         && let Some(code) = refused_to_the_agent(&command)
     {
         return code;
@@ -109,7 +110,7 @@ fn main() -> ExitCode {
             // user's prompt. Fail open (exit 0, the prompt goes on) and say so.
             fail_open(
                 "ralph: the prompt hook hit an internal error (a bug: please report it); your prompt went on unchanged.",
-                hook_prompt,
+                || hook_prompt(agents.as_deref()),
             )
             .print();
             ExitCode::SUCCESS
@@ -159,7 +160,8 @@ fn refused_to_the_agent(command: &Command) -> Option<ExitCode> {
         Command::Statusline { install, off, .. } if *install || *off => fail(
             &"`ralph statusline install/off` was run by the agent: only the user changes their settings.json (`/ralph-statusline` in Claude Code, or `ralph statusline install` in their own terminal). Nothing was changed.",
         ),
-        Command::HookPrompt | Command::HookEvent => ExitCode::SUCCESS,
+        // The prompt hook says why, for a command of ralph's (`hook_prompt`).
+        Command::HookEvent => ExitCode::SUCCESS,
         _ => return None,
     })
 }
@@ -212,7 +214,10 @@ fn hook_event() -> HookOutput {
 
 /// UserPromptSubmit: every prompt of every session passes here, so anything
 /// that is not one of ralph's commands leaves at once, printing nothing.
-fn hook_prompt() -> HookOutput {
+/// `agents`: why this hook counts as run by the agent (a client the
+/// agent started, or the agent's own call of this verb): one of ralph's
+/// commands is then refused in one line, and any other prompt goes on.
+fn hook_prompt(agents: Option<&str>) -> HookOutput {
     // Claude Code writes the input and closes the pipe at once; never wait
     // longer than this on a pipe that stays silent (the prompt then goes on).
     let Ok(input) = HookInput::read_stdin_with_deadline(10) else {
@@ -222,6 +227,12 @@ fn hook_prompt() -> HookOutput {
         return HookOutput::Nothing;
     };
     let asks = prompt_asks(prompt, args::STATUSLINE_COMMANDS);
+    if let Some(why) = agents {
+        return match asks {
+            PromptAsks::Other => HookOutput::Nothing,
+            _ => HookOutput::block(control::session_refused(why)),
+        };
+    }
     // `/ralph-statusline [off]`: the user's own settings, changed only because they typed it.
     if let PromptAsks::Statusline(off) = asks {
         let text = match off {

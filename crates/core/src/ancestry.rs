@@ -46,12 +46,27 @@ pub enum Origin {
     Other,
 }
 
+/// How Claude Code begins its marks: `claude-code_2-1-328_agent` for its
+/// Bash tool's commands, `…_harness` for its hooks (measured on 2.1.328
+/// and 2.1.332).
+const CLIENT_MARK: &str = "claude-code_";
+
+/// Claude Code's mark on its agent's commands. Only the client's own: a
+/// client started from another agent tool's terminal keeps that tool's
+/// mark (`cursor-cli_1-2_agent`) in its own initial environment, where it
+/// says nothing of who runs what in this session (read as the agent's, it
+/// had made every hook of that session the agent's, and `/ralph-loop` do
+/// nothing: docs/client-measurements.md).
+pub fn is_agents_mark(v: Option<&str>) -> bool {
+    v.is_some_and(|v| v.starts_with(CLIENT_MARK) && v.ends_with("_agent"))
+}
+
 fn is_agent(v: Option<&str>) -> bool {
-    v.is_some_and(|v| v.ends_with("_agent"))
+    is_agents_mark(v)
 }
 
 fn is_harness(v: Option<&str>) -> bool {
-    v.is_some_and(|v| v.ends_with("_harness"))
+    v.is_some_and(|v| v.starts_with(CLIENT_MARK) && v.ends_with("_harness"))
 }
 
 /// Init, or the user's service manager: where a detached process ends up.

@@ -280,31 +280,43 @@ pub fn status(paths: &LoopPaths) -> Status {
     }
 }
 
-/// Was this program run by the agent (its Bash tool, or a skill body, which
-/// the client runs the same way) rather than by a hook or the user? Claude
-/// Code marks the agent's commands `AI_AGENT=…_agent`, its hooks `…_harness`,
-/// and the user's own terminal has neither (measured on 2.1.328:
-/// docs/client-measurements.md).
-pub(crate) fn run_by_agent(ai_agent: Option<&str>) -> bool {
-    ai_agent.is_some_and(|v| v.ends_with("_agent"))
-}
-
-/// The same for this process: its environment, and, since the agent can
-/// unset that (`env -u AI_AGENT …`), its ancestors' initial environments
+/// Why this program counts as run by the agent (its Bash tool, or a skill
+/// body, which the client runs the same way) rather than by a hook or the
+/// user, in words; `None`: it does not. Claude Code marks the agent's
+/// commands `AI_AGENT=claude-code_…_agent`, its hooks `…_harness`, and the
+/// user's own terminal has neither, or another tool's (measured on 2.1.328:
+/// docs/client-measurements.md); and since the agent can unset its mark
+/// (`env -u AI_AGENT …`), the ancestors' initial environments count too
 /// (`ancestry`: the agent's shell above it, or a hook that no client
 /// started, or a process detached to init).
+pub fn agent_origin() -> Option<String> {
+    if crate::ancestry::is_agents_mark(std::env::var("AI_AGENT").ok().as_deref()) {
+        return Some("its environment carries the Bash tool's mark".into());
+    }
+    match crate::ancestry::this_origin() {
+        crate::ancestry::Origin::Agent(why) => Some(why),
+        _ => None,
+    }
+}
+
+/// Whether [`agent_origin`] names a reason.
 pub fn this_process_run_by_agent() -> bool {
-    run_by_agent(std::env::var("AI_AGENT").ok().as_deref())
-        || matches!(
-            crate::ancestry::this_origin(),
-            crate::ancestry::Origin::Agent(_)
-        )
+    agent_origin().is_some()
 }
 
 /// The refusal when the agent runs a command that starts, replaces or ends a loop.
 pub fn agent_refused(command: &str) -> String {
     format!(
         "`{command}` was run by the agent: only the user starts, replaces or ends a Ralph loop (/ralph-loop, /cancel-ralph in Claude Code, or this command in the user's own terminal). The loop goes on."
+    )
+}
+
+/// The refusal of one of ralph's commands typed in a session whose hooks
+/// count as run by the agent (`why`: a client the agent started, say), in
+/// one line: never silence.
+pub fn session_refused(why: &str) -> String {
+    format!(
+        "ralph: not here: this session's hooks count as run by a coding agent ({why}), and only the user starts, replaces or ends a Ralph loop. Start Claude Code from your own terminal, or use `ralph` there."
     )
 }
 
@@ -341,13 +353,17 @@ fn stdout_is_stderr() -> bool {
 
 #[cfg(test)]
 mod who_tests {
-    use super::run_by_agent;
+    use crate::ancestry::is_agents_mark;
 
     #[test]
-    fn the_agent_is_told_apart_from_hooks_and_the_terminal() {
-        assert!(run_by_agent(Some("claude-code_2-1-328_agent")));
-        assert!(!run_by_agent(Some("claude-code_2-1-328_harness")));
-        assert!(!run_by_agent(None));
-        assert!(!run_by_agent(Some("")));
+    fn the_agent_is_told_apart_from_hooks_the_terminal_and_other_tools() {
+        assert!(is_agents_mark(Some("claude-code_2-1-328_agent")));
+        assert!(is_agents_mark(Some("claude-code_2-2-0_agent")));
+        assert!(!is_agents_mark(Some("claude-code_2-1-328_harness")));
+        assert!(!is_agents_mark(None));
+        assert!(!is_agents_mark(Some("")));
+        // Another agent tool's mark, carried in from the user's terminal.
+        assert!(!is_agents_mark(Some("cursor-cli_1-2_agent")));
+        assert!(!is_agents_mark(Some("codex_agent")));
     }
 }
