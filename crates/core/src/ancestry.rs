@@ -57,7 +57,7 @@ const CLIENT_MARK: &str = "claude-code_";
 /// says nothing of who runs what in this session (read as the agent's, it
 /// had made every hook of that session the agent's, and `/ralph-loop` do
 /// nothing: docs/client-measurements.md).
-pub fn is_agents_mark(v: Option<&str>) -> bool {
+pub(crate) fn is_agents_mark(v: Option<&str>) -> bool {
     v.is_some_and(|v| v.starts_with(CLIENT_MARK) && v.ends_with("_agent"))
 }
 
