@@ -229,6 +229,9 @@ fn start(paths: &LoopPaths, session: Option<String>, argv: &[String]) -> ExitCod
         Ok(a) => a,
         Err(e) => return usage_error(&e.to_string()),
     };
+    if let Err(e) = named_from_the_root(&paths.root, &files_named(&a)) {
+        return usage_error(&e);
+    }
     let starter = commands::Starter {
         session: &session,
         ..commands::Starter::default()
@@ -285,18 +288,63 @@ fn printed<E: std::fmt::Display>(result: Result<String, E>) -> ExitCode {
 
 /// `ralph run ARGS`: its help, or the run.
 fn run(argv: &[String]) -> ExitCode {
-    match args::split_run_argv(argv) {
-        Ok(split) if split.args.help => {
-            println!("{}\n{RUN_HELP}", control::terminal_help(true));
-            ExitCode::SUCCESS
-        }
-        Ok(split) if split.given("--story") => story::run(split),
-        Ok(split) => match config(split) {
-            Ok(cfg) => runner::run(&cfg),
-            Err(e) => usage_error(&e),
-        },
-        Err(e) => usage_error(&e.to_string()),
+    let split = match args::split_run_argv(argv) {
+        Ok(split) => split,
+        Err(e) => return usage_error(&e.to_string()),
+    };
+    if split.args.help {
+        println!("{}\n{RUN_HELP}", control::terminal_help(true));
+        return ExitCode::SUCCESS;
     }
+    if let Err(e) = named_from_the_root(&project_root_from_env(None), &files_named(&split.args)) {
+        return usage_error(&e);
+    }
+    if split.given("--story") {
+        return story::run(split);
+    }
+    match config(split) {
+        Ok(cfg) => runner::run(&cfg),
+        Err(e) => usage_error(&e),
+    }
+}
+
+/// The files a loop's options name.
+fn files_named(a: &args::StartArgs) -> [(&'static str, Option<&str>); 2] {
+    [
+        ("--prd-file", a.prd_file.as_deref()),
+        ("--prompt-file", a.prompt_file.as_deref()),
+    ]
+}
+
+/// A file named on the command line is the project's, read from its root:
+/// the top of the git repository, where ralph runs the loop (and its
+/// checks). Typed below it, a name found from here and not from the root
+/// is refused, saying what to type (read from the root, it named no file,
+/// or another one).
+pub(crate) fn named_from_the_root(
+    root: &Path,
+    named: &[(&str, Option<&str>)],
+) -> Result<(), String> {
+    let Ok(here) = std::env::current_dir() else {
+        return Ok(());
+    };
+    let below = match here.strip_prefix(root) {
+        Ok(b) if !b.as_os_str().is_empty() => b,
+        _ => return Ok(()),
+    };
+    for (option, file) in named {
+        let Some(file) = file.filter(|f| Path::new(f).is_relative()) else {
+            continue;
+        };
+        if !root.join(file).exists() && here.join(file).exists() {
+            return Err(format!(
+                "{option} {file}: ralph runs the loop at the top of this git repository, {}, and reads {file} there (the checks run there too): give {option} {}",
+                root.display(),
+                below.join(file).display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A usage error, on stderr once (`ralph`'s output is read by people and

@@ -58,6 +58,9 @@ With --audit: 0 the history is ralph's merges only, 1 a commit is not (named in 
 
 pub(crate) fn run(args: &MergeArgs) -> ExitCode {
     let root = project_root_from_env(None);
+    if let Err(e) = crate::named_from_the_root(&root, &[("--prd-file", Some(&args.prd_file))]) {
+        return usage(&e);
+    }
     if args.audit {
         return audit(args, &root);
     }

@@ -102,7 +102,7 @@ fn begin(a: &RunArgv, root: &Path, prd_file: &str) -> Result<Record, ExitCode> {
             println!("ralph: {message}");
             return Err(record.finish(Ended::AlreadyPassing, None, message));
         }
-        Ok(false) => {}
+        Ok(false) => can_start(root, &prd, &record).map_err(|why| usage(&why))?,
     }
     let entered = branch::exclude_ralph_files(root)
         .and_then(|()| branch::enter(root, &record.story))
@@ -139,6 +139,24 @@ fn begin(a: &RunArgv, root: &Path, prd_file: &str) -> Result<Record, ExitCode> {
         })
         .map_err(|why| record.finish(Ended::Error, None, why))?;
     Ok(record)
+}
+
+/// What a story's run needs before it takes its branch: a commit to start
+/// from, and a check whose scripts `sh` can run (the start's own refusal,
+/// asked before anything is changed here).
+fn can_start(root: &Path, prd: &Prd, record: &Record) -> Result<(), String> {
+    if record.base.is_empty() {
+        return Err(format!(
+            "ralph run --story works on the loop's branch, and {} has no commit yet: check the loop's branch out here (or commit the PRD: git add -A && git commit -m start), then run again",
+            root.display()
+        ));
+    }
+    let check: Vec<String> = prd
+        .story(&record.story)
+        .and_then(|s| s.verify.clone())
+        .into_iter()
+        .collect();
+    ralph_core::start::commands::runnable_scripts(root, &check).map_err(|e| e.to_string())
 }
 
 /// What the run left in its folder and the log.

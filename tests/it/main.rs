@@ -42,6 +42,7 @@ mod readme;
 mod review;
 mod score;
 mod setup_cli;
+mod shapes;
 mod statusline;
 mod statusline_install;
 mod stop_hook;

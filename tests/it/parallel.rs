@@ -83,6 +83,16 @@ pub(crate) fn main_stop_while_running(
     run_json(STOP, &[], &p.root, &stop.to_string())
 }
 
+/// The main thread's Stop once no worker runs.
+fn main_stop_idle(p: &Project, said: &str) -> Option<Value> {
+    let stop = json!({
+        "session_id": "s1", "cwd": p.root, "hook_event_name": "Stop",
+        "stop_hook_active": false, "last_assistant_message": said,
+        "background_tasks": [],
+    });
+    run_json(STOP, &[], &p.root, &stop.to_string())
+}
+
 fn worker_stop(p: &Project, agent: &str, tree: &Path, said: &str) -> Option<Value> {
     let v = json!({
         "session_id": "s1", "cwd": tree, "hook_event_name": "SubagentStop",
@@ -166,10 +176,19 @@ fn a_claimed_story_is_merged_checked_and_only_then_marked_passing() {
     );
     // The PRD in the story's commit was the committed one: only ralph's edit shows.
     assert!(p.read("prd.json").unwrap().contains("\"userStories\""));
-    assert!(!tree.exists(), "the merged worktree is removed");
-    assert_eq!(branches(&p), ["master"]);
     assert_eq!(board(&p)["merged"], json!(["US-1"]));
     assert!(logged(&p, "merge", "story_merged").is_some());
+    // The worktree goes once the client counts its worker ended: removed
+    // while it still runs, it broke the other agents' sandboxed commands.
+    assert!(tree.exists(), "kept while the client runs its worker");
+    assert_eq!(board(&p)["let_go"]["a1"]["branch"], "ralph/US-1");
+    main_stop_while_running(&p, "Waiting.", "a1", "US-1");
+    assert!(tree.exists(), "kept while a Stop sees its worker run");
+    main_stop_idle(&p, "US-1 is merged.");
+    assert!(!tree.exists(), "the merged worktree is removed");
+    assert_eq!(branches(&p), ["master"]);
+    assert!(board(&p).get("let_go").is_none(), "{}", board(&p));
+    assert!(logged(&p, "cleanup", "worktrees_removed").is_none());
 }
 
 #[test]
@@ -235,6 +254,7 @@ fn a_conflict_leaves_the_main_branch_alone_and_hands_the_worker_the_markers() {
     ));
     assert_eq!(p.read("one.txt").as_deref(), Some("one two\n"));
     assert!(passes(&p, "US-1") && passes(&p, "US-2"));
+    main_stop_idle(&p, "Both merged.");
     assert_eq!(branches(&p), ["master"]);
 }
 
@@ -245,7 +265,7 @@ fn an_unclaimed_worktree_goes_and_a_cancel_removes_every_worktree_and_branch() {
     std::fs::write(t1.join("one.txt"), "half\n").unwrap();
     let out = worker_stop(&p, "c1", &t1, "I could not finish.");
     assert!(message(out.as_ref()).contains("goes out again"), "{out:?}");
-    assert!(!t1.exists());
+    assert!(board(&p)["lanes"].get("c1").is_none(), "{}", board(&p));
     assert_eq!(p.read("one.txt").as_deref(), Some("base\n"));
     let t2 = worker(&p, "c2", "US-1");
     let t3 = worker(&p, "c3", "US-2");
@@ -257,7 +277,7 @@ fn an_unclaimed_worktree_goes_and_a_cancel_removes_every_worktree_and_branch() {
         said.contains("removed 2 of the loop's worker worktrees"),
         "{said}"
     );
-    assert!(!t2.exists() && !t3.exists());
+    assert!(!t1.exists() && !t2.exists() && !t3.exists());
     assert_eq!(branches(&p), ["master", "mine"]);
     assert!(!p.loop_paths().board.exists());
 }

@@ -357,14 +357,20 @@ fn three_runners_take_at_most_045_of_the_time_of_one() {
     );
 }
 
-/// X1 and Y1 both write shared.txt; K1's runner is killed mid-story.
+/// X1 and Y1 both write shared.txt; K1's runner is killed mid-story. The
+/// repository ignores `.claude/`, as many do (issue 45: every runner's
+/// commit failed there, "paths are ignored by one of your .gitignore files").
 fn fenced() -> Vec<(&'static str, String)> {
     let s = [
         ("X1", 1, &[][..], "grep -q x1 shared.txt"),
         ("Y1", 2, &[][..], "grep -q y1 shared.txt"),
         ("K1", 3, &[][..], "grep -q ok K1.txt"),
     ];
-    vec![("prd.json", prd(&s)), ("shared.txt", "start\n".into())]
+    vec![
+        ("prd.json", prd(&s)),
+        ("shared.txt", "start\n".into()),
+        (".gitignore", ".claude/\n".into()),
+    ]
 }
 
 /// Kill a runner as a lost machine would: ralph and every process working

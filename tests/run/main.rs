@@ -10,6 +10,7 @@
 //! under `CI`).
 
 mod ci;
+mod shapes;
 mod support;
 
 use ralph_fake_model::{ApiError, Block, Reply, Usage};

@@ -289,6 +289,43 @@ pub(crate) fn is_alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// `claude -p PROMPT` in `dir`, as a user runs it with the plugin loaded
+/// (this checkout, its binaries through `RALPH_BIN_DIR`), against `model`,
+/// with `home` and nothing else of the caller's environment but `PATH`.
+/// Its temporary files are its own (`home/tmp`): clients of one user that
+/// run at once with the same `--settings` share one file there, which the
+/// first to exit removes under the other's sandboxed commands
+/// (docs/client-measurements.md), as two tests at once would.
+pub(crate) fn claude_p(
+    claude: &Path,
+    dir: &Path,
+    home: &Path,
+    model: &FakeModel,
+    prompt: &str,
+) -> Command {
+    let bins = Path::new(RALPH).parent().expect("the binaries' folder");
+    let mut cmd = Command::new(claude);
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("LANG", "C.UTF-8")
+        .env("IS_SANDBOX", "1")
+        .env("ANTHROPIC_API_KEY", "x")
+        .env("ANTHROPIC_BASE_URL", model.base_url())
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("RALPH_BIN_DIR", bins)
+        .env("CLAUDE_CODE_TMPDIR", home.join("tmp"))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .arg("-p")
+        .arg(prompt)
+        .arg("--plugin-dir")
+        .arg(CHECKOUT)
+        .arg("--dangerously-skip-permissions");
+    cmd
+}
+
 /// `ralph` in `dir` with `home` and nothing else of the caller's
 /// environment but `PATH`: a fake API key, no traffic beyond the model,
 /// this checkout as the plugin.

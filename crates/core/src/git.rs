@@ -417,6 +417,19 @@ fn list_config(dir: &Path) -> Option<git_config::Listing> {
     Some(git_config::parse_listing(&ran.stdout))
 }
 
+/// The nearest folder at or above `start` holding `.git` (a folder, or a file
+/// for worktrees and submodules): the top of its work tree. Stats only.
+pub(crate) fn git_root(start: &Path) -> Option<PathBuf> {
+    let mut dir = Some(start);
+    while let Some(d) = dir {
+        if d.join(".git").exists() {
+            return Some(d.to_path_buf());
+        }
+        dir = d.parent();
+    }
+    None
+}
+
 fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join(" / ")

@@ -23,6 +23,9 @@ use std::path::{Path, PathBuf};
 pub(crate) struct Places {
     /// The repository's own folder (the shared one, for a linked worktree).
     pub git_dir: PathBuf,
+    /// The work tree's own git folder (a linked worktree's, where its
+    /// `config.worktree` is; else the same as `git_dir`).
+    tree_git_dir: PathBuf,
     /// The project, for the settings and for naming files.
     pub root: PathBuf,
 }
@@ -44,22 +47,23 @@ const SETTINGS: [&str; 2] = [".claude/settings.json", ".claude/settings.local.js
 impl Places {
     /// The places of the project at `root` (`None` outside git).
     pub(crate) fn of(root: &Path) -> Option<Places> {
-        let top = crate::paths::git_root(root)?;
+        let top = crate::git::git_root(root)?;
         let dot_git = top.join(".git");
-        let git_dir = if dot_git.is_dir() {
-            dot_git
+        let (git_dir, tree_git_dir) = if dot_git.is_dir() {
+            (dot_git.clone(), dot_git)
         } else {
             // A linked worktree: `gitdir: PATH`, whose `commondir` names
             // the repository's own folder.
             let text = std::fs::read_to_string(&dot_git).ok()?;
             let own = top.join(text.strip_prefix("gitdir:")?.trim());
             match std::fs::read_to_string(own.join("commondir")) {
-                Ok(common) => own.join(common.trim()),
-                Err(_) => own,
+                Ok(common) => (own.join(common.trim()), own),
+                Err(_) => (own.clone(), own),
             }
         };
         Some(Places {
             git_dir,
+            tree_git_dir,
             root: root.to_path_buf(),
         })
     }
@@ -85,9 +89,11 @@ impl Places {
                     .map(|n| (format!("{dir}/{n}"), self.git_dir.join(dir).join(&n))),
             );
         }
-        for config in ["config", "config.worktree"] {
-            out.push((config.to_string(), self.git_dir.join(config)));
-        }
+        out.push(("config".to_string(), self.git_dir.join("config")));
+        out.push((
+            "config.worktree".to_string(),
+            self.tree_git_dir.join("config.worktree"),
+        ));
         for s in SETTINGS {
             out.push((s.to_string(), self.root.join(s)));
         }
@@ -285,7 +291,10 @@ pub(crate) fn put_back(
     let copy = |name: &str| copies(paths).join("files").join(name);
     let mut done = Vec::new();
     for c in changes.iter().filter(|c| !c.runs.is_empty()) {
-        let target = places.git_dir.join(&c.name);
+        let target = match c.name.as_str() {
+            "config.worktree" => places.tree_git_dir.join(&c.name),
+            _ => places.git_dir.join(&c.name),
+        };
         let ok = if c.name.starts_with("hooks/") {
             put_back_hook(paths, &target, &copy(&c.name), c.how)
         } else if c.name.starts_with(".claude/") {

@@ -244,7 +244,7 @@ pub fn project_root(env_project_dir: Option<&str>, cwd: &Path) -> PathBuf {
     if let Some(dir) = env_project_dir.filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
-    git_root(cwd).unwrap_or_else(|| cwd.to_path_buf())
+    crate::git::git_root(cwd).unwrap_or_else(|| cwd.to_path_buf())
 }
 
 /// Resolve the project root from the process environment and a hook's `cwd`
@@ -256,19 +256,6 @@ pub fn project_root_from_env(hook_cwd: Option<&str>) -> PathBuf {
         None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
     };
     project_root(env.as_deref(), &cwd)
-}
-
-/// The nearest folder at or above `start` holding `.git` (a folder, or a file
-/// for worktrees and submodules).
-pub(crate) fn git_root(start: &Path) -> Option<PathBuf> {
-    let mut dir = Some(start);
-    while let Some(d) = dir {
-        if d.join(".git").exists() {
-            return Some(d.to_path_buf());
-        }
-        dir = d.parent();
-    }
-    None
 }
 
 #[cfg(test)]

@@ -285,8 +285,9 @@ impl RunSandbox {
         deny.push(root.join(".claude/settings.json"));
         deny.push(root.join(".claude/settings.local.json"));
         deny.extend(ralph_dirs.iter().cloned());
+        let git_dir = common_git_dir(root);
         for git in ["config", "hooks", "info"] {
-            deny.push(root.join(".git").join(git));
+            deny.push(git_dir.join(git));
         }
         deny.sort();
         deny.dedup();
@@ -436,6 +437,18 @@ fn home_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// The repository's own git folder, shared by every worktree: in a linked
+/// worktree it is not `.git` (a file there), and the client's sandbox lets
+/// the agent's commands write it (its objects and refs: measured, 2.1.328).
+fn common_git_dir(root: &Path) -> PathBuf {
+    crate::git::Git::read(root)
+        .text(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
+        .ok()
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+        .unwrap_or_else(|| root.join(".git"))
+}
+
 /// The excludes file in the loop's folder: the user's own global excludes
 /// (git's `core.excludesFile`, else `$XDG_CONFIG_HOME/git/ignore`), then
 /// the placeholders, anchored at the top of the work tree.
@@ -443,7 +456,7 @@ fn write_excludes(paths: &LoopPaths, absent: &[String]) -> Option<PathBuf> {
     if absent.is_empty() {
         return None;
     }
-    let mut text = user_excludes().unwrap_or_default();
+    let mut text = user_excludes(&paths.root).unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
@@ -464,11 +477,13 @@ fn write_excludes(paths: &LoopPaths, absent: &[String]) -> Option<PathBuf> {
     Some(file)
 }
 
-/// The user's global excludes, as git reads them.
-fn user_excludes() -> Option<String> {
+/// The excludes file git reads in `root` (`core.excludesFile` of any of
+/// its configuration files, the repository's first), which the run's file
+/// stands in for.
+fn user_excludes(root: &Path) -> Option<String> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let configured = crate::git::Git::read(home.as_deref().unwrap_or(Path::new("/")))
-        .text(&["config", "--global", "--path", "--get", "core.excludesFile"])
+    let configured = crate::git::Git::read(root)
+        .text(&["config", "--path", "--get", "core.excludesFile"])
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
@@ -549,6 +564,56 @@ mod tests {
             plan.describe().contains("index.crates.io") && plan.describe().contains("(Cargo.toml)")
         );
         let _ = std::fs::remove_dir_all(root.parent().unwrap());
+    }
+
+    #[test]
+    fn in_a_linked_worktree_the_repositorys_own_git_folder_is_denied_and_its_excludes_kept() {
+        let dir = std::env::temp_dir().join(format!("ralph-sandbox-linked-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let main = dir.join("main");
+        std::fs::create_dir_all(&main).unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .current_dir(&main)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(main.join("a.txt"), "a\n").unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "start"]);
+        let linked = dir.join("linked");
+        git(&[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "feature",
+            linked.to_str().unwrap(),
+        ]);
+        // The repository's own excludes file (not the global one).
+        let mine = dir.join("my-ignore");
+        std::fs::write(&mine, "secrets/\n").unwrap();
+        git(&["config", "core.excludesFile", mine.to_str().unwrap()]);
+        let paths = LoopPaths::in_data_dir(&dir.join("data"), &linked);
+        std::fs::create_dir_all(&paths.dir).unwrap();
+        let plan = RunSandbox::plan(&paths, &[], &[]);
+        let common = std::fs::canonicalize(main.join(".git")).unwrap();
+        for p in ["config", "hooks", "info"] {
+            assert!(
+                plan.deny_write.iter().any(|d| *d == common.join(p)),
+                "{p}: {:?}",
+                plan.deny_write
+            );
+        }
+        let excludes = std::fs::read_to_string(plan.excludes.as_ref().unwrap()).unwrap();
+        assert!(excludes.starts_with("secrets/\n"), "{excludes}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -29,18 +29,25 @@ pub fn fingerprint(root: &Path) -> Option<String> {
             "--untracked-files=all",
         ])
         .ok()?;
+    // git names paths from the top of the work tree; the project may be a
+    // folder below it (the client started there: its hooks' `cwd`).
+    let top = crate::git::git_root(root).unwrap_or_else(|| root.to_path_buf());
+    let below = root.strip_prefix(&top).unwrap_or(Path::new(""));
     let mut hash = Fnv::new();
     for (record, path) in status_records(&out) {
+        let in_project = path
+            .and_then(|p| Path::new(p).strip_prefix(below).ok())
+            .and_then(Path::to_str);
         // The sandbox's placeholders come and go with the agent's commands.
         let placeholder = record.starts_with(b"?")
-            && path.is_some_and(|p| crate::placeholders::is_placeholder(root, p));
-        if path.is_some_and(is_ralph_file) || placeholder {
+            && in_project.is_some_and(|p| crate::placeholders::is_placeholder(root, p));
+        if in_project.is_some_and(is_ralph_file) || placeholder {
             continue;
         }
         hash.write(record);
         hash.write(&[0]);
         if let Some(path) = path
-            && let Ok(meta) = std::fs::symlink_metadata(root.join(path))
+            && let Ok(meta) = std::fs::symlink_metadata(top.join(path))
         {
             hash.write(&meta.len().to_le_bytes());
             if let Ok(m) = meta.modified()
@@ -352,6 +359,38 @@ mod tests {
         std::fs::write(dir.join(".bashrc"), "export A=1\n").unwrap();
         assert_ne!(fingerprint(&dir).unwrap(), before, "a real .bashrc is work");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn in_a_project_below_the_top_ralphs_files_are_passed_over_too() {
+        let top = std::env::temp_dir().join(format!("ralph-fp-sub-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&top);
+        let dir = top.join("app");
+        std::fs::create_dir_all(dir.join(".claude")).unwrap();
+        let git = |args: &[&str]| {
+            let ok = Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .current_dir(&top)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "start"]);
+        std::fs::write(dir.join(".claude/ralph-loop.local.md"), "1").unwrap();
+        let before = fingerprint(&dir).unwrap();
+        // A Stop rewrites the loop's files: no change of the work.
+        std::fs::write(dir.join(".claude/ralph-loop.local.md"), "two").unwrap();
+        std::fs::write(dir.join(".claude/ralph-loop.log.jsonl"), "{}").unwrap();
+        std::fs::write(dir.join(".bashrc"), "").unwrap();
+        assert_eq!(fingerprint(&dir).unwrap(), before);
+        std::fs::write(dir.join("a.txt"), "changed, longer\n").unwrap();
+        assert_ne!(fingerprint(&dir).unwrap(), before, "the work changed");
+        let _ = std::fs::remove_dir_all(&top);
     }
 
     #[test]

@@ -212,6 +212,23 @@ impl LoopContext {
         self.roots().any(|r| path.starts_with(r))
     }
 
+    /// Where Claude Code makes a `--parallel` worker's worktree: the
+    /// project's `.claude/worktrees`, and when the project is a linked
+    /// worktree, the main worktree's (the parent of the common git folder:
+    /// measured on 2.1.328, the client puts them there).
+    pub(crate) fn worktree_homes(&self) -> Vec<PathBuf> {
+        let mut homes = vec![self.root.join(".claude").join("worktrees")];
+        for dir in &self.git_dirs {
+            if dir.file_name().is_some_and(|n| n == ".git")
+                && let Some(main) = dir.parent()
+                && !self.roots().any(|r| r == main)
+            {
+                homes.push(main.join(".claude").join("worktrees"));
+            }
+        }
+        homes
+    }
+
     /// A path in the client's auto-memory folder of a project
     /// (`<projects>/<project>/memory/...`): not a transcript.
     pub(crate) fn in_client_memory(&self, path: &Path) -> bool {

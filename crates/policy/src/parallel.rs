@@ -33,8 +33,8 @@ pub(crate) fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) 
         Some(_) => "a Bash command that writes files".to_string(),
         None => fresh::main_write(call, ctx)?,
     };
-    let in_main_tree =
-        tree == ctx.root || !tree.starts_with(ctx.root.join(".claude").join("worktrees"));
+    let homes = ctx.worktree_homes();
+    let in_main_tree = tree == ctx.root || !homes.iter().any(|h| tree.starts_with(h));
     if !in_main_tree && ctx.worker_tree_gone {
         return Some(
             "ralph-guard: your worktree is gone: the Ralph loop was cancelled or your story was already merged. Stop now, \
@@ -74,10 +74,9 @@ pub(crate) fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) 
         // In the project (the main tree, another worker's worktree): `/tmp`
         // and the like stay free.
         Some(writes) => {
-            let first = writes
-                .paths
-                .iter()
-                .find(|p| outside(p) && ctx.in_project(p))?;
+            let first = writes.paths.iter().find(|p| {
+                outside(p) && (ctx.in_project(p) || homes.iter().any(|h| p.starts_with(h)))
+            })?;
             Some(refusal(&write, first, tree))
         }
         // A file tool: its target as named, with symlinked folders resolved,
@@ -289,6 +288,40 @@ mod tests {
         );
         let read = call("Bash", json!({"command": "ls"}));
         assert_eq!(outside_worktree(&read, &ctx(), gone), None);
+    }
+
+    #[test]
+    fn in_a_linked_worktree_a_worker_works_in_the_main_worktrees_folder() {
+        // The project is a linked worktree of /main: Claude Code makes the
+        // worker's worktree in /main/.claude/worktrees.
+        let ctx = LoopContext {
+            root: "/wt/linked".into(),
+            git_dirs: vec!["/main/.git".into()],
+            ..LoopContext::default()
+        };
+        let tree = Path::new("/main/.claude/worktrees/agent-a");
+        let write = |c: &str| call("Bash", json!({ "command": c }));
+        assert_eq!(outside_worktree(&write("echo x > a.txt"), &ctx, tree), None);
+        assert_eq!(
+            outside_worktree(&write("echo n >> /wt/linked/progress.txt"), &ctx, tree),
+            None
+        );
+        for refused in [
+            "echo x > /wt/linked/a.txt",
+            "echo x > /main/.claude/worktrees/agent-b/a.txt",
+        ] {
+            assert!(
+                outside_worktree(&write(refused), &ctx, tree).is_some(),
+                "{refused}"
+            );
+        }
+        // The main worktree itself is not a worker's place.
+        let main = Path::new("/main");
+        assert!(
+            outside_worktree(&write("touch a"), &ctx, main)
+                .unwrap()
+                .contains("main tree")
+        );
     }
 
     fn tempdir() -> std::path::PathBuf {

@@ -76,7 +76,9 @@ pub fn started(paths: &LoopPaths, input: &HookInput) -> HookOutput {
 /// wants it while it runs), and a worker that no longer runs but still has a
 /// lane (its client was killed, or its stop never came) loses its worktree
 /// and branches: a lane outlives its worker only by a crash, since every
-/// worker's stop that lets it go removes its lane first.
+/// worker's stop that lets it go moves its lane to the board's `let_go`.
+/// Those, once the client no longer runs their worker, go quietly: their
+/// worktrees waited only for that.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LaneSync {
     /// The board as it is to be written; `None`: unchanged.
@@ -85,13 +87,15 @@ pub struct LaneSync {
     pub gone: Vec<(String, Lane)>,
     /// Their stories (else agent ids), for the log.
     pub gone_names: Vec<String>,
+    /// The lanes let go at their worker's stop whose worker no longer runs.
+    pub let_go: Vec<(String, Lane)>,
 }
 
 /// The read half: the board against the Stop's `background_tasks`.
 pub(crate) fn lanes_to_sync(paths: &LoopPaths, input: &HookInput) -> LaneSync {
     let tasks = &input.background_tasks;
     let mut board = crate::parallel::disk::read_board(&paths.board);
-    if board.lanes.is_empty() {
+    if board.lanes.is_empty() && board.let_go.is_empty() {
         return LaneSync::default();
     }
     let mut sync = LaneSync::default();
@@ -100,13 +104,24 @@ pub(crate) fn lanes_to_sync(paths: &LoopPaths, input: &HookInput) -> LaneSync {
             .iter()
             .any(|t| t.id == id && t.agent_type == WORKER_TYPE && t.status == "running")
     };
+    let ended: Vec<String> = board
+        .let_go
+        .keys()
+        .filter(|agent| !running(agent))
+        .cloned()
+        .collect();
+    for agent in ended {
+        if let Some(lane) = board.let_go.remove(&agent) {
+            sync.let_go.push((agent, lane));
+        }
+    }
     let gone: Vec<String> = board
         .lanes
         .keys()
         .filter(|agent| !running(agent))
         .cloned()
         .collect();
-    let mut changed = false;
+    let mut changed = !sync.let_go.is_empty();
     for agent in gone {
         if let Some(lane) = board.lanes.remove(&agent) {
             let story = lane.story.clone().or_else(|| {
@@ -133,7 +148,7 @@ pub(crate) fn lanes_to_sync(paths: &LoopPaths, input: &HookInput) -> LaneSync {
 /// The write half: the gone lanes' worktrees removed, the board written
 /// when something changed, one log line for the removals.
 pub(crate) fn sync_lanes(paths: &LoopPaths, sync: &LaneSync, session: &str, iteration: u64) {
-    for (agent, lane) in &sync.gone {
+    for (agent, lane) in sync.gone.iter().chain(&sync.let_go) {
         let _ = remove_lane_worktree(paths, agent, lane);
     }
     if let Some(board) = &sync.board {
@@ -293,6 +308,10 @@ pub(crate) fn remove_all(paths: &LoopPaths, session: &str, iteration: u64) -> Op
         recover_cut_merge(paths, session, iteration);
     }
     let board = crate::parallel::disk::read_board(&paths.board);
+    // The workers already let go: their worktrees go too, unannounced.
+    for (agent, lane) in &board.let_go {
+        let _ = remove_lane_worktree(paths, agent, lane);
+    }
     if board.lanes.is_empty() {
         let _ = store::remove_if_present(&paths.board);
         return None;

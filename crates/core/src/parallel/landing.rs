@@ -6,7 +6,7 @@
 //! decides what to write (`plan_*`, pure, tested below), words it
 //! (`parallel::merge_message`, `send_back_reason`), then writes. Does I/O.
 
-use super::lanes::{remove_lane_worktree, worker_loop};
+use super::lanes::{let_go, worker_loop};
 use super::merge_queue::Claim;
 use super::{Board, Lane, LaneStatus, MergeOutcome};
 use crate::activity::{self, Action, Entry};
@@ -45,8 +45,9 @@ struct MergedWrites {
 }
 
 /// The story is in the loop's branch and its check passed there: mark it
-/// passing in the main tree's PRD, keep the check's result, log, and
-/// remove the worktree and its branch. The merge lock is still held.
+/// passing in the main tree's PRD, keep the check's result, log, and let
+/// the worker go (its worktree and branch removed at the next Stop that
+/// sees it ended). The merge lock is still held.
 pub(super) fn merged(
     paths: &LoopPaths,
     input: &HookInput,
@@ -74,7 +75,7 @@ pub(super) fn merged(
     });
     let verify = (seen.verify, seen.generation);
     let writes = plan_merged(seen.prd, verify, seen.board, &agent, claim, check);
-    let problems = apply_merged(paths, &seen.prd_file, writes, &agent, &claim.lane);
+    let problems = apply_merged(paths, &seen.prd_file, writes);
     let text = if problems.is_empty() {
         message
     } else {
@@ -108,7 +109,7 @@ fn gather_merged(paths: &LoopPaths, claim: &Claim) -> MergedInputs {
 }
 
 /// Pure: the story passing in the PRD, its result in the checks' record,
-/// its lane gone from the board and the story among the merged.
+/// its lane let go and the story among the merged.
 fn plan_merged(
     prd: Result<String, String>,
     (mut verify, generation): (VerifyLog, u64),
@@ -139,7 +140,7 @@ fn plan_merged(
         verify.stories.insert(claim.story.clone(), result);
         verify
     });
-    board.lanes.remove(agent);
+    let_go(&mut board, agent, &claim.lane);
     if !board.merged.contains(&claim.story) {
         board.merged.push(claim.story.clone());
     }
@@ -153,13 +154,7 @@ fn plan_merged(
 }
 
 /// The writes; what went wrong, in words.
-fn apply_merged(
-    paths: &LoopPaths,
-    prd_file: &str,
-    writes: MergedWrites,
-    agent: &str,
-    lane: &Lane,
-) -> Vec<String> {
+fn apply_merged(paths: &LoopPaths, prd_file: &str, writes: MergedWrites) -> Vec<String> {
     let mut problems = writes.problems;
     if let Some(text) = writes.prd
         && let Err(e) = store::atomic_write(&paths.root.join(prd_file), text.as_bytes())
@@ -173,9 +168,6 @@ fn apply_merged(
     }
     if let Err(e) = crate::parallel::disk::write_board(&paths.board, &writes.board) {
         problems.push(format!("board not written: {e}"));
-    }
-    if let Err(e) = remove_lane_worktree(paths, agent, lane) {
-        problems.push(format!("worktree not removed: {e}"));
     }
     problems
 }
@@ -220,18 +212,16 @@ pub(super) fn sent_back(
     log_merge(paths, input, claim, &outcome, &message);
     let max = claim.state.max_story_attempts;
     if let Some(best) = &plan.plateaued {
-        let _ = remove_lane_worktree(paths, &agent, &claim.lane);
         return HookOutput::allow(format!(
-            "{message} Its check has not beaten its best score ({}) in {} sends back (--max-plateau {}): the worker stops, its worktree is removed, and the story goes out again.",
+            "{message} Its check has not beaten its best score ({}) in {} sends back (--max-plateau {}): the worker stops, its worktree is removed once it has, and the story goes out again.",
             best.label(),
             claim.state.max_plateau,
             claim.state.max_plateau
         ));
     }
     if plan.gave_up {
-        let _ = remove_lane_worktree(paths, &agent, &claim.lane);
         return HookOutput::allow(format!(
-            "{message} It was sent back {max} times already: the worker stops, its worktree is removed, and the story goes out again."
+            "{message} It was sent back {max} times already: the worker stops, its worktree is removed once it has, and the story goes out again."
         ));
     }
     HookOutput::Feed {
@@ -265,7 +255,7 @@ fn plan_send_back(
         .filter(|b| max_plateau > 0 && plateau >= max_plateau && b.reader.graded());
     let gave_up = times > claim.state.max_story_attempts || plateaued.is_some();
     if gave_up {
-        board.lanes.remove(agent);
+        let_go(&mut board, agent, &claim.lane);
     } else {
         let lane = Lane {
             status: LaneStatus::SentBack,

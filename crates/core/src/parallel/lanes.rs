@@ -32,12 +32,20 @@ pub(super) fn worktree_of(paths: &LoopPaths, input: &HookInput) -> Option<PathBu
     (!same(&cwd, &paths.root)).then_some(cwd)
 }
 
-/// A worker let go without a merge: its lane, worktree and branch go (the
-/// main loop hands its story out again). Under the loop lock.
+/// A worker let go without a merge: its lane goes (the main loop hands its
+/// story out again), its worktree and branch once the client no longer
+/// runs it ([`let_go`]). Under the loop lock.
 pub(super) fn drop_lane(paths: &LoopPaths, board: &mut Board, agent: &str, lane: &Lane) {
-    board.lanes.remove(agent);
+    let_go(board, agent, lane);
     let _ = crate::parallel::disk::write_board(&paths.board, board);
-    let _ = remove_lane_worktree(paths, agent, lane);
+}
+
+/// A worker's stop lets it go: its lane leaves the board's lanes for
+/// `let_go`, whose worktrees the next Stop that no longer sees the agent
+/// run removes (`hooks::lanes_to_sync`), never its own stop. Pure.
+pub(super) fn let_go(board: &mut Board, agent: &str, lane: &Lane) {
+    board.lanes.remove(agent);
+    board.let_go.insert(agent.to_string(), lane.clone());
 }
 
 /// A lane's worktree and its branches: the story's, and the one Claude Code

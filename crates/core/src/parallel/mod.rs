@@ -225,6 +225,14 @@ pub struct Board {
     /// Times each story was sent back, in all.
     #[serde(default)]
     pub sent_back: BTreeMap<String, u32>,
+    /// By agent id: the workers let go at their stop (merged, given up, or
+    /// ending without a claim), whose worktree waits for the client to
+    /// count the agent ended: removed while the client still runs it, it
+    /// made the other agents' sandboxed commands fail to start (measured on
+    /// 2.1.328, docs/client-measurements.md). The next Stop that does not
+    /// see them run removes them (`hooks::lanes_to_sync`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub let_go: BTreeMap<String, Lane>,
 }
 
 impl Board {

@@ -58,6 +58,25 @@ pub(crate) fn named_files(root: &Path, command: &str) -> Vec<String> {
         .collect()
 }
 
+/// The first file a check of `checks` runs that is a shell script with
+/// Windows line endings, with that check (`super::sh_cannot_run`): a start
+/// refuses it, naming the file and the fix, rather than run a loop whose
+/// check can never pass.
+pub(crate) fn crlf_script(root: &Path, checks: &[String]) -> Option<(String, String)> {
+    use std::io::Read;
+    checks.iter().find_map(|check| {
+        named_files(root, check).into_iter().find_map(|file| {
+            let mut head = Vec::new();
+            fs::File::open(root.join(&file))
+                .ok()?
+                .take(64 << 10)
+                .read_to_end(&mut head)
+                .ok()?;
+            super::sh_cannot_run(&file, &head).then(|| (file, check.clone()))
+        })
+    })
+}
+
 /// The files matching `glob` (relative to `root`), sorted.
 pub(crate) fn glob_files(root: &Path, glob: &str) -> Vec<String> {
     let prefix = super::literal_prefix(glob);

@@ -315,6 +315,35 @@ pub(crate) fn prd_globs(prd_text: &str) -> Vec<String> {
     .collect()
 }
 
+/// Shells a script's `#!` line may name.
+const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh"];
+
+/// Whether a file a check runs, named `name` and starting with `head`, is a
+/// shell script with Windows line endings (CRLF): `sh` takes each line's
+/// `\r` as part of its last word (`grep -q one one.txt\r` looks for a
+/// file that is not there), so the check fails whatever the work. A shell
+/// script is one whose `#!` line names a shell, or, without one, whose name
+/// has no extension or ends in `.sh` or `.bash`; Python, Node and the like
+/// read CRLF as they read LF.
+pub(crate) fn sh_cannot_run(name: &str, head: &[u8]) -> bool {
+    if !head.windows(2).any(|w| w == b"\r\n") {
+        return false;
+    }
+    if let Some(line) = head.strip_prefix(b"#!") {
+        let line = line.split(|b| *b == b'\n').next().unwrap_or_default();
+        let line = String::from_utf8_lossy(line);
+        return line
+            .split_whitespace()
+            .take(2)
+            .any(|w| SHELLS.contains(&base(w.trim_end_matches('\r'))));
+    }
+    let file = base(name);
+    match file.rsplit_once('.') {
+        None => true,
+        Some((stem, ext)) => stem.is_empty() || ext == "sh" || ext == "bash",
+    }
+}
+
 /// FNV-1a 64 of `bytes`, as the manifest writes it.
 pub(crate) fn fnv1a(bytes: &[u8]) -> String {
     let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
@@ -349,6 +378,27 @@ mod tests {
         assert!(words("test -f out.txt && diff expected.txt out.txt").is_empty());
         assert!(words("cargo test").is_empty());
         assert_eq!(words("cd sub; bash ../ci.sh | tee log"), ["../ci.sh"]);
+    }
+
+    #[test]
+    fn a_shell_script_with_crlf_line_endings_is_one_sh_cannot_run() {
+        let crlf = b"grep -q one one.txt\r\n";
+        assert!(sh_cannot_run("check.sh", crlf));
+        assert!(sh_cannot_run("ci/verify", crlf));
+        assert!(sh_cannot_run("x.bash", crlf));
+        assert!(sh_cannot_run("t.py", b"#!/usr/bin/env bash\r\nexit 0\r\n"));
+        assert!(sh_cannot_run("run", b"#!/bin/sh\r\nexit 0\r\n"));
+        // LF, or a language that reads CRLF as LF.
+        assert!(!sh_cannot_run("check.sh", b"grep -q one one.txt\n"));
+        assert!(!sh_cannot_run(
+            "test_a.py",
+            b"import sys\r\nsys.exit(0)\r\n"
+        ));
+        assert!(!sh_cannot_run(
+            "run",
+            b"#!/usr/bin/env python3\r\nprint(1)\r\n"
+        ));
+        assert!(!sh_cannot_run("jest.config.js", b"module.exports = {}\r\n"));
     }
 
     #[test]

@@ -66,15 +66,14 @@ pub fn start(
     let cost_model = rules::cost_model(args, model.as_deref())?;
     sandbox_as_asked(args, &starter.sandbox)?;
     let (prompt, prd, prd_globs) = read_start_files(paths, args)?;
-    if args.parallel.is_some() && worktree::head(&paths.root).is_none() {
-        return Err(StartError::ParallelWithoutGit(
-            paths.root.display().to_string(),
-        ));
+    if args.parallel.is_some() {
+        parallel_repository(&paths.root)?;
     }
     // What the checks depend on, found before anything is written: a glob
     // that matches nothing is a start error.
     let pin_globs = rules::pin_globs(args, &prd_globs);
     let checks = rules::checks_at_start(args, prd.as_ref(), gate.as_ref());
+    runnable_scripts(&paths.root, &checks)?;
     let wanted = wanted_pins(paths, args, &checks, &pin_globs)?;
     let lock = LoopLock::acquire(&paths.lock, LOCK_WAIT)?;
     let prior = rules::check_existing(&existing(paths)?, session, args.replace)?;
@@ -173,6 +172,37 @@ fn baseline_asks(state: &LoopState, prd: Option<&Prd>) -> Vec<crate::suite::base
             story,
         })
         .collect()
+}
+
+/// `--parallel` works in git worktrees: the project must be a repository
+/// with a commit, at the top of its work tree (the client makes a worker's
+/// worktree of the whole repository and starts the worker at its top:
+/// measured, 2.1.328).
+fn parallel_repository(root: &Path) -> Result<(), StartError> {
+    if worktree::head(root).is_none() {
+        return Err(StartError::ParallelWithoutGit(root.display().to_string()));
+    }
+    match crate::git::git_root(root) {
+        Some(top) if top != root => Err(StartError::ParallelBelowTop {
+            below: root
+                .strip_prefix(&top)
+                .unwrap_or(root)
+                .display()
+                .to_string(),
+            top: top.display().to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The shell scripts `checks` run can run: none has Windows line endings
+/// (`pins::sh_cannot_run`). Also asked by `ralph run --story` before it
+/// takes its branch.
+pub fn runnable_scripts(root: &Path, checks: &[String]) -> Result<(), StartError> {
+    match pins::disk::crlf_script(root, checks) {
+        Some((file, check)) => Err(StartError::CrlfScript { file, check }),
+        None => Ok(()),
+    }
 }
 
 /// What a new loop pins: the files its checks run and the user's globs

@@ -129,6 +129,14 @@ pub enum StartError {
     )]
     ParallelWithoutGit(String),
     #[error(
+        "--parallel needs the project at the top of its git repository: Claude Code makes each worker's worktree of the whole repository in {top}/.claude/worktrees and starts the worker at its top, not in {below}: start Claude Code in {top} (the stories' checks then run there)"
+    )]
+    ParallelBelowTop { top: String, below: String },
+    #[error(
+        "{file} has Windows line endings (CRLF), which sh cannot run, so the check `{check}` would fail whatever the work: convert it to LF (sed -i 's/\\r$//' {file}), then start again"
+    )]
+    CrlfScript { file: String, check: String },
+    #[error(
         "--sandbox=require: the agent's commands would not run in Claude Code's sandbox: {0}; nothing was started"
     )]
     SandboxRequired(String),
