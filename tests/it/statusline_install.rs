@@ -105,7 +105,8 @@ fn never_by_the_agent() {
     let p = Project::new("sl-agent");
     let settings = config_dir(&p).join("settings.json");
     std::fs::write(&settings, MINE).unwrap();
-    assert_eq!(typed(&p, "/ralph:statusline", true), "");
+    // Refused in one line, the settings untouched.
+    assert!(typed(&p, "/ralph:statusline", true).contains("not here"));
     let mut cmd = command(SETUP, &p, &["statusline", "--install"]);
     cmd.env("CLAUDE_CONFIG_DIR", config_dir(&p))
         .env("AI_AGENT", "claude-code_2.1.328_agent");
