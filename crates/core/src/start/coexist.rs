@@ -12,8 +12,17 @@
 //! restores. So the user is told, once, at the start, with the command that
 //! turns the other plugin off.
 //!
-//! Does I/O: [`note`] reads the settings files a session reads. Pure:
-//! [`others_enabled`] (the settings' texts in, the plugin ids out) and [`line`].
+//! The client's own `/goal` is another Stop check beside ralph's: a session
+//! with an active goal is told so at the start, in one line (measured on
+//! 2.1.328: docs/client-measurements.md, "/goal beside a Ralph loop"). Both
+//! checks answer every Stop; the client makes one continuation of what
+//! both say, so the model gets the loop's feed and the goal's reason in the
+//! same turn, never two turns; the session stops only when neither asks
+//! for more, and neither ends the other.
+//!
+//! Does I/O: [`note`] reads the settings files a session reads, [`goal_note`]
+//! the session's transcript. Pure: [`others_enabled`] (the settings' texts
+//! in, the plugin ids out), [`line`] and [`goal_line`].
 
 use crate::statusline_install;
 use crate::store;
@@ -87,6 +96,29 @@ pub(crate) fn note(root: &Path) -> String {
     line(&others_enabled(&refs))
 }
 
+/// The line for the start's summary when the session has an active
+/// `/goal` (with its leading newline), or nothing.
+pub(crate) fn goal_line(condition: Option<&str>) -> String {
+    let Some(condition) = condition else {
+        return String::new();
+    };
+    format!(
+        "\nGoal: this session's /goal (\"{}\") stays active beside the loop. Its check runs at each stop with ralph's, and the session goes on while either asks for more: the loop ends on its own terms, the goal when its check finds it met (/goal clear ends it sooner, /cancel-ralph the loop).",
+        crate::fmt::one_line(condition, 120)
+    )
+}
+
+/// The session's active `/goal`, read from its transcript (at most its
+/// last 16 MiB), said in one line; nothing when there is none.
+pub(crate) fn goal_note(transcript: Option<&Path>) -> String {
+    let written = crate::transcript::written(
+        transcript,
+        crate::transcript::Awaited::Nothing,
+        std::time::Duration::ZERO,
+    );
+    goal_line(written.active_goal(16 << 20).as_deref())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +163,15 @@ mod tests {
         assert!(text.starts_with("\n⚠️ The official Ralph plugin is enabled too"));
         assert!(text.contains("`/ralph-loop:ralph-loop`"));
         assert!(text.contains("`claude plugin disable ralph-loop@claude-plugins-official`"));
+        assert_eq!(text.lines().count(), 2, "one line after the newline");
+    }
+
+    #[test]
+    fn an_active_goal_is_named_in_one_line() {
+        assert_eq!(goal_line(None), "");
+        let text = goal_line(Some("every test passes"));
+        assert!(text.starts_with("\nGoal: this session's /goal (\"every test passes\")"));
+        assert!(text.contains("/goal clear") && text.contains("/cancel-ralph"));
         assert_eq!(text.lines().count(), 2, "one line after the newline");
     }
 }

@@ -117,6 +117,8 @@ pub fn start(
     let mut summary = report.summary();
     // Two Ralph plugins answer the same Stop: say so once, at the start.
     summary.push_str(&super::coexist::note(&paths.root));
+    // The client's own /goal, another Stop check: named when active.
+    summary.push_str(&super::coexist::goal_note(starter.transcript));
     if let (true, Some(prd_file)) = (state.parallel > 0, &state.prd_file) {
         summary.push_str(&parallel_note(&paths.root, prd_file));
     }

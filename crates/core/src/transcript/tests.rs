@@ -348,3 +348,40 @@ fn the_typed_reading_agrees_with_the_value_reading() {
         );
     }
 }
+
+/// The `goal_status` lines as 2.1.328 writes them (scenario 117's
+/// transcript): set, unmet, cleared, met, impossible.
+#[test]
+fn the_active_goal_is_the_newest_status_neither_met_nor_failed() {
+    let dir = std::env::temp_dir().join(format!("ralph-goal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.jsonl");
+    let status = |fields: &str| {
+        format!(
+            "{{\"type\":\"attachment\",\"attachment\":{{\"type\":\"goal_status\",{fields}}},\"isSidechain\":false}}\n"
+        )
+    };
+    let user = "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"go\"}}\n";
+    let goal = |lines: &[String]| {
+        std::fs::write(&file, lines.concat()).unwrap();
+        now(&file).active_goal(1 << 20)
+    };
+    let set = status(r#""met":false,"sentinel":true,"condition":"tests pass""#);
+    let unmet = status(r#""met":false,"condition":"tests pass","reason":"2 fail""#);
+    let cleared = status(r#""met":true,"sentinel":true,"condition":"tests pass""#);
+    let met = status(r#""met":true,"condition":"tests pass","reason":"ok","iterations":2"#);
+    let failed = status(r#""met":false,"failed":true,"condition":"tests pass","reason":"no""#);
+    assert_eq!(goal(&[user.into()]), None);
+    assert_eq!(
+        goal(&[set.clone(), user.into()]).as_deref(),
+        Some("tests pass")
+    );
+    assert_eq!(
+        goal(&[set.clone(), unmet.clone()]).as_deref(),
+        Some("tests pass")
+    );
+    assert_eq!(goal(&[set.clone(), unmet.clone(), cleared]), None);
+    assert_eq!(goal(&[set.clone(), met]), None);
+    assert_eq!(goal(&[set, unmet, failed]), None);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -229,6 +229,13 @@ impl Written {
         super::last_api_error_of(file, *len, max_bytes)
     }
 
+    /// The condition of the session's active `/goal`, looking at most at
+    /// the last `max_bytes`.
+    pub(crate) fn active_goal(&self, max_bytes: u64) -> Option<String> {
+        let (file, len) = self.file.as_ref()?;
+        super::active_goal_of(file, *len, max_bytes)
+    }
+
     /// A subagent's task: the first line of its own transcript.
     pub fn task(&self) -> Option<String> {
         super::task_of(&self.file.as_ref()?.0)
