@@ -610,7 +610,7 @@ fn every_transcript_read_goes_through_one_wait() {
             "crates/core/src/continuity/mod.rs ×1",
             "crates/core/src/parallel/bound.rs ×2",
             "crates/core/src/parallel/claim.rs ×1",
-            "crates/core/src/start/commands.rs ×1",
+            "crates/core/src/start/commands.rs ×2",
             "crates/core/src/stop/mod.rs ×2",
         ],
         "the wait's callers changed: read the new one, then list it here"

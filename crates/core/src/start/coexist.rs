@@ -20,9 +20,9 @@
 //! same turn, never two turns; the session stops only when neither asks
 //! for more, and neither ends the other.
 //!
-//! Does I/O: [`note`] reads the settings files a session reads, [`goal_note`]
-//! the session's transcript. Pure: [`others_enabled`] (the settings' texts
-//! in, the plugin ids out), [`line`] and [`goal_line`].
+//! Does I/O: [`note`] reads the settings files a session reads. Pure:
+//! [`others_enabled`] (the settings' texts in, the plugin ids out), [`line`]
+//! and [`goal_line`] (the goal read by `start::commands`).
 
 use crate::statusline_install;
 use crate::store;
@@ -106,17 +106,6 @@ pub(crate) fn goal_line(condition: Option<&str>) -> String {
         "\nGoal: this session's /goal (\"{}\") stays active beside the loop. Its check runs at each stop with ralph's, and the session goes on while either asks for more: the loop ends on its own terms, the goal when its check finds it met (/goal clear ends it sooner, /cancel-ralph the loop).",
         crate::fmt::one_line(condition, 120)
     )
-}
-
-/// The session's active `/goal`, read from its transcript (at most its
-/// last 16 MiB), said in one line; nothing when there is none.
-pub(crate) fn goal_note(transcript: Option<&Path>) -> String {
-    let written = crate::transcript::written(
-        transcript,
-        crate::transcript::Awaited::Nothing,
-        std::time::Duration::ZERO,
-    );
-    goal_line(written.active_goal(16 << 20).as_deref())
 }
 
 #[cfg(test)]

@@ -115,10 +115,7 @@ pub fn start(
         blocker: blocker.as_ref(),
     };
     let mut summary = report.summary();
-    // Two Ralph plugins answer the same Stop: say so once, at the start.
-    summary.push_str(&super::coexist::note(&paths.root));
-    // The client's own /goal, another Stop check: named when active.
-    summary.push_str(&super::coexist::goal_note(starter.transcript));
+    summary.push_str(&other_stop_checks(&paths.root, starter.transcript));
     if let (true, Some(prd_file)) = (state.parallel > 0, &state.prd_file) {
         summary.push_str(&parallel_note(&paths.root, prd_file));
     }
@@ -305,6 +302,15 @@ pub(crate) fn session_model(transcript: Option<&Path>, root: &Path) -> Option<St
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
         Some(v.get("model")?.as_str()?.to_string()).filter(|m| !m.is_empty())
     })
+}
+
+/// The other Stop checks of the session, said once at the start: the
+/// official Ralph plugin enabled too, and the client's own `/goal` when
+/// active (read from the transcript, at most its last 16 MiB).
+fn other_stop_checks(root: &Path, transcript: Option<&Path>) -> String {
+    let written = transcript::written(transcript, Awaited::Nothing, Duration::ZERO);
+    let goal = written.active_goal(16 << 20);
+    super::coexist::note(root) + &super::coexist::goal_line(goal.as_deref())
 }
 
 /// What is in the state file, a corrupt one moved aside.

@@ -200,33 +200,6 @@ fn assistant_lines_back(
     });
 }
 
-/// The condition of the session's `/goal` when one is active: the newest
-/// `goal_status` attachment of `file` (its last `max_bytes`) neither met
-/// nor failed. The client writes one as a goal is set (`sentinel`), at each
-/// check that finds it unmet, and as it is met, found impossible (`failed`)
-/// or cleared (`met` and `sentinel`): measured on 2.1.328,
-/// docs/client-measurements.md.
-fn active_goal_of(file: &File, len: u64, max_bytes: u64) -> Option<String> {
-    let mut goal = None;
-    let _ = walk_back(file, len, max_bytes, |line| {
-        if memmem::find(line, br#""goal_status""#).is_none() {
-            return false;
-        }
-        let Ok(v) = serde_json::from_slice::<Value>(line) else {
-            return false;
-        };
-        let Some(status) = v.get("attachment").filter(|a| a["type"] == "goal_status") else {
-            return false;
-        };
-        let open = status["met"] == false && status["failed"] != true;
-        goal = open
-            .then(|| status["condition"].as_str().map(str::to_string))
-            .flatten();
-        true
-    });
-    goal
-}
-
 /// The task the main thread gave a subagent: the first line of its own
 /// transcript (the only line read).
 fn task_of(mut file: &File) -> Option<String> {
@@ -607,6 +580,7 @@ pub(crate) fn subagent_transcript(
     Some(format!("{base}/subagents/agent-{agent_id}.jsonl").into())
 }
 
+mod goal;
 mod wait;
 pub use wait::written;
 pub use wait::{Awaited, Written};

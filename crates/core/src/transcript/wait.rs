@@ -233,7 +233,7 @@ impl Written {
     /// the last `max_bytes`.
     pub(crate) fn active_goal(&self, max_bytes: u64) -> Option<String> {
         let (file, len) = self.file.as_ref()?;
-        super::active_goal_of(file, *len, max_bytes)
+        super::goal::active_goal_of(file, *len, max_bytes)
     }
 
     /// A subagent's task: the first line of its own transcript.
