@@ -201,7 +201,13 @@ impl Report {
                 out.push_str(&format!("  {id:<12} {} → {past}\n", clock_of(*fed)));
             }
         }
-        if let Some(checks) = &self.checks {
+        // A loop measured by `--score` alone has a record of checks with
+        // none in it: no heading over nothing.
+        if let Some(checks) = self
+            .checks
+            .as_ref()
+            .filter(|c| c.r#loop.is_some() || !c.stories.is_empty())
+        {
             out.push_str("\nChecks (last results)\n");
             for (name, r) in checks
                 .r#loop
@@ -402,7 +408,7 @@ impl Report {
         Some(line)
     }
 
-    /// The score per scored iteration (a line, the best ringed, regressions
+    /// The score per scored iteration (a line, each new best ringed, regressions
     /// in red) over the tokens each spent (bars), as inline SVG.
     fn score_figure(&self) -> String {
         let scores = self.scores();
@@ -455,7 +461,7 @@ impl Report {
 <line x1=\"{pad}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" class=\"axis\"/><line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{b}\" class=\"axis\"/>\
 <text x=\"{pad}\" y=\"{ty}\">iteration {itmin}</text><text x=\"{r}\" y=\"{ty}\" text-anchor=\"end\">iteration {itmax}</text>\
 <text x=\"4\" y=\"{py}\">{top}</text><text x=\"4\" y=\"{b}\">{bottom}</text>{bars}<polyline points=\"{points}\" class=\"line score\"/>{dots}</svg>\
-<figcaption>Score per iteration (the best ringed, regressions in red) over the tokens each spent (grey)</figcaption></figure>\n",
+<figcaption>Score per iteration (each new best ringed, regressions in red) over the tokens each spent (grey)</figcaption></figure>\n",
             b = h - pad,
             r = w - pad,
             ty = h - pad + 16.0,
@@ -505,7 +511,7 @@ fn score_dot(s: &LogScore, cx: f64, cy: f64) -> String {
 }
 
 const CSS: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:52em;color:#222}\
-h1{font-size:1.5em}pre{background:#f6f6f6;padding:.8em;overflow:auto}\
+h1{font-size:1.5em}pre{background:#f6f6f6;padding:.8em;white-space:pre-wrap;overflow-wrap:anywhere}\
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.2em .5em;text-align:left}\
 .axis{stroke:#888}.line{fill:none;stroke:#36c;stroke-width:2}\
 circle{fill:#36c}circle.end{fill:#2a2}circle.pause,circle.cancel{fill:#c80}circle.tamper{fill:#c22}\
