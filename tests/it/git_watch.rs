@@ -76,6 +76,13 @@ fn a_planted_hook_config_key_or_settings_hook_is_named_and_put_back() {
         "{m}"
     );
     assert!(!p.root.join("PWNED").exists());
+    // And the report, afterwards.
+    let (code, report) = p.ralph(&["report"]);
+    assert_eq!(code, 0, "{report}");
+    assert!(
+        report.contains("outside:  at iteration") && report.contains(".git/hooks/post-checkout"),
+        "{report}"
+    );
 }
 
 #[test]

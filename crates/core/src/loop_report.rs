@@ -193,6 +193,7 @@ impl Report {
             out.push_str(&line);
         }
         out.push_str(&self.suite_lines());
+        out.push_str(&self.outside_lines());
         let stories = self.stories();
         if !stories.is_empty() {
             out.push_str("\nStories (fed at → moved past at, from the start)\n");
@@ -259,6 +260,18 @@ impl Report {
     /// The suite's lines: its baselines, the tests gone, accepted, flaky,
     /// and the tests the end named to look at (failed at the start, pass
     /// now, their file changed).
+    /// What changed outside the work during the loop (git's own files, the
+    /// client's settings: `git_watch`), one line each, as the Stop logged it.
+    fn outside_lines(&self) -> String {
+        let code = crate::activity::Code::GitFilesChanged.as_str();
+        self.entries
+            .iter()
+            .filter(|e| e.reason == code)
+            .filter_map(|e| e.message.as_deref())
+            .map(|m| format!("outside:  {m}\n"))
+            .collect()
+    }
+
     fn suite_lines(&self) -> String {
         let mut out = String::new();
         for (label, text) in self.suite.iter().flat_map(|s| s.lines()) {
