@@ -117,3 +117,41 @@ fn honest_git_use_is_not_named() {
         "{out:?}"
     );
 }
+
+/// ralph's record of git's files forged (a copy it would put back, or the
+/// manifest): the loop pauses for the user, as for its other records, and
+/// nothing is put back from it.
+#[test]
+fn a_forged_record_of_gits_files_pauses_the_loop() {
+    let p = watched_loop("watch-forged");
+    let dir = p.loop_paths().dir.join("watch");
+    std::fs::write(
+        dir.join("files/config"),
+        "[core]\n\tfsmonitor = touch PWNED; false\n",
+    )
+    .unwrap();
+    git(&p.root, &["config", "core.fsmonitor", "true"]);
+    let out = p.stop("s1", Some("worked"));
+    assert!(!is_block(out.as_ref()), "paused: {out:?}");
+    let m = message(out.as_ref());
+    assert!(m.contains("watch/files/config"), "{m}");
+    let config = std::fs::read_to_string(p.root.join(".git/config")).unwrap();
+    assert!(
+        !config.contains("PWNED"),
+        "nothing put back from the forged copy"
+    );
+    // The user resumes: the files as they are now are recorded again, and
+    // the loop goes on (no trap).
+    let (code, said) = p.ralph(&["resume"]);
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("Resumed"), "{said}");
+    let out = p.stop("s1", Some("worked more"));
+    assert!(is_block(out.as_ref()), "fed again: {out:?}");
+    // The manifest removed: the same.
+    let p = watched_loop("watch-forged-manifest");
+    std::fs::remove_file(p.loop_paths().dir.join("watch/manifest.json")).unwrap();
+    p.write(".git/hooks/pre-commit", "#!/bin/sh\ntouch PWNED\n");
+    let out = p.stop("s1", Some("worked"));
+    assert!(!is_block(out.as_ref()), "paused: {out:?}");
+    assert!(message(out.as_ref()).contains("watch/manifest.json"));
+}

@@ -191,17 +191,35 @@ pub(crate) struct WatchedChange {
 }
 
 /// The watched files that differ from their copies at the loop's start.
-pub(crate) fn changes(paths: &LoopPaths, places: &Places) -> Vec<WatchedChange> {
+/// `Err` (in words): ralph's record of them (the manifest, or a copy it
+/// names) is not as ralph left it: what would be put back, and what it is
+/// compared with, could be the agent's.
+pub(crate) fn changes(paths: &LoopPaths, places: &Places) -> Result<Vec<WatchedChange>, String> {
     let dir = copies(paths);
     let read = crate::seal::read_sealed(&dir.join("manifest.json"));
-    if read.seal == crate::seal::Seal::Broken {
-        return Vec::new();
+    let not_ralphs = |what: &str| {
+        format!(
+            "{what}, ralph's record of git's own files and the client's settings at the loop's start, was changed or removed by something other than ralph"
+        )
+    };
+    if read.seal != crate::seal::Seal::Intact || read.text.is_none() {
+        return Err(not_ralphs("watch/manifest.json"));
     }
     let manifest: BTreeMap<String, String> = read
         .text
         .as_deref()
         .and_then(|t| serde_json::from_str(t).ok())
         .unwrap_or_default();
+    // A copy is what the manifest says it was, or it is not used.
+    let copy_of = |name: &str| -> Result<Vec<u8>, String> {
+        let Some(digest) = manifest.get(name) else {
+            return Ok(Vec::new());
+        };
+        match std::fs::read(dir.join("files").join(name)) {
+            Ok(b) if crate::pins::fnv1a(&b) == *digest => Ok(b),
+            _ => Err(not_ralphs(&format!("watch/files/{name}"))),
+        }
+    };
     let now = places.files();
     let mut out = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
@@ -216,7 +234,7 @@ pub(crate) fn changes(paths: &LoopPaths, places: &Places) -> Vec<WatchedChange> 
             (Some(b), Some(d)) if crate::pins::fnv1a(b) == *d => continue,
             (Some(_), Some(_)) => How::Changed,
         };
-        let before = std::fs::read(dir.join("files").join(name)).unwrap_or_default();
+        let before = copy_of(name)?;
         let runs = runs(name, &before, bytes.as_deref().unwrap_or_default());
         // `git config user.name`, a remote added: git's own business; a
         // settings file's model or permissions: the agent's (the guard's
@@ -236,6 +254,7 @@ pub(crate) fn changes(paths: &LoopPaths, places: &Places) -> Vec<WatchedChange> 
     }
     for name in manifest.keys().filter(|n| !seen.contains(&n.as_str())) {
         // A file gone that was there: a hook the agent deleted, say.
+        copy_of(name)?;
         let runs = runs(name, b"x", b"");
         out.push(WatchedChange {
             file: places.shown(name),
@@ -244,7 +263,7 @@ pub(crate) fn changes(paths: &LoopPaths, places: &Places) -> Vec<WatchedChange> 
             runs,
         });
     }
-    out
+    Ok(out)
 }
 
 /// What in the change of `name` from `before` to `now` makes a program run.

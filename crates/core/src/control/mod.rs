@@ -65,6 +65,9 @@ pub fn resume(paths: &LoopPaths) -> Result<Resumed, StoreError> {
     if let Some(t) = crate::tamper::found(paths) {
         return accept_tampered(paths, &t);
     }
+    if let Some(t) = watch_forged(paths) {
+        return accept_tampered(paths, &t);
+    }
     let (text, state) = match crate::state_file::read(paths) {
         StateFile::Loop { text, state } => (text, state),
         StateFile::Missing => {
@@ -109,12 +112,17 @@ fn accept_tampered(paths: &LoopPaths, t: &crate::tamper::Tamper) -> Result<Resum
     crate::seal::accept_inline(&paths.last_injected)?;
     crate::state_file::accept(paths)?;
     // The records as they are now are the loop's: none is expected older
-    // or newer than what is there (their seals name no generation now).
+    // or newer than what is there (their seals name no generation now);
+    // git's watched files are recorded again as they are.
     if let StateFile::Loop { text, state } = crate::state_file::read(paths)
-        && !state.records.is_empty()
+        && (!state.records.is_empty() || state.watched.is_some())
     {
         let accepted = LoopState {
             records: crate::records::RecordGens::default(),
+            watched: state
+                .watched
+                .as_ref()
+                .and_then(|_| crate::git_watch::record(paths)),
             ..(*state).clone()
         };
         crate::state_file::write(paths, &crate::state::updated_text(&text, &accepted))?;
@@ -125,6 +133,22 @@ fn accept_tampered(paths: &LoopPaths, t: &crate::tamper::Tamper) -> Result<Resum
     Ok(Resumed::Yes(format!(
         "▶️ Resumed the Ralph loop with its files as they are now (changed outside ralph: {why}). The loop goes on when Claude next stops."
     )))
+}
+
+/// The loop paused because ralph's record of git's watched files is not
+/// as it left it (`git_watch::changes`): the same words as the Stop's.
+fn watch_forged(paths: &LoopPaths) -> Option<crate::tamper::Tamper> {
+    let StateFile::Loop { state, .. } = crate::state_file::read(paths) else {
+        return None;
+    };
+    state.watched.as_ref()?;
+    let places = crate::git_watch::Places::of(&paths.root)?;
+    let what = crate::git_watch::changes(paths, &places).err()?;
+    Some(crate::tamper::Tamper {
+        owner: state.session_id.clone(),
+        iteration: state.iteration,
+        changes: vec![what],
+    })
 }
 
 /// What a resume did, with the message for the user.

@@ -21,6 +21,7 @@ use crate::state::LoopState;
 use crate::state::owns;
 use crate::state_file::{Mirror, StateFile};
 use crate::store::StoreError;
+use crate::tamper::Tamper;
 use crate::transcript::{self, CountedThrough, Turn, Written};
 use crate::verify::VerifyLog;
 use crate::worktree;
@@ -188,14 +189,14 @@ impl StopInputs {
         let queued = turn
             .as_ref()
             .map_or_else(Vec::new, |t| queued::pending(&t.queue));
-        // The recorded checks are what run, whatever the PRD says now.
-        let prd = state.prd_file.as_deref().map(|file| {
-            crate::prd::read(&paths.root, file).map(|p| p.with_recorded_checks(&state.story_checks))
-        });
+        let prd = prd_of(paths, &state);
         let readable_prd = prd.as_ref().and_then(|p| p.as_ref().ok());
         let said = completion::said_this_turn(&state, last_message, turn.as_ref());
         let said_claim = (said.as_deref(), readable_prd.is_some_and(Prd::all_pass));
-        let (suite, suite_found) = match suite_of(paths, &state, effect, said_claim) {
+        // ralph's records of the suite and of git's files, as it left them.
+        let records = suite_of(paths, &state, effect, said_claim)
+            .and_then(|suite| Ok((suite, watched(paths, &state)?)));
+        let ((suite, suite_found), watch) = match records {
             Ok(read) => read,
             Err(t) => return Ok(Gathered::Tampered(t)),
         };
@@ -228,7 +229,7 @@ impl StopInputs {
             transcript_late: transcript.is_late().then(|| transcript.waited()),
             reader: reader(paths),
             now: crate::clock::unix_now(),
-            watch: watched(paths, &state),
+            watch,
             said,
             suite,
             suite_found,
@@ -249,23 +250,42 @@ impl StopInputs {
     }
 }
 
+/// The loop's PRD, when it has one. The recorded checks are what run,
+/// whatever the PRD says now.
+fn prd_of(paths: &LoopPaths, state: &LoopState) -> Option<Result<Prd, crate::prd::PrdReadError>> {
+    state.prd_file.as_deref().map(|file| {
+        crate::prd::read(&paths.root, file).map(|p| p.with_recorded_checks(&state.story_checks))
+    })
+}
+
 /// Git's own files and the client's settings, when their digest moved
-/// from the state's (a few `stat`s): where they are and what changed.
-fn watched(
-    paths: &LoopPaths,
-    state: &LoopState,
-) -> Option<(
+/// from the state's (a few `stat`s): where they are and what changed;
+/// `Err`: ralph's record of them is not as it left it.
+fn watched(paths: &LoopPaths, state: &LoopState) -> Result<Option<Watched>, Tamper> {
+    let Some(last) = state.watched.as_deref() else {
+        return Ok(None);
+    };
+    let Some(places) = crate::git_watch::Places::of(&paths.root) else {
+        return Ok(None);
+    };
+    if places.digest() == last {
+        return Ok(None);
+    }
+    match crate::git_watch::changes(paths, &places) {
+        Ok(changes) => Ok(Some((places, changes))),
+        Err(what) => Err(Tamper {
+            owner: state.session_id.clone(),
+            iteration: state.iteration,
+            changes: vec![what],
+        }),
+    }
+}
+
+/// Where git's files are, and what changed of them.
+type Watched = (
     crate::git_watch::Places,
     Vec<crate::git_watch::WatchedChange>,
-)> {
-    let last = state.watched.as_deref()?;
-    let places = crate::git_watch::Places::of(&paths.root)?;
-    if places.digest() == last {
-        return None;
-    }
-    let changes = crate::git_watch::changes(paths, &places);
-    Some((places, changes))
-}
+);
 
 /// The key of the turn this Stop is about (see [`turn_key`]). A late
 /// transcript does not tell which turn this is: it counts.
