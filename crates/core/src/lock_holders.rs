@@ -24,6 +24,9 @@ pub(crate) struct Holder {
 }
 
 /// Whose process a holder is.
+// Off Linux no holder is ever found (`holders` is empty: no `/proc` to read
+// who has a file open), so these are built on Linux only.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Whose {
     /// One of ralph's programs: it holds the lock for a moment, and is
@@ -72,6 +75,7 @@ fn has_open(pid: u32, target: (u64, u64)) -> bool {
 }
 
 /// What process `pid` is.
+#[cfg(target_os = "linux")]
 fn holder(pid: u32) -> Holder {
     let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|n| n.trim().to_string())
@@ -92,6 +96,7 @@ fn holder(pid: u32) -> Holder {
 
 /// One of ralph's programs: the process runs a file of the folder this
 /// one runs from (a program named like ralph's elsewhere is not).
+#[cfg(target_os = "linux")]
 fn is_ralph(pid: u32) -> bool {
     let Some(dir) = std::env::current_exe()
         .ok()

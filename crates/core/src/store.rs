@@ -580,7 +580,10 @@ pub(crate) fn read_named(root: &Path, file: &str) -> Result<String, FileError> {
     read_optional(&path)?.ok_or(FileError::Missing(path))
 }
 
+// Symbolic links and special files, made with Unix calls (a symbolic link
+// needs a privilege on Windows): Unix only.
 #[cfg(test)]
+#[cfg(unix)]
 mod unsafe_target_tests {
     use super::*;
 
@@ -591,7 +594,6 @@ mod unsafe_target_tests {
         d
     }
 
-    #[cfg(unix)]
     #[test]
     fn links_and_special_files_are_never_written_through() {
         let d = dir("unsafe");
@@ -629,7 +631,6 @@ mod unsafe_target_tests {
         fs::remove_dir_all(d).unwrap();
     }
 
-    #[cfg(unix)]
     #[test]
     fn a_planted_temp_name_is_not_followed_and_leftovers_are_swept() {
         let d = dir("temp");

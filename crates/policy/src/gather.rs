@@ -232,6 +232,7 @@ fn ralph_programs() -> Vec<RalphProgram> {
 /// How much of a same-sized file is compared with ralph's program: its
 /// first and last bytes (a copy is the same bytes; two builds differ in
 /// both their headers and their ends).
+#[cfg(unix)]
 const COMPARED: u64 = 64 << 10;
 
 /// Which of ralph's `programs` the file at `path` is: the same file (a
