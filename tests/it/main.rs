@@ -25,6 +25,7 @@ mod fresh;
 mod git_config_cache;
 mod git_watch;
 mod guard;
+mod guard_windows;
 mod hardening_concurrency;
 mod hardening_corpus;
 mod hardening_crash;

@@ -54,6 +54,7 @@ pub(super) fn loop_control(program: &str, args: &[String]) -> Option<String> {
 /// Which of ralph's programs the file a word names is (absolute, or from
 /// the command's folder), judged by what it is; the word is a path.
 pub(super) fn ralph_program(word: &str, cwd: Option<&Path>, ctx: &Checker) -> Option<String> {
+    let word = &ctx.spell(word);
     if !word.contains('/') || word.contains(['$', '`']) {
         return None;
     }
