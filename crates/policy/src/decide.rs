@@ -15,9 +15,9 @@ use crate::{file_tool, fresh, git_files, parallel, pinned, settings, shell};
 /// Decide one tool call.
 pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> GuardDecision {
     // Windows paths: every path, and each word a rule reads as one, in one
-    // spelling (`winpath`).
+    // spelling (`winpath`), on Windows whatever the context says.
     let spelled;
-    let ctx = if ctx.windows || ctx.named_the_windows_way() {
+    let ctx = if cfg!(windows) || ctx.windows || ctx.named_the_windows_way() {
         spelled = ctx.in_one_spelling();
         &spelled
     } else {

@@ -135,7 +135,9 @@ mod tests {
             ..LoopContext::default()
         };
         let t = tree.to_string_lossy();
-        let r = root.to_string_lossy();
+        // Written into the commands unquoted: `/` is a separator to Git
+        // Bash, `\` an escape.
+        let r = root.to_string_lossy().replace('\\', "/");
         let allowed = [
             call(
                 "Write",

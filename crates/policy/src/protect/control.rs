@@ -79,6 +79,7 @@ pub(super) fn copies_ralph(
         return None;
     }
     sources.iter().find_map(|s| {
+        let s = &ctx.spell(s);
         if let Some(real) = ralph_program(s, cwd, ctx) {
             return Some(Hit::ProgramCopy(real));
         }
