@@ -8,7 +8,8 @@
 //!     scripts/windows/test                 # builds, installs what it needs, runs these
 //!
 //! which is `cargo test --target x86_64-pc-windows-gnu --test windows` with
-//! scripts/windows/wine-run as the runner. What Wine cannot show is in
+//! scripts/windows/wine-run as the runner (`RALPH_WINDOWS_BIN_DIR=DIR`:
+//! the .exe's of another build instead). What Wine cannot show is in
 //! docs/install.md ("Windows under Wine").
 //!
 //! - `guard`: tests/fixtures/guard/windows-cases.txt through ralph-guard.exe,

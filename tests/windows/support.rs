@@ -10,8 +10,12 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The binaries cargo built for this target, as absolute Windows paths
-/// (cargo gives them as the build machine spells them).
+/// (cargo gives them as the build machine spells them); or those in
+/// `RALPH_WINDOWS_BIN_DIR` (another build's, to compare).
 pub(crate) fn bin(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("RALPH_WINDOWS_BIN_DIR") {
+        return PathBuf::from(dir).join(format!("{name}.exe"));
+    }
     let built = match name {
         "ralph-stop-hook" => env!("CARGO_BIN_EXE_ralph-stop-hook"),
         "ralph-guard" => env!("CARGO_BIN_EXE_ralph-guard"),
