@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
+use crate::transient;
+
 #[derive(Debug, Error)]
 pub enum StoreError {
     #[error("{path}: {source}")]
@@ -181,7 +183,7 @@ pub(crate) fn atomic_replace(path: &Path, contents: &[u8]) -> Result<(), StoreEr
         let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(contents)?;
         drop(f);
-        fs::rename(&tmp, path)
+        transient::patiently(|| fs::rename(&tmp, path))
     };
     // The folder is made only when it is missing (the first write).
     let result = match write() {
@@ -406,7 +408,9 @@ fn read_checked(
     plain: bool,
     limit: Option<u64>,
 ) -> Result<Option<String>, StoreError> {
-    let file = match open_quietly(OpenOptions::new().read(true), path, plain) {
+    let file = match transient::patiently(|| {
+        open_quietly(OpenOptions::new().read(true), path, plain)
+    }) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) if plain && is_link_refusal(&e) => return Err(unsafe_file(path, "a symbolic link")),
@@ -449,7 +453,8 @@ fn read_checked(
 /// one with other hard links is refused, on the file opened; a missing
 /// file too (`NotFound`): the caller then writes it by rename.
 pub(crate) fn overwrite_plain(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
-    let mut file = open_quietly(OpenOptions::new().write(true), path, true).map_err(|e| {
+    let opened = transient::patiently(|| open_quietly(OpenOptions::new().write(true), path, true));
+    let mut file = opened.map_err(|e| {
         if is_link_refusal(&e) {
             unsafe_file(path, "a symbolic link")
         } else {
