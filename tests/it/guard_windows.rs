@@ -82,3 +82,49 @@ fn windows_spellings_are_denied_and_look_alikes_allowed() {
         failures.join("\n")
     );
 }
+
+/// GitHub's Windows runners name the profile folder by its 8.3 name in the
+/// environment (`C:\Users\RUNNER~1`) while Windows' canonical path is the
+/// long one: the guard holds both (the folders as named and as resolved),
+/// and the agent's spelling meets either.
+#[test]
+fn a_home_named_by_its_short_name_meets_its_long_spelling() {
+    let p = |s: &str| PathBuf::from(s);
+    let ctx = LoopContext {
+        root: p(r"C:\Users\RUNNER~1\proj"),
+        real_root: Some(p(r"\\?\C:\Users\runneradmin\proj")),
+        cwd: p(r"C:\Users\RUNNER~1\proj"),
+        home: Some(p(r"C:\Users\RUNNER~1")),
+        protected_dirs: vec![
+            p(r"C:\Users\RUNNER~1\.claude\ralph"),
+            p(r"\\?\C:\Users\runneradmin\.claude\ralph"),
+        ],
+        ..windows_context()
+    };
+    let denied = |cmd: &str| {
+        let call = ToolCall {
+            tool_name: "Bash".into(),
+            tool_input: serde_json::json!({ "command": cmd }),
+        };
+        decide(&call, &PolicySource::Absent, &ctx)
+            .to_hook_output()
+            .is_some_and(|o| o.to_string().contains("\"deny\""))
+    };
+    for cmd in [
+        "rm -rf ~/.claude/ralph",
+        "rm -rf /c/Users/runneradmin/.claude/ralph",
+        r"rm -rf 'C:\Users\RUNNER~1\.claude\ralph'",
+        r"rm -rf 'C:\Users\RUNNER~2\.claude\ralph'",
+        "rm /c/users/runneradmin/proj/.claude/ralph-loop.local.md",
+        "rm /c/users/runner~1/proj/.claude/ralph-loop.local.md",
+    ] {
+        assert!(denied(cmd), "{cmd}");
+    }
+    for cmd in [
+        "rm -rf /c/Users/runneradmin/proj/out",
+        "rm -rf ~/.cache",
+        r"rm -rf 'C:\Users\RUNNER~1\AppData\Local\Temp\x'",
+    ] {
+        assert!(!denied(cmd), "{cmd}");
+    }
+}

@@ -20,6 +20,35 @@
 //! different path to it.
 //! Pure.
 
+/// Windows' names of the command's folder (cmd's, PowerShell's), in lower
+/// case: the guard reads a Windows word in lower case.
+pub(crate) const CWD_NAMES: &[&str] = &["%cd%", "$(get-location)", "(get-location)", "$pwd"];
+
+/// Windows' names of the project (the variable in cmd's and PowerShell's
+/// syntax).
+pub(crate) const ROOT_NAMES: &[&str] = &[
+    "%claude_project_dir%",
+    "${env:claude_project_dir}",
+    "$env:claude_project_dir",
+];
+
+/// Windows' names of the profile folder, which Git Bash makes the home
+/// folder: Git Bash's, cmd's and PowerShell's spellings.
+pub(crate) const HOME_NAMES: &[&str] = &[
+    "${userprofile}",
+    "$userprofile",
+    "%userprofile%",
+    "%home%",
+    "${env:userprofile}",
+    "$env:userprofile",
+    "${env:home}",
+    "$env:home",
+    "%homedrive%%homepath%",
+    "${homedrive}${homepath}",
+    "$homedrive$homepath",
+    "$env:homedrive$env:homepath",
+];
+
 /// Does `path` read as a Windows path: a drive (`C:\`, `C:/`), a verbatim
 /// or device prefix (`\\?\`, `\\.\`, `//?/`, `\??\`) or a share
 /// (`\\server\share`)?

@@ -9,6 +9,7 @@
 //! it is not judged.
 //! Does I/O: whether a named target exists.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use super::effects::FindEffect;
@@ -90,11 +91,15 @@ impl<'a> Checker<'a> {
     /// A word that names a path, as the rules compare it: on Windows in
     /// `winpath`'s one spelling, with the 8.3 short names it may hold read
     /// as the protected names they could stand for.
-    pub(super) fn spell(&self, word: &str) -> String {
+    /// Elsewhere the word as it is (no copy: every word meets this).
+    pub(super) fn spell<'w>(&self, word: &'w str) -> Cow<'w, str> {
         if self.ctx.windows {
-            winpath::expand_short_names(&winpath::canonical(word), &self.known)
+            Cow::Owned(winpath::expand_short_names(
+                &winpath::canonical(word),
+                &self.known,
+            ))
         } else {
-            word.to_string()
+            Cow::Borrowed(word)
         }
     }
 
@@ -251,7 +256,7 @@ pub(super) fn expand_known(word: &str, cwd: Option<&Path>, ctx: &Checker) -> Str
             "~+",
         ]
         .iter()
-        .chain(if windows { WINDOWS_CWD } else { &[] })
+        .chain(if windows { winpath::CWD_NAMES } else { &[] })
         .map(|k| key(k))
         {
             if w.contains(&k) && (k != "~+" || w == "~+" || w.starts_with("~+/")) {
@@ -267,7 +272,7 @@ pub(super) fn expand_known(word: &str, cwd: Option<&Path>, ctx: &Checker) -> Str
         "$(git rev-parse --show-toplevel)",
     ]
     .iter()
-    .chain(if windows { WINDOWS_ROOT } else { &[] })
+    .chain(if windows { winpath::ROOT_NAMES } else { &[] })
     {
         w = w.replace(&key(k), &r);
     }
@@ -279,41 +284,13 @@ pub(super) fn expand_known(word: &str, cwd: Option<&Path>, ctx: &Checker) -> Str
         }
         for k in ["${HOME}", "$HOME"]
             .iter()
-            .chain(if windows { WINDOWS_HOME } else { &[] })
+            .chain(if windows { winpath::HOME_NAMES } else { &[] })
         {
             w = w.replace(&key(k), &h);
         }
     }
     w
 }
-
-/// Windows' names of the command's folder (cmd's, PowerShell's).
-const WINDOWS_CWD: &[&str] = &["%cd%", "$(get-location)", "(get-location)", "$pwd"];
-
-/// Windows' names of the project (the variable in cmd's and PowerShell's
-/// syntax).
-const WINDOWS_ROOT: &[&str] = &[
-    "%claude_project_dir%",
-    "${env:claude_project_dir}",
-    "$env:claude_project_dir",
-];
-
-/// Windows' names of the profile folder, which Git Bash makes the home
-/// folder: Git Bash's, cmd's and PowerShell's spellings.
-const WINDOWS_HOME: &[&str] = &[
-    "${userprofile}",
-    "$userprofile",
-    "%userprofile%",
-    "%home%",
-    "${env:userprofile}",
-    "$env:userprofile",
-    "${env:home}",
-    "$env:home",
-    "%homedrive%%homepath%",
-    "${homedrive}${homepath}",
-    "$homedrive$homepath",
-    "$env:homedrive$env:homepath",
-];
 
 /// `/proc/self/cwd` and its kin: the command's folder `c`.
 fn proc_cwd(mut w: String, c: &str) -> String {
@@ -399,14 +376,15 @@ pub(super) fn classify_except(
     let with_prd = matches!(kind, Kind::Remove | Kind::RemoveBelowRoot);
     let word = expand_known(word, cwd, ctx);
     for cand in glob::expand_braces(&word) {
-        let cand = ctx.spell(&cand);
+        let spelled = ctx.spell(&cand);
+        let cand: &str = &spelled;
         // A value known only at run time is not assumed to be in the project.
         let unknown = cand.contains('$') || cand.contains('`') || cand.starts_with('~');
         if unknown || (cwd.is_none() && !cand.starts_with('/')) {
             continue;
         }
         let base_dir = cwd.unwrap_or(Path::new("/"));
-        let path = normalize(&base_dir.join(&cand));
+        let path = normalize(&base_dir.join(cand));
         for t in ctx.all(with_prd) {
             if skip(&t.abs) {
                 continue;
@@ -415,7 +393,7 @@ pub(super) fn classify_except(
                 // An existing file keeps its content; a folder of the
                 // loop's own (its data folder) takes nothing new.
                 (path == t.abs && !t.exists) || (t.is_dir && path.starts_with(&t.abs))
-            } else if glob::has_glob(&cand) {
+            } else if glob::has_glob(cand) {
                 t.exists && glob_reaches(&path, t, kind, ctx)
             } else {
                 // Both are normalized: a byte prefix is needed for a path
@@ -502,7 +480,7 @@ pub(super) fn classify_find(
         if classify(start, Kind::Remove, Some(cwd), ctx).is_none() {
             continue;
         }
-        let s = normalize(&cwd.join(ctx.spell(&expand_known(start, Some(cwd), ctx))));
+        let s = normalize(&cwd.join(&*ctx.spell(&expand_known(start, Some(cwd), ctx))));
         // find only meets files that exist.
         for t in ctx.all(with_prd) {
             if !t.exists {
