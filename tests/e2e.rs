@@ -23,6 +23,10 @@
 //!   `target/runners`, installed by `scripts/install-runners`). A missing
 //!   one: the scenario is skipped, or fails when `CI` is set.
 
+// The scenarios drive the real client through tmux and bubblewrap on a Unix
+// host: not built elsewhere (the Windows slice is tests/windows).
+#![cfg(unix)]
+
 #[path = "e2e/tui.rs"]
 mod tui;
 

@@ -10,8 +10,10 @@ fn exe_dir() -> Option<PathBuf> {
         .and_then(|p| p.parent().map(Path::to_path_buf))
 }
 
-/// A ralph binary: next to this one, in `$RALPH_BIN_DIR`, or on `PATH`.
+/// A ralph binary: next to this one, in `$RALPH_BIN_DIR`, or on `PATH`
+/// (`NAME.exe` on Windows).
 pub(crate) fn find_binary(name: &str) -> Option<PathBuf> {
+    let name = format!("{name}{}", std::env::consts::EXE_SUFFIX);
     let dirs = exe_dir()
         .into_iter()
         .chain(std::env::var_os("RALPH_BIN_DIR").map(PathBuf::from))
@@ -20,7 +22,7 @@ pub(crate) fn find_binary(name: &str) -> Option<PathBuf> {
                 .into_iter()
                 .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()),
         );
-    dirs.map(|d| d.join(name)).find(|p| p.is_file())
+    dirs.map(|d| d.join(&name)).find(|p| p.is_file())
 }
 
 /// The plugin root given to the client with `--plugin-dir`:

@@ -82,7 +82,9 @@ pub(crate) fn log_entry_since(paths: &LoopPaths, offset: u64, session: &str) -> 
 pub(crate) fn transcript_of(session: &str) -> Option<PathBuf> {
     let config = std::env::var_os("CLAUDE_CONFIG_DIR")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))?;
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+        // Windows outside Git Bash: the client's home is the profile folder.
+        .or_else(|| std::env::var_os("USERPROFILE").map(|h| PathBuf::from(h).join(".claude")))?;
     let name = format!("{session}.jsonl");
     std::fs::read_dir(config.join("projects"))
         .ok()?

@@ -20,10 +20,14 @@
 //! (docs/client-measurements.md). A sender in a namespace the runner cannot
 //! see comes as pid 0: honoured.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
+#[cfg(unix)]
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(unix)]
+use std::time::Instant;
 
 static SIGNAL: AtomicUsize = AtomicUsize::new(0);
 
@@ -31,6 +35,7 @@ static SIGNAL: AtomicUsize = AtomicUsize::new(0);
 static IGNORED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// How far up a sender's parents are followed to find the runner.
+#[cfg(unix)]
 const MAX_DEPTH: usize = 64;
 
 /// SIGINT, SIGTERM and SIGHUP set a flag the runner polls (at least every
@@ -56,6 +61,8 @@ pub(crate) fn install_signal_flags() -> std::io::Result<()> {
     Ok(())
 }
 
+/// Windows: the C runtime's SIGINT (Ctrl-C) and SIGTERM set the flag. No
+/// sender can be read there, so every one is honoured as the user's.
 #[cfg(not(unix))]
 pub(crate) fn install_signal_flags() -> std::io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
@@ -82,6 +89,7 @@ pub(crate) fn take_ignored() -> Vec<String> {
     )
 }
 
+#[cfg(unix)]
 fn ignored(sig: i32, who: &str) {
     let note = format!(
         "ignored {} from {who}: only you stop the run, not a process of its agent's; the run goes on (Ctrl-C, your shell's `kill`, or `ralph cancel` in your terminal stops it)",
@@ -96,6 +104,7 @@ fn ignored(sig: i32, who: &str) {
 /// Why the signal from `pid` is not the user's (see the module), in words;
 /// `None`: it is (the kernel's, init's, or a live process that is neither
 /// the run's nor the agent's).
+#[cfg(unix)]
 fn not_the_users(pid: u32, me: u32) -> Option<String> {
     if pid <= 1 {
         return None;
@@ -117,6 +126,7 @@ fn not_the_users(pid: u32, me: u32) -> Option<String> {
 /// `pid` (named, with its parents up to the runner) when it is a process
 /// below the runner `me`, read from `/proc`; `None` when it is not, is the
 /// runner itself, is gone, or `/proc` cannot be read.
+#[cfg(unix)]
 fn from_descendant(pid: u32, me: u32) -> Option<String> {
     let mut names = Vec::new();
     let mut at = pid;
@@ -135,6 +145,7 @@ fn from_descendant(pid: u32, me: u32) -> Option<String> {
 }
 
 /// A process's parent and name, from `/proc/PID/stat`.
+#[cfg(unix)]
 fn parent_of(pid: u32) -> Option<(u32, String)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // `PID (COMM) STATE PPID …`; COMM may hold spaces and parentheses.
@@ -160,6 +171,7 @@ pub(crate) fn signal_name(sig: i32) -> String {
 }
 
 /// Send `signal` (a name: TERM, KILL) to the process group `pgid`.
+#[cfg(unix)]
 fn signal_group(pgid: u32, signal: &str) {
     let _ = Command::new("kill")
         .args(["-s", signal, "--", &format!("-{pgid}")])
@@ -171,6 +183,7 @@ fn signal_group(pgid: u32, signal: &str) {
 
 /// Stop a child started in its own process group: TERM to the group, up to
 /// `grace` to exit, then KILL. Returns once the child is reaped.
+#[cfg(unix)]
 pub(crate) fn stop_group(child: &mut Child, grace: Duration) {
     if matches!(child.try_wait(), Ok(Some(_))) {
         // The leader is gone; its group may still hold the tools it ran.
@@ -187,6 +200,15 @@ pub(crate) fn stop_group(child: &mut Child, grace: Duration) {
         std::thread::sleep(Duration::from_millis(25));
     }
     signal_group(child.id(), "KILL");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Windows: no process group and no TERM to send. The child is ended at
+/// once (`TerminateProcess`) and waited for; the processes it started are
+/// not reached.
+#[cfg(not(unix))]
+pub(crate) fn stop_group(child: &mut Child, _grace: Duration) {
     let _ = child.kill();
     let _ = child.wait();
 }

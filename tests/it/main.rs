@@ -6,6 +6,11 @@
 //!     cargo test --test integration                      # all of these
 //!     cargo test --test integration hardening_corpus     # one module
 
+// These drive the real binaries with Unix tools (sh, git, symlinks, modes,
+// /proc) on a Unix host: not built elsewhere. The Windows slice of these
+// tests, run under Wine here, is tests/windows.
+#![cfg(unix)]
+
 mod support;
 // Shared with the scenarios (`tests/e2e.rs`): headless Chromium.
 #[path = "../shared/browser.rs"]
@@ -20,6 +25,7 @@ mod fresh;
 mod git_config_cache;
 mod git_watch;
 mod guard;
+mod guard_windows;
 mod hardening_concurrency;
 mod hardening_corpus;
 mod hardening_crash;

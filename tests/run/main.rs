@@ -9,6 +9,10 @@
 //! events, never a fixed sleep. A missing client skips the tests (fails
 //! under `CI`).
 
+// `ralph run` in the real client, with process groups and signals, on a Unix
+// host: not built elsewhere (the Windows slice is tests/windows).
+#![cfg(unix)]
+
 mod ci;
 mod shapes;
 mod support;

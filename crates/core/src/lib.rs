@@ -72,6 +72,7 @@ pub mod store;
 pub mod suite;
 pub(crate) mod tamper;
 pub mod transcript;
+pub(crate) mod transient;
 pub mod turn_tools;
 pub mod verify;
 pub mod worktree;

@@ -181,6 +181,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs git on PATH (Git for Windows), which Wine here has not"
+    )]
     fn ralphs_add_goes_through_whatever_the_users_ignore_rules_say() {
         // (.gitignore, info/exclude, a core.excludesFile of the repository's config)
         let shapes: [(&str, &str, &str); 6] = [

@@ -513,6 +513,9 @@ mod tests {
         (paths, plan)
     }
 
+    // The client sandboxes on Linux and macOS only (`Availability::here`),
+    // and these are its settings' Unix paths (`//abs`).
+    #[cfg(unix)]
     #[test]
     fn the_run_denies_ralphs_files_and_allows_its_manifests_registries() {
         let (paths, plan) = plan_in("deny", &["Cargo.toml", ".vscode"]);

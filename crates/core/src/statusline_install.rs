@@ -295,7 +295,8 @@ mod tests {
         std::fs::write(&before, "{\"hooks\":{\"SessionStart\":[]}}").unwrap();
         let e = uninstall(&settings, &data, OURS).unwrap_err();
         assert!(
-            e.contains("not written back") && e.contains("statusline/before"),
+            e.contains("not written back")
+                && e.contains(&format!("statusline{}before", std::path::MAIN_SEPARATOR)),
             "{e}"
         );
         assert!(

@@ -13,6 +13,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+use crate::transient;
+
 #[derive(Debug, Error)]
 pub enum StoreError {
     #[error("{path}: {source}")]
@@ -100,7 +102,7 @@ pub(crate) fn atomic_replace(path: &Path, contents: &[u8]) -> Result<(), StoreEr
         let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(contents)?;
         drop(f);
-        fs::rename(&tmp, path)
+        transient::patiently(|| fs::rename(&tmp, path))
     };
     // The folder is made only when it is missing (the first write).
     let result = match write() {
@@ -325,7 +327,9 @@ fn read_checked(
     plain: bool,
     limit: Option<u64>,
 ) -> Result<Option<String>, StoreError> {
-    let file = match open_quietly(OpenOptions::new().read(true), path, plain) {
+    let file = match transient::patiently(|| {
+        open_quietly(OpenOptions::new().read(true), path, plain)
+    }) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) if plain && is_link_refusal(&e) => return Err(unsafe_file(path, "a symbolic link")),
@@ -368,7 +372,8 @@ fn read_checked(
 /// one with other hard links is refused, on the file opened; a missing
 /// file too (`NotFound`): the caller then writes it by rename.
 pub(crate) fn overwrite_plain(path: &Path, contents: &[u8]) -> Result<(), StoreError> {
-    let mut file = open_quietly(OpenOptions::new().write(true), path, true).map_err(|e| {
+    let opened = transient::patiently(|| open_quietly(OpenOptions::new().write(true), path, true));
+    let mut file = opened.map_err(|e| {
         if is_link_refusal(&e) {
             unsafe_file(path, "a symbolic link")
         } else {
@@ -499,7 +504,10 @@ pub(crate) fn read_named(root: &Path, file: &str) -> Result<String, FileError> {
     read_optional(&path)?.ok_or(FileError::Missing(path))
 }
 
+// Symbolic links and special files, made with Unix calls (a symbolic link
+// needs a privilege on Windows): Unix only.
 #[cfg(test)]
+#[cfg(unix)]
 mod unsafe_target_tests {
     use super::*;
 
@@ -510,7 +518,6 @@ mod unsafe_target_tests {
         d
     }
 
-    #[cfg(unix)]
     #[test]
     fn links_and_special_files_are_never_written_through() {
         let d = dir("unsafe");
@@ -548,7 +555,6 @@ mod unsafe_target_tests {
         fs::remove_dir_all(d).unwrap();
     }
 
-    #[cfg(unix)]
     #[test]
     fn a_planted_temp_name_is_not_followed_and_leftovers_are_swept() {
         let d = dir("temp");

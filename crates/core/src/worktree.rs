@@ -332,6 +332,10 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs git on PATH (Git for Windows), which Wine here has not"
+    )]
     fn a_fingerprint_passes_over_the_sandboxs_placeholders_not_the_work() {
         let dir = std::env::temp_dir().join(format!("ralph-fp-ph-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -413,6 +417,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "a check runs in sh: sh on PATH (Git for Windows), which Wine here has not"
+    )]
     fn check_passes_fails_and_times_out() {
         let dir = std::env::temp_dir();
         let ok = run_check(&dir, "echo hello", Duration::from_secs(10), None, None);

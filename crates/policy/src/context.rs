@@ -11,6 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::command_policy::{Policy, PolicyError};
+use crate::winpath;
 
 /// Told to the agent whenever it reaches for a loop file.
 pub(crate) const END_LOOP_HINT: &str = "To end the loop, print the completion promise when it is true; \
@@ -42,13 +43,27 @@ impl ToolCall {
     /// The file a file tool (Write, Edit, MultiEdit, NotebookEdit) acts on,
     /// as absolute and lexically normalised: a relative path is relative to
     /// `cwd`, the hook's; `~/` is the home folder, as the client reads it.
-    pub(crate) fn file_target(&self, cwd: &Path, home: Option<&Path>) -> Option<PathBuf> {
+    /// With `windows`, the path is read in `winpath`'s one spelling (as
+    /// `cwd` and `home` then are).
+    pub(crate) fn file_target(
+        &self,
+        cwd: &Path,
+        home: Option<&Path>,
+        windows: bool,
+    ) -> Option<PathBuf> {
         let key = if self.tool_name == "NotebookEdit" {
             "notebook_path"
         } else {
             "file_path"
         };
         let raw = self.tool_input.get(key).and_then(Value::as_str)?;
+        let spelled;
+        let raw = if windows {
+            spelled = winpath::canonical(raw);
+            spelled.as_str()
+        } else {
+            raw
+        };
         let path = match (raw.strip_prefix("~/"), home) {
             (Some(rest), Some(h)) => h.join(rest),
             _ if raw == "~" && home.is_some() => home.map(Path::to_path_buf)?,
@@ -59,6 +74,9 @@ impl ToolCall {
 }
 
 /// Everything about the project the decision needs, read by the binary.
+// Independent facts, each read on its own (a loop runs, a worktree is gone,
+// the paths are Windows', the notice was given).
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LoopContext {
     /// The project root (lexical, as resolved from the environment).
@@ -106,6 +124,11 @@ pub struct LoopContext {
     pub file_aliases: Vec<PathBuf>,
     /// The user's home folder (`~`, `$HOME` in Bash paths), when known.
     pub home: Option<PathBuf>,
+    /// The paths are Windows paths (the guard runs on Windows, or the
+    /// project is named as one): words and paths are compared in
+    /// `winpath`'s one spelling ([`LoopContext::in_one_spelling`]), and
+    /// `$USERPROFILE`, `%USERPROFILE%` and their kin name the home folder.
+    pub windows: bool,
     /// Folders outside the project whose whole content belongs to the loop
     /// (its data folder, where the authoritative state lives), absolute; only
     /// those that exist.
@@ -199,6 +222,68 @@ const SYSTEM_DIRS: &[&str] = &[
     "/usr/lib",
     "/nix/store",
 ];
+
+impl LoopContext {
+    /// The context with every path in `winpath`'s one spelling
+    /// (`/c/users/me/proj`, lower case), so that the rules compare any
+    /// spelling of a Windows path with any other: what `decide` judges when
+    /// [`LoopContext::windows`] is set.
+    pub(crate) fn in_one_spelling(&self) -> LoopContext {
+        let one = |p: &PathBuf| normalize(Path::new(&winpath::canonical(&p.to_string_lossy())));
+        let rel = |p: &PathBuf| PathBuf::from(winpath::canonical(&p.to_string_lossy()));
+        let all = |v: &[PathBuf]| {
+            let mut out: Vec<PathBuf> = Vec::with_capacity(v.len());
+            for p in v.iter().map(one) {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+            out
+        };
+        let root = one(&self.root);
+        LoopContext {
+            real_root: self.real_root.as_ref().map(one).filter(|r| *r != root),
+            root,
+            cwd: one(&self.cwd),
+            home: self.home.as_ref().map(one),
+            kept_from_whole_tree: self.kept_from_whole_tree.iter().map(rel).collect(),
+            loop_files: self.loop_files.iter().map(rel).collect(),
+            missing: self.missing.iter().map(rel).collect(),
+            prd_file: self.prd_file.as_ref().map(rel),
+            worker_tree: self.worker_tree.as_ref().map(one),
+            file_real_path: self.file_real_path.as_ref().map(one),
+            file_aliases: all(&self.file_aliases),
+            protected_dirs: all(&self.protected_dirs),
+            client_projects: all(&self.client_projects),
+            config_dirs: self.config_dirs.iter().map(rel).collect(),
+            pins: self
+                .pins
+                .iter()
+                .map(|(p, why)| (rel(p), why.clone()))
+                .collect(),
+            settings_files: all(&self.settings_files),
+            git_dirs: all(&self.git_dirs),
+            ralph_programs: self
+                .ralph_programs
+                .iter()
+                .map(|p| RalphProgram {
+                    path: one(&p.path),
+                    ..p.clone()
+                })
+                .collect(),
+            windows: true,
+            ..self.clone()
+        }
+    }
+
+    /// Whether the paths gathered read as Windows paths.
+    pub(crate) fn named_the_windows_way(&self) -> bool {
+        [Some(&self.root), Some(&self.cwd), self.home.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|p| winpath::is_windows(&p.to_string_lossy()))
+    }
+}
 
 impl LoopContext {
     /// The project root, then its real path when that differs.

@@ -14,6 +14,15 @@ use crate::{file_tool, fresh, git_files, parallel, pinned, settings, shell};
 
 /// Decide one tool call.
 pub fn decide(call: &ToolCall, source: &PolicySource, ctx: &LoopContext) -> GuardDecision {
+    // Windows paths: every path, and each word a rule reads as one, in one
+    // spelling (`winpath`), on Windows whatever the context says.
+    let spelled;
+    let ctx = if cfg!(windows) || ctx.windows || ctx.named_the_windows_way() {
+        spelled = ctx.in_one_spelling();
+        &spelled
+    } else {
+        ctx
+    };
     let mut messages = Vec::new();
     let mut wrap_notice_given = false;
     let (policy, policy_path) = match source {
@@ -145,7 +154,13 @@ fn loop_refusal(command: &str, ctx: &LoopContext) -> Option<String> {
     let hit = match protect::check_bash(command, ctx) {
         Some(hit) => hit,
         None => {
-            let writes = protect::bash_writes(command, &ctx.cwd, &ctx.root, ctx.home.as_deref());
+            let writes = protect::bash_writes(
+                command,
+                &ctx.cwd,
+                &ctx.root,
+                ctx.home.as_deref(),
+                ctx.windows,
+            );
             if let Some(hole) = git_files::bash(&writes, ctx) {
                 return Some(hole.reason());
             }

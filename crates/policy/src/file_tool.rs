@@ -18,7 +18,7 @@ fn is_under_roots(path: &Path, rel: &Path, ctx: &LoopContext) -> bool {
 }
 
 pub(crate) fn decide_file(call: &ToolCall, ctx: &LoopContext) -> Verdict {
-    let Some(lexical) = call.file_target(&ctx.cwd, ctx.home.as_deref()) else {
+    let Some(lexical) = call.file_target(&ctx.cwd, ctx.home.as_deref(), ctx.windows) else {
         return Verdict::Allow;
     };
     // The path as named, its real path, and the other names of its hard links.

@@ -27,7 +27,14 @@ pub(crate) fn delegate_reason(what: &str, worker: &str) -> String {
 /// what it cannot see into (a shell reading its script from stdin,
 /// `python -c`).
 pub(crate) fn bash_writes(command: &str, ctx: &LoopContext) -> bool {
-    protect::bash_writes(command, &ctx.cwd, &ctx.root, ctx.home.as_deref()).any()
+    protect::bash_writes(
+        command,
+        &ctx.cwd,
+        &ctx.root,
+        ctx.home.as_deref(),
+        ctx.windows,
+    )
+    .any()
 }
 
 /// What the main thread of a `--fresh` loop would write, in words; `None`

@@ -76,13 +76,17 @@ pub fn context(c: &Call) -> LoopContext {
         cwd: c.cwd.to_path_buf(),
         loop_active: c.loop_active,
         wrap_reported: wrap_already_reported(c.root, c.policy),
+        windows: cfg!(windows),
         ..LoopContext::default()
     };
     if !c.loop_active {
         return ctx;
     }
-    ctx.home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
+    // Windows: Git Bash hands its programs HOME in Windows form; without it,
+    // the profile folder (as `paths::data_root` reads them).
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    ctx.home = var("HOME")
+        .or_else(|| var("USERPROFILE").filter(|_| cfg!(windows)))
         .map(PathBuf::from);
     ctx.loop_files = PROTECTED_FILES.iter().map(PathBuf::from).collect();
     let state = read_capped(&c.paths.state, STATE_LIMIT)
@@ -164,7 +168,7 @@ fn workers(c: &Call, facts: &StateFacts, ctx: &mut LoopContext) {
 /// is a settings file, its hard-link aliases among the protected files, and
 /// for edits the PRD's current text and the checks fixed at start.
 fn file_tool(c: &Call, facts: &StateFacts, ctx: &mut LoopContext) {
-    if let Some(lexical) = c.call.file_target(c.cwd, ctx.home.as_deref()) {
+    if let Some(lexical) = c.call.file_target(c.cwd, ctx.home.as_deref(), false) {
         ctx.file_real_path = real_path(&lexical).filter(|r| *r != lexical);
         let real = ctx.file_real_path.as_ref().unwrap_or(&lexical);
         if ctx
@@ -232,6 +236,7 @@ fn ralph_programs() -> Vec<RalphProgram> {
 /// How much of a same-sized file is compared with ralph's program: its
 /// first and last bytes (a copy is the same bytes; two builds differ in
 /// both their headers and their ends).
+#[cfg(unix)]
 const COMPARED: u64 = 64 << 10;
 
 /// Which of ralph's `programs` the file at `path` is: the same file (a

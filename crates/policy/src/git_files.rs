@@ -167,7 +167,7 @@ mod tests {
 
     fn bash_hole(cmd: &str, cwd: &str) -> Option<GitHole> {
         let c = ctx();
-        bash(&bash_writes(cmd, Path::new(cwd), &c.root, None), &c)
+        bash(&bash_writes(cmd, Path::new(cwd), &c.root, None, false), &c)
     }
 
     #[test]

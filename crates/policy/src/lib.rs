@@ -33,6 +33,7 @@ mod prd;
 pub mod protect;
 mod settings;
 pub mod shell;
+mod winpath;
 
 pub use command_policy::Tier;
 pub use command_policy::{Policy, PolicyError};

@@ -24,7 +24,8 @@ pub(crate) fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) 
     let bash = match call.tool_name.as_str() {
         "Bash" => {
             let command = call.tool_input.get("command").and_then(Value::as_str)?;
-            let writes = protect::bash_writes(command, tree, &ctx.root, ctx.home.as_deref());
+            let writes =
+                protect::bash_writes(command, tree, &ctx.root, ctx.home.as_deref(), ctx.windows);
             Some(writes).filter(protect::Writes::any)
         }
         _ => None,
@@ -83,7 +84,7 @@ pub(crate) fn outside_worktree(call: &ToolCall, ctx: &LoopContext, tree: &Path) 
         // and a hard link made in the worktree to a protected file of the
         // main tree (`main-prd.json`): each must stay inside.
         None => {
-            let target = call.file_target(tree, ctx.home.as_deref())?;
+            let target = call.file_target(tree, ctx.home.as_deref(), ctx.windows)?;
             std::iter::once(&target)
                 .chain(ctx.file_real_path.iter())
                 .chain(ctx.file_aliases.iter())
@@ -133,7 +134,9 @@ mod tests {
             ..LoopContext::default()
         };
         let t = tree.to_string_lossy();
-        let r = root.to_string_lossy();
+        // Written into the commands unquoted: `/` is a separator to Git
+        // Bash, `\` an escape.
+        let r = root.to_string_lossy().replace('\\', "/");
         let allowed = [
             call(
                 "Write",

@@ -304,11 +304,13 @@ mod tests {
             ..env
         };
         assert_eq!(resolve_claude(&env), on_path);
+        // An absolute path on this host (`/x` is not one on Windows).
+        let wrapper = dir.join("claude-wrapper");
         let env = Env {
-            ralph_claude: Some("/x/claude-wrapper".into()),
+            ralph_claude: Some(wrapper.display().to_string()),
             ..env
         };
-        assert_eq!(resolve_claude(&env), PathBuf::from("/x/claude-wrapper"));
+        assert_eq!(resolve_claude(&env), wrapper);
         let env = Env {
             ralph_claude: None,
             path: None,
@@ -347,9 +349,12 @@ mod kept_tests {
             reviewers: vec!["acceptance".into()],
             ..ReviewConfig::default()
         };
-        record(&paths, &config, Some("/opt/claude")).unwrap();
+        // An absolute path on this host (`/opt` is not one on Windows).
+        let claude = dir.join("opt").join("claude");
+        let claude_text = claude.display().to_string();
+        record(&paths, &config, Some(&claude_text)).unwrap();
         let got = read_kept(&paths, &["acceptance"], false).unwrap();
-        assert_eq!(got.claude_bin(), PathBuf::from("/opt/claude"));
+        assert_eq!(got.claude_bin(), claude);
         assert_eq!(
             got.instructions("acceptance"),
             builtin_instructions("acceptance")
@@ -362,7 +367,7 @@ mod kept_tests {
         let _ = std::fs::remove_file(seal::seal_path(&paths.reviewer_bin));
         assert!(read_kept(&paths, &["acceptance"], false).is_err());
         // The instructions removed: the built-in text would run instead.
-        record(&paths, &config, Some("/opt/claude")).unwrap();
+        record(&paths, &config, Some(&claude_text)).unwrap();
         std::fs::remove_file(kept(&paths, "acceptance")).unwrap();
         let why = read_kept(&paths, &["acceptance"], false).unwrap_err();
         assert!(why.contains("reviewers/acceptance.md"), "{why}");

@@ -305,6 +305,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "a review command runs in sh: sh on PATH (Git for Windows), which Wine here has not"
+    )]
     fn a_program_reviews_from_its_stdin() {
         let paths = LoopPaths::in_data_dir(&std::env::temp_dir(), std::env::temp_dir());
         let cmd = "grep -q 'greeting.txt says hello' && echo '{\"verdict\":\"rejected\",\"findings\":[{\"severity\":\"high\",\"what\":\"missing\"}]}'";
@@ -322,6 +326,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "a review command runs in sh: sh on PATH (Git for Windows), which Wine here has not"
+    )]
     fn a_program_that_fails_or_hangs_is_not_an_approval() {
         let paths = LoopPaths::in_data_dir(&std::env::temp_dir(), std::env::temp_dir());
         let r = request(&paths.root, "custom", &brief(), &Change::default());

@@ -54,6 +54,7 @@ pub(super) fn loop_control(program: &str, args: &[String]) -> Option<String> {
 /// Which of ralph's programs the file a word names is (absolute, or from
 /// the command's folder), judged by what it is; the word is a path.
 pub(super) fn ralph_program(word: &str, cwd: Option<&Path>, ctx: &Checker) -> Option<String> {
+    let word = &*ctx.spell(word);
     if !word.contains('/') || word.contains(['$', '`']) {
         return None;
     }
@@ -78,6 +79,7 @@ pub(super) fn copies_ralph(
         return None;
     }
     sources.iter().find_map(|s| {
+        let s = &*ctx.spell(s);
         if let Some(real) = ralph_program(s, cwd, ctx) {
             return Some(Hit::ProgramCopy(real));
         }

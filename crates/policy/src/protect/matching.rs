@@ -9,13 +9,13 @@
 //! it is not judged.
 //! Does I/O: whether a named target exists.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use super::effects::FindEffect;
-use super::wrappers::base;
 use super::{ARG, Hit, Kind, MAX_DEPTH};
 use crate::context::{LoopContext, normalize};
-use crate::{glob, shell};
+use crate::{glob, shell, winpath};
 
 /// The loop context with the protected files worked out once per command:
 /// every check of every word needs them.
@@ -25,6 +25,9 @@ pub(super) struct Checker<'a> {
     /// Loop files under every root, then the PRD under every root.
     targets: Vec<Target>,
     loop_count: usize,
+    /// On Windows: the protected paths and the places above them, in
+    /// `winpath`'s spelling, for reading 8.3 short names.
+    known: Vec<String>,
 }
 
 impl std::ops::Deref for Checker<'_> {
@@ -60,11 +63,43 @@ impl<'a> Checker<'a> {
         for t in &mut targets {
             t.abs = normalize(&t.abs);
         }
+        let known = if ctx.windows {
+            targets
+                .iter()
+                .map(|t| winpath::canonical(&t.abs.to_string_lossy()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         Checker {
             ctx,
             roots,
             targets,
             loop_count,
+            known,
+        }
+    }
+
+    /// How a folder's word (`cd DIR`) is read.
+    pub(super) fn reading(&self) -> super::cwd::Reading<'_> {
+        super::cwd::Reading {
+            windows: self.ctx.windows,
+            home: self.ctx.home.as_deref(),
+        }
+    }
+
+    /// A word that names a path, as the rules compare it: on Windows in
+    /// `winpath`'s one spelling, with the 8.3 short names it may hold read
+    /// as the protected names they could stand for.
+    /// Elsewhere the word as it is (no copy: every word meets this).
+    pub(super) fn spell<'w>(&self, word: &'w str) -> Cow<'w, str> {
+        if self.ctx.windows {
+            Cow::Owned(winpath::expand_short_names(
+                &winpath::canonical(word),
+                &self.known,
+            ))
+        } else {
+            Cow::Borrowed(word)
         }
     }
 
@@ -181,13 +216,34 @@ fn outside_roots(ctx: &LoopContext) -> Vec<Target> {
 /// Expand the values the guard knows: `$PWD` and `$(pwd)` (the command's
 /// folder), `$CLAUDE_PROJECT_DIR` and `$(git rev-parse --show-toplevel)` (the
 /// root), `~` and `$HOME`, and `/proc/self/cwd` (the folder of the process
-/// that opens the path: the command's).
+/// that opens the path: the command's). On Windows ([`LoopContext::windows`])
+/// the word is read in lower case with `/` for `\` first, and the profile
+/// folder's names (`$USERPROFILE`, `%USERPROFILE%`, `$env:USERPROFILE`,
+/// `%HOMEDRIVE%%HOMEPATH%`, ...) are the home folder too.
 pub(super) fn expand_known(word: &str, cwd: Option<&Path>, ctx: &Checker) -> String {
+    let windows = ctx.windows;
     // Most words name nothing to expand: no allocation per key for them.
-    if !word.contains(['$', '`', '~']) && !word.starts_with("/proc/") {
+    let marks: &[char] = if windows {
+        &['$', '`', '~', '%']
+    } else {
+        &['$', '`', '~']
+    };
+    if !word.contains(marks) && !word.starts_with("/proc/") {
         return word.to_string();
     }
-    let mut w = word.to_string();
+    let mut w = if windows {
+        word.replace('\\', "/").to_lowercase()
+    } else {
+        word.to_string()
+    };
+    // On Windows the word is in lower case: so are the names looked for.
+    let key = |k: &str| {
+        if windows {
+            k.to_lowercase()
+        } else {
+            k.to_string()
+        }
+    };
     if let Some(cwd) = cwd {
         let c = cwd.display().to_string();
         for k in [
@@ -198,36 +254,67 @@ pub(super) fn expand_known(word: &str, cwd: Option<&Path>, ctx: &Checker) -> Str
             "$(pwd -L)",
             "`pwd`",
             "~+",
-        ] {
-            if w.contains(k) && (k != "~+" || w == "~+" || w.starts_with("~+/")) {
-                w = w.replace(k, &c);
+        ]
+        .iter()
+        .chain(if windows { winpath::CWD_NAMES } else { &[] })
+        .map(|k| key(k))
+        {
+            if w.contains(&k) && (k != "~+" || w == "~+" || w.starts_with("~+/")) {
+                w = w.replace(&k, &c);
             }
         }
-        for p in [
-            "/proc/self/cwd",
-            "/proc/thread-self/cwd",
-            "/proc/$$/cwd",
-            "/proc/${$}/cwd",
-            "/proc/$BASHPID/cwd",
-            "/proc/${BASHPID}/cwd",
-        ] {
-            if let Some(rest) = w.strip_prefix(p)
-                && (rest.is_empty() || rest.starts_with('/'))
-            {
-                w = format!("{c}{rest}");
-                break;
-            }
-        }
+        w = proc_cwd(w, &c);
     }
     let r = ctx.root.display().to_string();
     for k in [
         "${CLAUDE_PROJECT_DIR}",
         "$CLAUDE_PROJECT_DIR",
         "$(git rev-parse --show-toplevel)",
-    ] {
-        w = w.replace(k, &r);
+    ]
+    .iter()
+    .chain(if windows { winpath::ROOT_NAMES } else { &[] })
+    {
+        w = w.replace(&key(k), &r);
     }
-    // Another process's folder: the client's, whose folder is the project.
+    w = proc_other(w, &r);
+    if let Some(home) = ctx.home.as_deref() {
+        let h = home.display().to_string();
+        if w == "~" || w.starts_with("~/") {
+            w = format!("{h}{}", &w[1..]);
+        }
+        for k in ["${HOME}", "$HOME"]
+            .iter()
+            .chain(if windows { winpath::HOME_NAMES } else { &[] })
+        {
+            w = w.replace(&key(k), &h);
+        }
+    }
+    w
+}
+
+/// `/proc/self/cwd` and its kin: the command's folder `c`.
+fn proc_cwd(mut w: String, c: &str) -> String {
+    for p in [
+        "/proc/self/cwd",
+        "/proc/thread-self/cwd",
+        "/proc/$$/cwd",
+        "/proc/${$}/cwd",
+        "/proc/$BASHPID/cwd",
+        "/proc/${BASHPID}/cwd",
+    ] {
+        if let Some(rest) = w.strip_prefix(p)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            w = format!("{c}{rest}");
+            break;
+        }
+    }
+    w
+}
+
+/// Another process's folder (the client's, whose folder is the project
+/// `r`), and `/proc/self/root`.
+fn proc_other(mut w: String, r: &str) -> String {
     if let Some(rest) = w.strip_prefix("/proc/")
         && let Some((pid, tail)) = rest.split_once("/cwd")
         && (tail.is_empty() || tail.starts_with('/'))
@@ -237,13 +324,6 @@ pub(super) fn expand_known(word: &str, cwd: Option<&Path>, ctx: &Checker) -> Str
     }
     if let Some(rest) = w.strip_prefix("/proc/self/root/") {
         w = format!("/{rest}");
-    }
-    if let Some(home) = ctx.home.as_deref() {
-        let h = home.display().to_string();
-        if w == "~" || w.starts_with("~/") {
-            w = format!("{h}{}", &w[1..]);
-        }
-        w = w.replace("${HOME}", &h).replace("$HOME", &h);
     }
     w
 }
@@ -296,13 +376,15 @@ pub(super) fn classify_except(
     let with_prd = matches!(kind, Kind::Remove | Kind::RemoveBelowRoot);
     let word = expand_known(word, cwd, ctx);
     for cand in glob::expand_braces(&word) {
+        let spelled = ctx.spell(&cand);
+        let cand: &str = &spelled;
         // A value known only at run time is not assumed to be in the project.
         let unknown = cand.contains('$') || cand.contains('`') || cand.starts_with('~');
         if unknown || (cwd.is_none() && !cand.starts_with('/')) {
             continue;
         }
         let base_dir = cwd.unwrap_or(Path::new("/"));
-        let path = normalize(&base_dir.join(&cand));
+        let path = normalize(&base_dir.join(cand));
         for t in ctx.all(with_prd) {
             if skip(&t.abs) {
                 continue;
@@ -311,7 +393,7 @@ pub(super) fn classify_except(
                 // An existing file keeps its content; a folder of the
                 // loop's own (its data folder) takes nothing new.
                 (path == t.abs && !t.exists) || (t.is_dir && path.starts_with(&t.abs))
-            } else if glob::has_glob(&cand) {
+            } else if glob::has_glob(cand) {
                 t.exists && glob_reaches(&path, t, kind, ctx)
             } else {
                 // Both are normalized: a byte prefix is needed for a path
@@ -398,7 +480,7 @@ pub(super) fn classify_find(
         if classify(start, Kind::Remove, Some(cwd), ctx).is_none() {
             continue;
         }
-        let s = normalize(&cwd.join(expand_known(start, Some(cwd), ctx)));
+        let s = normalize(&cwd.join(&*ctx.spell(&expand_known(start, Some(cwd), ctx))));
         // find only meets files that exist.
         for t in ctx.all(with_prd) {
             if !t.exists {
@@ -423,8 +505,8 @@ pub(super) fn classify_find(
                 .collect();
             let name_hit = f.names.iter().any(|(pat, ci)| {
                 comps.iter().any(|c| {
-                    if *ci {
-                        glob::fnmatch(pat, &c.to_lowercase())
+                    if *ci || ctx.windows {
+                        glob::fnmatch(&pat.to_lowercase(), &c.to_lowercase())
                     } else {
                         glob::fnmatch(pat, c)
                     }
@@ -454,7 +536,7 @@ pub(super) fn classify_into(
     }
     // Into a folder, where `folder/basename(source)` lands on (or over) a loop file.
     for s in sources {
-        let name = base(s.trim_end_matches('/'));
+        let name = file_name(s.trim_end_matches('/'));
         if name.is_empty() || name == "." || name == ".." || name.contains(ARG) {
             continue;
         }
@@ -483,4 +565,13 @@ pub(super) fn excluded(abs: &Path, excludes: &[String], ctx: &Checker) -> bool {
                 .components()
                 .any(|c| glob::fnmatch(e, &c.as_os_str().to_string_lossy()))
     })
+}
+
+/// A file's own name (`a/b` -> `b`); a word computed at run time is kept
+/// whole.
+fn file_name(w: &str) -> &str {
+    if w.contains(['$', '`']) {
+        return w;
+    }
+    w.rsplit('/').next().unwrap_or(w)
 }

@@ -12,7 +12,9 @@
 
 mod argv;
 mod control;
+mod cwd;
 mod effects;
+mod foreign;
 mod matching;
 mod scope;
 mod wrappers;
@@ -23,6 +25,7 @@ use std::path::{Path, PathBuf};
 use crate::context::LoopContext;
 pub use crate::context::normalize;
 use crate::shell::{self, Segment};
+use cwd::{next_cwd, run_dir};
 use effects::{Effect, effects, find_effect};
 use matching::{Checker, classify, classify_except, classify_find, classify_into, excluded};
 use scope::Scope;
@@ -121,6 +124,7 @@ pub fn check_bash(command: &str, ctx: &LoopContext) -> Option<Hit> {
     let ck = Checker::new(ctx);
     let mut scope = Scope::new(Some(ctx.cwd.clone()))
         .with_places(&ctx.root, ctx.home.as_deref())
+        .on_windows(ctx.windows)
         .with_programs(&ctx.ralph_programs);
     match check_script(command, &ck, &mut scope, 0) {
         Some(Hit::Arg(_)) => None,
@@ -165,16 +169,6 @@ fn check_nested(
     check_script(script, ctx, &mut inner, depth + 1)
 }
 
-/// The folder a wrapped program runs in (`env -C DIR`, `sudo -D DIR`).
-fn run_dir(here: Option<&Path>, chdir: &[String]) -> Option<PathBuf> {
-    chdir
-        .iter()
-        .try_fold(here.map(Path::to_path_buf), |dir, d| {
-            Some(next_cwd(dir.as_deref(), Some(d)))
-        })
-        .flatten()
-}
-
 /// One simple command being checked: `idx` is its place in `all`, the chain
 /// it belongs to; `u` is how it runs.
 struct At<'a> {
@@ -217,7 +211,7 @@ fn check_segment(
     let dir = if u.chdir.is_empty() {
         here.clone()
     } else {
-        run_dir(here.as_deref(), &u.chdir)
+        run_dir(here.as_deref(), &u.chdir, ctx.reading())
     };
     for w in &u.writes {
         if found.add(classify(w, Kind::Write, dir.as_deref(), ctx)) {
@@ -379,7 +373,18 @@ fn check_exec(
     cwd: &mut Option<PathBuf>,
 ) -> Option<Hit> {
     let (ctx, depth) = (at.ctx, at.depth);
+    // Windows finds `RM`, `Rm.exe` as `rm` (unwrap took off the `.exe`).
+    let lowered;
+    let name = if ctx.windows {
+        lowered = name.to_lowercase();
+        lowered.as_str()
+    } else {
+        name
+    };
     let program = name.rsplit('/').next().unwrap_or(name);
+    if let Some(h) = foreign::check(program, args, cwd.as_deref(), ctx) {
+        return Some(h);
+    }
     if let Some(c) = control::loop_control(program, args) {
         return Some(Hit::Control(c));
     }
@@ -546,7 +551,7 @@ fn check_effects(
                     .find_map(|p| classify_except(p, Kind::RemoveBelowRoot, here, ctx, &skip, 0))
             }
             Effect::Cd(dir) => {
-                *cwd = next_cwd(here, dir.as_deref());
+                *cwd = next_cwd(here, dir.as_deref(), ctx.reading());
                 None
             }
             // Judged over `writes` (the `--fresh` and `--parallel` rules,
@@ -586,14 +591,4 @@ fn check_find(
         }
     }
     kind.and_then(|k| classify_find(f, k, here, ctx))
-}
-
-/// Where `cd DIR` leads, when that is known before run time.
-fn next_cwd(here: Option<&Path>, dir: Option<&str>) -> Option<PathBuf> {
-    match dir {
-        Some(d) if !d.contains('$') && !d.contains('`') && !d.starts_with('~') && d != "-" => {
-            here.map(|c| normalize(&c.join(d)))
-        }
-        _ => None,
-    }
 }

@@ -35,6 +35,8 @@ pub(super) struct Scope {
     scripts: Vec<(String, String)>,
     /// ralph's programs (name, path), for `$(command -v ralph-setup)`.
     programs: Vec<(String, String)>,
+    /// Windows paths (`winpath`): `$USERPROFILE` is the home folder too.
+    pub(super) windows: bool,
 }
 
 impl Scope {
@@ -49,6 +51,12 @@ impl Scope {
     pub(super) fn with_places(mut self, root: &Path, home: Option<&Path>) -> Scope {
         self.root = Some(root.display().to_string());
         self.home = home.map(|h| h.display().to_string());
+        self
+    }
+
+    /// Reads words as Windows paths (see [`Scope::windows`]).
+    pub(super) fn on_windows(mut self, windows: bool) -> Scope {
+        self.windows = windows;
         self
     }
 
@@ -85,6 +93,7 @@ impl Scope {
             "PWD" => self.cwd.as_ref().map(|c| vec![c.display().to_string()]),
             "CLAUDE_PROJECT_DIR" => self.root.clone().map(|r| vec![r]),
             "HOME" => self.home.clone().map(|h| vec![h]),
+            "USERPROFILE" if self.windows => self.home.clone().map(|h| vec![h]),
             _ => None,
         }
     }
@@ -318,6 +327,7 @@ impl Scope {
         match name.as_str() {
             "true" | "false" | ":" => Some(String::new()),
             "echo" => Some(echo_text(&args)),
+            "cygpath" => cygpath_text(&args),
             "printf" => printf_text(&args),
             "cat" => {
                 let (ops, _) = operands(&args, "", &[]);
@@ -445,6 +455,34 @@ fn apply_op(value: &str, op: Option<(&str, &str)>) -> Option<String> {
         "##" => cut_start(ends.iter().rev().find(|k| prefix(k))),
         _ => return None,
     })
+}
+
+/// What `cygpath [-u|-w|-m|-a|-l|-s] PATH` prints (Git Bash's converter):
+/// PATH in another spelling of the same place, which the guard reads in
+/// one spelling anyway. Its own folders (`-H`, `-D`, `-W`, ...), a path
+/// list or a file of paths: not known.
+fn cygpath_text(args: &[String]) -> Option<String> {
+    let (flags, ops): (Vec<&String>, Vec<&String>) =
+        args.iter().partition(|a| a.starts_with('-') && a.len() > 1);
+    let plain = flags.iter().all(|f| {
+        f.strip_prefix("--")
+            .map(|l| {
+                [
+                    "unix",
+                    "windows",
+                    "mixed",
+                    "absolute",
+                    "long-name",
+                    "short-name",
+                ]
+                .contains(&l)
+            })
+            .unwrap_or_else(|| f[1..].chars().all(|c| "uwmals".contains(c)))
+    });
+    match ops.as_slice() {
+        [path] if plain => Some(format!("{path}\n")),
+        _ => None,
+    }
 }
 
 /// What `echo ARGS` prints, with backslash escapes read as `echo -e` (and

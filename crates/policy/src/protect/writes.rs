@@ -10,12 +10,14 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use super::cwd::{Reading, next_cwd, run_dir};
 use super::effects::{Effect, effects};
 use super::scope::Scope;
 use super::wrappers::{Invocation, is_shell, unwrap_full};
-use super::{ARG, MAX_DEPTH, run_dir};
+use super::{ARG, MAX_DEPTH};
 use crate::context::normalize;
 use crate::shell::{self, Segment};
+use crate::winpath;
 
 /// What a command writes, as far as the guard can read it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -49,9 +51,19 @@ pub(crate) struct Writes {
     /// Where the links themselves were made: judged as named (a link at a
     /// path is a write of that path, not of what it points to).
     made: Vec<PathBuf>,
+    /// The words are Windows paths, read in `winpath`'s one spelling.
+    windows: bool,
 }
 
 impl Writes {
+    /// Nothing written yet; words read as Windows paths with `windows`.
+    fn spelled(windows: bool) -> Writes {
+        Writes {
+            windows,
+            ..Writes::default()
+        }
+    }
+
     /// Whether the command writes anything at all.
     pub(crate) fn any(&self) -> bool {
         self.unseen || !self.paths.is_empty()
@@ -59,9 +71,19 @@ impl Writes {
 }
 
 /// What `command`, run in `cwd` of the project `root`, writes.
-pub(crate) fn bash_writes(command: &str, cwd: &Path, root: &Path, home: Option<&Path>) -> Writes {
-    let mut scope = Scope::new(Some(cwd.to_path_buf())).with_places(root, home);
-    let mut out = Writes::default();
+/// With `windows`, every path is in `winpath`'s one spelling (as `cwd`,
+/// `root` and `home` then are).
+pub(crate) fn bash_writes(
+    command: &str,
+    cwd: &Path,
+    root: &Path,
+    home: Option<&Path>,
+    windows: bool,
+) -> Writes {
+    let mut scope = Scope::new(Some(cwd.to_path_buf()))
+        .with_places(root, home)
+        .on_windows(windows);
+    let mut out = Writes::spelled(windows);
     walk(command, &mut scope, home, 0, &mut out);
     out.follow_links();
     out
@@ -177,7 +199,7 @@ fn segment(
     let words = scope.expand_words(seg);
     for r in seg.redirects.iter().filter(|r| r.writes_file()) {
         for t in scope.expand(&r.target) {
-            if !harmless(&t) {
+            if !harmless(&t, scope.windows) {
                 place(&t, scope.cwd.as_deref(), home, out);
             }
         }
@@ -186,7 +208,7 @@ fn segment(
     let dir = if u.chdir.is_empty() {
         scope.cwd.clone()
     } else {
-        run_dir(scope.cwd.as_deref(), &u.chdir)
+        run_dir(scope.cwd.as_deref(), &u.chdir, reading(scope.windows, home))
     };
     for w in &u.writes {
         place(w, dir.as_deref(), home, out);
@@ -302,11 +324,18 @@ fn exec(
                     place(d, here.as_deref(), home, out);
                 }
             }
-            Effect::Cd(d) => *cwd = super::next_cwd(here.as_deref(), d.as_deref()),
+            Effect::Cd(d) => {
+                *cwd = next_cwd(here.as_deref(), d.as_deref(), reading(out.windows, home))
+            }
             Effect::SharedRefs => out.shared_refs = true,
             Effect::ConfigSet { key, value } => out.config_sets.push((key, value)),
         }
     }
+}
+
+/// How a folder's word is read here (`cd`, `env -C`).
+fn reading(windows: bool, home: Option<&Path>) -> Reading<'_> {
+    Reading { windows, home }
 }
 
 /// `find` with `-delete`, or `-exec` of a command that writes its operand:
@@ -323,7 +352,7 @@ fn find(
     for exec in &f.execs {
         let words: Vec<String> = exec.words.iter().map(|w| w.replace("{}", ARG)).collect();
         let dir = if exec.in_found_dir { None } else { here };
-        let mut inner = Writes::default();
+        let mut inner = Writes::spelled(out.windows);
         nested(
             &shell::join(&words),
             scope,
@@ -377,12 +406,14 @@ fn inline_code(name: &str, args: &[String]) -> bool {
     }
 }
 
-/// Where nothing is kept: writing there is not writing a file.
-fn harmless(target: &str) -> bool {
+/// Where nothing is kept: writing there is not writing a file (on Windows
+/// also its devices, `NUL`, `CON`, in any case).
+fn harmless(target: &str, windows: bool) -> bool {
     matches!(
         target,
         "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
     ) || target.starts_with("/dev/fd/")
+        || (windows && matches!(winpath::canonical(target).as_str(), "nul" | "con"))
 }
 
 /// A symbolic link made at `link` to `target`: remembered, so the paths
@@ -401,7 +432,7 @@ fn link_made(
     // The target as written, from the link's folder (or the command's);
     // it is followed itself when a path goes through the link.
     let base = if from_cwd { here } else { at.parent() };
-    let mut scratch = Writes::default();
+    let mut scratch = Writes::spelled(out.windows);
     let to = locate(target, base, home, &mut scratch);
     out.links.push((normalize(&at), to));
 }
@@ -423,6 +454,18 @@ fn locate(
     home: Option<&Path>,
     out: &mut Writes,
 ) -> Option<PathBuf> {
+    let spelled;
+    let word = if out.windows {
+        // `%TEMP%\x`: a place known at run time, as `$TEMP/x` is.
+        if word.contains('%') {
+            out.unseen = true;
+            return None;
+        }
+        spelled = winpath::canonical(word);
+        spelled.as_str()
+    } else {
+        word
+    };
     if word.contains('$') || word.contains('`') {
         out.unseen = true;
         return None;
@@ -453,15 +496,58 @@ mod tests {
             Path::new("/p/wt"),
             Path::new("/p"),
             Some(Path::new("/h")),
+            false,
         )
     }
 
+    /// As written with `/` (on Windows a path made of these shows `\`).
     fn paths(command: &str) -> Vec<String> {
         w(command)
             .paths
             .iter()
-            .map(|p| p.display().to_string())
+            .map(|p| p.display().to_string().replace('\\', "/"))
             .collect()
+    }
+
+    #[test]
+    fn windows_words_land_in_one_spelling() {
+        let on_windows = |c: &str| -> Vec<String> {
+            let w = bash_writes(
+                c,
+                Path::new("/c/users/me/proj"),
+                Path::new("/c/users/me/proj"),
+                Some(Path::new("/c/users/me")),
+                true,
+            );
+            w.paths
+                .iter()
+                .map(|p| p.display().to_string().replace('\\', "/"))
+                .collect()
+        };
+        assert_eq!(
+            on_windows(r"echo x > 'C:\Users\Me\Proj\Out.txt'"),
+            ["/c/users/me/proj/out.txt"]
+        );
+        assert_eq!(
+            on_windows("rm -rf /C/Users/me/.claude/ralph"),
+            ["/c/users/me/.claude/ralph"]
+        );
+        assert_eq!(
+            on_windows(r"cd 'C:\Users\me' && touch a"),
+            ["/c/users/me/a"]
+        );
+        assert_eq!(on_windows(r"rm -rf $USERPROFILE/x"), ["/c/users/me/x"]);
+        assert!(on_windows("echo x > NUL && echo y > /dev/null").is_empty());
+        assert!(
+            bash_writes(
+                r"rm %TEMP%\x",
+                Path::new("/c/p"),
+                Path::new("/c/p"),
+                None,
+                true
+            )
+            .unseen
+        );
     }
 
     #[test]

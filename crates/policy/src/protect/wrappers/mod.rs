@@ -59,14 +59,24 @@ pub(crate) struct Unwrapped {
     pub program_word: Option<String>,
 }
 
-/// A program's or file's own name (`/bin/rm` -> `rm`). A word computed at
-/// run time (`$(echo rm)`, `$X/rm`) is kept whole so that it stays visibly
-/// dynamic.
+/// A program's or file's own name (`/bin/rm` -> `rm`; Windows' spellings
+/// too: `C:\\Git\\usr\\bin\\rm.exe` -> `rm`). A word computed at run time
+/// (`$(echo rm)`, `$X/rm`) is kept whole so that it stays visibly dynamic.
 pub(super) fn base(w: &str) -> &str {
     if w.contains('$') || w.contains('`') {
         return w;
     }
-    w.rsplit('/').next().unwrap_or(w)
+    let name = w.rsplit(['/', '\\']).next().unwrap_or(w);
+    match name.len().checked_sub(4) {
+        Some(cut)
+            if cut > 0
+                && name.is_char_boundary(cut)
+                && name[cut..].eq_ignore_ascii_case(".exe") =>
+        {
+            &name[..cut]
+        }
+        _ => name,
+    }
 }
 
 pub(super) fn is_shell(name: &str) -> bool {
