@@ -570,6 +570,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs git on PATH (Git for Windows), which Wine here has not"
+    )]
     fn in_a_linked_worktree_the_repositorys_own_git_folder_is_denied_and_its_excludes_kept() {
         let dir = std::env::temp_dir().join(format!("ralph-sandbox-linked-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

@@ -366,6 +366,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs git on PATH (Git for Windows), which Wine here has not"
+    )]
     fn in_a_project_below_the_top_ralphs_files_are_passed_over_too() {
         let top = std::env::temp_dir().join(format!("ralph-fp-sub-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&top);
