@@ -108,6 +108,17 @@ struct Run<'a> {
     _lock: RunLock,
 }
 
+/// Client runs in a row the Stop hook may count as none before the run
+/// stops: a second delivery of one turn happens once, not three times.
+const MAX_UNCOUNTED_RUNS: u32 = 3;
+
+/// Why a run stops whose client's turns are not counted.
+fn not_counted(runs: u32) -> String {
+    format!(
+        "the Stop hook counted none of the client's last {runs} runs (each was the same turn again: the client wrote no transcript and said the same words), so no iteration moved; ralph run stops rather than spend more. Look at the client's output in .claude/ralph-runs/"
+    )
+}
+
 /// Why the runner stopped before the loop decided.
 enum Halt {
     Signal(i32),
@@ -123,6 +134,10 @@ impl Run<'_> {
             Some(p) => p,
             None => return self.halted(Halt::Cancelled, 0),
         };
+        // Client runs in a row whose Stop counted nothing (the same turn
+        // again: a client that writes no transcript and says the same
+        // words): the cap never comes near, and each run costs a turn.
+        let mut uncounted = 0;
         loop {
             let state = match ralph_core::state_file::read(&self.paths) {
                 StateFile::Loop { state: s, .. } if s.session_id == self.setup.session => s,
@@ -146,6 +161,16 @@ impl Run<'_> {
                 Ok(a) => a,
                 Err(halt) => return self.halted(halt, state.iteration),
             };
+            let entry = loop_files::log_entry_since(&self.paths, mark, &self.setup.session);
+            let repeat =
+                entry.as_ref().map(|e| e.decision.as_str()) == Some(Action::Repeat.as_str());
+            uncounted = if repeat { uncounted + 1 } else { 0 };
+            if uncounted >= MAX_UNCOUNTED_RUNS {
+                return self.halted(
+                    Halt::Failed("turns_not_counted", not_counted(uncounted)),
+                    state.iteration,
+                );
+            }
             let message = match &answer {
                 HookAnswer::Block { message, .. } | HookAnswer::Stop { message } => message.clone(),
             };
@@ -169,7 +194,6 @@ impl Run<'_> {
                     prompt = reason;
                 }
                 HookAnswer::Stop { message } => {
-                    let entry = loop_files::log_entry_since(&self.paths, mark, &self.setup.session);
                     match after_stop(entry.as_ref(), message.as_deref()) {
                         AfterStop::Again => {}
                         AfterStop::Done(outcome) => return outcome,

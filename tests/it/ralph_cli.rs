@@ -156,3 +156,66 @@ fn ralph_start_status_resume_and_cancel_under_one_name() {
     let report = user(RALPH, &p, &["report"]);
     assert_eq!(report.status.code(), Some(0));
 }
+
+/// A client that writes no transcript and says the same words each run:
+/// every Stop after the first is the same turn again, counted as none, so
+/// the cap would never come. `ralph run` stops after three such runs in a
+/// row, and says why (found by the Windows slice's stand-in client).
+#[test]
+fn ralph_run_stops_when_its_clients_turns_are_never_counted() {
+    let p = Project::new("ralph-uncounted");
+    p.git_init();
+    let said = "Still working on it.";
+    let stream = [
+        serde_json::json!({"type": "system", "subtype": "init", "cwd": p.root,
+            "session_id": "stand-in-1", "tools": [], "model": "m"}),
+        serde_json::json!({"type": "assistant", "session_id": "stand-in-1", "message": {
+            "id": "msg_1", "model": "m", "role": "assistant",
+            "content": [{"type": "text", "text": said}],
+            "usage": {"input_tokens": 3, "output_tokens": 2}}}),
+        serde_json::json!({"type": "result", "subtype": "success", "is_error": false,
+            "num_turns": 1, "result": said, "session_id": "stand-in-1",
+            "usage": {"input_tokens": 3, "output_tokens": 2}}),
+    ];
+    let lines: String = stream.iter().map(|l| format!("{l}\n")).collect();
+    p.write("stand-in/stream.jsonl", &lines);
+    p.write(
+        "stand-in/claude",
+        &format!(
+            "#!/bin/sh\necho run >> {}\ncat {}\n",
+            p.path("stand-in/runs").display(),
+            p.path("stand-in/stream.jsonl").display()
+        ),
+    );
+    let client = p.path("stand-in/claude");
+    std::fs::set_permissions(&client, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut c = command(
+        RALPH,
+        &p,
+        &[
+            "run",
+            "Fix it.",
+            "--completion-promise",
+            "DONE",
+            "--max-iterations",
+            "20",
+            "--no-sandbox",
+        ],
+    );
+    c.env_remove("AI_AGENT")
+        .env("RALPH_CLAUDE", &client)
+        .stdin(Stdio::null());
+    let out = c.output().unwrap();
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    let runs = std::fs::read_to_string(p.path("stand-in/runs")).unwrap_or_default();
+    assert!(
+        runs.lines().count() <= 5,
+        "{} runs: {said}",
+        runs.lines().count()
+    );
+    assert!(
+        said.contains("counted none of the client's last 3 runs"),
+        "{said}"
+    );
+    assert_ne!(out.status.code(), Some(0), "{said}");
+}
