@@ -18,7 +18,7 @@ use ralph_core::passes::{PASS_ENV, Pass, Purpose};
 use ralph_core::paths::{LoopPaths, project_root_from_env};
 use ralph_core::run::display::{self, Style, Summary, Tone};
 use ralph_core::run::end::{
-    AfterStop, EXIT_USAGE, HookAnswer, RunEnd, after_stop, notify_env, parse_hook_output,
+    self, AfterStop, EXIT_USAGE, HookAnswer, RunEnd, after_stop, notify_env, parse_hook_output,
 };
 use ralph_core::run::events::Usage;
 use ralph_core::run::failure::{NextTry, classify};
@@ -108,17 +108,6 @@ struct Run<'a> {
     _lock: RunLock,
 }
 
-/// Client runs in a row the Stop hook may count as none before the run
-/// stops: a second delivery of one turn happens once, not three times.
-const MAX_UNCOUNTED_RUNS: u32 = 3;
-
-/// Why a run stops whose client's turns are not counted.
-fn not_counted(runs: u32) -> String {
-    format!(
-        "the Stop hook counted none of the client's last {runs} runs (each was the same turn again: the client wrote no transcript and said the same words), so no iteration moved; ralph run stops rather than spend more. Look at the client's output in .claude/ralph-runs/"
-    )
-}
-
 /// Why the runner stopped before the loop decided.
 enum Halt {
     Signal(i32),
@@ -162,14 +151,9 @@ impl Run<'_> {
                 Err(halt) => return self.halted(halt, state.iteration),
             };
             let entry = loop_files::log_entry_since(&self.paths, mark, &self.setup.session);
-            let repeat =
-                entry.as_ref().map(|e| e.decision.as_str()) == Some(Action::Repeat.as_str());
-            uncounted = if repeat { uncounted + 1 } else { 0 };
-            if uncounted >= MAX_UNCOUNTED_RUNS {
-                return self.halted(
-                    Halt::Failed("turns_not_counted", not_counted(uncounted)),
-                    state.iteration,
-                );
+            uncounted = end::uncounted_after(uncounted, entry.as_ref());
+            if let Some(why) = end::not_counted(uncounted) {
+                return self.halted(Halt::Failed("turns_not_counted", why), state.iteration);
             }
             let message = match &answer {
                 HookAnswer::Block { message, .. } | HookAnswer::Stop { message } => message.clone(),

@@ -181,7 +181,7 @@ fn ralph_run_stops_when_its_clients_turns_are_never_counted() {
     p.write("stand-in/stream.jsonl", &lines);
     p.write(
         "stand-in/claude",
-        &format!(
+        format!(
             "#!/bin/sh\necho run >> {}\ncat {}\n",
             p.path("stand-in/runs").display(),
             p.path("stand-in/stream.jsonl").display()

@@ -15,6 +15,30 @@ pub(crate) const EXIT_NOT_COMPLETE: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
+/// Client runs in a row the Stop hook may count as none before the run
+/// stops: a second delivery of one turn happens once, not three times.
+const MAX_UNCOUNTED_RUNS: u32 = 3;
+
+/// The client runs in a row counted as none, after one more whose Stop
+/// logged `entry`: a `repeat` (the same turn again) adds one, anything
+/// else starts over.
+pub fn uncounted_after(before: u32, entry: Option<&Entry>) -> u32 {
+    let repeat = entry.is_some_and(|e| e.decision == crate::activity::Action::Repeat.as_str());
+    if repeat { before + 1 } else { 0 }
+}
+
+/// Why a run stops whose client's turns are not counted (`runs` in a row),
+/// once there are enough of them. A client that writes no transcript and
+/// says the same words each run is answered "the same turn again" by every
+/// Stop: the cap never comes near, and each run costs a turn.
+pub fn not_counted(runs: u32) -> Option<String> {
+    (runs >= MAX_UNCOUNTED_RUNS).then(|| {
+        format!(
+            "the Stop hook counted none of the client's last {runs} runs (each was the same turn again: the client wrote no transcript and said the same words), so no iteration moved; ralph run stops rather than spend more. Look at the client's output in .claude/ralph-runs/"
+        )
+    })
+}
+
 /// What the Stop hook printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HookAnswer {
