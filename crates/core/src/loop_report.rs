@@ -277,12 +277,8 @@ impl Report {
         for (label, text) in self.suite.iter().flat_map(|s| s.lines()) {
             out.push_str(&format!("{label:<9} {text}\n"));
         }
-        if let Some(look) = self
-            .last()
-            .message
-            .as_deref()
-            .and_then(|m| m.lines().find(|l| l.contains("Look at these")))
-        {
+        let end = self.last().message.as_deref().unwrap_or_default();
+        for look in end.lines().filter(|l| l.contains("Look at these")) {
             out.push_str(&format!("look at:  {}\n", look.trim_start_matches("⚠️ ")));
         }
         out

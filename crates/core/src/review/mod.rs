@@ -252,6 +252,11 @@ pub struct Request {
     /// changed, each with that file's diff since (`suite::changed`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turned_to_pass: Vec<String>,
+    /// When a test turned to pass: the files the test runner loads into its
+    /// own process (`conftest.py`, its configuration) that changed, each
+    /// with its diff (`suite::changed`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runner_files_changed: Vec<String>,
 }
 
 /// The verdict a reviewer gave, read from `{"verdict": ..., "findings": [...]}`.
@@ -339,8 +344,16 @@ pub(crate) fn prompt(instructions: &str, request: &Request) -> String {
             request.turned_to_pass.join("\n\n")
         )
     };
+    let runner = if request.runner_files_changed.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "# Files the test runner loads, changed since the loop's start\n\nTests that failed at the loop's start pass now, and these files run inside the test runner (its configuration, plugins, setup files): code there can rewrite any result before the runner reports it. Judge each; a result rewritten, a test filtered or a failure hidden is a finding.\n\n{}\n\n",
+            request.runner_files_changed.join("\n\n")
+        )
+    };
     format!(
-        "{instructions}\n\n# The task\n\n{}\n\n# Acceptance criteria\n\n{criteria}\n\n{turned}# The change since the loop started (base {base})\n\nCommits:\n{}\n\nChanged files:\n{}\n\nNot in the diff below:\n{}\n\nThe diff (every change, new files included):\n```diff\n{}\n```\n\nRead any file you need (Read, Grep, Glob). Then call StructuredOutput once with your verdict: \"approved\" only when nothing below your bar is left; otherwise \"rejected\" with one finding per problem (severity, file, line, what is wrong, how to fix it).\n",
+        "{instructions}\n\n# The task\n\n{}\n\n# Acceptance criteria\n\n{criteria}\n\n{turned}{runner}# The change since the loop started (base {base})\n\nCommits:\n{}\n\nChanged files:\n{}\n\nNot in the diff below:\n{}\n\nThe diff (every change, new files included):\n```diff\n{}\n```\n\nRead any file you need (Read, Grep, Glob). Then call StructuredOutput once with your verdict: \"approved\" only when nothing below your bar is left; otherwise \"rejected\" with one finding per problem (severity, file, line, what is wrong, how to fix it).\n",
         request.task.trim_end(),
         or_none(&request.commits),
         or_none(&request.status),

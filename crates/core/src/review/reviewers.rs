@@ -44,6 +44,8 @@ pub struct Brief {
 /// The review request for `reviewer`, with the change since the base
 /// (`review::change`).
 pub(crate) fn request(root: &Path, reviewer: &str, brief: &Brief, change: &Change) -> Request {
+    let since = crate::suite::changed::since_baseline(root, &brief.turned);
+    let (turned_to_pass, runner_files_changed) = crate::suite::changed::for_reviewers(&since);
     Request {
         reviewer: reviewer.to_string(),
         project: root.display().to_string(),
@@ -56,10 +58,8 @@ pub(crate) fn request(root: &Path, reviewer: &str, brief: &Brief, change: &Chang
         files: change.files.clone(),
         diff_limit: change::DIFF_LIMIT,
         ignored_appeared: change.ignored.clone(),
-        turned_to_pass: crate::suite::changed::in_changed_files(root, &brief.turned)
-            .into_iter()
-            .map(|t| format!("{} ({})\n```diff\n{}\n```", t.test, t.file, t.diff))
-            .collect(),
+        turned_to_pass,
+        runner_files_changed,
     }
 }
 

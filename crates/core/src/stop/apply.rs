@@ -291,13 +291,14 @@ fn write_next(
 
 /// What the end says besides its verdict: the pinned files put back during
 /// the loop, the tests that failed at its start and pass now in files it
-/// changed, git's own files and the client's settings it changed.
+/// changed (and the runner's own files it changed), git's own files and
+/// the client's settings it changed.
 fn end_notes(paths: &LoopPaths, plan: &Plan, message: &mut String) {
     if let Some(note) = crate::pins::disk::end_note(paths) {
         message.push_str(&format!("\n{note}"));
     }
-    let turned = crate::suite::changed::in_changed_files(&paths.root, &plan.turned);
-    message.push_str(&crate::suite::changed::note(&turned));
+    let since = crate::suite::changed::since_baseline(&paths.root, &plan.turned);
+    message.push_str(&crate::suite::changed::note(&since));
     message.push_str(&crate::git_watch::over_the_loop(paths));
 }
 
