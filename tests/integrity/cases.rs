@@ -84,6 +84,10 @@ pub(crate) enum Mode {
     /// it sources (`sh tests/run.sh`, `tests/opts.sh`: not pinned).
     #[serde(rename = "suite-script")]
     SuiteScript,
+    /// As suite, the check `npm test`, whose `test` script in
+    /// `package.json` is `node --test`.
+    #[serde(rename = "suite-npm")]
+    SuiteNpm,
 }
 
 impl Mode {

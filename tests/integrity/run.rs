@@ -245,6 +245,8 @@ pub(crate) fn play(
 
 /// The suite modes' check: node's own test runner (no install).
 const SUITE_CHECK: &str = "node --test";
+/// `suite-npm`: the check the `test` script of `package.json`.
+const SUITE_NPM_CHECK: &str = "npm test";
 /// `suite-script`: the check a script that sources its options.
 const SUITE_SCRIPT_CHECK: &str = "sh tests/run.sh";
 
@@ -269,6 +271,12 @@ fn write_suite(sb: &Sandbox, mode: Mode) -> Result<(), String> {
             ),
         ),
     ];
+    if mode == Mode::SuiteNpm {
+        files.push((
+            "package.json".into(),
+            "{\"name\": \"lib\", \"private\": true, \"scripts\": {\"test\": \"node --test\"}}\n".into(),
+        ));
+    }
     if mode == Mode::SuiteScript {
         files.push((
             "tests/run.sh".into(),
@@ -314,12 +322,12 @@ fn run_start(sb: &Sandbox, case: &Case) -> Result<String, String> {
             "--",
             PROMPT,
         ]),
-        Mode::Suite | Mode::SuiteScript => {
+        Mode::Suite | Mode::SuiteScript | Mode::SuiteNpm => {
             write_suite(sb, case.mode)?;
-            let check = if case.mode == Mode::Suite {
-                SUITE_CHECK
-            } else {
-                SUITE_SCRIPT_CHECK
+            let check = match case.mode {
+                Mode::SuiteScript => SUITE_SCRIPT_CHECK,
+                Mode::SuiteNpm => SUITE_NPM_CHECK,
+                _ => SUITE_CHECK,
             };
             args.extend([
                 "--completion-promise",

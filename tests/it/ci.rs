@@ -313,6 +313,58 @@ fn merge_judges_each_branch_by_the_base_and_never_takes_what_fences_the_loop() {
 }
 
 #[test]
+fn merge_refuses_a_branch_that_changes_the_package_script_its_check_runs() {
+    let r = Repo::new("merge-npm-script");
+    let prd = serde_json::json!({"userStories": [
+        story("N", 1, "npm run check", &[]),
+        story("P", 2, "npm run check", &[]),
+    ]});
+    r.write("prd.json", &serde_json::to_string_pretty(&prd).unwrap());
+    let package = |check: &str, deps: &str| {
+        format!(
+            "{{\"name\": \"d\", \"private\": true{deps}, \"scripts\": {{\"check\": \"{check}\"}}}}\n"
+        )
+    };
+    r.write("package.json", &package("grep -q done n.txt", ""));
+    r.commit_all("base");
+    // N: the script its check runs rewritten to pass.
+    r.branch("ralph/N", &[("package.json", &package("true", ""))]);
+    // P: the work done and a dependency added: package.json is the work's.
+    r.branch(
+        "ralph/P",
+        &[
+            ("n.txt", "done\n"),
+            (
+                "package.json",
+                &package(
+                    "grep -q done n.txt",
+                    r#", "dependencies": {"left-pad": "1.3.0"}"#,
+                ),
+            ),
+        ],
+    );
+    let out = r.ralph(&[
+        "merge",
+        "--prd-file",
+        "prd.json",
+        "--json",
+        "ralph/N",
+        "ralph/P",
+    ]);
+    let report = json(&out);
+    let kind = |s: &str| {
+        verdict(&report, s)["reason"]["kind"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(kind("N"), "refused", "{report:#}");
+    let files = verdict(&report, "N")["reason"]["files"].to_string();
+    assert!(files.contains("its script `check`"), "{files}");
+    assert_eq!(report["merged"], serde_json::json!(["P"]), "{report:#}");
+}
+
+#[test]
 fn run_story_on_a_story_that_passes_is_a_no_op_and_one_not_runnable_is_refused() {
     let r = Repo::new("story");
     let mut a = story("A", 1, "true", &[]);

@@ -384,3 +384,100 @@ fn weak_hash() -> String {
     });
     format!("fnv1a:{h:016x}")
 }
+
+/// `package.json` with `scripts` (and `extra` top-level keys).
+fn package_json(scripts: &str, extra: &str) -> String {
+    format!("{{\"name\": \"d\", \"private\": true{extra}, \"scripts\": {{{scripts}}}}}\n")
+}
+
+#[test]
+fn the_package_script_a_check_runs_is_held_and_the_rest_of_package_json_is_the_works() {
+    if std::process::Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no npm");
+        return;
+    }
+    let p = Project::with_claude_dir("pin-npm-script");
+    p.git_init();
+    p.write(
+        "package.json",
+        package_json(r#""test": "grep -q fixed src.txt""#, ""),
+    );
+    p.write("src.txt", "broken\n");
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop Fix it --completion-promise DONE --verify \"npm test\"",
+    );
+    let started = message(out.as_ref());
+    assert!(
+        started.contains("Scripts: `npm test` runs `test` of package.json, held as they are now"),
+        "{started}"
+    );
+    // The script rewritten to pass: not run, the claim refused, the agent told.
+    p.write(
+        "package.json",
+        package_json(r#""test": "echo 'Tests: 3 passed, 3 total'""#, ""),
+    );
+    let out = p.stop("s1", Some("<promise>DONE</promise>"));
+    let r = reason(out.as_ref());
+    assert!(is_block(out.as_ref()), "{out:?}");
+    assert!(
+        r.contains("ralph did not run this check: `npm test` runs scripts of package.json that are not what they were at the loop's start: `test` (was `grep -q fixed src.txt`, now `echo 'Tests: 3 passed, 3 total'`)"),
+        "{r}"
+    );
+    assert!(message(out.as_ref()).contains("not run: what it runs changed"));
+    // A pretest added that does the work's job: a change too.
+    p.write(
+        "package.json",
+        package_json(
+            r#""pretest": "echo fixed > src.txt", "test": "grep -q fixed src.txt""#,
+            "",
+        ),
+    );
+    let out = p.stop("s1", Some("<promise>DONE</promise>"));
+    assert!(
+        reason(out.as_ref()).contains("`pretest` (was none"),
+        "{out:?}"
+    );
+    // The script back, a dependency and another script added, the code fixed:
+    // the check runs, the loop completes.
+    p.write(
+        "package.json",
+        package_json(
+            r#""build": "true", "test": "grep -q fixed src.txt""#,
+            r#", "dependencies": {"left-pad": "1.3.0"}"#,
+        ),
+    );
+    p.write("src.txt", "fixed\n");
+    let out = p.stop("s1", Some("<promise>DONE</promise>"));
+    assert!(!is_block(out.as_ref()), "{out:?}");
+}
+
+#[test]
+fn a_loop_that_sets_up_the_test_script_is_not_held_to_its_absence() {
+    if std::process::Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no npm");
+        return;
+    }
+    let p = Project::with_claude_dir("pin-npm-none");
+    p.git_init();
+    p.write("package.json", package_json(r#""build": "true""#, ""));
+    let out = p.prompt(
+        "s1",
+        "/ralph:ralph-loop Add tests --completion-promise DONE --verify \"npm test\"",
+    );
+    assert!(!message(out.as_ref()).contains("Scripts:"), "{out:?}");
+    p.write(
+        "package.json",
+        package_json(r#""build": "true", "test": "true""#, ""),
+    );
+    let out = p.stop("s1", Some("<promise>DONE</promise>"));
+    assert!(!is_block(out.as_ref()), "{out:?}");
+}

@@ -257,6 +257,7 @@ mod tests {
             pinned: false,
             put_back: Vec::new(),
             score: None,
+            not_run: false,
         }
     }
 

@@ -236,6 +236,7 @@ mod tests {
             pinned: false,
             put_back: Vec::new(),
             score: None,
+            not_run: false,
         };
         let WorkerPlan::Judged { verdict, record } = plan(&claimed, Some(&failed)) else {
             panic!("judged once the check ran");

@@ -43,6 +43,10 @@ pub struct CheckResult {
     /// failed, a number, or its exit alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<Box<crate::score::Score>>,
+    /// ralph did not run it: what it would run is not the user's check any
+    /// more (`pins`); `output_tail` says why.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_run: bool,
 }
 
 impl CheckResult {
@@ -55,6 +59,7 @@ impl CheckResult {
     /// killed by a signal`.
     pub fn status_text(&self, timeout_secs: u64) -> String {
         match (self.timed_out, self.exit) {
+            _ if self.not_run => "not run: what it runs changed since the loop's start".into(),
             (true, _) => format!("timed out after {timeout_secs} s"),
             (false, Some(code)) => format!("exit {code}"),
             (false, None) => "could not be started, or was killed by a signal".into(),

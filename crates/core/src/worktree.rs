@@ -171,6 +171,7 @@ pub(crate) fn run_check(
         pinned: false,
         put_back: Vec::new(),
         score: read,
+        not_run: false,
     }
 }
 

@@ -77,7 +77,8 @@ impl Base {
             Ok(c) => c,
             Err(why) => return back(SendBack::Failed { why }),
         };
-        let refused = refusals(&changed, &self.prd_file, &self.pins);
+        let mut refused = refusals(&changed, &self.prd_file, &self.pins);
+        refused.extend(self.scripts_changed(story, branch, &changed));
         if !refused.is_empty() {
             return back(SendBack::Refused { files: refused });
         }
@@ -123,6 +124,40 @@ impl Base {
                 back(SendBack::Failed { why })
             }
         }
+    }
+
+    /// The `package.json` scripts the story's check runs (as the base has
+    /// them) that the branch changed: the check is the base's
+    /// (`pins::scripts`).
+    fn scripts_changed(
+        &self,
+        story: &str,
+        branch: &str,
+        changed: &[String],
+    ) -> Vec<(String, String)> {
+        use crate::pins::scripts;
+        let Some(check) = self.prd.story(story).and_then(|s| s.verify.clone()) else {
+            return Vec::new();
+        };
+        if !changed.iter().any(|f| f == scripts::PACKAGE_JSON) {
+            return Vec::new();
+        }
+        let show = |rev: &str| {
+            Git::read(&self.root)
+                .text(&["show", &format!("{rev}:{}", scripts::PACKAGE_JSON)])
+                .ok()
+        };
+        let pins = scripts::pins_for(show("HEAD").as_deref(), &[check]);
+        scripts::changed(&pins, show(branch).as_deref())
+            .into_iter()
+            .map(|c| {
+                let why = format!(
+                    "its script `{}`, which the story's check runs (held as the base has it)",
+                    c.name
+                );
+                (scripts::PACKAGE_JSON.to_string(), why)
+            })
+            .collect()
     }
 
     /// The branch's changes since its merge base with `HEAD`, read whole.

@@ -359,6 +359,7 @@ mod tests {
             pinned: false,
             put_back: Vec::new(),
             score: Some(Box::new(score)),
+            not_run: false,
         })
     }
 

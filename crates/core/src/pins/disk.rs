@@ -8,7 +8,9 @@
 //! lost) and `pins/restored.jsonl` (one line per file put back, for status
 //! and the end message).
 
-use super::{FROM_FLAG, MAX_BYTES, MAX_FILES, Manifest, Pin, PinError, candidate_words, fnv1a};
+use super::{
+    FROM_FLAG, MAX_BYTES, MAX_FILES, Manifest, Pin, PinError, candidate_words, fnv1a, scripts,
+};
 use crate::activity::{self, Action, Entry};
 use crate::hook_output::HookOutput;
 use crate::paths::LoopPaths;
@@ -185,10 +187,17 @@ pub(crate) fn add_review_program(root: &Path, wanted: &mut Vec<(String, String)>
 
 /// Keep a copy of each file of `wanted` in the loop's folder and write the
 /// manifest, replacing the pins of any earlier loop. Under the loop lock.
-pub(crate) fn record(paths: &LoopPaths, wanted: &[(String, String)]) -> Result<Manifest, PinError> {
+pub(crate) fn record(
+    paths: &LoopPaths,
+    wanted: &[(String, String)],
+    checks: &[String],
+) -> Result<Manifest, PinError> {
     forget(paths);
     let _ = fs::remove_file(history_path(paths));
-    let mut manifest = Manifest::default();
+    let mut manifest = Manifest {
+        scripts: scripts::pins_for(package_json(&paths.root).as_deref(), checks),
+        ..Manifest::default()
+    };
     keep(paths, wanted, &mut manifest)?;
     Ok(manifest)
 }
@@ -211,9 +220,15 @@ pub(crate) fn add(paths: &LoopPaths, command: &str) -> Result<Option<Manifest>, 
         .filter(|f| !manifest.files.iter().any(|p| p.path == *f))
         .map(|f| (f, command.to_string()))
         .collect();
-    if new.is_empty() || manifest.files.len() + new.len() > MAX_FILES {
+    let new_scripts: Vec<scripts::ScriptPin> =
+        scripts::pins_for(package_json(&paths.root).as_deref(), &[command.to_string()])
+            .into_iter()
+            .filter(|s| !manifest.scripts.iter().any(|p| p.name == s.name))
+            .collect();
+    if (new.is_empty() && new_scripts.is_empty()) || manifest.files.len() + new.len() > MAX_FILES {
         return Ok(None);
     }
+    manifest.scripts.extend(new_scripts);
     keep(paths, &new, &mut manifest)?;
     Ok(Some(manifest))
 }
@@ -250,6 +265,11 @@ fn keep(
     // Sealed: the copies' hashes are what a check's pins are judged by.
     crate::seal::write(&manifest_path(paths), manifest.render().as_bytes())
         .map_err(|e| io("manifest.json", &e))
+}
+
+/// The project's `package.json`, read once (`None`: there is none).
+fn package_json(root: &Path) -> Option<String> {
+    fs::read_to_string(root.join(scripts::PACKAGE_JSON)).ok()
 }
 
 /// The manifest of the running loop (empty when it has no pins).
@@ -384,6 +404,9 @@ pub struct Guarded {
     /// Pins ralph's own record of was changed outside ralph (the manifest,
     /// or a file's copy): no check runs against them (see [`Guarded::run_check`]).
     pub untrusted: Vec<String>,
+    /// The package manager's scripts the checks run that differ from their
+    /// pins: a check that runs one is not run (see [`Guarded::run_check`]).
+    pub(crate) scripts_changed: Vec<scripts::ScriptChange>,
 }
 
 impl Guarded {
@@ -399,7 +422,12 @@ impl Guarded {
         fingerprint: Option<String>,
         reports: Option<&Path>,
     ) -> crate::verify::CheckResult {
-        if self.untrusted.is_empty() {
+        let scripts: Vec<&scripts::ScriptChange> = self
+            .scripts_changed
+            .iter()
+            .filter(|c| c.why == command)
+            .collect();
+        if self.untrusted.is_empty() && scripts.is_empty() {
             return crate::worktree::run_check(root, command, timeout, fingerprint, reports)
                 .with_pins(
                     self.pinned,
@@ -410,16 +438,21 @@ impl Guarded {
             command: command.to_string(),
             exit: None,
             timed_out: false,
-            output_tail: format!(
-                "ralph did not run this check: its pinned copy of {} in the loop's folder was changed outside ralph, so the check could be the agent's. Cancel the loop (/cancel-ralph) and start it again to pin the files anew.",
-                self.untrusted.join(", ")
-            ),
+            output_tail: if self.untrusted.is_empty() {
+                scripts::not_run(command, &scripts)
+            } else {
+                format!(
+                    "ralph did not run this check: its pinned copy of {} in the loop's folder was changed outside ralph, so the check could be the agent's. Cancel the loop (/cancel-ralph) and start it again to pin the files anew.",
+                    self.untrusted.join(", ")
+                )
+            },
             fingerprint,
             time: crate::clock::now_rfc3339(),
             duration_ms: 0,
             pinned: true,
             put_back: Vec::new(),
             score: None,
+            not_run: true,
         }
     }
 }
@@ -435,16 +468,22 @@ pub fn before_checks(paths: &LoopPaths) -> Guarded {
             ..Guarded::default()
         };
     };
-    if manifest.files.is_empty() {
+    if manifest.files.is_empty() && manifest.scripts.is_empty() {
         return Guarded::default();
     }
     let (put_back, untrusted) = put_back(paths, &manifest);
     log_put_back(paths, &put_back);
     log_untrusted(paths, &untrusted);
+    let scripts_changed = if manifest.scripts.is_empty() {
+        Vec::new()
+    } else {
+        scripts::changed(&manifest.scripts, package_json(&paths.root).as_deref())
+    };
     Guarded {
         pinned: true,
         put_back,
         untrusted,
+        scripts_changed,
     }
 }
 

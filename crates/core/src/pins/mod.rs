@@ -15,6 +15,7 @@
 //! the caps, the manifest's shape); `disk` reads and writes. Pure.
 
 pub(crate) mod disk;
+pub(crate) mod scripts;
 
 pub use disk::Guarded;
 pub use disk::PutBack;
@@ -48,6 +49,9 @@ pub(crate) struct Pin {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Manifest {
     pub files: Vec<Pin>,
+    /// The package manager's scripts the checks run (`npm test`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scripts: Vec<scripts::ScriptPin>,
 }
 
 impl Manifest {

@@ -85,7 +85,8 @@ pub fn start(
     state.budgets = rules::budgets(args, cost_model);
     state.sandbox = starter.sandbox.flag();
     state.notify = crate::notify::resolve_at_start(args.notify.as_deref(), &paths.root);
-    state.pins = pins::disk::record(paths, &wanted)?.by_path();
+    let pinned = pins::disk::record(paths, &wanted, &checks)?;
+    state.pins = pinned.by_path();
     if state.review.is_on() {
         state.review.base = worktree::head(&paths.root);
     }
@@ -115,6 +116,7 @@ pub fn start(
         blocker: blocker.as_ref(),
     };
     let mut summary = report.summary();
+    summary.push_str(&pins::scripts::held(&pinned.scripts));
     summary.push_str(&other_stop_checks(&paths.root, starter.transcript));
     if let (true, Some(prd_file)) = (state.parallel > 0, &state.prd_file) {
         summary.push_str(&parallel_note(&paths.root, prd_file));

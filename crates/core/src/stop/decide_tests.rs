@@ -138,6 +138,7 @@ fn check(cmd: &str, exit: Option<i32>, timed_out: bool, out: &str) -> CheckResul
         pinned: false,
         put_back: Vec::new(),
         score: None,
+        not_run: false,
     }
 }
 
