@@ -274,7 +274,8 @@ fn write_suite(sb: &Sandbox, mode: Mode) -> Result<(), String> {
     if mode == Mode::SuiteNpm {
         files.push((
             "package.json".into(),
-            "{\"name\": \"lib\", \"private\": true, \"scripts\": {\"test\": \"node --test\"}}\n".into(),
+            "{\"name\": \"lib\", \"private\": true, \"scripts\": {\"test\": \"node --test\"}}\n"
+                .into(),
         ));
     }
     if mode == Mode::SuiteScript {
