@@ -35,8 +35,31 @@ pub(crate) struct ScriptChange {
 /// `tst`), `npm run X` (`run-script`), `yarn test`, `yarn run X`, `pnpm
 /// test`, `pnpm run X`, `bun run X`. Empty when the command runs none.
 pub(crate) fn scripts_run(command: &str) -> Vec<String> {
+    let commands = super::simple_commands(command);
+    // Another folder's package.json (`cd web && npm test`, `npm --prefix
+    // web test`, a workspace): not the one at the root, so none is held.
+    let elsewhere = commands.iter().any(|words| {
+        words.first().is_some_and(|w| w == "cd" || w == "pushd")
+            || words.iter().any(|w| {
+                [
+                    "--prefix",
+                    "-C",
+                    "--workspace",
+                    "-w",
+                    "--dir",
+                    "--cwd",
+                    "--filter",
+                    "-F",
+                ]
+                .iter()
+                .any(|o| w == o || w.starts_with(&format!("{o}=")))
+            })
+    });
+    if elsewhere {
+        return Vec::new();
+    }
     let mut out: Vec<String> = Vec::new();
-    for words in super::simple_commands(command) {
+    for words in commands {
         let mut rest = words
             .iter()
             .map(String::as_str)
@@ -199,6 +222,10 @@ mod tests {
             "cargo test",
             "yarn",
             "npm run",
+            "cd web && npm test",
+            "npm --prefix web test",
+            "npm test --workspace=web",
+            "pnpm --filter web test",
         ] {
             assert!(scripts_run(none).is_empty(), "{none}");
         }
