@@ -416,6 +416,11 @@ fn the_package_script_a_check_runs_is_held_and_the_rest_of_package_json_is_the_w
         started.contains("Scripts: `npm test` runs `test` of package.json, held as they are now"),
         "{started}"
     );
+    let (_, status) = p.ralph(&["status"]);
+    assert!(
+        status.contains("scripts:   package.json's test (npm test), held as at start"),
+        "{status}"
+    );
     // The script rewritten to pass: not run, the claim refused, the agent told.
     p.write(
         "package.json",

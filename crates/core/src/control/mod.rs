@@ -281,13 +281,17 @@ pub fn status(paths: &LoopPaths) -> Status {
                 .fresh
                 .then(|| crate::fresh::read_worker(&paths.worker))
                 .flatten();
-            if !state.pins.is_empty() {
+            let scripts =
+                crate::pins::scripts::shown(&crate::pins::disk::read_manifest(paths).scripts);
+            if !state.pins.is_empty() || !scripts.is_empty() {
                 let mut back: Vec<String> = crate::pins::disk::history(paths)
                     .into_iter()
                     .map(|b| b.path)
                     .collect();
                 back.dedup();
-                status.pins = Some(status::PinsStatus::new(&state, back));
+                let mut pins = status::PinsStatus::new(&state, back);
+                pins.scripts = scripts;
+                status.pins = Some(pins);
             }
             if state.parallel > 0 {
                 status.parallel = Some(status::ParallelStatus::new(

@@ -612,6 +612,10 @@ pub struct PinsStatus {
     /// Pinned files changed during the loop and put back before a check.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub put_back: Vec<String>,
+    /// The package.json scripts the checks run, held as at start
+    /// (`pins::scripts`): `test (npm test)`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scripts: Vec<String>,
 }
 
 impl PinsStatus {
@@ -620,6 +624,7 @@ impl PinsStatus {
             count: state.pins.len(),
             files: state.pins.clone(),
             put_back,
+            scripts: Vec::new(),
         }
     }
 
@@ -632,12 +637,21 @@ impl PinsStatus {
         } else {
             String::new()
         };
-        let mut out = format!(
-            "  pins:      {} file{} fixed at start: {}{more}\n",
-            self.count,
-            if self.count == 1 { "" } else { "s" },
-            shown.join(", ")
-        );
+        let mut out = String::new();
+        if self.count > 0 {
+            out.push_str(&format!(
+                "  pins:      {} file{} fixed at start: {}{more}\n",
+                self.count,
+                if self.count == 1 { "" } else { "s" },
+                shown.join(", ")
+            ));
+        }
+        if !self.scripts.is_empty() {
+            out.push_str(&format!(
+                "  scripts:   package.json's {}, held as at start\n",
+                self.scripts.join(", ")
+            ));
+        }
         if !self.put_back.is_empty() {
             out.push_str(&format!(
                 "  put back:  {} (changed during the loop; restored before a check)\n",

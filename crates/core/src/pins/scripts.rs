@@ -176,6 +176,14 @@ pub(crate) fn held(pins: &[ScriptPin]) -> String {
         .collect()
 }
 
+/// The held scripts as status names them: `test (npm test)`.
+pub(crate) fn shown(pins: &[ScriptPin]) -> Vec<String> {
+    pins.iter()
+        .filter(|p| p.command.is_some())
+        .map(|p| format!("{} ({})", p.name, p.why))
+        .collect()
+}
+
 /// Why `command` was not run: its scripts that changed.
 pub(crate) fn not_run(command: &str, changes: &[&ScriptChange]) -> String {
     let shown = |c: &Option<String>| match c {
@@ -256,6 +264,7 @@ mod tests {
             held(&pins),
             "Scripts: `npm test` runs `test` of package.json, held as they are now (the `pre` and `post` scripts around them too): the check is not run while they differ.\n"
         );
+        assert_eq!(shown(&pins), ["test (npm test)"]);
         let message = not_run("npm test", &[&c[0]]);
         assert!(message.contains("`test` (was `jest`, now `echo 'Tests: 3 passed, 3 total'`)"));
     }
