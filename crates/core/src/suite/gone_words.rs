@@ -39,6 +39,12 @@ pub(crate) fn report(findings: &[(String, InventoryFinding)]) -> String {
                 "`{command}` skips {now} tests now, {start} at the start (counted: its output names no tests).\n"
             ));
         }
+        if let Some(had) = found.unnamed {
+            out.push_str(&format!(
+                "`{command}` named each of its {} at the start (the runner's own report), and names none now: its report was not written this time (an option, a configuration or a plugin that turns it off), so ralph cannot see which tests ran. Put back what turned it off.\n",
+                plural(u64::from(had), "test")
+            ));
+        }
         if let Some(had) = found.unread {
             out.push_str(&format!(
                 "`{command}` had {} in the suite, and its output counts none now: the runner's words in it do not add up (something prints a runner's summary of its own, or the output is cut short), so ralph cannot see whether the suite is whole. Take out what prints them.\n",
@@ -89,6 +95,9 @@ pub(crate) fn status(findings: &[(String, InventoryFinding)]) -> String {
     }
     if findings.iter().any(|(_, f)| f.unread.is_some()) {
         return "the check's output counts no test".to_string();
+    }
+    if findings.iter().any(|(_, f)| f.unnamed.is_some()) {
+        return "the check's run names no test".to_string();
     }
     "fewer tests than at the start".to_string()
 }

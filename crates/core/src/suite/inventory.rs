@@ -48,6 +48,10 @@ pub(crate) struct InventoryFinding {
     /// The run counted no test while the suite had this many (at the
     /// start, or seen passing since): nothing of it can be seen.
     pub unread: Option<u32>,
+    /// The baseline named every test (the runner's own report), and the run
+    /// names none: its report was not written (an option or a plugin that
+    /// turns it off), so which of these many tests ran cannot be seen.
+    pub unnamed: Option<u32>,
 }
 
 impl InventoryFinding {
@@ -56,6 +60,7 @@ impl InventoryFinding {
             && self.fewer.is_none()
             && self.more_skipped.is_none()
             && self.unread.is_none()
+            && self.unnamed.is_none()
     }
 }
 
@@ -76,6 +81,18 @@ pub(crate) fn judge(suite: &Suite, command: &str, now: &Inventory) -> InventoryF
     }
     let expected = expected(suite, command, baseline);
     let named = now.named && baseline.is_none_or(|b| b.named);
+    // Counts stand in for names only where the baseline had none: a run
+    // that lost them (`-p no:junitxml` in pytest.ini) hides which tests
+    // ran, and a test swapped for another keeps the counts.
+    let lost_names = baseline.is_some_and(|b| b.named)
+        && !expected.is_empty()
+        && !suite.accepted_unread.contains(command);
+    if !named && lost_names {
+        return InventoryFinding {
+            unnamed: Some(u32::try_from(expected.len()).unwrap_or(u32::MAX)),
+            ..InventoryFinding::default()
+        };
+    }
     if !named {
         return by_counts(baseline, now, suite.accepted_all_at(command));
     }
@@ -177,6 +194,7 @@ fn by_counts(
         fewer: (now_total < start_total).then_some((start_total, now_total)),
         more_skipped: (now.skipped > start_skipped).then_some((start_skipped, now.skipped)),
         unread: None,
+        unnamed: None,
     }
 }
 
@@ -340,6 +358,25 @@ mod tests {
         assert_eq!(leaf("sum › adds"), "adds");
         assert_eq!(leaf("crt::tests::adds"), "adds");
         assert_eq!(leaf("t/a.py::TestX::test_y[1]"), "test_y[1]");
+    }
+
+    #[test]
+    fn a_run_that_lost_the_names_its_baseline_had_is_not_counted_instead() {
+        let mut suite = suite_with(run(&[("t/x.py::test_a", P), ("t/x.py::test_b", F)]));
+        // The report turned off, the failing test swapped for another: the
+        // counts are as they were.
+        let counted = Inventory {
+            named: false,
+            passed: 2,
+            ..Inventory::default()
+        };
+        let found = judge(&suite, "pytest", &counted);
+        // Two at the start, and t/x.py::test_d seen passing since.
+        assert_eq!(found.unnamed, Some(3), "{found:?}");
+        assert!(!found.is_clear());
+        // The user accepted it: counted from then on.
+        suite.accepted_unread.insert("pytest".into());
+        assert!(judge(&suite, "pytest", &counted).is_clear());
     }
 
     #[test]

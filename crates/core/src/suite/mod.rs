@@ -196,8 +196,9 @@ pub(crate) struct Suite {
     /// (`(tests, skipped)`), by command.
     #[serde(default)]
     pub accepted_counts: BTreeMap<String, (u32, u32)>,
-    /// Commands whose output the user accepted to count no test (an
-    /// `unread` run no longer refuses a claim).
+    /// Commands whose output the user accepted to count no test, or to
+    /// name none where the baseline named each (an `unread` or `unnamed`
+    /// run no longer refuses a claim; an unnamed one is counted).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub accepted_unread: BTreeSet<String>,
     /// Tests seen to pass and fail on one tree.
