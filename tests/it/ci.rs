@@ -161,6 +161,14 @@ fn plan_gives_the_matrix_and_says_done_or_blocked_by_its_exit_code() {
 }
 
 /// The verdict of `story` in a merge report.
+/// The kind of `story`'s verdict's reason (`refused`, `conflict`...).
+fn kind_of(report: &Value, story: &str) -> String {
+    verdict(report, story)["reason"]["kind"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
 fn verdict<'a>(report: &'a Value, story: &str) -> &'a Value {
     report["results"]
         .as_array()
@@ -223,12 +231,7 @@ fn merge_judges_each_branch_by_the_base_and_never_takes_what_fences_the_loop() {
         String::from_utf8_lossy(&out.stderr)
     );
     let report = json(&out);
-    let kind = |s: &str| {
-        verdict(&report, s)["reason"]["kind"]
-            .as_str()
-            .unwrap_or("")
-            .to_string()
-    };
+    let kind = |s: &str| kind_of(&report, s);
     assert_eq!(kind("A"), "refused", "a pinned check file: {report:#}");
     assert_eq!(kind("B"), "refused", "the PRD");
     assert_eq!(kind("C"), "refused", "the workflows");
@@ -352,12 +355,7 @@ fn merge_refuses_a_branch_that_changes_the_package_script_its_check_runs() {
         "ralph/P",
     ]);
     let report = json(&out);
-    let kind = |s: &str| {
-        verdict(&report, s)["reason"]["kind"]
-            .as_str()
-            .unwrap_or("")
-            .to_string()
-    };
+    let kind = |s: &str| kind_of(&report, s);
     assert_eq!(kind("N"), "refused", "{report:#}");
     let files = verdict(&report, "N")["reason"]["files"].to_string();
     assert!(files.contains("its script `check`"), "{files}");

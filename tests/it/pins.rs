@@ -385,6 +385,18 @@ fn weak_hash() -> String {
     format!("fnv1a:{h:016x}")
 }
 
+/// Whether `npm` runs here (CI installs Node.js; say so when it does not).
+fn has_npm() -> bool {
+    let found = std::process::Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !found {
+        eprintln!("skipped: no npm");
+    }
+    found
+}
+
 /// `package.json` with `scripts` (and `extra` top-level keys).
 fn package_json(scripts: &str, extra: &str) -> String {
     format!("{{\"name\": \"d\", \"private\": true{extra}, \"scripts\": {{{scripts}}}}}\n")
@@ -392,12 +404,7 @@ fn package_json(scripts: &str, extra: &str) -> String {
 
 #[test]
 fn the_package_script_a_check_runs_is_held_and_the_rest_of_package_json_is_the_works() {
-    if std::process::Command::new("npm")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no npm");
+    if !has_npm() {
         return;
     }
     let p = Project::with_claude_dir("pin-npm-script");
@@ -463,12 +470,7 @@ fn the_package_script_a_check_runs_is_held_and_the_rest_of_package_json_is_the_w
 
 #[test]
 fn a_loop_that_sets_up_the_test_script_is_not_held_to_its_absence() {
-    if std::process::Command::new("npm")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: no npm");
+    if !has_npm() {
         return;
     }
     let p = Project::with_claude_dir("pin-npm-none");

@@ -5,28 +5,12 @@
 //! its branch pushed when it leaves a result), then `ralph merge
 //! --from-results` and pushes `loop`; waves until the plan says done.
 
-use crate::support::{claude, ralph_in};
+use crate::support::{claude, git, ralph_in};
 use ralph_fake_model::{Block, FakeModel, Reply, Script};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// What a story's model does: the replies of its one `ralph run --story`.
 type StoryScript = dyn Fn(&str, &Path) -> Vec<Reply>;

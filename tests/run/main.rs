@@ -529,21 +529,13 @@ fn sigint_mid_iteration_stops_the_client_and_cancels_the_loop() {
     p.done();
 }
 
-/// The agent signals its runner (the client's parent): the runner reads the
-/// sender, one of its own descendants, ignores the signal and says so, and
-/// the run goes on to its normal end. Outside the sandbox: inside it the
-/// agent's commands cannot see the runner's pid.
-#[test]
-fn a_signal_from_the_runs_own_agent_is_ignored_and_logged() {
-    let Some(claude) = claude() else { return };
-    let p = Project::new("agent-signal");
+/// A run whose agent runs `command` (which signals the runner) in one
+/// Bash call, then claims: it ends complete, each signal ignored and said;
+/// how many signals were logged as ignored. Outside the sandbox: inside it
+/// the agent's commands cannot see the runner's pid.
+fn signalled_run(p: &Project, claude: &std::path::Path, command: &str) -> usize {
     let m = model(vec![
-        reply(
-            "Stopping the runner.",
-            vec![bash(
-                "kill -TERM $(ps -o ppid= -p $PPID); kill -INT $(ps -o ppid= -p $PPID); sleep 1; echo still here",
-            )],
-        ),
+        reply("Stopping the runner.", vec![bash(command)]),
         Reply::text("Done. <promise>DONE</promise>"),
     ]);
     let args = [
@@ -559,17 +551,32 @@ fn a_signal_from_the_runs_own_agent_is_ignored_and_logged() {
         "--allowedTools",
         "Bash",
     ];
-    let f = finish(p.run_cmd(Some(&m), &claude, &args));
+    let f = finish(p.run_cmd(Some(&m), claude, &args));
     f.expect_code(0);
     f.shows("ignored SIGTERM from process");
     f.shows("ignored SIGINT from process");
     f.shows("✅ Ralph loop complete after 1 iteration");
     let decisions = p.decisions();
-    assert!(
-        decisions.iter().any(|d| d == "tamper/signal_ignored"),
-        "{decisions:?}"
-    );
     assert_eq!(decisions.last().unwrap(), "end/complete");
+    decisions
+        .iter()
+        .filter(|d| *d == "tamper/signal_ignored")
+        .count()
+}
+
+/// The agent signals its runner (the client's parent): the runner reads the
+/// sender, one of its own descendants, ignores the signal and says so, and
+/// the run goes on to its normal end.
+#[test]
+fn a_signal_from_the_runs_own_agent_is_ignored_and_logged() {
+    let Some(claude) = claude() else { return };
+    let p = Project::new("agent-signal");
+    let ignored = signalled_run(
+        &p,
+        &claude,
+        "kill -TERM $(ps -o ppid= -p $PPID); kill -INT $(ps -o ppid= -p $PPID); sleep 1; echo still here",
+    );
+    assert!(ignored >= 1, "{ignored}");
     p.done();
 }
 
@@ -584,38 +591,8 @@ fn a_signal_from_a_process_the_agent_detached_is_ignored_too() {
         env -u AI_AGENT setsid -f sh -c \"sleep 1; kill -INT $R; sleep 30\" </dev/null >/dev/null 2>&1; \
         nohup python3 -c \"import os, time; time.sleep(1); os.kill($R, 15)\" </dev/null >/dev/null 2>&1 & disown; \
         sleep 3; echo still here";
-    let m = model(vec![
-        reply("Stopping the runner from afar.", vec![bash(detach)]),
-        Reply::text("Done. <promise>DONE</promise>"),
-    ]);
-    let args = [
-        "Work on it",
-        "--completion-promise",
-        "DONE",
-        "--max-iterations",
-        "3",
-        "--no-sandbox",
-        "--",
-        "--permission-mode",
-        "acceptEdits",
-        "--allowedTools",
-        "Bash",
-    ];
-    let f = finish(p.run_cmd(Some(&m), &claude, &args));
-    f.expect_code(0);
-    f.shows("ignored SIGTERM from process");
-    f.shows("ignored SIGINT from process");
-    f.shows("✅ Ralph loop complete after 1 iteration");
-    let decisions = p.decisions();
-    assert!(
-        decisions
-            .iter()
-            .filter(|d| *d == "tamper/signal_ignored")
-            .count()
-            >= 3,
-        "{decisions:?}"
-    );
-    assert_eq!(decisions.last().unwrap(), "end/complete");
+    let ignored = signalled_run(&p, &claude, detach);
+    assert!(ignored >= 3, "{ignored}");
     p.done();
 }
 

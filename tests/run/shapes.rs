@@ -15,7 +15,7 @@
 //! (docs/troubleshooting.md). One test a shape, each run on a fresh copy of
 //! it: cargo runs two at a time.
 
-use crate::support::{Finished, claude, claude_p, finish, ralph_in};
+use crate::support::{Finished, claude, claude_p, finish, git, ralph_in};
 use ralph_fake_model::{Block, FakeModel, Lane, Reply, Script};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -46,22 +46,6 @@ const SANDBOX: &str = r#"{"sandbox": {"enabled": true, "autoAllowBashIfSandboxed
 /// Set `"passes": true` in the file `file`.
 fn mark_passing(file: &str) -> String {
     format!("sed -i 's/\"passes\": false/\"passes\": true/' {file}")
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
 }
 
 fn reply(text: &str, command: &str) -> Reply {

@@ -305,15 +305,8 @@ pub(crate) fn claude_p(
 ) -> Command {
     let bins = Path::new(RALPH).parent().expect("the binaries' folder");
     let mut cmd = Command::new(claude);
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("LANG", "C.UTF-8")
-        .env("IS_SANDBOX", "1")
-        .env("ANTHROPIC_API_KEY", "x")
+    users_env(&mut cmd, home)
         .env("ANTHROPIC_BASE_URL", model.base_url())
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
         .env("RALPH_BIN_DIR", bins)
         .env("CLAUDE_CODE_TMPDIR", home.join("tmp"))
         .current_dir(dir)
@@ -326,11 +319,9 @@ pub(crate) fn claude_p(
     cmd
 }
 
-/// `ralph` in `dir` with `home` and nothing else of the caller's
-/// environment but `PATH`: a fake API key, no traffic beyond the model,
-/// this checkout as the plugin.
-pub(crate) fn ralph_in(dir: &Path, home: &Path) -> Command {
-    let mut cmd = Command::new(RALPH);
+/// The environment of a user at `home` and nothing else of the caller's
+/// but `PATH`: a fake API key, no traffic beyond the model.
+fn users_env<'c>(cmd: &'c mut Command, home: &Path) -> &'c mut Command {
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", home)
@@ -339,6 +330,32 @@ pub(crate) fn ralph_in(dir: &Path, home: &Path) -> Command {
         .env("ANTHROPIC_API_KEY", "x")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
+}
+
+/// `git ARGS` in `dir` with a test identity; its stdout, trimmed. Panics
+/// with git's words when it fails.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}
+
+/// `ralph` in `dir` with `home` and nothing else of the caller's
+/// environment but `PATH`: a fake API key, no traffic beyond the model,
+/// this checkout as the plugin.
+pub(crate) fn ralph_in(dir: &Path, home: &Path) -> Command {
+    let mut cmd = Command::new(RALPH);
+    users_env(&mut cmd, home)
         .env("RALPH_PLUGIN_ROOT", CHECKOUT)
         // Waits in milliseconds where a user waits seconds.
         .env("RALPH_RUN_WAIT_UNIT_MS", "10")

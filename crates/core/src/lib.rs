@@ -71,6 +71,8 @@ pub mod stop;
 pub mod store;
 pub mod suite;
 pub(crate) mod tamper;
+#[cfg(test)]
+pub(crate) mod test_git;
 pub mod transcript;
 pub(crate) mod transient;
 pub mod turn_tools;

@@ -162,22 +162,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ralph-ph-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        crate::test_git::repo_with_commit(&dir, "a.txt");
         let at = dir.clone();
-        let git = move |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .current_dir(&at)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "git {args:?}: {out:?}");
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        };
-        git(&["init", "-q"]);
-        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
-        git(&["add", "a.txt"]);
-        git(&["commit", "-qm", "start"]);
-        (dir, git)
+        (dir, move |args: &[&str]| crate::test_git::git(&at, args))
     }
 
     #[test]

@@ -578,22 +578,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ralph-sandbox-linked-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let main = dir.join("main");
-        std::fs::create_dir_all(&main).unwrap();
+        crate::test_git::repo_with_commit(&main, "a.txt");
         let git = |args: &[&str]| {
-            let ok = std::process::Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .current_dir(&main)
-                .output()
-                .unwrap()
-                .status
-                .success();
-            assert!(ok, "git {args:?}");
+            crate::test_git::git(&main, args);
         };
-        git(&["init", "-q"]);
-        std::fs::write(main.join("a.txt"), "a\n").unwrap();
-        git(&["add", "-A"]);
-        git(&["commit", "-qm", "start"]);
         let linked = dir.join("linked");
         git(&[
             "worktree",

@@ -340,22 +340,7 @@ mod tests {
     fn a_fingerprint_passes_over_the_sandboxs_placeholders_not_the_work() {
         let dir = std::env::temp_dir().join(format!("ralph-fp-ph-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let git = |args: &[&str]| {
-            let ok = Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .current_dir(&dir)
-                .output()
-                .unwrap()
-                .status
-                .success();
-            assert!(ok, "git {args:?}");
-        };
-        git(&["init", "-q"]);
-        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
-        git(&["add", "a.txt"]);
-        git(&["commit", "-qm", "start"]);
+        crate::test_git::repo_with_commit(&dir, "a.txt");
         let before = fingerprint(&dir).unwrap();
         std::fs::create_dir_all(dir.join(".claude")).unwrap();
         std::fs::write(dir.join(".bashrc"), "").unwrap();
@@ -376,20 +361,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&top);
         let dir = top.join("app");
         std::fs::create_dir_all(dir.join(".claude")).unwrap();
-        let git = |args: &[&str]| {
-            let ok = Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-                .args(args)
-                .current_dir(&top)
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "git {args:?}");
-        };
-        git(&["init", "-q"]);
-        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
-        git(&["add", "-A"]);
-        git(&["commit", "-qm", "start"]);
+        crate::test_git::repo_with_commit(&top, "app/a.txt");
         std::fs::write(dir.join(".claude/ralph-loop.local.md"), "1").unwrap();
         let before = fingerprint(&dir).unwrap();
         // A Stop rewrites the loop's files: no change of the work.
