@@ -114,18 +114,29 @@ pub(crate) fn read(package_json: Option<&str>, names: &[String]) -> Vec<(String,
 
 /// The pins for `checks`, read from `package_json` as it is now: each
 /// script a check runs that exists now, with the `pre` and `post` scripts
-/// around it (one added later runs before or after it: a change too). A
-/// script that does not exist yet is the work's to write (a loop that sets
-/// up the project's tests), so nothing of it is pinned.
+/// around it (one added later runs before or after it: a change too), and
+/// the scripts those run in turn (`"test": "npm run tests-only"`: the check
+/// is `tests-only` as much as `test`). A script that does not exist yet is
+/// the work's to write (a loop that sets up the project's tests), so
+/// nothing of it is pinned.
 pub(crate) fn pins_for(package_json: Option<&str>, checks: &[String]) -> Vec<ScriptPin> {
     let mut out: Vec<ScriptPin> = Vec::new();
     for check in checks {
-        for name in scripts_run(check) {
+        let mut asked = scripts_run(check);
+        let mut at = 0;
+        while let Some(name) = asked.get(at).cloned() {
+            at += 1;
             let three = read(package_json, &with_pre_and_post(&name));
             if three[1].1.is_none() {
                 continue;
             }
             for (name, command) in three {
+                // What this script runs of the others is held too.
+                for more in command.as_deref().map(scripts_run).unwrap_or_default() {
+                    if !asked.contains(&more) {
+                        asked.push(more);
+                    }
+                }
                 if !out.iter().any(|p| p.name == name && p.why == *check) {
                     out.push(ScriptPin {
                         name,
@@ -267,5 +278,44 @@ mod tests {
         assert_eq!(shown(&pins), ["test (npm test)"]);
         let message = not_run("npm test", &[&c[0]]);
         assert!(message.contains("`test` (was `jest`, now `echo 'Tests: 3 passed, 3 total'`)"));
+    }
+
+    #[test]
+    fn a_public_projects_test_script_that_runs_others_holds_them_too() {
+        // SheetJS: "pretest": "npm run lint", "test": "npm run tests-only".
+        let text = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/pins/public/sheetjs-package.json"
+        ));
+        let pins = pins_for(Some(text), &["npm test".to_string()]);
+        let held: Vec<(&str, Option<&str>)> = pins
+            .iter()
+            .map(|p| (p.name.as_str(), p.command.as_deref()))
+            .collect();
+        assert_eq!(
+            held,
+            [
+                ("pretest", Some("npm run lint")),
+                ("test", Some("npm run tests-only")),
+                ("posttest", None),
+                ("prelint", None),
+                ("lint", Some("make fullint")),
+                ("postlint", None),
+                ("pretests-only", None),
+                ("tests-only", Some("make travis")),
+                ("posttests-only", None),
+            ]
+        );
+        // The script `test` hands on to, rewritten: a change of the check.
+        let faked = text.replace(
+            "\"tests-only\": \"make travis\"",
+            "\"tests-only\": \"true\"",
+        );
+        let c = changed(&pins, Some(&faked));
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].name, "tests-only");
+        // Another script (build) is the work's.
+        let built = text.replace("\"build\": \"make\"", "\"build\": \"make all\"");
+        assert!(changed(&pins, Some(&built)).is_empty());
     }
 }
