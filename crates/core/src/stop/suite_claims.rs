@@ -137,7 +137,11 @@ fn run_on_this_tree(
 
 /// The tests that failed at their command's baseline and pass in the
 /// claim's run on this tree, with the baseline's commit: named at the end
-/// and to the reviewers when their file changed (`suite::changed`).
+/// and to the reviewers when their file changed (`suite::changed`). Where
+/// the baseline names no tests but counted failures (`npm test` read by
+/// its words), the check itself turned (the claim stands on it passing):
+/// its command stands for the tests, with no file, so that the runner's
+/// own files are still named.
 pub(crate) fn turned(inputs: &StopInputs, ran: &Ran, log: &VerifyLog) -> Vec<Candidate> {
     let Some(suite) = &inputs.suite else {
         return Vec::new();
@@ -159,6 +163,16 @@ pub(crate) fn turned(inputs: &StopInputs, ran: &Ran, log: &VerifyLog) -> Vec<Can
                     commit: b.commit.clone(),
                 });
             }
+        }
+        let counted_failures = suite
+            .baseline_of(&command)
+            .is_some_and(|start| !start.named && start.failed > 0);
+        if counted_failures {
+            out.push(Candidate {
+                test: command.clone(),
+                file: None,
+                commit: b.commit.clone(),
+            });
         }
     }
     out
